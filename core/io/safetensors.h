@@ -1,0 +1,68 @@
+// safetensors files (https://github.com/huggingface/safetensors format): an 8-byte little-endian
+// header length N, N bytes of JSON {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__":
+// {str: str}}, then the data area. The reader memory-maps the file and validates the whole header
+// before any tensor byte is touched, so a corrupt file is an adtree::Error, never a bad read.
+#pragma once
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace adtree::io {
+
+enum class DType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL };
+
+size_t dtype_size(DType d);
+std::string dtype_name(DType d);  // "F32", "BF16", ...
+DType parse_dtype(const std::string& name);  // throws adtree::Error on unknown names
+at::ScalarType to_scalar_type(DType d);
+DType from_scalar_type(at::ScalarType t);  // throws adtree::Error for unsupported types
+
+struct TensorInfo {
+  std::string name;
+  DType dtype;
+  std::vector<int64_t> shape;
+  uint64_t begin = 0;  // byte offsets inside the data area
+  uint64_t end = 0;
+};
+
+class SafetensorsReader {
+ public:
+  // Maps and validates `path`. Throws adtree::Error naming the file, the tensor and the problem.
+  explicit SafetensorsReader(const std::string& path);
+  ~SafetensorsReader();
+  SafetensorsReader(const SafetensorsReader&) = delete;
+  SafetensorsReader& operator=(const SafetensorsReader&) = delete;
+
+  const std::string& path() const { return path_; }
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }  // in file order
+  const TensorInfo* find(const std::string& name) const;               // nullptr if absent
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+
+  // Raw bytes of one tensor (inside the mapping; valid while the reader lives).
+  const uint8_t* data(const TensorInfo& info) const;
+  // An owned CPU tensor holding a copy of the bytes (throws if `name` is absent).
+  at::Tensor tensor(const std::string& name) const;
+  // All tensors as owned CPU tensors.
+  std::map<std::string, at::Tensor> all() const;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  const uint8_t* map_ = nullptr;
+  uint64_t file_size_ = 0;
+  uint64_t data_start_ = 0;
+  std::vector<TensorInfo> tensors_;
+  std::map<std::string, size_t> index_;
+  std::map<std::string, std::string> metadata_;
+};
+
+// Writes tensors (any device; copied to contiguous CPU) and metadata. Tensors keep their dtype.
+// Written to `path`.tmp first, then renamed, so an interrupted write never leaves a corrupt file.
+void write_safetensors(const std::string& path, const std::map<std::string, at::Tensor>& tensors,
+                       const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace adtree::io

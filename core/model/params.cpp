@@ -1,0 +1,74 @@
+#include "model/params.h"
+
+#include <set>
+#include <sstream>
+
+#include "util/error.h"
+
+namespace adtree::model {
+
+std::string shape_str(at::IntArrayRef shape) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  os << ']';
+  return os.str();
+}
+
+std::vector<std::string> check_params(const std::vector<ParamSpec>& specs, const TensorMap& tensors) {
+  std::vector<std::string> problems;
+  std::set<std::string> expected;
+  for (const auto& s : specs) {
+    expected.insert(s.name);
+    auto it = tensors.find(s.name);
+    if (it == tensors.end()) {
+      problems.push_back("missing tensor '" + s.name + "' (expected shape " + shape_str(s.shape) +
+                         ")");
+    } else if (it->second.sizes() != at::IntArrayRef(s.shape)) {
+      problems.push_back("tensor '" + s.name + "' has shape " + shape_str(it->second.sizes()) +
+                         ", expected " + shape_str(s.shape));
+    }
+  }
+  for (const auto& [name, t] : tensors) {
+    if (!expected.count(name)) {
+      problems.push_back("unexpected tensor '" + name + "' with shape " + shape_str(t.sizes()));
+    }
+  }
+  return problems;
+}
+
+void require_params(const std::vector<ParamSpec>& specs, const TensorMap& tensors,
+                    const std::string& what) {
+  auto problems = check_params(specs, tensors);
+  if (problems.empty()) return;
+  std::string msg = what + ": " + std::to_string(problems.size()) +
+                    " tensor problem(s) against the configuration:";
+  for (const auto& p : problems) msg += "\n  - " + p;
+  throw Error(msg);
+}
+
+TensorMap init_params(const std::vector<ParamSpec>& specs, uint64_t seed) {
+  auto gen = at::detail::createCPUGenerator(seed);
+  TensorMap out;
+  for (const auto& s : specs) {
+    at::Tensor t;
+    switch (s.init) {
+      case Init::Normal:
+        t = at::empty(s.shape, at::kFloat).normal_(0.0, s.scale, gen);
+        break;
+      case Init::Uniform:
+        t = at::empty(s.shape, at::kFloat).uniform_(-s.scale, s.scale, gen);
+        break;
+      case Init::Zeros:
+        t = at::zeros(s.shape, at::kFloat);
+        break;
+      case Init::Ones:
+        t = at::ones(s.shape, at::kFloat);
+        break;
+    }
+    out.emplace(s.name, t);
+  }
+  return out;
+}
+
+}  // namespace adtree::model

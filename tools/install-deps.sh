@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages ADT-Tree Studio needs, and only those that are missing.
+# Idempotent: a second run installs nothing. Used by README's two commands and by CI.
+set -euo pipefail
+
+PKGS=(
+  build-essential cmake ninja-build ccache pkg-config   # toolchain, fast rebuilds
+  libtorch-dev                                          # tensors, models, training (CPU libtorch 1.13)
+  libopenblas0-pthread                                  # fast BLAS behind Debian's libtorch
+  nlohmann-json3-dev                                    # JSON: model.json, safetensors headers, stats
+  libopencv-dev                                         # PNG I/O, resizing, colour maps (core/imaging)
+  libgtest-dev libgmock-dev                             # unit tests
+  qt6-base-dev libqcustomplot-dev                       # the desktop GUI and its plots
+  xvfb xauth                                            # headless GUI tests and screenshots
+  nodejs npm                                            # `npm pack` fetches the emoji training data
+)
+if [[ "${ADTREE_NO_GUI:-0}" == 1 ]]; then
+  PKGS=("${PKGS[@]/qt6-base-dev/}"); PKGS=("${PKGS[@]/libqcustomplot-dev/}")
+fi
+
+missing=()
+for p in "${PKGS[@]}"; do
+  [[ -z "$p" ]] && continue
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# node/npm may come from outside Debian (e.g. a preinstalled Node.js); accept any working npm.
+if command -v npm >/dev/null 2>&1; then
+  missing=("${missing[@]/nodejs/}"); missing=("${missing[@]/npm/}")
+fi
+clean=(); for p in "${missing[@]}"; do [[ -n "$p" ]] && clean+=("$p"); done
+
+if ((${#clean[@]})); then
+  echo "install-deps: installing ${clean[*]}"
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${clean[@]}"
+else
+  echo "install-deps: all packages present"
+fi
