@@ -1,1 +1,120 @@
-// (being written)
+#include "decode/sampling.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "util/error.h"
+
+namespace adtree::decode {
+
+namespace {
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+}
+
+void SamplingParams::validate(int64_t vocab_size) const {
+  auto bad = [](const std::string& m) { throw Error("invalid sampling setting: " + m); };
+  if (!std::isfinite(cfg_scale) || cfg_scale < 0) bad("cfg scale must be >= 0");
+  if (cfg_interval < -1) bad("cfg interval must be -1 (off) or a token index");
+  if (!std::isfinite(temperature) || temperature < 0) bad("temperature must be >= 0");
+  if (top_k < 0 || top_k > vocab_size) {
+    bad("top-k must be in 0 .. " + std::to_string(vocab_size) + " (0 = off), got " +
+        std::to_string(top_k));
+  }
+  if (!(top_p > 0 && top_p <= 1)) bad("top-p must be in (0, 1]");
+}
+
+nlohmann::json SamplingParams::to_json() const {
+  return {{"cfg_scale", cfg_scale}, {"cfg_interval", cfg_interval}, {"temperature", temperature},
+          {"top_k", top_k},         {"top_p", top_p}};
+}
+
+SamplingParams SamplingParams::from_json(const nlohmann::json& j, const SamplingParams& d) {
+  SamplingParams p = d;
+  if (j.is_null()) return p;
+  try {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const auto& k = it.key();
+      if (k == "cfg_scale") p.cfg_scale = it->get<double>();
+      else if (k == "cfg_interval") p.cfg_interval = it->get<int64_t>();
+      else if (k == "temperature") p.temperature = it->get<double>();
+      else if (k == "top_k") p.top_k = it->get<int64_t>();
+      else if (k == "top_p") p.top_p = it->get<double>();
+      else throw Error("unknown sampling setting '" + k + "'");
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("invalid sampling settings: ") + e.what());
+  }
+  return p;
+}
+
+at::Tensor cfg_mix(const at::Tensor& cond, const at::Tensor& uncond, double scale) {
+  auto c = cond.to(at::kFloat), u = uncond.to(at::kFloat);
+  return u + scale * (c - u);
+}
+
+at::Tensor top_k_filter(const at::Tensor& logits, int64_t k) {
+  if (k <= 0 || k >= logits.size(-1)) return logits;
+  auto kth = std::get<0>(logits.topk(k, -1)).narrow(-1, k - 1, 1);  // k-th largest per row
+  return logits.masked_fill(logits < kth, kNegInf);
+}
+
+at::Tensor top_p_filter(const at::Tensor& logits, double p) {
+  if (p >= 1.0) return logits;
+  auto sorted = logits.sort(-1, /*descending=*/true);
+  auto sv = std::get<0>(sorted), si = std::get<1>(sorted);
+  auto probs = at::softmax(sv, -1);
+  auto mass_before = probs.cumsum(-1) - probs;
+  auto drop_sorted = mass_before >= p;  // never the first token: its mass before is 0 < p
+  auto drop = at::zeros_like(drop_sorted).scatter(-1, si, drop_sorted);
+  return logits.masked_fill(drop, kNegInf);
+}
+
+Processed LogitsProcessor::process(const at::Tensor& logits, int64_t first_index) const {
+  const int64_t rows = logits.size(1);
+  at::Tensor mixed;
+  if (logits.size(0) == 2) {
+    mixed = cfg_mix(logits[0], logits[1], params_.cfg_scale);
+    if (params_.cfg_interval > -1) {
+      // Rows predicting tokens after the interval use the cond logits only (LlamaGen cfg_interval).
+      auto idx = at::arange(first_index, first_index + rows, logits.options().dtype(at::kLong));
+      auto cond_only = (idx > params_.cfg_interval).unsqueeze(-1);
+      mixed = at::where(cond_only, logits[0].to(at::kFloat), mixed);
+    }
+  } else {
+    mixed = logits[0].to(at::kFloat);
+  }
+  Processed out;
+  if (params_.greedy()) {
+    auto sm = at::softmax(mixed, -1);
+    out.top1 = std::get<0>(sm.max(-1));
+    out.probs = at::zeros_like(sm).scatter_(-1, mixed.argmax(-1, true), 1.0);
+    return out;
+  }
+  auto scaled = mixed / params_.temperature;
+  out.top1 = std::get<0>(at::softmax(scaled, -1).max(-1));
+  auto filtered = top_p_filter(top_k_filter(scaled, params_.top_k), params_.top_p);
+  out.probs = at::softmax(filtered, -1);
+  return out;
+}
+
+int64_t sample_from(const at::Tensor& probs, Rng& rng) {
+  auto p = probs.to(at::kCPU, at::kFloat).contiguous();
+  const float* d = p.data_ptr<float>();
+  const int64_t n = p.numel();
+  double total = 0;
+  for (int64_t i = 0; i < n; ++i) total += d[i];
+  if (!(total > 0)) throw Error("cannot sample: the distribution has no mass");
+  const double u = rng.uniform() * total;
+  double acc = 0;
+  int64_t last_nonzero = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (d[i] <= 0) continue;
+    acc += d[i];
+    last_nonzero = i;
+    if (u < acc) return i;
+  }
+  return last_nonzero;  // rounding at the very top of the CDF
+}
+
+}  // namespace adtree::decode

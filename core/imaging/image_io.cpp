@@ -1,1 +1,68 @@
-// (being written)
+#include "imaging/image_io.h"
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include "util/error.h"
+
+namespace adtree::imaging {
+
+namespace {
+at::Tensor check_rgb(const at::Tensor& rgb) {
+  if (rgb.dim() != 3 || rgb.size(2) != 3 || rgb.scalar_type() != at::kByte) {
+    throw Error("expected a uint8 RGB image [H, W, 3]");
+  }
+  return rgb.to(at::kCPU).contiguous();
+}
+}  // namespace
+
+void write_image(const std::string& path, const at::Tensor& rgb_in) {
+  auto rgb = check_rgb(rgb_in);
+  cv::Mat view(int(rgb.size(0)), int(rgb.size(1)), CV_8UC3, rgb.data_ptr<uint8_t>());
+  cv::Mat bgr;
+  cv::cvtColor(view, bgr, cv::COLOR_RGB2BGR);
+  bool ok = false;
+  try {
+    ok = cv::imwrite(path, bgr);
+  } catch (const cv::Exception& e) {
+    throw Error(path + ": cannot write the image: " + e.what());
+  }
+  if (!ok) throw Error(path + ": cannot write the image (unknown extension or unwritable path)");
+}
+
+at::Tensor read_image(const std::string& path) {
+  cv::Mat img = cv::imread(path, cv::IMREAD_UNCHANGED);
+  if (img.empty()) throw Error(path + ": cannot read the image (missing or not an image)");
+  if (img.depth() != CV_8U) img.convertTo(img, CV_8U, img.depth() == CV_16U ? 1.0 / 257 : 1.0);
+  cv::Mat rgb;
+  if (img.channels() == 4) {
+    // Composite on white: out = a * c + (1 - a) * 255.
+    cv::Mat f;
+    img.convertTo(f, CV_32FC4, 1.0 / 255);
+    std::vector<cv::Mat> ch;
+    cv::split(f, ch);
+    for (int i = 0; i < 3; ++i) ch[size_t(i)] = ch[size_t(i)].mul(ch[3]) + (1.0 - ch[3]);
+    cv::Mat bgr;
+    cv::merge(std::vector<cv::Mat>{ch[0], ch[1], ch[2]}, bgr);
+    bgr.convertTo(bgr, CV_8UC3, 255.0);
+    cv::cvtColor(bgr, rgb, cv::COLOR_BGR2RGB);
+  } else if (img.channels() == 1) {
+    cv::cvtColor(img, rgb, cv::COLOR_GRAY2RGB);
+  } else {
+    cv::cvtColor(img, rgb, cv::COLOR_BGR2RGB);
+  }
+  auto t = at::empty({rgb.rows, rgb.cols, 3}, at::kByte);
+  for (int r = 0; r < rgb.rows; ++r) {
+    std::memcpy(t.data_ptr<uint8_t>() + size_t(r) * size_t(rgb.cols) * 3, rgb.ptr(r),
+                size_t(rgb.cols) * 3);
+  }
+  return t;
+}
+
+at::Tensor upscale_nearest(const at::Tensor& rgb_in, int factor) {
+  auto rgb = check_rgb(rgb_in);
+  if (factor <= 1) return rgb;
+  return rgb.repeat_interleave(factor, 0).repeat_interleave(factor, 1).contiguous();
+}
+
+}  // namespace adtree::imaging

@@ -38,7 +38,9 @@ class SafetensorsReader {
   SafetensorsReader& operator=(const SafetensorsReader&) = delete;
 
   const std::string& path() const { return path_; }
-  const std::vector<TensorInfo>& tensors() const { return tensors_; }  // in file order
+  // In data-area order (by begin offset; ties by name), which for files from write_safetensors is
+  // also name order.
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find(const std::string& name) const;               // nullptr if absent
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 

@@ -1,1 +1,271 @@
-// (being written)
+#include "model/gpt.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <cmath>
+#include <limits>
+
+#include "util/error.h"
+
+namespace adtree::model {
+
+namespace {
+std::string layer_name(int64_t i, const std::string& rest) {
+  return "layers." + std::to_string(i) + "." + rest;
+}
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+}  // namespace
+
+std::vector<ParamSpec> gpt_param_specs(const GptConfig& c) {
+  std::vector<ParamSpec> s;
+  if (c.cond == CondKind::Class) {
+    s.push_back({"cls_embedding.embedding_table.weight", {c.num_classes + 1, c.dim}});
+  } else {
+    s.push_back({"cls_embedding.cap_proj.fc1.weight", {c.dim, c.cap_dim}});
+    s.push_back({"cls_embedding.cap_proj.fc2.weight", {c.dim, c.dim}});
+    s.push_back({"cls_embedding.uncond_embedding", {c.cond_len, c.cap_dim},
+                 Init::Normal, 1.0 / std::sqrt(double(c.cap_dim))});
+    if (c.num_words > 0) {
+      s.push_back({"cls_embedding.word_embeddings.weight", {c.num_words, c.cap_dim},
+                   Init::Normal, 1.0});
+    }
+  }
+  s.push_back({"tok_embeddings.weight", {c.vocab_size, c.dim}});
+  const int64_t hid = c.ffn_hidden();
+  for (int64_t i = 0; i < c.n_layer; ++i) {
+    s.push_back({layer_name(i, "attention.wqkv.weight"), {3 * c.dim, c.dim}});
+    s.push_back({layer_name(i, "attention.wo.weight"), {c.dim, c.dim}});
+    s.push_back({layer_name(i, "feed_forward.w1.weight"), {hid, c.dim}});
+    s.push_back({layer_name(i, "feed_forward.w2.weight"), {c.dim, hid}});
+    s.push_back({layer_name(i, "feed_forward.w3.weight"), {hid, c.dim}});
+    s.push_back({layer_name(i, "attention_norm.weight"), {c.dim}, Init::Ones});
+    s.push_back({layer_name(i, "ffn_norm.weight"), {c.dim}, Init::Ones});
+  }
+  s.push_back({"norm.weight", {c.dim}, Init::Ones});
+  s.push_back({"output.weight", {c.vocab_size, c.dim}});
+  return s;
+}
+
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  auto xf = x.to(at::kFloat);
+  auto normed = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return normed.to(x.scalar_type()) * weight;
+}
+
+at::Tensor swiglu(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2,
+                  const at::Tensor& w3) {
+  return at::linear(at::silu(at::linear(x, w1)) * at::linear(x, w3), w2);
+}
+
+int64_t Condition::batch() const {
+  if (class_ids.defined()) return class_ids.size(0);
+  if (caption.defined()) return caption.size(0);
+  return 0;
+}
+
+Gpt::Gpt(GptConfig cfg, const TensorMap& weights, at::Device device, at::ScalarType dtype,
+         bool inference)
+    : cfg_(std::move(cfg)),
+      device_(device),
+      dtype_(dtype),
+      inference_(inference),
+      rope_(Rope2d(cfg_.head_dim(), cfg_.cond_tokens(), cfg_.grid_h, cfg_.rope_base).to(device)) {
+  cfg_.validate();
+  require_params(gpt_param_specs(cfg_), weights, "GPT weights");
+  for (const auto& [name, t] : weights) w_.emplace(name, t.to(device_, dtype_));
+  layers_.resize(size_t(cfg_.n_layer));
+  for (int64_t i = 0; i < cfg_.n_layer; ++i) {
+    auto& L = layers_[size_t(i)];
+    L.attn_norm = w_.at(layer_name(i, "attention_norm.weight"));
+    L.wqkv = w_.at(layer_name(i, "attention.wqkv.weight"));
+    L.wo = w_.at(layer_name(i, "attention.wo.weight"));
+    L.ffn_norm = w_.at(layer_name(i, "ffn_norm.weight"));
+    L.w1 = w_.at(layer_name(i, "feed_forward.w1.weight"));
+    L.w2 = w_.at(layer_name(i, "feed_forward.w2.weight"));
+    L.w3 = w_.at(layer_name(i, "feed_forward.w3.weight"));
+    // One GEMM instead of two for w1 and w3: decoding is dominated by per-op overhead at q = 1.
+    if (inference_) L.w13 = at::cat({L.w1, L.w3}, 0).contiguous();
+  }
+  tok_emb_ = w_.at("tok_embeddings.weight");
+  norm_ = w_.at("norm.weight");
+  output_ = w_.at("output.weight");
+}
+
+KvCache Gpt::new_cache(int64_t batch, int64_t extra) const {
+  c10::InferenceMode guard(inference_);
+  KvCache c;
+  const int64_t cap = cfg_.seq_len() + extra;
+  auto opts = at::TensorOptions().device(device_).dtype(dtype_);
+  for (int64_t l = 0; l < cfg_.n_layer; ++l) {
+    c.k.push_back(at::zeros({batch, cfg_.n_head, cap, cfg_.head_dim()}, opts));
+    c.v.push_back(at::zeros({batch, cfg_.n_head, cap, cfg_.head_dim()}, opts));
+  }
+  c.key_bias = at::zeros({batch, cap}, opts.dtype(at::kFloat));
+  return c;
+}
+
+at::Tensor Gpt::embed_tokens(const at::Tensor& tokens) const {
+  return tok_emb_.index_select(0, tokens.reshape(-1)).view({tokens.size(0), tokens.size(1), -1});
+}
+
+at::Tensor Gpt::caption_from_words(const at::Tensor& word_ids) const {
+  if (cfg_.cond != CondKind::Caption || cfg_.num_words == 0) {
+    throw Error("this model has no word-embedding table (it is not a t2i-words model)");
+  }
+  const auto& table = w_.at("cls_embedding.word_embeddings.weight");
+  auto ids = word_ids.to(device_);
+  if (ids.numel() > 0 && ids.max().item<int64_t>() >= cfg_.num_words) {
+    throw Error("word id out of range of the model's word table");
+  }
+  auto valid = ids.ge(0);
+  auto vecs = table.index_select(0, ids.clamp_min(0).reshape(-1))
+                  .view({ids.size(0), ids.size(1), cfg_.cap_dim});
+  return vecs * valid.unsqueeze(-1).to(vecs.scalar_type());  // padded slots are zero vectors
+}
+
+at::Tensor Gpt::null_caption() const {
+  if (cfg_.cond != CondKind::Caption) throw Error("a class-conditional model has no null caption");
+  return w_.at("cls_embedding.uncond_embedding");
+}
+
+at::Tensor Gpt::embed_condition(const Condition& cond) const {
+  if (cfg_.cond == CondKind::Class) {
+    if (!cond.class_ids.defined()) throw Error("this model is class-conditional: give a class");
+    auto ids = cond.class_ids.to(device_);
+    if (ids.min().item<int64_t>() < 0 || ids.max().item<int64_t>() > cfg_.num_classes) {
+      throw Error("class id out of range (0 .. " + std::to_string(cfg_.num_classes) + ")");
+    }
+    return w_.at("cls_embedding.embedding_table.weight").index_select(0, ids).unsqueeze(1);
+  }
+  if (!cond.caption.defined()) throw Error("this model is caption-conditional: give a caption");
+  auto e = cond.caption.to(device_, dtype_);
+  if (e.dim() != 3 || e.size(1) != cfg_.cond_len || e.size(2) != cfg_.cap_dim) {
+    throw Error("caption must be [B, " + std::to_string(cfg_.cond_len) + ", " +
+                std::to_string(cfg_.cap_dim) + "], got " + shape_str(e.sizes()));
+  }
+  const auto& fc1 = w_.at("cls_embedding.cap_proj.fc1.weight");
+  const auto& fc2 = w_.at("cls_embedding.cap_proj.fc2.weight");
+  return at::linear(at::gelu(at::linear(e, fc1), "tanh"), fc2);
+}
+
+at::Tensor Gpt::attention(int64_t layer, const at::Tensor& x, const at::Tensor& cos,
+                          const at::Tensor& sin, KvCache* cache, const at::Tensor& bias) const {
+  const auto& L = layers_[size_t(layer)];
+  const int64_t B = x.size(0), q = x.size(1), H = cfg_.n_head, hd = cfg_.head_dim();
+  auto qkv = at::linear(x, L.wqkv).view({B, q, 3, H, hd});  // rows q | k | v, head-major
+  auto xq = Rope2d::apply(qkv.select(2, 0), cos, sin).transpose(1, 2);  // [B, H, q, hd]
+  auto xk = Rope2d::apply(qkv.select(2, 1), cos, sin).transpose(1, 2);
+  auto xv = qkv.select(2, 2).transpose(1, 2);
+  at::Tensor keys = xk, values = xv;
+  if (cache) {
+    const int64_t start = cache->len;
+    cache->k[size_t(layer)].narrow(2, start, q).copy_(xk);
+    cache->v[size_t(layer)].narrow(2, start, q).copy_(xv);
+    keys = cache->k[size_t(layer)].narrow(2, 0, start + q);
+    values = cache->v[size_t(layer)].narrow(2, 0, start + q);
+  }
+  auto scores = at::matmul(xq, keys.transpose(2, 3)) * (1.0 / std::sqrt(double(hd)));
+  scores = scores.to(at::kFloat) + bias;  // softmax in fp32 whatever the weights' dtype
+  auto probs = at::softmax(scores, -1).to(x.scalar_type());
+  auto out = at::matmul(probs, values).transpose(1, 2).reshape({B, q, H * hd});
+  return at::linear(out, L.wo);
+}
+
+at::Tensor Gpt::feed_forward(int64_t layer, const at::Tensor& x) const {
+  const auto& L = layers_[size_t(layer)];
+  if (!L.w13.defined()) return swiglu(x, L.w1, L.w2, L.w3);
+  auto h = at::linear(x, L.w13).chunk(2, -1);
+  return at::linear(at::silu(h[0]) * h[1], L.w2);
+}
+
+Gpt::Output Gpt::forward(const at::Tensor& x_in, const at::Tensor& pos_in, KvCache* cache,
+                         const at::Tensor& block_mask, const at::Tensor& block_key_valid,
+                         int64_t logits_last) const {
+  c10::InferenceMode guard(inference_);
+  const int64_t B = x_in.size(0), q = x_in.size(1);
+  auto pos = pos_in.to(device_);
+  if (pos.numel() != q) throw Error("forward: need one position per block token");
+  const int64_t prefix = cache ? cache->len : 0;
+  if (cache) {
+    if (cache->batch() != B) throw Error("forward: cache batch differs from input batch");
+    if (prefix + q > cache->capacity()) {
+      throw Error("forward: block of " + std::to_string(q) + " tokens does not fit the KV cache (" +
+                  std::to_string(cache->capacity() - prefix) + " rows free)");
+    }
+  }
+  if (pos.min().item<int64_t>() < 0 || pos.max().item<int64_t>() >= rope_.seq_len()) {
+    throw Error("forward: position out of range of the sequence");
+  }
+  auto cos = rope_.cos().index_select(0, pos), sin = rope_.sin().index_select(0, pos);
+
+  // Additive bias [B, 1, q, prefix + q]: committed keys keep their own bias (padding), the block
+  // follows block_mask (default causal) and its own key validity; the diagonal is always visible.
+  auto fopts = at::TensorOptions().device(device_).dtype(at::kFloat);
+  at::Tensor bias;
+  if (q == 1 && !block_key_valid.defined() && !block_mask.defined() && cache) {
+    cache->key_bias.narrow(1, prefix, 1).zero_();
+    bias = cache->key_bias.narrow(1, 0, prefix + 1).view({B, 1, 1, prefix + 1});
+  } else {
+    at::Tensor visible = block_mask.defined()
+                             ? block_mask.to(device_, at::kBool)
+                             : at::ones({q, q}, fopts.dtype(at::kBool)).tril();
+    auto block = at::zeros({q, q}, fopts).masked_fill(visible.logical_not(), kNegInf);
+    at::Tensor key_row = at::zeros({B, q}, fopts);
+    if (block_key_valid.defined()) {
+      key_row = key_row.masked_fill(block_key_valid.to(device_, at::kBool).logical_not(), kNegInf);
+    }
+    auto blk = (block.unsqueeze(0) + key_row.unsqueeze(1)).contiguous();  // [B, q, q]
+    blk.diagonal(0, 1, 2).zero_();
+    if (cache) {
+      cache->key_bias.narrow(1, prefix, q).copy_(key_row);
+      auto past = cache->key_bias.narrow(1, 0, prefix).unsqueeze(1).expand({B, q, prefix});
+      bias = at::cat({past, blk}, -1).unsqueeze(1);
+    } else {
+      bias = blk.unsqueeze(1);
+    }
+  }
+
+  auto h = x_in.to(device_, dtype_);
+  for (int64_t l = 0; l < cfg_.n_layer; ++l) {
+    const auto& L = layers_[size_t(l)];
+    h = h + attention(l, rms_norm(h, L.attn_norm, cfg_.norm_eps), cos, sin, cache, bias);
+    h = h + feed_forward(l, rms_norm(h, L.ffn_norm, cfg_.norm_eps));
+  }
+  if (cache) cache->pending = q;
+  Output out;
+  out.hidden = rms_norm(h, norm_, cfg_.norm_eps);
+  auto head_in = logits_last > 0 && logits_last < q ? out.hidden.narrow(1, q - logits_last, logits_last)
+                                                    : out.hidden;
+  out.logits = at::linear(head_in, output_).to(at::kFloat);
+  return out;
+}
+
+Gpt::Output Gpt::prefill(KvCache& cache, const Condition& cond) const {
+  c10::InferenceMode guard(inference_);
+  cache.truncate(0);
+  auto x = embed_condition(cond);
+  const int64_t C = cfg_.cond_tokens();
+  auto pos = at::arange(C, at::TensorOptions().dtype(at::kLong));
+  at::Tensor valid = cfg_.cond == CondKind::Caption && cond.caption_mask.defined()
+                         ? cond.caption_mask
+                         : at::Tensor();
+  auto out = forward(x, pos, &cache, {}, valid, 1);
+  cache.commit();
+  return out;
+}
+
+Gpt::Output Gpt::forward_tokens(KvCache& cache, const at::Tensor& tokens, int64_t first_index) const {
+  c10::InferenceMode guard(inference_);
+  auto pos = at::arange(cfg_.cond_tokens() + first_index,
+                        cfg_.cond_tokens() + first_index + tokens.size(1),
+                        at::TensorOptions().dtype(at::kLong));
+  return forward(embed_tokens(tokens.to(device_)), pos, &cache);
+}
+
+int64_t Gpt::num_params() const {
+  int64_t n = 0;
+  for (const auto& [name, t] : w_) n += t.numel();
+  return n;
+}
+
+}  // namespace adtree::model

@@ -1,1 +1,43 @@
-// (being written)
+#include "model/kv_cache.h"
+
+#include "util/error.h"
+
+namespace adtree::model {
+
+void KvCache::commit() {
+  len += pending;
+  pending = 0;
+}
+
+void KvCache::keep(const std::vector<int64_t>& rows) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0 || rows[i] >= pending || (i > 0 && rows[i] <= rows[i - 1])) {
+      throw Error("KvCache::keep: rows must be increasing indices into the pending block");
+    }
+  }
+  // rows[i] >= i, so copying row rows[i] to slot i front to back never overwrites a row still
+  // needed; a prefix that is already in place (rows[i] == i) needs no copy at all.
+  size_t first_moved = 0;
+  while (first_moved < rows.size() && rows[first_moved] == int64_t(first_moved)) ++first_moved;
+  if (first_moved < rows.size()) {
+    std::vector<int64_t> src;
+    for (size_t i = first_moved; i < rows.size(); ++i) src.push_back(len + rows[i]);
+    auto idx = at::tensor(src, at::TensorOptions().dtype(at::kLong)).to(k[0].device());
+    const int64_t dst = len + int64_t(first_moved), m = int64_t(src.size());
+    for (size_t l = 0; l < k.size(); ++l) {
+      k[l].narrow(2, dst, m).copy_(k[l].index_select(2, idx));
+      v[l].narrow(2, dst, m).copy_(v[l].index_select(2, idx));
+    }
+    key_bias.narrow(1, dst, m).copy_(key_bias.index_select(1, idx));
+  }
+  len += int64_t(rows.size());
+  pending = 0;
+}
+
+void KvCache::truncate(int64_t new_len) {
+  if (new_len < 0 || new_len > len) throw Error("KvCache::truncate: length out of range");
+  len = new_len;
+  pending = 0;
+}
+
+}  // namespace adtree::model

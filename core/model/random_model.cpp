@@ -1,1 +1,74 @@
-// (being written)
+#include "model/random_model.h"
+
+#include <filesystem>
+
+#include "io/manifest.h"
+#include "io/safetensors.h"
+#include "model/conditioning.h"
+#include "model/gpt.h"
+#include "util/error.h"
+
+namespace adtree::model {
+
+VqConfig small_vq_config(int64_t codebook_size, int64_t grid) {
+  (void)grid;  // two downsamplings: 4 pixels per token side
+  VqConfig v;
+  v.codebook_size = codebook_size;
+  v.codebook_dim = 8;
+  v.ch = 32;
+  v.ch_mult = {1, 2, 2};
+  v.z_channels = 32;
+  v.num_res_blocks = 1;
+  v.norm_groups = 8;
+  return v;
+}
+
+namespace {
+// Plain words so tests and demos can type prompts; more entries are numbered.
+const char* kWords[] = {"a",     "red",   "green", "blue",  "yellow", "cat",  "dog",   "face",
+                        "heart", "star",  "sun",   "moon",  "tree",   "car",  "house", "smile",
+                        "happy", "sad",   "big",   "small", "noto",   "twemoji", "flag", "fire"};
+}
+
+void write_random_model(const std::string& dir, const GptConfig& gpt, const VqConfig& vq,
+                        uint64_t seed, const std::string& name) {
+  gpt.validate();
+  vq.validate();
+  if (vq.codebook_size != gpt.vocab_size) {
+    throw Error("the VQ codebook size must equal the GPT vocabulary size");
+  }
+  std::filesystem::create_directories(dir);
+  io::write_safetensors(dir + "/gpt.safetensors", init_params(gpt_param_specs(gpt), seed),
+                        {{"format", "adtree"}, {"content", "random initialisation"}});
+  io::write_safetensors(dir + "/vq.safetensors", init_params(vq_param_specs(vq, true), seed + 1),
+                        {{"format", "adtree"}, {"content", "random initialisation"}});
+
+  std::vector<std::string> entries;
+  const int64_t n = gpt.cond == CondKind::Class ? gpt.num_classes : gpt.num_words;
+  const int64_t n_named = int64_t(sizeof(kWords) / sizeof(kWords[0]));
+  for (int64_t i = 0; i < n; ++i) {
+    entries.push_back(i < n_named ? kWords[i]
+                                  : (gpt.cond == CondKind::Class ? "class" : "word") +
+                                        std::to_string(i));
+  }
+  Vocabulary(gpt.cond == CondKind::Class ? Vocabulary::Kind::Classes : Vocabulary::Kind::Words,
+             entries)
+      .save(dir + "/text.json");
+
+  io::Manifest m;
+  m.name = name;
+  m.kind = gpt.cond == CondKind::Class ? "c2i" : "t2i-words";
+  m.description = "Randomly initialised weights (seed " + std::to_string(seed) +
+                  "): for tests and benchmarks, it draws noise.";
+  m.grid_h = gpt.grid_h;
+  m.grid_w = gpt.grid_w;
+  m.codebook_size = gpt.vocab_size;
+  m.gpt = gpt.to_json();
+  m.vq = vq.to_json();
+  m.sampling = {{"cfg_scale", 3.0}, {"temperature", 1.0}, {"top_k", 0}, {"top_p", 1.0}};
+  m.license = {{"weights", "CC0-1.0 (random numbers)"}, {"data", "none"}};
+  m.provenance = {{"tool", "adtree model random"}, {"seed", seed}};
+  m.save(dir);
+}
+
+}  // namespace adtree::model

@@ -5,6 +5,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "model/params.h"
@@ -52,7 +53,8 @@ class VqModel {
   // Decoder from quantised latents [B, codebook_dim, h, w] (used by decode and by training).
   at::Tensor decode_latents(const at::Tensor& zq) const;
 
-  // [B, 3, H, W] in [-1, 1] -> uint8 [B, H, W, 3] via clamp(127.5 x + 128, 0, 255).
+  // [B, 3, H, W] in [-1, 1] -> uint8 [B, H, W, 3] via clamp(127.5 x + 128, 0, 255), truncated like
+  // the reference sample scripts; contiguous, on the CPU (bytes are for files and the screen).
   static at::Tensor to_bytes(const at::Tensor& images);
 
  private:
@@ -60,5 +62,26 @@ class VqModel {
   TensorMap w_;
   bool has_encoder_ = false;
 };
+
+// The building blocks, exposed so tests can check them against direct formulas. `prefix` names the
+// block's tensors in `w` (e.g. "decoder.mid.0"); a missing tensor throws adtree::Error.
+namespace detail {
+// GroupNorm over cfg.norm_groups groups with eps cfg.norm_eps, affine `prefix.weight/bias`.
+at::Tensor group_norm(const TensorMap& w, const std::string& prefix, const at::Tensor& x,
+                      const VqConfig& cfg);
+// Conv2d with `prefix.weight/bias`.
+at::Tensor conv(const TensorMap& w, const std::string& prefix, const at::Tensor& x, int64_t stride,
+                int64_t padding);
+// ResnetBlock: x + conv2(swish(norm2(conv1(swish(norm1(x)))))), shortcut nin_shortcut if present.
+at::Tensor res_block(const TensorMap& w, const std::string& prefix, const at::Tensor& x,
+                     const VqConfig& cfg);
+// AttnBlock: single-head self-attention over the h*w positions, with residual.
+at::Tensor attn_block(const TensorMap& w, const std::string& prefix, const at::Tensor& x,
+                      const VqConfig& cfg);
+// Downsample: pad right/bottom by one zero, then `prefix.conv` 3x3 stride 2 without padding.
+at::Tensor downsample(const TensorMap& w, const std::string& prefix, const at::Tensor& x);
+// Upsample: nearest x2, then `prefix.conv` 3x3 with padding 1.
+at::Tensor upsample(const TensorMap& w, const std::string& prefix, const at::Tensor& x);
+}  // namespace detail
 
 }  // namespace adtree::model

@@ -1,0 +1,209 @@
+// adtree bench: decoding speed on this machine, written as JSON plus a readable table.
+// Measures whole generations (tokens/s, ms per step), the cost of one target forward by query-block
+// size q, the memory-bandwidth floor of a step (weight bytes / measured bandwidth) and peak RSS.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include <c10/core/InferenceMode.h>
+
+#include "commands.h"
+#include "decode/ar_sampler.h"
+#include "model/random_model.h"
+#include "util/error.h"
+#include "util/threads.h"
+
+namespace adtree::cli {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, sep)) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+// Sustained read bandwidth of one pass over a buffer far larger than the caches (GB/s).
+double measure_bandwidth_gbs() {
+  c10::InferenceMode guard;
+  auto buf = at::ones({64 * 1024 * 1024}, at::kFloat);  // 256 MiB
+  std::vector<double> gbs;
+  for (int i = 0; i < 5; ++i) {
+    auto t0 = Clock::now();
+    auto s = buf.sum().item<float>();
+    const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (s <= 0) throw Error("bandwidth probe failed");
+    gbs.push_back(double(buf.numel() * 4) / sec / 1e9);
+  }
+  return median(gbs);
+}
+
+// Median ms of one forward of q tokens after `prefix` image tokens (KV rows reused each time).
+double forward_ms(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefix, int reps,
+                  const model::Condition& cond) {
+  c10::InferenceMode guard;
+  auto cache = gpt.new_cache(batch, 64);
+  gpt.prefill(cache, cond);
+  auto toks = at::zeros({batch, prefix}, at::kLong);
+  gpt.forward_tokens(cache, toks, 0);
+  cache.commit();
+  auto block = at::zeros({batch, q}, at::kLong);
+  std::vector<double> ms;
+  for (int r = 0; r < reps + 2; ++r) {
+    auto t0 = Clock::now();
+    gpt.forward_tokens(cache, block, prefix);
+    cache.pending = 0;  // drop the block: every repetition sees the same prefix
+    const double t = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    if (r >= 2) ms.push_back(t);  // two warm-up runs
+  }
+  return median(ms);
+}
+
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_maxrss) / 1024.0;
+}
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  Args a("bench", "Measure decoding speed: generations, forward cost by block size, memory.");
+  add_model_options(a);
+  a.option("config", "NAME", "without --model: bench a random model of this size", "tiny")
+      .option("method", "LIST", "comma-separated methods to run", "ar")
+      .option("prompts", "LIST", "semicolon-separated prompts (default: words of the model)")
+      .option("seeds", "N", "seeds per prompt (0 .. N-1)", "2")
+      .option("blocks", "LIST", "query-block sizes to time one forward for", "1,4,8,16,32,60")
+      .option("reps", "N", "repetitions per block size (median reported)", "20")
+      .option("json", "FILE", "write the full results as JSON");
+  add_sampling_options(a);
+  if (!a.parse(argc, argv)) return 0;
+
+  std::string model_dir = a.given("model") ? a.str("model") : "";
+  std::filesystem::path tmp;
+  if (model_dir.empty()) {  // a random model of the named size, written to a temporary directory
+    tmp = std::filesystem::temp_directory_path() / ("adtree-bench-" + std::to_string(getpid()));
+    auto g = model::GptConfig::preset(a.str("config"));
+    model::write_random_model(tmp.string(), g, model::small_vq_config(g.vocab_size, g.grid_h), 0,
+                              "random-" + a.str("config"));
+    model_dir = tmp.string();
+  }
+  model::LoadOptions opts;
+  opts.device = a.str("device");
+  opts.dtype = a.str("dtype");
+  opts.load_vq = false;
+  auto m = model::load_model_dir(model_dir, opts);
+  if (!tmp.empty()) std::filesystem::remove_all(tmp);
+  auto params = sampling_from(a, m);
+  const auto& g = m.gpt_config;
+  const int64_t batch = params.uses_cfg() ? 2 : 1;
+
+  std::vector<std::string> prompts = split(a.str("prompts"), ';');
+  if (prompts.empty()) {
+    const auto& e = m.vocab.entries();
+    for (size_t i = 0; i < std::min<size_t>(2, e.size()); ++i) prompts.push_back(e[i + 1 < e.size() ? i + 1 : i]);
+  }
+  const int64_t seeds = a.integer("seeds");
+  const int reps = int(a.integer("reps"));
+
+  nlohmann::json out;
+  out["machine"] = {{"threads", intra_op_threads()},
+                    {"device", a.str("device")},
+                    {"dtype", a.str("dtype")}};
+  out["model"] = {{"dir", a.given("model") ? model_dir : "random " + a.str("config")},
+                  {"gpt", g.to_json()},
+                  {"params", m.gpt->num_params()}};
+  out["sampling"] = params.to_json();
+
+  // Weight-streaming floor of one q = 1 step: every transformer matrix is read once per step.
+  int64_t weight_bytes = 0;
+  for (const auto& [name, t] : m.gpt->weights()) {
+    if (name.rfind("layers.", 0) == 0 || name == "output.weight") weight_bytes += t.nbytes();
+  }
+  const double bw = measure_bandwidth_gbs();
+  const double floor_ms = double(weight_bytes) / (bw * 1e9) * 1e3;
+  out["floor"] = {{"weight_bytes", weight_bytes}, {"bandwidth_gbs", bw}, {"step_floor_ms", floor_ms}};
+
+  auto cond = model::make_condition(*m.gpt, m.vocab, prompts[0], params.uses_cfg());
+  nlohmann::json blocks = nlohmann::json::array();
+  for (const auto& s : split(a.str("blocks"), ',')) {
+    const int64_t q = std::stoll(s);
+    const int64_t prefix = std::min<int64_t>(128, g.image_tokens() - 1);
+    if (prefix + q > g.image_tokens() + 63) continue;
+    blocks.push_back({{"q", q}, {"prefix", prefix}, {"ms", forward_ms(*m.gpt, batch, q, prefix, reps, cond)}});
+  }
+  out["forward_by_block"] = blocks;
+
+  nlohmann::json runs = nlohmann::json::array();
+  std::map<std::string, std::vector<double>> per_method_ms, per_method_step;
+  for (const auto& method : split(a.str("method"), ',')) {
+    if (method != "ar") throw Error("unknown method '" + method + "' (available: ar)");
+    for (const auto& prompt : prompts) {
+      auto c = model::make_condition(*m.gpt, m.vocab, prompt, params.uses_cfg());
+      for (int64_t seed = 0; seed < seeds; ++seed) {
+        auto res = decode::generate_ar(*m.gpt, c, params, uint64_t(seed));
+        const auto& su = res.stats.summary;
+        std::vector<double> step_ms;
+        for (const auto& r : res.stats.steps) step_ms.push_back(r.t_verify_ms);
+        runs.push_back({{"method", method}, {"prompt", prompt}, {"seed", seed},
+                        {"summary", su.to_json()}, {"median_step_ms", median(step_ms)}});
+        per_method_ms[method].push_back(su.wall_ms);
+        per_method_step[method].push_back(median(step_ms));
+      }
+    }
+  }
+  out["runs"] = runs;
+  out["peak_rss_mib"] = peak_rss_mib();
+
+  std::cout << std::fixed << std::setprecision(2);
+  std::cout << "model " << out["model"]["dir"].get<std::string>() << ": " << g.dim << " x "
+            << g.n_layer << ", " << m.gpt->num_params() << " params, CFG batch " << batch
+            << ", " << intra_op_threads() << " thread(s)\n";
+  std::cout << "bandwidth " << bw << " GB/s, weights " << double(weight_bytes) / 1e6
+            << " MB -> step floor " << floor_ms << " ms\n\n";
+  std::cout << "forward cost by block size (prefix " << blocks[0]["prefix"] << " tokens)\n";
+  std::cout << "  q      ms     x q=1\n";
+  const double ms1 = blocks.empty() ? 1 : blocks[0]["ms"].get<double>();
+  for (const auto& b : blocks) {
+    std::cout << "  " << std::setw(3) << b["q"].get<int64_t>() << "  " << std::setw(7)
+              << b["ms"].get<double>() << "  " << std::setw(6) << b["ms"].get<double>() / ms1 << "\n";
+  }
+  std::cout << "\nmethod  runs  tokens/s  ms/step  step/floor\n";
+  nlohmann::json summary = nlohmann::json::object();
+  for (const auto& [method, ms] : per_method_ms) {
+    const double wall = median(ms), step = median(per_method_step[method]);
+    const double tps = 1000.0 * double(g.image_tokens()) / wall;
+    summary[method] = {{"median_wall_ms", wall}, {"tokens_per_s", tps}, {"median_step_ms", step},
+                       {"step_over_floor", step / floor_ms}};
+    std::cout << std::left << std::setw(8) << method << std::right << std::setw(4) << ms.size()
+              << "  " << std::setw(8) << tps << "  " << std::setw(7) << step << "  "
+              << std::setw(9) << step / floor_ms << "\n";
+  }
+  out["summary"] = summary;
+  std::cout << "peak RSS " << out["peak_rss_mib"].get<double>() << " MiB\n";
+  if (a.given("json")) {
+    std::ofstream f(a.str("json"));
+    if (!f) throw Error(a.str("json") + ": cannot write the results");
+    f << out.dump(2) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace adtree::cli

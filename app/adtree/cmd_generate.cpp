@@ -1,0 +1,121 @@
+// adtree generate: one image from a prompt, with its statistics.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "decode/ar_sampler.h"
+#include "util/error.h"
+#include "util/threads.h"
+#ifdef ADTREE_HAVE_IMAGING
+#include "imaging/image_io.h"
+#endif
+
+namespace adtree::cli {
+
+std::string default_model_dir() {
+  if (const char* env = std::getenv("ADTREE_MODEL")) return env;
+  for (const char* dir : {ADTREE_SOURCE_MODELS "/emoji", ADTREE_INSTALL_MODELS "/emoji"}) {
+    if (std::filesystem::exists(std::string(dir) + "/model.json")) return dir;
+  }
+  return "";
+}
+
+void add_model_options(Args& a) {
+  a.option("model", "DIR", "model directory (default: $ADTREE_MODEL or the shipped model)")
+      .option("device", "DEV", "cpu, cuda or cuda:N", "cpu")
+      .option("dtype", "TYPE", "fp32, bf16 or fp16 (GPU)", "fp32");
+}
+
+void add_sampling_options(Args& a) {
+  a.option("cfg", "S", "classifier-free guidance scale (1 = off; default: the model's)")
+      .option("cfg-interval", "N", "use cond logits only after image token N (-1 = never)")
+      .option("temperature", "T", "sampling temperature, 0 = greedy (default: the model's)")
+      .option("top-k", "K", "keep the K most likely tokens, ties kept (0 = all)")
+      .option("top-p", "P", "nucleus sampling mass in (0, 1]");
+}
+
+model::ModelBundle load_model(const Args& a, bool load_vq) {
+  std::string dir = a.given("model") ? a.str("model") : default_model_dir();
+  if (dir.empty()) {
+    throw Error("no model given and no shipped model found: pass --model DIR (make one with "
+                "'adtree model random --out DIR')");
+  }
+  model::LoadOptions opts;
+  opts.device = a.str("device");
+  opts.dtype = a.str("dtype");
+  opts.load_vq = load_vq;
+  return model::load_model_dir(dir, opts);
+}
+
+decode::SamplingParams sampling_from(const Args& a, const model::ModelBundle& m) {
+  auto p = decode::SamplingParams::from_json(m.manifest.sampling, decode::SamplingParams{});
+  if (a.given("cfg")) p.cfg_scale = a.number("cfg");
+  if (a.given("cfg-interval")) p.cfg_interval = a.integer("cfg-interval");
+  if (a.given("temperature")) p.temperature = a.number("temperature");
+  if (a.given("top-k")) p.top_k = a.integer("top-k");
+  if (a.given("top-p")) p.top_p = a.number("top-p");
+  p.validate(m.gpt_config.vocab_size);
+  return p;
+}
+
+int cmd_generate(int argc, char** argv) {
+  Args a("generate", "Generate one image from a prompt (or class) and write it as PNG.");
+  add_model_options(a);
+  a.option("prompt", "TEXT", "caption words (t2i) or class name / number (c2i)")
+      .option("class", "ID", "class name or number (c2i models; same as --prompt)")
+      .option("seed", "N", "random seed: same seed + settings + device = same image", "0")
+      .option("method", "NAME", "decoding method: ar", "ar");
+  add_sampling_options(a);
+  a.option("out", "FILE", "output image (PNG)", "adtree.png")
+      .option("scale", "N", "upscale the PNG N times with crisp pixels", "1")
+      .option("stats", "FILE", "write per-step and per-cell statistics as JSON")
+      .flag("quiet", "print nothing but errors");
+  if (!a.parse(argc, argv)) return 0;
+  const std::string prompt = a.given("class") ? a.str("class") : a.str("prompt");
+  if (prompt.empty()) throw Error("give a prompt with --prompt TEXT (or --class for c2i models)");
+  if (a.str("method") != "ar") {
+    throw Error("unknown method '" + a.str("method") + "' (available: ar)");
+  }
+  const int64_t scale = a.integer("scale");
+  if (scale < 1 || scale > 64) throw Error("--scale must be in 1..64");
+  const auto seed = uint64_t(a.integer("seed"));
+#ifndef ADTREE_HAVE_IMAGING
+  throw Error("this build has no image output (OpenCV was not found at build time)");
+#endif
+
+  auto m = load_model(a);
+  auto params = sampling_from(a, m);
+  auto cond = model::make_condition(*m.gpt, m.vocab, prompt, params.uses_cfg());
+  auto res = decode::generate_ar(*m.gpt, cond, params, seed);
+  res.stats.settings["prompt"] = prompt;
+  res.stats.settings["model"] = m.dir;
+  res.stats.settings["device"] = a.str("device");
+  res.stats.settings["dtype"] = a.str("dtype");
+  res.stats.settings["threads"] = intra_op_threads();
+
+  const auto& g = m.gpt_config;
+  auto idx = at::tensor(res.tokens, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);
+  auto img = model::VqModel::to_bytes(m.vq->decode(idx.to(m.gpt->device()), g.grid_h, g.grid_w))[0];
+#ifdef ADTREE_HAVE_IMAGING
+  imaging::write_image(a.str("out"), imaging::upscale_nearest(img, int(scale)));
+#endif
+  if (a.given("stats")) {
+    auto j = res.stats.to_json();
+    j["tokens"] = res.tokens;
+    std::ofstream out(a.str("stats"));
+    if (!out) throw Error(a.str("stats") + ": cannot write the statistics file");
+    out << j.dump(1) << "\n";
+  }
+  if (!a.flag_set("quiet")) {
+    const auto& s = res.stats.summary;
+    std::cout << "wrote " << std::filesystem::absolute(a.str("out")).string() << " ("
+              << img.size(1) * scale << "x" << img.size(0) * scale << ")\n"
+              << s.tokens << " tokens in " << s.wall_ms << " ms (" << s.tokens_per_s
+              << " tokens/s), tau " << s.tau << ", method " << res.stats.method << "\n";
+  }
+  return 0;
+}
+
+}  // namespace adtree::cli

@@ -1,0 +1,77 @@
+// adtree info: the model card, parameter counts and memory of a model directory.
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+
+namespace adtree::cli {
+
+namespace {
+int64_t count(const model::TensorMap& m) {
+  int64_t n = 0;
+  for (const auto& [k, t] : m) n += t.numel();
+  return n;
+}
+std::string mib(double bytes) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(1) << bytes / (1024.0 * 1024.0) << " MiB";
+  return os.str();
+}
+}  // namespace
+
+int cmd_info(int argc, char** argv) {
+  Args a("info", "Show a model directory's card: kind, grid, sizes, memory, licence.");
+  add_model_options(a);
+  a.flag("json", "print the facts as JSON");
+  if (!a.parse(argc, argv)) return 0;
+  auto m = load_model(a);
+  const auto& g = m.gpt_config;
+  const int64_t gpt_n = m.gpt->num_params();
+  const int64_t vq_n = m.vq ? count(m.vq->weights()) : 0;
+  const int64_t dr_n = count(m.drafter_weights);
+  const int64_t elem = at::elementSize(m.gpt->dtype());
+  // KV cache for CFG (batch 2): 2 (k, v) x layers x seq x dim elements.
+  const double kv_bytes = 2.0 * 2 * double(g.n_layer) * double(g.seq_len() + 64) * double(g.dim) * double(elem);
+  nlohmann::json j{{"name", m.manifest.name},
+                   {"dir", m.dir},
+                   {"kind", m.manifest.kind},
+                   {"description", m.manifest.description},
+                   {"grid", {g.grid_h, g.grid_w}},
+                   {"codebook_size", m.manifest.codebook_size},
+                   {"gpt", {{"config", g.to_json()}, {"params", gpt_n}}},
+                   {"vq", {{"config", m.vq_config.to_json()}, {"params", vq_n},
+                           {"has_encoder", m.vq && m.vq->has_encoder()}}},
+                   {"drafter", {{"present", dr_n > 0}, {"params", dr_n}}},
+                   {"vocabulary", m.vocab.size()},
+                   {"sampling", m.manifest.sampling},
+                   {"license", m.manifest.license},
+                   {"provenance", m.manifest.provenance},
+                   {"memory_bytes", {{"gpt_weights", gpt_n * elem}, {"vq_weights", vq_n * 4},
+                                     {"drafter_weights", dr_n * elem}, {"kv_cache_cfg", kv_bytes}}},
+                   {"device", a.str("device")},
+                   {"dtype", a.str("dtype")}};
+  if (a.flag_set("json")) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << m.manifest.name << "  (" << m.manifest.kind << ")\n";
+  if (!m.manifest.description.empty()) std::cout << "  " << m.manifest.description << "\n";
+  std::cout << "  directory     " << m.dir << "\n"
+            << "  grid          " << g.grid_h << " x " << g.grid_w << " tokens, codebook "
+            << m.manifest.codebook_size << "\n"
+            << "  GPT           " << g.n_layer << " layers x " << g.n_head << " heads x " << g.dim
+            << " dim, " << gpt_n << " parameters, " << mib(double(gpt_n * elem)) << "\n"
+            << "  conditioning  " << model::to_string(g.cond) << ", " << g.cond_tokens()
+            << " condition token(s), vocabulary " << m.vocab.size() << "\n"
+            << "  VQ            " << vq_n << " parameters, " << mib(double(vq_n) * 4)
+            << (m.vq && m.vq->has_encoder() ? " (encoder + decoder)" : " (decoder only)") << "\n"
+            << "  drafter       " << (dr_n ? std::to_string(dr_n) + " parameters" : "none")
+            << "\n"
+            << "  KV cache      " << mib(kv_bytes) << " (CFG batch 2, " << a.str("dtype") << ")\n"
+            << "  sampling      " << m.manifest.sampling.dump() << "\n"
+            << "  licence       " << m.manifest.license.dump() << "\n";
+  return 0;
+}
+
+}  // namespace adtree::cli

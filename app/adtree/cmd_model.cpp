@@ -1,0 +1,48 @@
+// adtree model random: write a randomly initialised model directory of any size.
+#include <iostream>
+
+#include "commands.h"
+#include "model/random_model.h"
+#include "util/error.h"
+
+namespace adtree::cli {
+
+int cmd_model(int argc, char** argv) {
+  if (argc < 1 || std::string(argv[0]) == "--help" || std::string(argv[0]) == "-h") {
+    std::cout << "Usage: adtree model random [OPTIONS]\n\n"
+                 "  random   write a randomly initialised model directory (tests, benchmarks)\n";
+    return argc < 1 ? 2 : 0;
+  }
+  const std::string sub = argv[0];
+  if (sub != "random") throw Error("unknown 'model' subcommand '" + sub + "' (known: random)");
+  Args a("model random", "Write a randomly initialised model directory of a named size.");
+  a.option("config", "NAME", "GPT size: micro, tiny, small, B, L, XL", "tiny")
+      .option("out", "DIR", "directory to create")
+      .option("vocab", "N", "codebook size (GPT vocabulary)", "1024")
+      .option("grid", "N", "token grid side", "16")
+      .option("cond", "KIND", "caption (t2i-words) or class (c2i)", "caption")
+      .option("seed", "N", "initialisation seed", "0")
+      .option("name", "TEXT", "model name", "random");
+  if (!a.parse(argc - 1, argv + 1)) return 0;
+  if (!a.given("out")) throw Error("give the directory to create with --out DIR");
+  auto g = model::GptConfig::preset(a.str("config"));
+  const auto cond = model::cond_kind_from_string(a.str("cond"));
+  if (cond != g.cond) {
+    g.cond = cond;
+    if (cond == model::CondKind::Caption) {
+      g.cond_len = 8, g.cap_dim = 64, g.num_words = 100;
+    } else {
+      g.num_classes = 100;
+    }
+  }
+  if (a.given("vocab") || a.str("config") != "micro") g.vocab_size = a.integer("vocab");
+  if (a.given("grid") || a.str("config") != "micro") g.grid_h = g.grid_w = a.integer("grid");
+  const auto vq = model::small_vq_config(g.vocab_size, g.grid_h);
+  model::write_random_model(a.str("out"), g, vq, uint64_t(a.integer("seed")), a.str("name"));
+  std::cout << "wrote random model '" << a.str("name") << "' (" << a.str("config") << ", "
+            << g.dim << "x" << g.n_layer << ", grid " << g.grid_h << ", vocab " << g.vocab_size
+            << ") to " << a.str("out") << "\n";
+  return 0;
+}
+
+}  // namespace adtree::cli

@@ -1,0 +1,25 @@
+// One function per verb of the `adtree` tool; each lives in its own cmd_*.cpp file.
+#pragma once
+#include <string>
+
+#include "cli_args.h"
+#include "decode/sampling.h"
+#include "model/model_dir.h"
+
+namespace adtree::cli {
+
+int cmd_generate(int argc, char** argv);
+int cmd_info(int argc, char** argv);
+int cmd_model(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
+
+// Shared option groups, so every verb spells them the same way.
+void add_model_options(Args& a);     // --model --device --dtype
+void add_sampling_options(Args& a);  // --cfg --cfg-interval --temperature --top-k --top-p
+model::ModelBundle load_model(const Args& a, bool load_vq = true);
+// The model's defaults (model.json "sampling"), overridden by the options given.
+decode::SamplingParams sampling_from(const Args& a, const model::ModelBundle& m);
+// $ADTREE_MODEL, else the shipped model in the source tree or the install prefix.
+std::string default_model_dir();
+
+}  // namespace adtree::cli

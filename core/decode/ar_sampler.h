@@ -1,0 +1,27 @@
+// Plain autoregressive sampling (SPEC_DECODING.md section 1): one target forward per token with a
+// KV cache, CFG as a batch of 2. The baseline every speed-up is measured against.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "decode/sampling.h"
+#include "decode/stats.h"
+#include "model/gpt.h"
+
+namespace adtree::decode {
+
+struct DecodeResult {
+  std::vector<int64_t> tokens;  // raster order; shorter than the grid only when cancelled
+  RunStats stats;
+  bool cancelled = false;
+};
+
+// `cond` is the batch [cond; uncond] when params.uses_cfg(), else a batch of 1.
+// `cancel` (optional) is checked between steps.
+DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
+                         const SamplingParams& params, uint64_t seed,
+                         const StepCallback& on_step = {},
+                         const std::atomic<bool>* cancel = nullptr);
+
+}  // namespace adtree::decode

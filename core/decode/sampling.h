@@ -1,0 +1,58 @@
+// The one logits processor (SPEC_DECODING.md, notation): p = CFG mix, then temperature, then top-k
+// (ties with the k-th value survive), then top-p (the first token always survives), softmax.
+// Plain AR and every verification rule read p from here, so "lossless" means the same p.
+#pragma once
+#include <ATen/ATen.h>
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+
+#include "util/rng.h"
+
+namespace adtree::decode {
+
+struct SamplingParams {
+  double cfg_scale = 3.0;     // 1 = no guidance (batch of 1)
+  int64_t cfg_interval = -1;  // > -1: after this image-token index, use the cond logits only
+  double temperature = 1.0;   // 0 = greedy
+  int64_t top_k = 0;          // 0 = whole vocabulary
+  double top_p = 1.0;
+
+  bool greedy() const { return temperature <= 0.0; }
+  bool uses_cfg() const { return cfg_scale != 1.0; }
+  void validate(int64_t vocab_size) const;  // throws adtree::Error naming the bad setting
+  nlohmann::json to_json() const;
+  // Reads known keys over `defaults`; unknown keys are an error (a typo must not pass silently).
+  static SamplingParams from_json(const nlohmann::json& j, const SamplingParams& defaults);
+};
+
+// logits = u + s * (c - u), in fp32.
+at::Tensor cfg_mix(const at::Tensor& cond, const at::Tensor& uncond, double scale);
+// Keeps every logit >= the k-th largest (ties survive); the rest become -inf. k <= 0: no-op.
+at::Tensor top_k_filter(const at::Tensor& logits, int64_t k);
+// Keeps the smallest prefix of the descending order whose mass before each kept token is < p
+// (so the top token always survives); the rest become -inf. p >= 1: no-op.
+at::Tensor top_p_filter(const at::Tensor& logits, double p);
+
+struct Processed {
+  at::Tensor probs;  // [rows, V] fp32: the target distribution p (one-hot at the argmax if greedy)
+  at::Tensor top1;   // [rows] max probability after CFG and temperature (T = 1 when greedy)
+};
+
+class LogitsProcessor {
+ public:
+  explicit LogitsProcessor(SamplingParams params) : params_(params) {}
+  const SamplingParams& params() const { return params_; }
+
+  // Model logits [B, rows, V] with B = 2 ([cond; uncond]) when CFG is on, else B = 1; rows are
+  // consecutive positions whose first predicts image token `first_index` (for cfg_interval).
+  Processed process(const at::Tensor& logits, int64_t first_index) const;
+
+ private:
+  SamplingParams params_;
+};
+
+// Inverse-CDF draw from a probability row [V] (any device; read on the CPU) with the job's Rng.
+int64_t sample_from(const at::Tensor& probs, Rng& rng);
+
+}  // namespace adtree::decode

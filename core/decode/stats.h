@@ -1,0 +1,91 @@
+// The one statistics format (SPEC_DECODING.md section 7) that every method emits and the GUI, the
+// CLI bench and the tests read: per-step records, per-cell grids, per-depth reach, run summary.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace adtree::decode {
+
+struct StepRecord {
+  int64_t step = 0;
+  std::string method;
+  int64_t tree_depth = 0;  // d: draft levels of the tree (0 for AR)
+  int64_t tree_width = 0;  // k
+  int64_t budget = 0;      // N: draft tokens the verifier may take
+  int64_t drafted = 0;     // draft tokens proposed
+  int64_t committed = 0;   // a + 1
+  double alpha = 0;        // a / d (0 for AR)
+  int64_t first_cell = 0;  // image index of the first token committed by this step
+  int64_t cum_tokens = 0;
+  int64_t target_forwards = 0;  // forwards of the target in this step (1 for AR and trees)
+  double t_draft_ms = 0, t_verify_ms = 0, t_sample_ms = 0, t_other_ms = 0;
+};
+
+// One committed token cell.
+struct CellStats {
+  int32_t depth = 0;       // 0 = sampled from the target (root/bonus/residual); j = draft level
+  float top1 = 0;          // target top-1 probability (after CFG and temperature)
+  int32_t accept_len = 0;  // tokens committed by the step that produced this cell
+  int32_t tree_depth = 0;  // (d, k) of the tree that produced the cell
+  int32_t tree_width = 0;
+  int32_t rank = 0;        // rank among the parent's draft candidates (0 for target tokens)
+};
+
+class CellGrids {
+ public:
+  CellGrids() = default;
+  CellGrids(int64_t h, int64_t w);
+  int64_t h() const { return h_; }
+  int64_t w() const { return w_; }
+  void set(int64_t cell, const CellStats& s);
+  bool filled(int64_t cell) const { return filled_.at(size_t(cell)) != 0; }
+  bool all_filled() const;
+  const CellStats& at(int64_t cell) const { return cells_.at(size_t(cell)); }
+  nlohmann::json to_json() const;  // one h x w array per quantity; unfilled cells are null
+
+ private:
+  int64_t h_ = 0, w_ = 0;
+  std::vector<CellStats> cells_;
+  std::vector<uint8_t> filled_;
+};
+
+struct RunSummary {
+  int64_t tokens = 0;
+  int64_t steps = 0;
+  int64_t target_forwards = 0;
+  double tau = 0;              // tokens / target forwards
+  double mean_drafted = 0;     // draft tokens per step
+  double wall_ms = 0;
+  double tokens_per_s = 0;
+  double t_draft_ms = 0, t_verify_ms = 0, t_sample_ms = 0, t_other_ms = 0;
+  nlohmann::json to_json() const;
+};
+
+struct RunStats {
+  std::string method;
+  nlohmann::json settings;  // everything needed to reproduce the run
+  std::vector<StepRecord> steps;
+  CellGrids grids;
+  std::vector<int64_t> depth_reach;  // [j] = steps whose accepted path reached depth j
+  RunSummary summary;
+
+  void add_step(const StepRecord& r);  // appends and updates depth_reach (path depth = committed-1)
+  void finish(double wall_ms);         // fills the summary from the steps
+  nlohmann::json to_json() const;
+};
+
+// Streamed after every step: the record plus the newly committed cells, in order.
+struct StepEvent {
+  const StepRecord& record;
+  const std::vector<int64_t>& tokens;     // committed tokens, cells first_cell ...
+  const std::vector<CellStats>& cells;    // their statistics
+};
+using StepCallback = std::function<void(const StepEvent&)>;
+
+nlohmann::json to_json(const StepRecord& r);
+
+}  // namespace adtree::decode

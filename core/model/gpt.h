@@ -1,0 +1,103 @@
+// LlamaGen GPT (target transformer), read top to bottom against LLAMAGEN.md: config, RMSNorm,
+// 2-D RoPE, attention, feed-forward, block, model. Weights are plain tensors in a TensorMap under
+// the reference names; every forward is functional, so the trainer can pass tensors needing grad.
+#pragma once
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "model/gpt_config.h"
+#include "model/kv_cache.h"
+#include "model/params.h"
+#include "model/rope2d.h"
+
+namespace adtree::model {
+
+std::vector<ParamSpec> gpt_param_specs(const GptConfig& cfg);
+
+// RMSNorm: normalise in fp32, cast back to the input dtype, THEN multiply by the weight.
+at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
+// SwiGLU feed-forward w2(silu(w1 x) * w3 x).
+at::Tensor swiglu(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2,
+                  const at::Tensor& w3);
+
+// What conditions one batch: class ids (c2i) or caption vectors with their padding mask (t2i).
+struct Condition {
+  at::Tensor class_ids;     // [B] int64; num_classes = the null class
+  at::Tensor caption;       // [B, C, cap_dim]
+  at::Tensor caption_mask;  // [B, C] bool, false = padded slot (hidden from every query)
+  int64_t batch() const;
+};
+
+class Gpt {
+ public:
+  struct Output {
+    at::Tensor logits;  // [B, q', vocab] fp32 (q' = q, or logits_last)
+    at::Tensor hidden;  // [B, q, dim] after the final RMSNorm: the draft head's input feature
+  };
+
+  // Weights are moved to `device` and cast to `dtype` (norm weights too; RMSNorm math stays fp32).
+  // `inference` fuses w1|w3 for speed; the trainer passes false and keeps the given tensors.
+  Gpt(GptConfig cfg, const TensorMap& weights, at::Device device = at::kCPU,
+      at::ScalarType dtype = at::kFloat, bool inference = true);
+
+  const GptConfig& config() const { return cfg_; }
+  const TensorMap& weights() const { return w_; }
+  at::Device device() const { return device_; }
+  at::ScalarType dtype() const { return dtype_; }
+  const Rope2d& rope() const { return rope_; }
+
+  // A cache for `batch` sequences holding the condition, the whole image and `extra` rows of
+  // scratch for a verification block beyond the last image token.
+  KvCache new_cache(int64_t batch, int64_t extra = 64) const;
+
+  // [B, q] token ids -> [B, q, dim].
+  at::Tensor embed_tokens(const at::Tensor& tokens) const;
+  // Condition -> [B, C, dim] condition embeddings (cap_proj for captions).
+  at::Tensor embed_condition(const Condition& cond) const;
+  // Word ids [B, C] (-1 = padding) -> caption vectors [B, C, cap_dim] (zeros at padding) for
+  // models whose word-embedding table feeds cap_proj (num_words > 0).
+  at::Tensor caption_from_words(const at::Tensor& word_ids) const;
+  // The stored null caption [C, cap_dim] (t2i CFG) or an error for c2i.
+  at::Tensor null_caption() const;
+
+  // The transformer on a block of q new inputs x [B, q, dim] at sequence positions pos [q].
+  // With a cache: attends to the committed rows (respecting their key bias) and the block itself,
+  // writes the block's K/V as pending rows. Without one: attends within the block only.
+  // block_mask [q, q] bool (true = may attend) defaults to causal; block_key_valid [B, q] marks
+  // padded keys of the block (condition padding). A query always sees itself.
+  // logits_last > 0 computes logits for the last logits_last rows only.
+  Output forward(const at::Tensor& x, const at::Tensor& pos, KvCache* cache,
+                 const at::Tensor& block_mask = {}, const at::Tensor& block_key_valid = {},
+                 int64_t logits_last = 0) const;
+
+  // Runs the condition prefix into an empty cache and commits it. Returns the output at the last
+  // condition position, whose logits predict image token 0.
+  Output prefill(KvCache& cache, const Condition& cond) const;
+
+  // Tokens [B, q] at image indices first .. first+q-1, causal, appended to the cache (pending).
+  Output forward_tokens(KvCache& cache, const at::Tensor& tokens, int64_t first_index) const;
+
+  // Parameter count of the transformer (all tensors).
+  int64_t num_params() const;
+
+ private:
+  at::Tensor attention(int64_t layer, const at::Tensor& x, const at::Tensor& cos,
+                       const at::Tensor& sin, KvCache* cache, const at::Tensor& bias) const;
+  at::Tensor feed_forward(int64_t layer, const at::Tensor& x) const;
+
+  GptConfig cfg_;
+  TensorMap w_;
+  at::Device device_;
+  at::ScalarType dtype_;
+  bool inference_;
+  Rope2d rope_;
+  struct Layer {  // direct handles, so the step loop does no map lookups
+    at::Tensor attn_norm, wqkv, wo, ffn_norm, w1, w2, w3, w13;
+  };
+  std::vector<Layer> layers_;
+  at::Tensor tok_emb_, norm_, output_;
+};
+
+}  // namespace adtree::model

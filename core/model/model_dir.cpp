@@ -1,0 +1,134 @@
+#include "model/model_dir.h"
+
+#include <filesystem>
+
+#include "io/safetensors.h"
+#include "util/error.h"
+
+namespace adtree::model {
+
+at::Device parse_device(const std::string& name) {
+  if (name == "cpu") return at::kCPU;
+  if (name.rfind("cuda", 0) == 0) {
+    if (!at::hasCUDA()) {
+      throw Error("device '" + name + "' requested, but this build has no CUDA support or no GPU " +
+                  "is visible (use --device cpu)");
+    }
+    try {
+      return at::Device(name);
+    } catch (const std::exception&) {
+      throw Error("invalid device '" + name + "'");
+    }
+  }
+  throw Error("unknown device '" + name + "' (expected cpu, cuda or cuda:N)");
+}
+
+at::ScalarType parse_dtype(const std::string& name) {
+  if (name == "fp32" || name == "float32") return at::kFloat;
+  if (name == "bf16" || name == "bfloat16") return at::kBFloat16;
+  if (name == "fp16" || name == "float16") return at::kHalf;
+  throw Error("unknown dtype '" + name + "' (expected fp32, bf16 or fp16)");
+}
+
+namespace {
+// Tensors of a file, or one problem line when the file is unreadable.
+TensorMap read_all(const std::string& path, std::vector<std::string>& problems) {
+  try {
+    return io::SafetensorsReader(path).all();
+  } catch (const Error& e) {
+    problems.push_back(e.what());
+    return {};
+  }
+}
+void add_problems(const std::string& file, const std::vector<std::string>& found,
+                  std::vector<std::string>& problems) {
+  for (const auto& f : found) problems.push_back(file + ": " + f);
+}
+}  // namespace
+
+ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(dir)) throw Error(dir + ": not a model directory (it does not exist)");
+  const auto device = parse_device(opts.device);
+  auto dtype = parse_dtype(opts.dtype);
+  if (device.is_cpu() && dtype == at::kHalf) {
+    throw Error("fp16 is not supported on the CPU; use fp32 or bf16");
+  }
+  ModelBundle b;
+  b.dir = dir;
+  b.manifest = io::Manifest::load(dir);
+  const auto& m = b.manifest;
+  b.gpt_config = GptConfig::from_json(m.gpt);
+  b.vq_config = VqConfig::from_json(m.vq);
+  b.vq_config.validate();
+
+  std::vector<std::string> problems;
+  const std::string mpath = dir + "/model.json";
+  auto& g = b.gpt_config;
+  if (g.vocab_size != m.codebook_size) {
+    problems.push_back(mpath + ": gpt.vocab_size " + std::to_string(g.vocab_size) +
+                       " differs from codebook_size " + std::to_string(m.codebook_size));
+  }
+  if (b.vq_config.codebook_size != m.codebook_size) {
+    problems.push_back(mpath + ": vq.codebook_size " + std::to_string(b.vq_config.codebook_size) +
+                       " differs from codebook_size " + std::to_string(m.codebook_size));
+  }
+  if (g.grid_h != m.grid_h || g.grid_w != m.grid_w) {
+    problems.push_back(mpath + ": gpt grid differs from the manifest grid");
+  }
+  const bool class_kind = m.kind == "c2i";
+  if (class_kind != (g.cond == CondKind::Class)) {
+    problems.push_back(mpath + ": kind '" + m.kind + "' does not match gpt.cond '" +
+                       to_string(g.cond) + "'");
+  }
+  if (m.kind == "t2i-words" && g.num_words == 0) {
+    problems.push_back(mpath + ": a t2i-words model needs gpt.num_words > 0");
+  }
+
+  const std::string gpath = dir + "/gpt.safetensors", vpath = dir + "/vq.safetensors";
+  auto gw = read_all(gpath, problems);
+  if (!gw.empty()) add_problems(gpath, check_params(gpt_param_specs(g), gw), problems);
+  TensorMap vw;
+  if (opts.load_vq) {
+    vw = read_all(vpath, problems);
+    if (!vw.empty()) {
+      const bool enc = vw.count("encoder.conv_in.weight") > 0;
+      add_problems(vpath, check_params(vq_param_specs(b.vq_config, enc), vw), problems);
+    }
+  }
+  const std::string tpath = dir + "/text.json";
+  try {
+    b.vocab = Vocabulary::load(tpath);
+    const int64_t want = class_kind ? g.num_classes : g.num_words;
+    if (m.kind != "t2i-embeddings" && b.vocab.size() != want) {
+      problems.push_back(tpath + ": " + std::to_string(b.vocab.size()) + " entries, the GPT has " +
+                         std::to_string(want));
+    }
+  } catch (const Error& e) {
+    if (m.kind != "t2i-embeddings") problems.push_back(e.what());
+  }
+  const std::string dpath = dir + "/drafter.safetensors";
+  if (!m.drafter.is_null() || fs::exists(dpath)) {
+    if (!fs::exists(dpath)) {
+      problems.push_back(mpath + ": a drafter is configured but drafter.safetensors is missing");
+    } else {
+      b.drafter_weights = read_all(dpath, problems);
+    }
+  }
+  if (!problems.empty()) {
+    std::string msg = dir + ": the model directory has " + std::to_string(problems.size()) +
+                      " problem(s):";
+    for (const auto& p : problems) msg += "\n  - " + p;
+    throw Error(msg);
+  }
+  b.gpt = std::make_shared<const Gpt>(g, gw, device, dtype);
+  if (opts.load_vq) {
+    TensorMap moved;
+    // The decoder runs in fp32 on the CPU whatever the GPT's dtype: it is run once per preview.
+    for (auto& [k, t] : vw) moved.emplace(k, t.to(device, device.is_cpu() ? at::kFloat : dtype));
+    b.vq = std::make_shared<const VqModel>(b.vq_config, std::move(moved));
+  }
+  return b;
+}
+
+}  // namespace adtree::model
