@@ -1,1 +1,110 @@
-// (being written)
+// Model parts against their direct formulas (LLAMAGEN.md): RMSNorm, SwiGLU, 2-D RoPE, sizing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "model/gpt.h"
+#include "model/rope2d.h"
+
+using namespace adtree::model;
+
+TEST(RmsNorm, MatchesDirectFormula) {
+  auto x = at::randn({3, 16});
+  auto g = at::randn({16});
+  auto expect = x / at::sqrt((x * x).mean(-1, true) + 1e-5) * g;
+  EXPECT_TRUE(at::allclose(rms_norm(x, g, 1e-5), expect, 1e-5, 1e-6));
+}
+
+TEST(RmsNorm, NormalisesInFp32ThenCastsThenScales) {
+  // bf16 input: the result equals (normalise in fp32 -> cast to bf16) * weight, the reference order.
+  auto x = at::randn({2, 32}).to(at::kBFloat16);
+  auto g = at::randn({32}).to(at::kBFloat16);
+  auto xf = x.to(at::kFloat);
+  auto expect = (xf * at::rsqrt(xf.pow(2).mean(-1, true) + 1e-5)).to(at::kBFloat16) * g;
+  EXPECT_TRUE(at::equal(rms_norm(x, g, 1e-5), expect));
+}
+
+TEST(SwiGlu, MatchesDirectFormula) {
+  auto x = at::randn({2, 5, 8});
+  auto w1 = at::randn({12, 8}), w3 = at::randn({12, 8}), w2 = at::randn({8, 12});
+  auto a = at::matmul(x, w1.t());
+  auto expect = at::matmul(a / (1 + at::exp(-a)) * at::matmul(x, w3.t()), w2.t());
+  EXPECT_TRUE(at::allclose(swiglu(x, w1, w2, w3), expect, 1e-4, 1e-5));
+}
+
+TEST(GptConfig, FfnHiddenRoundsUpToMultipleOf256) {
+  GptConfig c;
+  c.dim = 768;
+  EXPECT_EQ(c.ffn_hidden(), 2048);  // int(8*768/3) = 2048
+  c.dim = 256;
+  EXPECT_EQ(c.ffn_hidden(), 768);  // 682 -> 768
+  c.dim = 1280;
+  EXPECT_EQ(c.ffn_hidden(), 3584);  // 3413 -> 3584
+}
+
+TEST(GptConfig, LlamaGenBHas111MParameters) {
+  auto c = GptConfig::preset("B");
+  int64_t n = 0;
+  for (const auto& s : gpt_param_specs(c)) {
+    int64_t k = 1;
+    for (auto d : s.shape) k *= d;
+    n += k;
+  }
+  EXPECT_NEAR(double(n) / 1e6, 111.0, 1.0);
+}
+
+TEST(Rope2d, HandComputedPairLayout) {
+  // head_dim 8, grid 4, one condition token. Image token 6 sits at (row 1, col 2), position 7.
+  // Pairs 0,1 rotate by the row with freqs 1 and 10000^(-1/2) = 0.01; pairs 2,3 by the column.
+  Rope2d rope(8, 1, 4, 10000.0);
+  auto x = at::tensor({1.f, 0.f, 1.f, 0.f, 1.f, 0.f, 1.f, 0.f}).view({1, 1, 1, 8});
+  auto y = rope.apply(x, at::tensor({int64_t(7)})).view({8});
+  const float expect[8] = {std::cos(1.f), std::sin(1.f),  std::cos(.01f), std::sin(.01f),
+                           std::cos(2.f), std::sin(2.f), std::cos(.02f), std::sin(.02f)};
+  for (int i = 0; i < 8; ++i) EXPECT_NEAR(y[i].item<float>(), expect[i], 1e-6) << "element " << i;
+}
+
+TEST(Rope2d, AdjacentPairsNotRotateHalf) {
+  // A vector (a, b, 0, ...) rotates inside its first pair only: rotate-half would mix a with x[2].
+  Rope2d rope(4, 1, 2, 10000.0);
+  auto x = at::tensor({0.f, 1.f, 0.f, 0.f}).view({1, 1, 1, 4});
+  auto y = rope.apply(x, at::tensor({int64_t(3)})).view({4});  // token 2 = (1, 0): row angle 1
+  EXPECT_NEAR(y[0].item<float>(), -std::sin(1.f), 1e-6);
+  EXPECT_NEAR(y[1].item<float>(), std::cos(1.f), 1e-6);
+  EXPECT_EQ(y[2].item<float>(), 0.f);
+  EXPECT_EQ(y[3].item<float>(), 0.f);
+}
+
+TEST(Rope2d, PreservesNorm) {
+  Rope2d rope(16, 3, 8, 10000.0);
+  auto x = at::randn({2, 10, 4, 16});
+  auto pos = at::arange(3, 13, at::kLong);
+  auto y = rope.apply(x, pos);
+  EXPECT_TRUE(at::allclose(y.norm(2, -1), x.norm(2, -1), 1e-4, 1e-5));
+}
+
+TEST(Rope2d, DotProductDependsOnlyOnGridOffset) {
+  // q.k for cells (r1, c1), (r2, c2) equals q.k for the same vectors shifted by the same (dr, dc).
+  const int64_t C = 2, grid = 8;
+  Rope2d rope(16, C, grid, 10000.0);
+  auto q = at::randn({1, 1, 1, 16}), k = at::randn({1, 1, 1, 16});
+  auto dot = [&](int64_t r1, int64_t c1, int64_t r2, int64_t c2) {
+    auto pq = at::tensor({C + r1 * grid + c1}), pk = at::tensor({C + r2 * grid + c2});
+    return (rope.apply(q, pq) * rope.apply(k, pk)).sum().item<float>();
+  };
+  EXPECT_NEAR(dot(1, 2, 3, 5), dot(4, 0, 6, 3), 1e-4);
+  EXPECT_NEAR(dot(0, 7, 2, 1), dot(5, 6, 7, 0), 1e-4);
+  EXPECT_GT(std::abs(dot(1, 2, 3, 5) - dot(1, 2, 3, 6)), 1e-4);  // and it does depend on offset
+}
+
+TEST(Rope2d, ConditionPositionsGiveZeroVectors) {
+  Rope2d rope(8, 4, 4, 10000.0);
+  auto x = at::randn({1, 4, 2, 8});
+  auto y = rope.apply(x, at::arange(0, 4, at::kLong));
+  EXPECT_EQ(y.abs().max().item<float>(), 0.f);
+}
+
+TEST(Rope2d, RejectsPositionsBeyondTheSequence) {
+  Rope2d rope(8, 1, 2, 10000.0);
+  EXPECT_THROW(rope.apply(at::randn({1, 1, 1, 8}), at::tensor({int64_t(5)})), std::exception);
+}

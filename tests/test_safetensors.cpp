@@ -110,9 +110,18 @@ class SafetensorsTest : public ::testing::Test {
 
 // A bit pattern tensor of 2-byte floats: signed zeros, denormals, infinities, NaN payloads.
 at::Tensor half_bits(at::ScalarType type) {
-  const std::vector<int16_t> bits = {0x0000, static_cast<int16_t>(0x8000), 0x0001, 0x3C00,
-                                     0x7C00, static_cast<int16_t>(0xFC00), 0x7E01, 0x7FC1,
-                                     0x3F80, 0x4049, static_cast<int16_t>(0xC2F7), 0x1234};
+  const std::vector<int16_t> bits = {0x0000,
+                                     static_cast<int16_t>(0x8000),
+                                     0x0001,
+                                     0x3C00,
+                                     0x7C00,
+                                     static_cast<int16_t>(0xFC00),
+                                     0x7E01,
+                                     0x7FC1,
+                                     0x3F80,
+                                     0x4049,
+                                     static_cast<int16_t>(0xC2F7),
+                                     0x1234};
   return at::tensor(bits, at::kShort).view(type).reshape({3, 4}).clone();
 }
 
@@ -172,10 +181,11 @@ TEST_F(SafetensorsTest, RoundTripRecordsDtypeAndShapeInHeader) {
   write_safetensors(path("m.safetensors"), every_dtype());
   SafetensorsReader reader(path("m.safetensors"));
   const std::map<std::string, std::pair<DType, std::vector<int64_t>>> expected = {
-      {"f32", {DType::F32, {2, 2, 2}}}, {"f64", {DType::F64, {4}}},   {"f16", {DType::F16, {3, 4}}},
-      {"bf16", {DType::BF16, {3, 4}}},  {"i32", {DType::I32, {3, 2}}}, {"i64", {DType::I64, {4}}},
-      {"i16", {DType::I16, {4}}},       {"i8", {DType::I8, {4}}},     {"u8", {DType::U8, {16, 16}}},
-      {"bool", {DType::BOOL, {7}}}};
+      {"f32", {DType::F32, {2, 2, 2}}}, {"f64", {DType::F64, {4}}},
+      {"f16", {DType::F16, {3, 4}}},    {"bf16", {DType::BF16, {3, 4}}},
+      {"i32", {DType::I32, {3, 2}}},    {"i64", {DType::I64, {4}}},
+      {"i16", {DType::I16, {4}}},       {"i8", {DType::I8, {4}}},
+      {"u8", {DType::U8, {16, 16}}},    {"bool", {DType::BOOL, {7}}}};
   for (const auto& [name, want] : expected) {
     const auto* info = reader.find(name);
     ASSERT_NE(info, nullptr) << name;
@@ -196,7 +206,8 @@ TEST_F(SafetensorsTest, ScalarTensorWithEmptyShapeRoundTrips) {
     const at::Tensor back = reader.tensor(name);
     EXPECT_EQ(back.dim(), 0) << name;
     EXPECT_TRUE(reader.find(name)->shape.empty()) << name;
-    EXPECT_EQ(reader.find(name)->end - reader.find(name)->begin, static_cast<uint64_t>(t.element_size()))
+    EXPECT_EQ(reader.find(name)->end - reader.find(name)->begin,
+              static_cast<uint64_t>(t.element_size()))
         << name;
     expect_bit_identical(t, back, name);
   }
@@ -236,12 +247,11 @@ TEST_F(SafetensorsTest, FileWithNoTensorsRoundTrips) {
 }
 
 TEST_F(SafetensorsTest, MetadataRoundTrips) {
-  const std::map<std::string, std::string> meta = {
-      {"format", "pt"},
-      {"empty", ""},
-      {"unicode", "\xC3\xA9t\xC3\xA9 \xE2\x9C\x93"},
-      {"quotes and \"escapes\"", "line1\nline2\t\\"},
-      {"json_inside", R"({"a": [1, 2]})"}};
+  const std::map<std::string, std::string> meta = {{"format", "pt"},
+                                                   {"empty", ""},
+                                                   {"unicode", "\xC3\xA9t\xC3\xA9 \xE2\x9C\x93"},
+                                                   {"quotes and \"escapes\"", "line1\nline2\t\\"},
+                                                   {"json_inside", R"({"a": [1, 2]})"}};
   write_safetensors(path("meta.safetensors"), {{"w", at::ones({2}, at::kFloat)}}, meta);
   SafetensorsReader reader(path("meta.safetensors"));
   EXPECT_EQ(reader.metadata(), meta);
@@ -258,7 +268,7 @@ TEST_F(SafetensorsTest, NoMetadataMeansNoMetadataKeyAndEmptyMap) {
 
 TEST_F(SafetensorsTest, WriterCopiesNonContiguousTensorsInLogicalOrder) {
   const at::Tensor base = at::arange(12, at::kFloat).reshape({3, 4});
-  const at::Tensor transposed = base.t();          // non-contiguous view
+  const at::Tensor transposed = base.t();             // non-contiguous view
   const at::Tensor strided = base.slice(1, 0, 4, 2);  // every other column
   ASSERT_FALSE(transposed.is_contiguous());
   write_safetensors(path("nc.safetensors"), {{"t", transposed}, {"s", strided}});
@@ -370,10 +380,9 @@ TEST_F(SafetensorsTest, WrittenBytesAreLittleEndianAndBoolIsOneBytePerElement) {
 
 TEST_F(SafetensorsTest, ReadsHandWrittenFileWithUnalignedOffsetsAndSpacePadding) {
   // U8 first pushes the F32 tensor to offset 3: copying must not assume alignment.
-  const std::string header =
-      R"({"b":{"dtype":"F32","shape":[2],"data_offsets":[3,11]},)"
-      R"("a":{"dtype":"U8","shape":[3],"data_offsets":[0,3]},)"
-      R"("__metadata__":{"who":"hand"}}     )";
+  const std::string header = R"({"b":{"dtype":"F32","shape":[2],"data_offsets":[3,11]},)"
+                             R"("a":{"dtype":"U8","shape":[3],"data_offsets":[0,3]},)"
+                             R"("__metadata__":{"who":"hand"}}     )";
   float f[2] = {1.25f, -7.0f};
   std::string data = "\x01\x02\x03";
   data.append(reinterpret_cast<const char*>(f), sizeof f);
@@ -409,9 +418,8 @@ TEST_F(SafetensorsTest, BoolBytesOtherThanZeroOrOneReadAsTrue) {
 }
 
 TEST_F(SafetensorsTest, TensorsSharingAnOffsetWithAnEmptyTensorDoNotOverlap) {
-  const std::string header =
-      R"({"e":{"dtype":"F32","shape":[0],"data_offsets":[4,4]},)"
-      R"("x":{"dtype":"I32","shape":[2],"data_offsets":[0,8]}})";
+  const std::string header = R"({"e":{"dtype":"F32","shape":[0],"data_offsets":[4,4]},)"
+                             R"("x":{"dtype":"I32","shape":[2],"data_offsets":[0,8]}})";
   const std::string p = path("share.safetensors");
   write_bytes(p, st_file(header, std::string(8, '\0')));
   SafetensorsReader reader(p);
@@ -499,7 +507,8 @@ TEST_F(SafetensorsTest, EmptyFileIsRejected) {
 }
 
 TEST_F(SafetensorsTest, FileShorterThanLengthFieldIsRejected) {
-  expect_rejected("short.safetensors", std::string("\x05\x00\x00", 3), {"3 bytes", "shorter than the 8-byte"});
+  expect_rejected("short.safetensors", std::string("\x05\x00\x00", 3),
+                  {"3 bytes", "shorter than the 8-byte"});
 }
 
 TEST_F(SafetensorsTest, HeaderLengthBeyondFileIsRejected) {
@@ -571,28 +580,29 @@ TEST_F(SafetensorsTest, FieldsOfWrongJsonTypeAreRejected) {
   expect_rejected("t2.safetensors",
                   st_file(R"({"w":{"dtype":"F32","shape":"2","data_offsets":[0,8]}})", kEightBytes),
                   {"tensor 'w'", "\"shape\" must be an array"});
-  expect_rejected("t3.safetensors",
-                  st_file(R"({"w":{"dtype":"F32","shape":[2.5],"data_offsets":[0,8]}})", kEightBytes),
-                  {"tensor 'w'", "shape dimension 0 must be a non-negative integer"});
-  expect_rejected("t4.safetensors",
-                  st_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":["0","8"]}})",
-                          kEightBytes),
-                  {"tensor 'w'", "data_offsets begin must be a non-negative integer"});
-  expect_rejected("t5.safetensors",
-                  st_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":{"b":0}}})",
-                          kEightBytes),
-                  {"tensor 'w'", "[begin, end]"});
-  expect_rejected("t6.safetensors",
-                  st_file(R"({"w":{"dtype":"F32","shape":[null],"data_offsets":[0,8]}})",
-                          kEightBytes),
-                  {"tensor 'w'", "shape dimension 0"});
+  expect_rejected(
+      "t3.safetensors",
+      st_file(R"({"w":{"dtype":"F32","shape":[2.5],"data_offsets":[0,8]}})", kEightBytes),
+      {"tensor 'w'", "shape dimension 0 must be a non-negative integer"});
+  expect_rejected(
+      "t4.safetensors",
+      st_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":["0","8"]}})", kEightBytes),
+      {"tensor 'w'", "data_offsets begin must be a non-negative integer"});
+  expect_rejected(
+      "t5.safetensors",
+      st_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":{"b":0}}})", kEightBytes),
+      {"tensor 'w'", "[begin, end]"});
+  expect_rejected(
+      "t6.safetensors",
+      st_file(R"({"w":{"dtype":"F32","shape":[null],"data_offsets":[0,8]}})", kEightBytes),
+      {"tensor 'w'", "shape dimension 0"});
 }
 
 TEST_F(SafetensorsTest, NegativeDimensionIsRejected) {
-  expect_rejected("neg.safetensors",
-                  st_file(R"({"w":{"dtype":"F32","shape":[2,-1],"data_offsets":[0,8]}})",
-                          kEightBytes),
-                  {"tensor 'w'", "shape dimension 1 is negative"});
+  expect_rejected(
+      "neg.safetensors",
+      st_file(R"({"w":{"dtype":"F32","shape":[2,-1],"data_offsets":[0,8]}})", kEightBytes),
+      {"tensor 'w'", "shape dimension 1 is negative"});
 }
 
 TEST_F(SafetensorsTest, ShapeProductOverflowIsRejected) {
@@ -630,9 +640,10 @@ TEST_F(SafetensorsTest, OffsetsOfWrongArityOrOrderAreRejected) {
 }
 
 TEST_F(SafetensorsTest, OffsetsBeyondDataAreaAreRejected) {
-  expect_rejected("range.safetensors",
-                  st_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", kEightBytes),
-                  {"tensor 'w'", "beyond the data area"});
+  expect_rejected(
+      "range.safetensors",
+      st_file(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", kEightBytes),
+      {"tensor 'w'", "beyond the data area"});
   // Zero-size tensors still have to point inside the file.
   expect_rejected("range0.safetensors",
                   st_file(R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[9,9]}})", kEightBytes),

@@ -35,7 +35,9 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 constexpr int kMaxJsonDepth = 64;
 constexpr const char* kMetadataKey = "__metadata__";
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
+std::string quoted(const std::string& s) {
+  return "'" + s + "'";
+}
 
 [[noreturn]] void fail(const std::string& path, const std::string& problem) {
   throw Error("Invalid safetensors file " + quoted(path) + ": " + problem + ".");
@@ -51,9 +53,13 @@ std::string quoted(const std::string& s) { return "'" + s + "'"; }
   throw Error("Cannot write safetensors file " + quoted(path) + ": " + problem + ".");
 }
 
-std::string errno_text(int err) { return std::strerror(err); }
+std::string errno_text(int err) {
+  return std::strerror(err);
+}
 
-std::string json_type(const json& j) { return j.type_name(); }
+std::string json_type(const json& j) {
+  return j.type_name();
+}
 
 // Depth of bracket nesting outside string literals; only needs to be right for valid JSON, since
 // invalid JSON is rejected by the parser anyway.
@@ -122,8 +128,9 @@ TensorInfo parse_entry(const std::string& path, const std::string& name, const j
   for (size_t i = 0; i < shape.size(); ++i) {
     const uint64_t dim = to_u64(path, name, shape[i], "shape dimension " + std::to_string(i));
     if (dim > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      fail_tensor(path, name, "shape dimension " + std::to_string(i) + " (" +
-                                  std::to_string(dim) + ") is too large");
+      fail_tensor(
+          path, name,
+          "shape dimension " + std::to_string(i) + " (" + std::to_string(dim) + ") is too large");
     }
     info.shape.push_back(static_cast<int64_t>(dim));
     // A zero anywhere makes the product 0, so overflow in other dims of an empty tensor is moot.
@@ -145,14 +152,15 @@ TensorInfo parse_entry(const std::string& path, const std::string& name, const j
   info.begin = to_u64(path, name, offsets[0], "data_offsets begin");
   info.end = to_u64(path, name, offsets[1], "data_offsets end");
   if (info.begin > info.end) {
-    fail_tensor(path, name, "data_offsets begin " + std::to_string(info.begin) +
-                                " is after end " + std::to_string(info.end));
+    fail_tensor(path, name,
+                "data_offsets begin " + std::to_string(info.begin) + " is after end " +
+                    std::to_string(info.end));
   }
   if (info.end - info.begin != nbytes) {
     fail_tensor(path, name,
-                "data_offsets span " + std::to_string(info.end - info.begin) +
-                    " bytes but shape " + shape.dump() + " of " + dtype_name(info.dtype) +
-                    " needs " + std::to_string(nbytes) + " bytes (size mismatch)");
+                "data_offsets span " + std::to_string(info.end - info.begin) + " bytes but shape " +
+                    shape.dump() + " of " + dtype_name(info.dtype) + " needs " +
+                    std::to_string(nbytes) + " bytes (size mismatch)");
   }
   return info;
 }
@@ -211,24 +219,34 @@ size_t dtype_size(DType d) {
 
 std::string dtype_name(DType d) {
   switch (d) {
-    case DType::F64: return "F64";
-    case DType::F32: return "F32";
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-    case DType::I64: return "I64";
-    case DType::I32: return "I32";
-    case DType::I16: return "I16";
-    case DType::I8: return "I8";
-    case DType::U8: return "U8";
-    case DType::BOOL: return "BOOL";
+    case DType::F64:
+      return "F64";
+    case DType::F32:
+      return "F32";
+    case DType::F16:
+      return "F16";
+    case DType::BF16:
+      return "BF16";
+    case DType::I64:
+      return "I64";
+    case DType::I32:
+      return "I32";
+    case DType::I16:
+      return "I16";
+    case DType::I8:
+      return "I8";
+    case DType::U8:
+      return "U8";
+    case DType::BOOL:
+      return "BOOL";
   }
   throw Error("Internal error: unknown safetensors dtype.");
 }
 
 DType parse_dtype(const std::string& name) {
   static const std::map<std::string, DType> kByName = {
-      {"F64", DType::F64}, {"F32", DType::F32}, {"F16", DType::F16}, {"BF16", DType::BF16},
-      {"I64", DType::I64}, {"I32", DType::I32}, {"I16", DType::I16}, {"I8", DType::I8},
+      {"F64", DType::F64}, {"F32", DType::F32},  {"F16", DType::F16}, {"BF16", DType::BF16},
+      {"I64", DType::I64}, {"I32", DType::I32},  {"I16", DType::I16}, {"I8", DType::I8},
       {"U8", DType::U8},   {"BOOL", DType::BOOL}};
   const auto it = kByName.find(name);
   if (it == kByName.end()) throw Error("Unknown safetensors dtype \"" + name + "\".");
@@ -237,33 +255,54 @@ DType parse_dtype(const std::string& name) {
 
 at::ScalarType to_scalar_type(DType d) {
   switch (d) {
-    case DType::F64: return at::kDouble;
-    case DType::F32: return at::kFloat;
-    case DType::F16: return at::kHalf;
-    case DType::BF16: return at::kBFloat16;
-    case DType::I64: return at::kLong;
-    case DType::I32: return at::kInt;
-    case DType::I16: return at::kShort;
-    case DType::I8: return at::kChar;
-    case DType::U8: return at::kByte;
-    case DType::BOOL: return at::kBool;
+    case DType::F64:
+      return at::kDouble;
+    case DType::F32:
+      return at::kFloat;
+    case DType::F16:
+      return at::kHalf;
+    case DType::BF16:
+      return at::kBFloat16;
+    case DType::I64:
+      return at::kLong;
+    case DType::I32:
+      return at::kInt;
+    case DType::I16:
+      return at::kShort;
+    case DType::I8:
+      return at::kChar;
+    case DType::U8:
+      return at::kByte;
+    case DType::BOOL:
+      return at::kBool;
   }
   throw Error("Internal error: unknown safetensors dtype.");
 }
 
 DType from_scalar_type(at::ScalarType t) {
   switch (t) {
-    case at::kDouble: return DType::F64;
-    case at::kFloat: return DType::F32;
-    case at::kHalf: return DType::F16;
-    case at::kBFloat16: return DType::BF16;
-    case at::kLong: return DType::I64;
-    case at::kInt: return DType::I32;
-    case at::kShort: return DType::I16;
-    case at::kChar: return DType::I8;
-    case at::kByte: return DType::U8;
-    case at::kBool: return DType::BOOL;
-    default: break;
+    case at::kDouble:
+      return DType::F64;
+    case at::kFloat:
+      return DType::F32;
+    case at::kHalf:
+      return DType::F16;
+    case at::kBFloat16:
+      return DType::BF16;
+    case at::kLong:
+      return DType::I64;
+    case at::kInt:
+      return DType::I32;
+    case at::kShort:
+      return DType::I16;
+    case at::kChar:
+      return DType::I8;
+    case at::kByte:
+      return DType::U8;
+    case at::kBool:
+      return DType::BOOL;
+    default:
+      break;
   }
   throw Error(std::string("Tensors of type ") + c10::toString(t) +
               " cannot be stored in a safetensors file.");
@@ -316,8 +355,8 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
                      std::to_string(static_cast<const char*>(nul) - header) + ")");
     }
     if (max_json_depth(header, header_len) > kMaxJsonDepth) {
-      fail(path, "header JSON is nested more than " + std::to_string(kMaxJsonDepth) +
-                     " levels deep");
+      fail(path,
+           "header JSON is nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
     }
     // nlohmann keeps only one of two equal keys; record top-level keys to reject duplicates,
     // which would otherwise silently hide a tensor.
@@ -339,7 +378,8 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
     if (!root.is_object()) {
       fail(path, "header must be a JSON object, but it is a " + json_type(root));
     }
-    if (!duplicate.empty()) fail(path, "header names '" + duplicate + "' more than once (duplicate key)");
+    if (!duplicate.empty())
+      fail(path, "header names '" + duplicate + "' more than once (duplicate key)");
 
     for (const auto& [key, value] : root.items()) {
       if (key == kMetadataKey) {
@@ -349,8 +389,8 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
       TensorInfo info = parse_entry(path, key, value);
       if (info.end > data_size) {
         fail_tensor(path, key,
-                    "data_offsets end " + std::to_string(info.end) +
-                        " is beyond the data area (" + std::to_string(data_size) +
+                    "data_offsets end " + std::to_string(info.end) + " is beyond the data area (" +
+                        std::to_string(data_size) +
                         " bytes; offsets out of range, the file may be truncated)");
       }
       tensors_.push_back(std::move(info));
@@ -366,8 +406,8 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
       if (prev != nullptr && t.begin < prev->end) {
         fail_tensor(path, t.name,
                     "bytes [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
-                        ") overlap tensor '" + prev->name + "' at [" +
-                        std::to_string(prev->begin) + ", " + std::to_string(prev->end) + ")");
+                        ") overlap tensor '" + prev->name + "' at [" + std::to_string(prev->begin) +
+                        ", " + std::to_string(prev->end) + ")");
       }
       prev = &t;
     }
@@ -434,9 +474,11 @@ void write_safetensors(const std::string& path, const std::map<std::string, at::
   json header = json::object();
   uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
-    if (name == kMetadataKey) fail_write(path, "\"__metadata__\" is reserved and cannot name a tensor");
+    if (name == kMetadataKey)
+      fail_write(path, "\"__metadata__\" is reserved and cannot name a tensor");
     if (!t.defined()) fail_write(path, "tensor " + quoted(name) + " is undefined");
-    if (t.layout() != at::kStrided) fail_write(path, "tensor " + quoted(name) + " is not a dense tensor");
+    if (t.layout() != at::kStrided)
+      fail_write(path, "tensor " + quoted(name) + " is not a dense tensor");
     DType dtype = DType::F32;
     try {
       dtype = from_scalar_type(t.scalar_type());

@@ -1,5 +1,7 @@
 #include "model/kv_cache.h"
 
+#include <c10/core/InferenceMode.h>
+
 #include "util/error.h"
 
 namespace adtree::model {
@@ -10,6 +12,7 @@ void KvCache::commit() {
 }
 
 void KvCache::keep(const std::vector<int64_t>& rows) {
+  c10::InferenceMode guard;  // the cache tensors are inference tensors
   for (size_t i = 0; i < rows.size(); ++i) {
     if (rows[i] < 0 || rows[i] >= pending || (i > 0 && rows[i] <= rows[i - 1])) {
       throw Error("KvCache::keep: rows must be increasing indices into the pending block");
