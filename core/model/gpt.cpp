@@ -47,6 +47,9 @@ std::vector<ParamSpec> gpt_param_specs(const GptConfig& c) {
 }
 
 at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  if (x.scalar_type() == at::kFloat) {
+    return x * at::rsqrt(x.mul(x).mean(-1, /*keepdim=*/true).add_(eps)) * weight;
+  }
   auto xf = x.to(at::kFloat);
   auto normed = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
   return normed.to(x.scalar_type()) * weight;
@@ -83,8 +86,15 @@ Gpt::Gpt(GptConfig cfg, const TensorMap& weights, at::Device device, at::ScalarT
     L.w1 = w_.at(layer_name(i, "feed_forward.w1.weight"));
     L.w2 = w_.at(layer_name(i, "feed_forward.w2.weight"));
     L.w3 = w_.at(layer_name(i, "feed_forward.w3.weight"));
-    // One GEMM instead of two for w1 and w3: decoding is dominated by per-op overhead at q = 1.
-    if (inference_) L.w13 = at::cat({L.w1, L.w3}, 0).contiguous();
+    if (inference_) {
+      // Fewer ops per step (decoding a small model is dominated by per-op overhead at q = 1):
+      // one GEMM for w1 and w3, and the attention scale folded into the q rows of wqkv (RoPE is
+      // linear, so scaling before the rotation equals scaling the scores).
+      L.w13 = at::cat({L.w1, L.w3}, 0).contiguous();
+      L.wqkv = L.wqkv.clone();
+      L.wqkv.narrow(0, 0, cfg_.dim).mul_(1.0 / std::sqrt(double(cfg_.head_dim())));
+      L.q_prescaled = true;
+    }
   }
   tok_emb_ = w_.at("tok_embeddings.weight");
   norm_ = w_.at("norm.weight");
@@ -148,13 +158,18 @@ at::Tensor Gpt::embed_condition(const Condition& cond) const {
   return at::linear(at::gelu(at::linear(e, fc1), "tanh"), fc2);
 }
 
-at::Tensor Gpt::attention(int64_t layer, const at::Tensor& x, const at::Tensor& cos,
-                          const at::Tensor& sin, KvCache* cache, const at::Tensor& bias) const {
+at::Tensor Gpt::attention(int64_t layer, const at::Tensor& x, const at::Tensor& cis,
+                          KvCache* cache, const at::Tensor& bias) const {
   const auto& L = layers_[size_t(layer)];
   const int64_t B = x.size(0), q = x.size(1), H = cfg_.n_head, hd = cfg_.head_dim();
   auto qkv = at::linear(x, L.wqkv).view({B, q, 3, H, hd});  // rows q | k | v, head-major
-  auto xq = Rope2d::apply(qkv.select(2, 0), cos, sin).transpose(1, 2);  // [B, H, q, hd]
-  auto xk = Rope2d::apply(qkv.select(2, 1), cos, sin).transpose(1, 2);
+  // 2-D RoPE on q and k together: adjacent pairs as complex numbers times cos + i sin (fp32).
+  auto qk = qkv.narrow(2, 0, 2).to(at::kFloat).reshape({B, q, 2, H, hd / 2, 2});
+  auto rot = at::view_as_real(at::view_as_complex(qk) * cis.view({1, q, 1, 1, hd / 2}))
+                 .reshape({B, q, 2, H, hd})
+                 .to(x.scalar_type());
+  auto xq = rot.select(2, 0).transpose(1, 2);  // [B, H, q, hd]
+  auto xk = rot.select(2, 1).transpose(1, 2);
   auto xv = qkv.select(2, 2).transpose(1, 2);
   at::Tensor keys = xk, values = xv;
   if (cache) {
@@ -164,9 +179,13 @@ at::Tensor Gpt::attention(int64_t layer, const at::Tensor& x, const at::Tensor& 
     keys = cache->k[size_t(layer)].narrow(2, 0, start + q);
     values = cache->v[size_t(layer)].narrow(2, 0, start + q);
   }
-  auto scores = at::matmul(xq, keys.transpose(2, 3)) * (1.0 / std::sqrt(double(hd)));
-  scores = scores.to(at::kFloat) + bias;  // softmax in fp32 whatever the weights' dtype
-  auto probs = at::softmax(scores, -1).to(x.scalar_type());
+  auto scores = at::matmul(xq, keys.transpose(2, 3));
+  if (!L.q_prescaled) scores = scores * (1.0 / std::sqrt(double(hd)));
+  // Softmax in fp32 whatever the weights' dtype.
+  auto probs = at::softmax(scores.scalar_type() == at::kFloat ? scores.add_(bias)
+                                                              : scores.to(at::kFloat) + bias,
+                           -1);
+  if (probs.scalar_type() != x.scalar_type()) probs = probs.to(x.scalar_type());
   auto out = at::matmul(probs, values).transpose(1, 2).reshape({B, q, H * hd});
   return at::linear(out, L.wo);
 }
@@ -193,10 +212,18 @@ Gpt::Output Gpt::forward(const at::Tensor& x_in, const at::Tensor& pos_in, KvCac
                   std::to_string(cache->capacity() - prefix) + " rows free)");
     }
   }
-  if (pos.min().item<int64_t>() < 0 || pos.max().item<int64_t>() >= rope_.seq_len()) {
-    throw Error("forward: position out of range of the sequence");
+  {
+    // Checked on the host copy the caller made (positions are built on the CPU): no device sync.
+    auto host = pos_in.device().is_cpu() ? pos_in.to(at::kLong).contiguous() : pos.to(at::kCPU);
+    const int64_t* p = host.data_ptr<int64_t>();
+    for (int64_t i = 0; i < q; ++i) {
+      if (p[i] < 0 || p[i] >= rope_.seq_len()) {
+        throw Error("forward: position " + std::to_string(p[i]) + " is outside the sequence (" +
+                    std::to_string(rope_.seq_len()) + " positions)");
+      }
+    }
   }
-  auto cos = rope_.cos().index_select(0, pos), sin = rope_.sin().index_select(0, pos);
+  auto cis = rope_.cis().index_select(0, pos);
 
   // Additive bias [B, 1, q, prefix + q]: committed keys keep their own bias (padding), the block
   // follows block_mask (default causal) and its own key validity; the diagonal is always visible.
@@ -228,7 +255,7 @@ Gpt::Output Gpt::forward(const at::Tensor& x_in, const at::Tensor& pos_in, KvCac
   auto h = x_in.to(device_, dtype_);
   for (int64_t l = 0; l < cfg_.n_layer; ++l) {
     const auto& L = layers_[size_t(l)];
-    h = h + attention(l, rms_norm(h, L.attn_norm, cfg_.norm_eps), cos, sin, cache, bias);
+    h = h + attention(l, rms_norm(h, L.attn_norm, cfg_.norm_eps), cis, cache, bias);
     h = h + feed_forward(l, rms_norm(h, L.ffn_norm, cfg_.norm_eps));
   }
   if (cache) cache->pending = q;

@@ -83,8 +83,8 @@ class Gpt {
   int64_t num_params() const;
 
  private:
-  at::Tensor attention(int64_t layer, const at::Tensor& x, const at::Tensor& cos,
-                       const at::Tensor& sin, KvCache* cache, const at::Tensor& bias) const;
+  at::Tensor attention(int64_t layer, const at::Tensor& x, const at::Tensor& cis, KvCache* cache,
+                       const at::Tensor& bias) const;
   at::Tensor feed_forward(int64_t layer, const at::Tensor& x) const;
 
   GptConfig cfg_;
@@ -95,6 +95,7 @@ class Gpt {
   Rope2d rope_;
   struct Layer {  // direct handles, so the step loop does no map lookups
     at::Tensor attn_norm, wqkv, wo, ffn_norm, w1, w2, w3, w13;
+    bool q_prescaled = false;  // wqkv's q rows carry the 1/sqrt(head_dim) attention scale
   };
   std::vector<Layer> layers_;
   at::Tensor tok_emb_, norm_, output_;

@@ -21,6 +21,7 @@ Rope2d::Rope2d(int64_t head_dim, int64_t cond_tokens, int64_t grid, double base)
   auto zeros = at::zeros({cond_tokens, 2 * quarter}, at::kFloat);
   cos_ = at::cat({zeros, ang.cos()}, 0).contiguous();
   sin_ = at::cat({zeros, ang.sin()}, 0).contiguous();
+  cis_ = at::view_as_complex(at::stack({cos_, sin_}, -1).contiguous());
 }
 
 at::Tensor Rope2d::apply(const at::Tensor& x, const at::Tensor& pos) const {
@@ -44,6 +45,7 @@ Rope2d Rope2d::to(const at::Device& device) const {
   Rope2d r;
   r.cos_ = cos_.to(device);
   r.sin_ = sin_.to(device);
+  r.cis_ = cis_.to(device);
   return r;
 }
 

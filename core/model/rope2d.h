@@ -16,6 +16,9 @@ class Rope2d {
   // cos and sin tables [seq_len, head_dim / 2], fp32.
   const at::Tensor& cos() const { return cos_; }
   const at::Tensor& sin() const { return sin_; }
+  // The same rotation as complex numbers cos + i sin [seq_len, head_dim / 2] (complex64): the fast
+  // path rotates q and k of a block together with one complex multiply.
+  const at::Tensor& cis() const { return cis_; }
   int64_t seq_len() const { return cos_.size(0); }
 
   // Rotates x [B, q, H, head_dim] whose tokens sit at sequence positions `pos` (int64 [q]).
@@ -28,7 +31,7 @@ class Rope2d {
 
  private:
   Rope2d() = default;
-  at::Tensor cos_, sin_;
+  at::Tensor cos_, sin_, cis_;
 };
 
 }  // namespace adtree::model
