@@ -15,7 +15,8 @@ void print_usage() {
                "  generate   generate an image from a prompt (PNG + statistics JSON)\n"
                "  bench      measure decoding speed (JSON + table)\n"
                "  info       show a model's card, sizes and memory\n"
-               "  model      make model directories (model random)\n\n"
+               "  model      make model directories (model random)\n"
+               "  data       build training datasets (data emoji)\n\n"
                "Run 'adtree <command> --help' for a command's options.\n";
 }
 }  // namespace
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
     if (verb == "info") return adtree::cli::cmd_info(argc - 2, argv + 2);
     if (verb == "model") return adtree::cli::cmd_model(argc - 2, argv + 2);
     if (verb == "bench") return adtree::cli::cmd_bench(argc - 2, argv + 2);
+    if (verb == "data") return adtree::cli::cmd_data(argc - 2, argv + 2);
     std::cerr << "adtree: unknown command '" << verb << "' (see 'adtree --help')\n";
     return 2;
   } catch (const adtree::Error& e) {

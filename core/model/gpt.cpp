@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "model/small_gemm.h"
 #include "util/error.h"
 
 namespace adtree::model {
@@ -14,6 +15,16 @@ std::string layer_name(int64_t i, const std::string& rest) {
   return "layers." + std::to_string(i) + "." + rest;
 }
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// x [..., in] @ w^T for inference: the small-row kernel for decoding steps, BLAS otherwise.
+at::Tensor fast_linear(const at::Tensor& x, const at::Tensor& w) {
+  const int64_t in = x.size(-1), rows = in ? x.numel() / in : 0;
+  if (rows <= kSmallGemmMaxRows && x.device().is_cpu() && x.scalar_type() == at::kFloat &&
+      x.is_contiguous() && w.is_contiguous()) {
+    return small_gemm(x, w);
+  }
+  return at::linear(x, w);
+}
 }  // namespace
 
 std::vector<ParamSpec> gpt_param_specs(const GptConfig& c) {
@@ -162,7 +173,7 @@ at::Tensor Gpt::attention(int64_t layer, const at::Tensor& x, const at::Tensor& 
                           KvCache* cache, const at::Tensor& bias) const {
   const auto& L = layers_[size_t(layer)];
   const int64_t B = x.size(0), q = x.size(1), H = cfg_.n_head, hd = cfg_.head_dim();
-  auto qkv = at::linear(x, L.wqkv).view({B, q, 3, H, hd});  // rows q | k | v, head-major
+  auto qkv = lin(x, L.wqkv).view({B, q, 3, H, hd});  // rows q | k | v, head-major
   // 2-D RoPE on q and k together: adjacent pairs as complex numbers times cos + i sin (fp32).
   auto qk = qkv.narrow(2, 0, 2).to(at::kFloat).reshape({B, q, 2, H, hd / 2, 2});
   auto rot = at::view_as_real(at::view_as_complex(qk) * cis.view({1, q, 1, 1, hd / 2}))
@@ -187,14 +198,14 @@ at::Tensor Gpt::attention(int64_t layer, const at::Tensor& x, const at::Tensor& 
                            -1);
   if (probs.scalar_type() != x.scalar_type()) probs = probs.to(x.scalar_type());
   auto out = at::matmul(probs, values).transpose(1, 2).reshape({B, q, H * hd});
-  return at::linear(out, L.wo);
+  return lin(out, L.wo);
 }
 
 at::Tensor Gpt::feed_forward(int64_t layer, const at::Tensor& x) const {
   const auto& L = layers_[size_t(layer)];
   if (!L.w13.defined()) return swiglu(x, L.w1, L.w2, L.w3);
-  auto h = at::linear(x, L.w13).chunk(2, -1);
-  return at::linear(at::silu(h[0]) * h[1], L.w2);
+  auto h = lin(x, L.w13).chunk(2, -1);
+  return lin(at::silu(h[0]) * h[1], L.w2);
 }
 
 Gpt::Output Gpt::forward(const at::Tensor& x_in, const at::Tensor& pos_in, KvCache* cache,
@@ -263,7 +274,7 @@ Gpt::Output Gpt::forward(const at::Tensor& x_in, const at::Tensor& pos_in, KvCac
   out.hidden = rms_norm(h, norm_, cfg_.norm_eps);
   auto head_in = logits_last > 0 && logits_last < q ? out.hidden.narrow(1, q - logits_last, logits_last)
                                                     : out.hidden;
-  out.logits = at::linear(head_in, output_).to(at::kFloat);
+  out.logits = lin(head_in.contiguous(), output_).to(at::kFloat);
   return out;
 }
 
@@ -287,6 +298,10 @@ Gpt::Output Gpt::forward_tokens(KvCache& cache, const at::Tensor& tokens, int64_
                         cfg_.cond_tokens() + first_index + tokens.size(1),
                         at::TensorOptions().dtype(at::kLong));
   return forward(embed_tokens(tokens.to(device_)), pos, &cache);
+}
+
+at::Tensor Gpt::lin(const at::Tensor& x, const at::Tensor& w) const {
+  return inference_ ? fast_linear(x, w) : at::linear(x, w);
 }
 
 int64_t Gpt::num_params() const {

@@ -86,6 +86,7 @@ class Gpt {
   at::Tensor attention(int64_t layer, const at::Tensor& x, const at::Tensor& cis, KvCache* cache,
                        const at::Tensor& bias) const;
   at::Tensor feed_forward(int64_t layer, const at::Tensor& x) const;
+  at::Tensor lin(const at::Tensor& x, const at::Tensor& w) const;  // x @ w^T, fastest path
 
   GptConfig cfg_;
   TensorMap w_;

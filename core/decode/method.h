@@ -1,0 +1,86 @@
+// What a user chooses: a decoding method = draft source x tree-shape policy x acceptance rule
+// (ARCHITECTURE.md), with every constant a named setting with a default (SPEC_DECODING.md 3-6).
+// One struct travels from the CLI / GUI through the engine to the decoding loop and into the stats.
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "decode/sampling.h"
+
+namespace adtree::decode {
+
+// Method names: "ar", "static" (EAGLE-1 tree), "dynamic" (EAGLE-2), "adt" (ADT-Tree),
+// "sjd" and "pathspec" (Jacobi, no draft head).
+struct StaticTreeSettings {
+  std::string preset = "eagle25";  // "eagle25" (25 nodes, depth 5) | "eagle57" (57 nodes, depth 5)
+};
+
+struct DynamicTreeSettings {
+  int64_t depth = 4;    // D expansion rounds (d = D + 1 draft levels)
+  int64_t width = 10;   // K
+  int64_t budget = 58;  // N draft tokens verified; 0 = auto (timed at load, SPEC_DECODING.md 8)
+};
+
+enum class AdtMode { Bisect, Step };
+enum class Adjacency { None, Left, LeftUp };
+
+struct AdtSettings {  // SPEC_DECODING.md section 5
+  int64_t d0 = 4, k0 = 6;         // the very first tree
+  int64_t d_min = 2, d_max = 8;   // draft levels
+  int64_t k_min = 2, k_max = 10;  // width
+  double beta = 0.5;              // alpha >= beta: deeper and narrower
+  AdtMode mode = AdtMode::Bisect;
+  int64_t step_d = 1, step_k = 1;  // step mode increments
+  Adjacency adjacency = Adjacency::Left;
+};
+
+enum class Acceptance { Lossless, Lantern };
+enum class LanternMode { Delta, Lambda };
+
+struct LanternSettings {  // SPEC_DECODING.md section 4, LANTERN / LANTERN++
+  LanternMode mode = LanternMode::Delta;
+  int64_t k = 100;       // neighbours considered per draft token
+  double delta = 0.1;    // TVD budget (delta mode, 0..1)
+  double lambda = 2.0;   // ratio (lambda mode, > 1)
+};
+
+struct JacobiSettings {  // SPEC_DECODING.md section 6
+  int64_t window = 15;        // L
+  bool spatial_init = true;   // init drafts from the token to the left, else random
+  int64_t paths = 4;          // PathExplore: K parallel chains
+  double path_relax = 0.0;    // PathRelax lambda (0 = off, lossless)
+};
+
+struct MethodSettings {
+  std::string method = "ar";
+  StaticTreeSettings static_tree;
+  DynamicTreeSettings dynamic_tree;
+  AdtSettings adt;
+  Acceptance acceptance = Acceptance::Lossless;
+  LanternSettings lantern;
+  JacobiSettings jacobi;
+
+  bool needs_drafter() const { return method == "static" || method == "dynamic" || method == "adt"; }
+  // Throws adtree::Error naming the bad setting (unknown method, depth 0, width > vocab, ...).
+  void validate(int64_t vocab_size, int64_t image_tokens) const;
+  nlohmann::json to_json() const;
+  static MethodSettings from_json(const nlohmann::json& j);  // missing keys keep defaults
+};
+
+const std::vector<std::string>& known_methods();
+std::string to_string(AdtMode m);
+std::string to_string(Adjacency a);
+AdtMode adt_mode_from_string(const std::string& s);
+Adjacency adjacency_from_string(const std::string& s);
+
+// Everything one generation needs besides the model and the prompt.
+struct DecodeRequest {
+  MethodSettings method;
+  SamplingParams sampling;
+  uint64_t seed = 0;
+};
+
+}  // namespace adtree::decode
