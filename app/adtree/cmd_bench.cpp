@@ -15,7 +15,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include "commands.h"
-#include "decode/ar_sampler.h"
+#include "decode/run.h"
 #include "model/random_model.h"
 #include "util/error.h"
 #include "util/threads.h"
@@ -87,12 +87,12 @@ int cmd_bench(int argc, char** argv) {
   Args a("bench", "Measure decoding speed: generations, forward cost by block size, memory.");
   add_model_options(a);
   a.option("config", "NAME", "without --model: bench a random model of this size", "tiny")
-      .option("method", "LIST", "comma-separated methods to run", "ar")
       .option("prompts", "LIST", "semicolon-separated prompts (default: words of the model)")
       .option("seeds", "N", "seeds per prompt (0 .. N-1)", "2")
       .option("blocks", "LIST", "query-block sizes to time one forward for", "1,4,8,16,32,60")
       .option("reps", "N", "repetitions per block size (median reported)", "20")
       .option("json", "FILE", "write the full results as JSON");
+  add_method_options(a, /*list=*/true);
   add_sampling_options(a);
   if (!a.parse(argc, argv)) return 0;
 
@@ -108,7 +108,7 @@ int cmd_bench(int argc, char** argv) {
   model::LoadOptions opts;
   opts.device = a.str("device");
   opts.dtype = a.str("dtype");
-  opts.load_vq = false;
+  opts.load_vq = true;  // LANTERN's neighbour table comes from the codebook
   auto m = model::load_model_dir(model_dir, opts);
   if (!tmp.empty()) std::filesystem::remove_all(tmp);
   auto params = sampling_from(a, m);
@@ -148,21 +148,43 @@ int cmd_bench(int argc, char** argv) {
   }
   out["forward_by_block"] = blocks;
 
+  // Every method on the same prompts and seeds in this one process; AR always runs first, as the
+  // baseline every speed-up is measured against.
+  std::vector<std::string> methods{"ar"};
+  for (const auto& mth : split(a.str("method"), ',')) {
+    if (mth != "ar") methods.push_back(mth);
+  }
   nlohmann::json runs = nlohmann::json::array();
-  std::map<std::string, std::vector<double>> per_method_ms, per_method_step;
-  for (const auto& method : split(a.str("method"), ',')) {
-    if (method != "ar") throw Error("unknown method '" + method + "' (available: ar)");
+  struct Agg {
+    std::vector<double> wall, step;
+    double tokens = 0, forwards = 0, drafted = 0, steps = 0, forward_ms = 0, total_ms = 0;
+  };
+  std::map<std::string, Agg> agg;
+  for (const auto& method : methods) {
+    decode::DecodeRequest req;
+    req.method = method_from(a, method);
+    req.sampling = params;
+    if (method == "ar") req.method.acceptance = decode::Acceptance::Lossless;
     for (const auto& prompt : prompts) {
       auto c = model::make_condition(*m.gpt, m.vocab, prompt, params.uses_cfg());
       for (int64_t seed = 0; seed < seeds; ++seed) {
-        auto res = decode::generate_ar(*m.gpt, c, params, uint64_t(seed));
+        req.seed = uint64_t(seed);
+        auto res = decode::run_decode(m, c, req);
         const auto& su = res.stats.summary;
         std::vector<double> step_ms;
-        for (const auto& r : res.stats.steps) step_ms.push_back(r.t_verify_ms);
+        for (const auto& r : res.stats.steps) step_ms.push_back(r.t_draft_ms + r.t_verify_ms + r.t_sample_ms + r.t_other_ms);
         runs.push_back({{"method", method}, {"prompt", prompt}, {"seed", seed},
-                        {"summary", su.to_json()}, {"median_step_ms", median(step_ms)}});
-        per_method_ms[method].push_back(su.wall_ms);
-        per_method_step[method].push_back(median(step_ms));
+                        {"summary", su.to_json()}, {"median_step_ms", median(step_ms)},
+                        {"depth_reach", res.stats.to_json()["depth_reach"]}});
+        auto& g2 = agg[method];
+        g2.wall.push_back(su.wall_ms);
+        g2.step.push_back(median(step_ms));
+        g2.tokens += double(su.tokens);
+        g2.forwards += double(su.target_forwards);
+        g2.drafted += su.mean_drafted * double(su.steps);
+        g2.steps += double(su.steps);
+        g2.forward_ms += su.t_draft_ms + su.t_verify_ms;
+        g2.total_ms += su.wall_ms;
       }
     }
   }
@@ -185,16 +207,24 @@ int cmd_bench(int argc, char** argv) {
     std::cout << "  " << std::setw(3) << b["q"].get<int64_t>() << "  " << std::setw(7)
               << b["ms"].get<double>() << "  " << std::setw(6) << b["ms"].get<double>() / ms1 << "\n";
   }
-  std::cout << "\nmethod  runs  tokens/s  ms/step  step/floor\n";
+  std::cout << "\nmethod      tau  drafted/step  target fwd   wall ms  tokens/s  speed-up  outside fwd  ms/step\n";
   nlohmann::json summary = nlohmann::json::object();
-  for (const auto& [method, ms] : per_method_ms) {
-    const double wall = median(ms), step = median(per_method_step[method]);
+  const double ar_wall = median(agg["ar"].wall);
+  for (const auto& method : methods) {
+    const auto& g2 = agg[method];
+    const double wall = median(g2.wall), step = median(g2.step);
+    const double tau = g2.forwards > 0 ? g2.tokens / g2.forwards : 0;
+    const double drafted = g2.steps > 0 ? g2.drafted / g2.steps : 0;
+    const double outside = g2.total_ms > 0 ? 1.0 - g2.forward_ms / g2.total_ms : 0;
     const double tps = 1000.0 * double(g.image_tokens()) / wall;
-    summary[method] = {{"median_wall_ms", wall}, {"tokens_per_s", tps}, {"median_step_ms", step},
+    summary[method] = {{"tau", tau}, {"drafted_per_step", drafted}, {"target_forwards_per_run", g2.forwards / double(g2.wall.size())},
+                       {"median_wall_ms", wall}, {"tokens_per_s", tps}, {"speedup_vs_ar", ar_wall / wall},
+                       {"share_outside_forwards", outside}, {"median_step_ms", step},
                        {"step_over_floor", step / floor_ms}};
-    std::cout << std::left << std::setw(8) << method << std::right << std::setw(4) << ms.size()
-              << "  " << std::setw(8) << tps << "  " << std::setw(7) << step << "  "
-              << std::setw(9) << step / floor_ms << "\n";
+    std::cout << std::left << std::setw(9) << method << std::right << std::setw(6) << tau
+              << std::setw(14) << drafted << std::setw(12) << g2.forwards / double(g2.wall.size())
+              << std::setw(10) << wall << std::setw(10) << tps << std::setw(10) << ar_wall / wall
+              << std::setw(13) << outside << std::setw(9) << step << "\n";
   }
   out["summary"] = summary;
   std::cout << "peak RSS " << out["peak_rss_mib"].get<double>() << " MiB\n";

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "decode/ar_sampler.h"
+#include "decode/run.h"
 #include "util/error.h"
 #include "util/threads.h"
 #ifdef ADTREE_HAVE_IMAGING
@@ -65,8 +65,8 @@ int cmd_generate(int argc, char** argv) {
   add_model_options(a);
   a.option("prompt", "TEXT", "caption words (t2i) or class name / number (c2i)")
       .option("class", "ID", "class name or number (c2i models; same as --prompt)")
-      .option("seed", "N", "random seed: same seed + settings + device = same image", "0")
-      .option("method", "NAME", "decoding method: ar", "ar");
+      .option("seed", "N", "random seed: same seed + settings + device = same image", "0");
+  add_method_options(a);
   add_sampling_options(a);
   a.option("out", "FILE", "output image (PNG)", "adtree.png")
       .option("scale", "N", "upscale the PNG N times with crisp pixels", "1")
@@ -75,9 +75,6 @@ int cmd_generate(int argc, char** argv) {
   if (!a.parse(argc, argv)) return 0;
   const std::string prompt = a.given("class") ? a.str("class") : a.str("prompt");
   if (prompt.empty()) throw Error("give a prompt with --prompt TEXT (or --class for c2i models)");
-  if (a.str("method") != "ar") {
-    throw Error("unknown method '" + a.str("method") + "' (available: ar)");
-  }
   const int64_t scale = a.integer("scale");
   if (scale < 1 || scale > 64) throw Error("--scale must be in 1..64");
   const auto seed = uint64_t(a.integer("seed"));
@@ -85,10 +82,13 @@ int cmd_generate(int argc, char** argv) {
   throw Error("this build has no image output (OpenCV was not found at build time)");
 #endif
 
+  decode::DecodeRequest req;
+  req.method = method_from(a, a.str("method"));
+  req.seed = seed;
   auto m = load_model(a);
-  auto params = sampling_from(a, m);
-  auto cond = model::make_condition(*m.gpt, m.vocab, prompt, params.uses_cfg());
-  auto res = decode::generate_ar(*m.gpt, cond, params, seed);
+  req.sampling = sampling_from(a, m);
+  auto cond = model::make_condition(*m.gpt, m.vocab, prompt, req.sampling.uses_cfg());
+  auto res = decode::run_decode(m, cond, req);
   res.stats.settings["prompt"] = prompt;
   res.stats.settings["model"] = m.dir;
   res.stats.settings["device"] = a.str("device");

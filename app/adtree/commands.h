@@ -3,6 +3,7 @@
 #include <string>
 
 #include "cli_args.h"
+#include "decode/method.h"
 #include "decode/sampling.h"
 #include "model/model_dir.h"
 
@@ -17,6 +18,9 @@ int cmd_data(int argc, char** argv);
 // Shared option groups, so every verb spells them the same way.
 void add_model_options(Args& a);     // --model --device --dtype
 void add_sampling_options(Args& a);  // --cfg --cfg-interval --temperature --top-k --top-p
+// --method and every tree / ADT / LANTERN setting (list: --method takes a comma list).
+void add_method_options(Args& a, bool list = false);
+decode::MethodSettings method_from(const Args& a, const std::string& method);
 model::ModelBundle load_model(const Args& a, bool load_vq = true);
 // The model's defaults (model.json "sampling"), overridden by the options given.
 decode::SamplingParams sampling_from(const Args& a, const model::ModelBundle& m);

@@ -1,22 +1,61 @@
 #include "decode/run.h"
 
+#include <map>
+#include <mutex>
+
+#include "decode/budget.h"
+#include "decode/draft_source.h"
+#include "decode/lantern.h"
+#include "decode/spec_decoder.h"
 #include "util/error.h"
 
 namespace adtree::decode {
+
+namespace {
+// Neighbour tables are computed once per codebook and neighbour count (SPEC_DECODING.md 4).
+at::Tensor neighbours_for(const model::VqModel& vq, int64_t k) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int64_t>, at::Tensor> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(static_cast<const void*>(&vq), k);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, latent_neighbours(vq.normalized_codebook(), k)).first;
+  return it->second;
+}
+}  // namespace
 
 DecodeResult run_decode(const model::ModelBundle& model, const model::Condition& cond,
                         const DecodeRequest& request, const StepCallback& on_step,
                         const std::atomic<bool>* cancel) {
   const auto& g = model.gpt_config;
-  request.method.validate(g.vocab_size, g.image_tokens());
+  const auto& m = request.method;
+  m.validate(g.vocab_size, g.image_tokens());
   request.sampling.validate(g.vocab_size);
   DecodeResult res;
-  if (request.method.method == "ar") {
+  if (m.method == "ar") {
+    if (m.acceptance == Acceptance::Lantern) throw Error("LANTERN applies to draft-tree methods, not to ar");
     res = generate_ar(*model.gpt, cond, request.sampling, request.seed, on_step, cancel);
+  } else if (m.needs_drafter()) {
+    if (!model.drafter) {
+      throw Error("method '" + m.method + "' needs a draft head, and this model has none " +
+                  "(drafter.safetensors); use ar or a Jacobi method");
+    }
+    const int64_t batch = request.sampling.uses_cfg() ? 2 : 1;
+    SpecOptions opts;
+    opts.budget = m.dynamic_tree.budget;  // ADT keeps the dynamic tree's N (SPEC_DECODING.md 5)
+    if (opts.budget == 0 && m.method != "static") opts.budget = choose_budget(*model.gpt, batch).budget;
+    std::unique_ptr<LanternRule> lantern;
+    if (m.acceptance == Acceptance::Lantern) {
+      if (!model.vq) throw Error("LANTERN needs the VQ codebook: load the model with its tokenizer");
+      lantern = std::make_unique<LanternRule>(neighbours_for(*model.vq, m.lantern.k), m.lantern);
+      opts.lantern = lantern.get();
+    }
+    auto source = make_eagle_source(*model.drafter, *model.gpt, batch);
+    res = generate_speculative(*model.gpt, *source, cond, request, opts, on_step, cancel);
   } else {
-    throw Error("method '" + request.method.method + "' is not available in this build yet");
+    throw Error("method '" + m.method + "' is not available in this build yet");
   }
-  res.stats.settings["method_settings"] = request.method.to_json();
+  res.stats.settings["method_settings"] = m.to_json();
   return res;
 }
 

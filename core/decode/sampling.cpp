@@ -71,13 +71,19 @@ at::Tensor top_p_filter(const at::Tensor& logits, double p) {
 }
 
 Processed LogitsProcessor::process(const at::Tensor& logits, int64_t first_index) const {
-  const int64_t rows = logits.size(1);
+  std::vector<int64_t> idx(size_t(logits.size(1)));
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = first_index + int64_t(i);
+  return process_rows(logits, idx);
+}
+
+Processed LogitsProcessor::process_rows(const at::Tensor& logits,
+                                        const std::vector<int64_t>& token_index) const {
   at::Tensor mixed;
   if (logits.size(0) == 2) {
     mixed = cfg_mix(logits[0], logits[1], params_.cfg_scale);
     if (params_.cfg_interval > -1) {
       // Rows predicting tokens after the interval use the cond logits only (LlamaGen cfg_interval).
-      auto idx = at::arange(first_index, first_index + rows, logits.options().dtype(at::kLong));
+      auto idx = at::tensor(token_index, at::TensorOptions().dtype(at::kLong)).to(logits.device());
       auto cond_only = (idx > params_.cfg_interval).unsqueeze(-1);
       mixed = at::where(cond_only, logits[0].to(at::kFloat), mixed);
     }

@@ -6,6 +6,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <vector>
 
 #include "util/rng.h"
 
@@ -47,6 +48,8 @@ class LogitsProcessor {
   // Model logits [B, rows, V] with B = 2 ([cond; uncond]) when CFG is on, else B = 1; rows are
   // consecutive positions whose first predicts image token `first_index` (for cfg_interval).
   Processed process(const at::Tensor& logits, int64_t first_index) const;
+  // Same for rows predicting arbitrary image indices (the nodes of a draft tree).
+  Processed process_rows(const at::Tensor& logits, const std::vector<int64_t>& token_index) const;
 
  private:
   SamplingParams params_;

@@ -87,25 +87,8 @@ Gpt::Gpt(GptConfig cfg, const TensorMap& weights, at::Device device, at::ScalarT
   cfg_.validate();
   require_params(gpt_param_specs(cfg_), weights, "GPT weights");
   for (const auto& [name, t] : weights) w_.emplace(name, t.to(device_, dtype_));
-  layers_.resize(size_t(cfg_.n_layer));
   for (int64_t i = 0; i < cfg_.n_layer; ++i) {
-    auto& L = layers_[size_t(i)];
-    L.attn_norm = w_.at(layer_name(i, "attention_norm.weight"));
-    L.wqkv = w_.at(layer_name(i, "attention.wqkv.weight"));
-    L.wo = w_.at(layer_name(i, "attention.wo.weight"));
-    L.ffn_norm = w_.at(layer_name(i, "ffn_norm.weight"));
-    L.w1 = w_.at(layer_name(i, "feed_forward.w1.weight"));
-    L.w2 = w_.at(layer_name(i, "feed_forward.w2.weight"));
-    L.w3 = w_.at(layer_name(i, "feed_forward.w3.weight"));
-    if (inference_) {
-      // Fewer ops per step (decoding a small model is dominated by per-op overhead at q = 1):
-      // one GEMM for w1 and w3, and the attention scale folded into the q rows of wqkv (RoPE is
-      // linear, so scaling before the rotation equals scaling the scores).
-      L.w13 = at::cat({L.w1, L.w3}, 0).contiguous();
-      L.wqkv = L.wqkv.clone();
-      L.wqkv.narrow(0, 0, cfg_.dim).mul_(1.0 / std::sqrt(double(cfg_.head_dim())));
-      L.q_prescaled = true;
-    }
+    layers_.push_back(make_layer(w_, layer_name(i, ""), cfg_.dim, cfg_.head_dim(), inference_));
   }
   tok_emb_ = w_.at("tok_embeddings.weight");
   norm_ = w_.at("norm.weight");
@@ -169,14 +152,106 @@ at::Tensor Gpt::embed_condition(const Condition& cond) const {
   return at::linear(at::gelu(at::linear(e, fc1), "tanh"), fc2);
 }
 
-at::Tensor Gpt::attention(int64_t layer, const at::Tensor& x, const at::Tensor& cis,
-                          KvCache* cache, const at::Tensor& bias) const {
-  const auto& L = layers_[size_t(layer)];
-  const int64_t B = x.size(0), q = x.size(1), H = cfg_.n_head, hd = cfg_.head_dim();
-  auto qkv = lin(x, L.wqkv).view({B, q, 3, H, hd});  // rows q | k | v, head-major
+DecoderLayer make_layer(const TensorMap& w, const std::string& prefix, int64_t dim,
+                        int64_t head_dim, bool inference) {
+  DecoderLayer L;
+  if (auto it = w.find(prefix + "attention_norm.weight"); it != w.end()) L.attn_norm = it->second;
+  L.wqkv = w.at(prefix + "attention.wqkv.weight");
+  L.wo = w.at(prefix + "attention.wo.weight");
+  L.ffn_norm = w.at(prefix + "ffn_norm.weight");
+  L.w1 = w.at(prefix + "feed_forward.w1.weight");
+  L.w2 = w.at(prefix + "feed_forward.w2.weight");
+  L.w3 = w.at(prefix + "feed_forward.w3.weight");
+  if (inference) {
+    // Fewer ops per step (decoding a small model is dominated by per-op overhead at q = 1):
+    // one GEMM for w1 and w3, and the attention scale folded into the q rows of wqkv (RoPE is
+    // linear, so scaling before the rotation equals scaling the scores).
+    L.w13 = at::cat({L.w1, L.w3}, 0).contiguous();
+    L.wqkv = L.wqkv.clone();
+    L.wqkv.narrow(0, 0, dim).mul_(1.0 / std::sqrt(double(head_dim)));
+    L.q_prescaled = true;
+  }
+  return L;
+}
+
+BlockPlan plan_block(const Rope2d& rope, KvCache* cache, int64_t B, const at::Tensor& pos_in,
+                     const at::Tensor& block_mask, const at::Tensor& block_key_valid) {
+  const int64_t q = pos_in.numel();
+  const auto device = rope.cis().device();
+  {
+    // Checked on the host copy the caller made (positions are built on the CPU): no device sync.
+    auto host = pos_in.device().is_cpu() ? pos_in.to(at::kLong).contiguous() : pos_in.to(at::kCPU);
+    const int64_t* p = host.data_ptr<int64_t>();
+    for (int64_t i = 0; i < q; ++i) {
+      if (p[i] < 0 || p[i] >= rope.seq_len()) {
+        throw Error("forward: position " + std::to_string(p[i]) + " is outside the sequence (" +
+                    std::to_string(rope.seq_len()) + " positions)");
+      }
+    }
+  }
+  BlockPlan plan;
+  plan.cis = rope.cis().index_select(0, pos_in.to(device));
+  const int64_t scratch = block_mask.defined() ? block_mask.size(1) - q : 0;
+  if (scratch < 0 || (block_mask.defined() && block_mask.size(0) != q)) {
+    throw Error("forward: block mask must be [q, scratch + q]");
+  }
+  const int64_t prefix = cache ? cache->len : 0;
+  if (cache) {
+    if (cache->batch() != B) throw Error("forward: cache batch differs from input batch");
+    if (scratch > cache->pending) throw Error("forward: the mask refers to more scratch rows than are pending");
+    if (prefix + scratch + q > cache->capacity()) {
+      throw Error("forward: block of " + std::to_string(q) + " tokens does not fit the KV cache (" +
+                  std::to_string(cache->capacity() - prefix - scratch) + " rows free)");
+    }
+  } else if (scratch > 0) {
+    throw Error("forward: scratch rows need a cache");
+  }
+  plan.start = prefix + scratch;
+
+  // Additive bias [B, 1, q, prefix + scratch + q]: committed keys keep their own bias (padding),
+  // scratch and block keys follow block_mask (default causal) and their key validity; a query
+  // always sees itself.
+  auto fopts = at::TensorOptions().device(device).dtype(at::kFloat);
+  if (q == 1 && !block_key_valid.defined() && !block_mask.defined() && cache) {
+    cache->key_bias.narrow(1, prefix, 1).zero_();
+    plan.bias = cache->key_bias.narrow(1, 0, prefix + 1).view({B, 1, 1, prefix + 1});
+    return plan;
+  }
+  at::Tensor visible = block_mask.defined() ? block_mask.to(device, at::kBool)
+                                            : at::ones({q, q}, fopts.dtype(at::kBool)).tril();
+  auto mask_bias = at::zeros({q, scratch + q}, fopts).masked_fill(visible.logical_not(), kNegInf);
+  at::Tensor key_row = at::zeros({B, q}, fopts);
+  if (block_key_valid.defined()) {
+    key_row = key_row.masked_fill(block_key_valid.to(device, at::kBool).logical_not(), kNegInf);
+  }
+  at::Tensor key_cols = key_row;  // validity of the scratch + block keys [B, scratch + q]
+  if (cache) {
+    cache->key_bias.narrow(1, plan.start, q).copy_(key_row);
+    key_cols = cache->key_bias.narrow(1, prefix, scratch + q);
+  }
+  auto blk = (mask_bias.unsqueeze(0) + key_cols.unsqueeze(1)).contiguous();  // [B, q, s + q]
+  blk.narrow(2, scratch, q).diagonal(0, 1, 2).zero_();
+  if (cache && prefix > 0) {
+    auto past = cache->key_bias.narrow(1, 0, prefix).unsqueeze(1).expand({B, q, prefix});
+    plan.bias = at::cat({past, blk}, -1).unsqueeze(1);
+  } else {
+    plan.bias = blk.unsqueeze(1);
+  }
+  return plan;
+}
+
+at::Tensor run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, const at::Tensor& x,
+                     const BlockPlan& plan, KvCache* cache, int64_t layer, bool inference) {
+  auto lin = [inference](const at::Tensor& a, const at::Tensor& w) {
+    return inference ? fast_linear(a, w) : at::linear(a, w);
+  };
+  const int64_t B = x.size(0), q = x.size(1), H = n_head, hd = x.size(2) / n_head;
+  // Attention. The draft head's layer has no input norm (SPEC_DECODING.md 2).
+  auto xn = L.attn_norm.defined() ? rms_norm(x, L.attn_norm, norm_eps) : x;
+  auto qkv = lin(xn, L.wqkv).view({B, q, 3, H, hd});  // rows q | k | v, head-major
   // 2-D RoPE on q and k together: adjacent pairs as complex numbers times cos + i sin (fp32).
   auto qk = qkv.narrow(2, 0, 2).to(at::kFloat).reshape({B, q, 2, H, hd / 2, 2});
-  auto rot = at::view_as_real(at::view_as_complex(qk) * cis.view({1, q, 1, 1, hd / 2}))
+  auto rot = at::view_as_real(at::view_as_complex(qk) * plan.cis.view({1, q, 1, 1, hd / 2}))
                  .reshape({B, q, 2, H, hd})
                  .to(x.scalar_type());
   auto xq = rot.select(2, 0).transpose(1, 2);  // [B, H, q, hd]
@@ -184,97 +259,48 @@ at::Tensor Gpt::attention(int64_t layer, const at::Tensor& x, const at::Tensor& 
   auto xv = qkv.select(2, 2).transpose(1, 2);
   at::Tensor keys = xk, values = xv;
   if (cache) {
-    const int64_t start = cache->len;
-    cache->k[size_t(layer)].narrow(2, start, q).copy_(xk);
-    cache->v[size_t(layer)].narrow(2, start, q).copy_(xv);
-    keys = cache->k[size_t(layer)].narrow(2, 0, start + q);
-    values = cache->v[size_t(layer)].narrow(2, 0, start + q);
+    auto& K = cache->k[size_t(layer)];
+    auto& V = cache->v[size_t(layer)];
+    K.narrow(2, plan.start, q).copy_(xk);
+    V.narrow(2, plan.start, q).copy_(xv);
+    keys = K.narrow(2, 0, plan.start + q);
+    values = V.narrow(2, 0, plan.start + q);
   }
   auto scores = at::matmul(xq, keys.transpose(2, 3));
   if (!L.q_prescaled) scores = scores * (1.0 / std::sqrt(double(hd)));
   // Softmax in fp32 whatever the weights' dtype.
-  auto probs = at::softmax(scores.scalar_type() == at::kFloat ? scores.add_(bias)
-                                                              : scores.to(at::kFloat) + bias,
+  auto probs = at::softmax(scores.scalar_type() == at::kFloat && inference
+                               ? scores.add_(plan.bias)
+                               : scores.to(at::kFloat) + plan.bias,
                            -1);
   if (probs.scalar_type() != x.scalar_type()) probs = probs.to(x.scalar_type());
-  auto out = at::matmul(probs, values).transpose(1, 2).reshape({B, q, H * hd});
-  return lin(out, L.wo);
+  auto att = at::matmul(probs, values).transpose(1, 2).reshape({B, q, H * hd});
+  auto h = x + lin(att, L.wo);
+  // SwiGLU feed-forward.
+  auto hn = rms_norm(h, L.ffn_norm, norm_eps);
+  if (!L.w13.defined()) return h + swiglu(hn, L.w1, L.w2, L.w3);
+  auto g = lin(hn, L.w13).chunk(2, -1);
+  return h + lin(at::silu(g[0]) * g[1], L.w2);
 }
 
-at::Tensor Gpt::feed_forward(int64_t layer, const at::Tensor& x) const {
-  const auto& L = layers_[size_t(layer)];
-  if (!L.w13.defined()) return swiglu(x, L.w1, L.w2, L.w3);
-  auto h = lin(x, L.w13).chunk(2, -1);
-  return lin(at::silu(h[0]) * h[1], L.w2);
-}
-
-Gpt::Output Gpt::forward(const at::Tensor& x_in, const at::Tensor& pos_in, KvCache* cache,
+Gpt::Output Gpt::forward(const at::Tensor& x_in, const at::Tensor& pos, KvCache* cache,
                          const at::Tensor& block_mask, const at::Tensor& block_key_valid,
                          int64_t logits_last) const {
   c10::InferenceMode guard(inference_);
   const int64_t B = x_in.size(0), q = x_in.size(1);
-  auto pos = pos_in.to(device_);
   if (pos.numel() != q) throw Error("forward: need one position per block token");
-  const int64_t prefix = cache ? cache->len : 0;
-  if (cache) {
-    if (cache->batch() != B) throw Error("forward: cache batch differs from input batch");
-    if (prefix + q > cache->capacity()) {
-      throw Error("forward: block of " + std::to_string(q) + " tokens does not fit the KV cache (" +
-                  std::to_string(cache->capacity() - prefix) + " rows free)");
-    }
-  }
-  {
-    // Checked on the host copy the caller made (positions are built on the CPU): no device sync.
-    auto host = pos_in.device().is_cpu() ? pos_in.to(at::kLong).contiguous() : pos.to(at::kCPU);
-    const int64_t* p = host.data_ptr<int64_t>();
-    for (int64_t i = 0; i < q; ++i) {
-      if (p[i] < 0 || p[i] >= rope_.seq_len()) {
-        throw Error("forward: position " + std::to_string(p[i]) + " is outside the sequence (" +
-                    std::to_string(rope_.seq_len()) + " positions)");
-      }
-    }
-  }
-  auto cis = rope_.cis().index_select(0, pos);
-
-  // Additive bias [B, 1, q, prefix + q]: committed keys keep their own bias (padding), the block
-  // follows block_mask (default causal) and its own key validity; the diagonal is always visible.
-  auto fopts = at::TensorOptions().device(device_).dtype(at::kFloat);
-  at::Tensor bias;
-  if (q == 1 && !block_key_valid.defined() && !block_mask.defined() && cache) {
-    cache->key_bias.narrow(1, prefix, 1).zero_();
-    bias = cache->key_bias.narrow(1, 0, prefix + 1).view({B, 1, 1, prefix + 1});
-  } else {
-    at::Tensor visible = block_mask.defined()
-                             ? block_mask.to(device_, at::kBool)
-                             : at::ones({q, q}, fopts.dtype(at::kBool)).tril();
-    auto block = at::zeros({q, q}, fopts).masked_fill(visible.logical_not(), kNegInf);
-    at::Tensor key_row = at::zeros({B, q}, fopts);
-    if (block_key_valid.defined()) {
-      key_row = key_row.masked_fill(block_key_valid.to(device_, at::kBool).logical_not(), kNegInf);
-    }
-    auto blk = (block.unsqueeze(0) + key_row.unsqueeze(1)).contiguous();  // [B, q, q]
-    blk.diagonal(0, 1, 2).zero_();
-    if (cache) {
-      cache->key_bias.narrow(1, prefix, q).copy_(key_row);
-      auto past = cache->key_bias.narrow(1, 0, prefix).unsqueeze(1).expand({B, q, prefix});
-      bias = at::cat({past, blk}, -1).unsqueeze(1);
-    } else {
-      bias = blk.unsqueeze(1);
-    }
-  }
-
+  const auto plan = plan_block(rope_, cache, B, pos, block_mask, block_key_valid);
   auto h = x_in.to(device_, dtype_);
   for (int64_t l = 0; l < cfg_.n_layer; ++l) {
-    const auto& L = layers_[size_t(l)];
-    h = h + attention(l, rms_norm(h, L.attn_norm, cfg_.norm_eps), cis, cache, bias);
-    h = h + feed_forward(l, rms_norm(h, L.ffn_norm, cfg_.norm_eps));
+    h = run_layer(layers_[size_t(l)], cfg_.n_head, cfg_.norm_eps, h, plan, cache, l, inference_);
   }
-  if (cache) cache->pending = q;
+  if (cache) cache->pending = plan.start - cache->len + q;
   Output out;
   out.hidden = rms_norm(h, norm_, cfg_.norm_eps);
   auto head_in = logits_last > 0 && logits_last < q ? out.hidden.narrow(1, q - logits_last, logits_last)
                                                     : out.hidden;
-  out.logits = lin(head_in.contiguous(), output_).to(at::kFloat);
+  out.logits = (inference_ ? fast_linear(head_in.contiguous(), output_) : at::linear(head_in, output_))
+                   .to(at::kFloat);
   return out;
 }
 
@@ -298,10 +324,6 @@ Gpt::Output Gpt::forward_tokens(KvCache& cache, const at::Tensor& tokens, int64_
                         cfg_.cond_tokens() + first_index + tokens.size(1),
                         at::TensorOptions().dtype(at::kLong));
   return forward(embed_tokens(tokens.to(device_)), pos, &cache);
-}
-
-at::Tensor Gpt::lin(const at::Tensor& x, const at::Tensor& w) const {
-  return inference_ ? fast_linear(x, w) : at::linear(x, w);
 }
 
 int64_t Gpt::num_params() const {

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "model/gpt_config.h"
@@ -21,6 +22,29 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
 // SwiGLU feed-forward w2(silu(w1 x) * w3 x).
 at::Tensor swiglu(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w2,
                   const at::Tensor& w3);
+
+// One decoder layer's tensors, as direct handles so the step loop does no map lookups. The draft
+// head reuses the same layer code without the input norm (attn_norm undefined).
+struct DecoderLayer {
+  at::Tensor attn_norm, wqkv, wo, ffn_norm, w1, w2, w3;
+  at::Tensor w13;            // inference only: w1 | w3 fused
+  bool q_prescaled = false;  // inference only: wqkv's q rows carry the 1/sqrt(head_dim) scale
+};
+// Handles to "<prefix>attention.wqkv.weight" etc. in `w` (attention_norm optional).
+DecoderLayer make_layer(const TensorMap& w, const std::string& prefix, int64_t dim,
+                        int64_t head_dim, bool inference);
+
+// Where a block of q new rows goes in a cache and what it may attend to (see Gpt::forward).
+struct BlockPlan {
+  at::Tensor cis;   // [q, head_dim/2] complex RoPE factors of the block's positions
+  at::Tensor bias;  // [B, 1, q, keys] additive attention bias
+  int64_t start = 0;  // first cache row written (len + scratch rows kept in front of the block)
+};
+BlockPlan plan_block(const Rope2d& rope, KvCache* cache, int64_t B, const at::Tensor& pos,
+                     const at::Tensor& block_mask, const at::Tensor& block_key_valid);
+// x + attn(norm(x)) then + ffn(norm(.)), writing K/V into cache layer `layer` at plan.start.
+at::Tensor run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, const at::Tensor& x,
+                     const BlockPlan& plan, KvCache* cache, int64_t layer, bool inference);
 
 // What conditions one batch: class ids (c2i) or caption vectors with their padding mask (t2i).
 struct Condition {
@@ -67,6 +91,8 @@ class Gpt {
   // writes the block's K/V as pending rows. Without one: attends within the block only.
   // block_mask [q, q] bool (true = may attend) defaults to causal; block_key_valid [B, q] marks
   // padded keys of the block (condition padding). A query always sees itself.
+  // A block_mask [q, s + q] keeps the first s pending rows as scratch the block may attend to
+  // (draft-tree expansion level by level); the block is written after them.
   // logits_last > 0 computes logits for the last logits_last rows only.
   Output forward(const at::Tensor& x, const at::Tensor& pos, KvCache* cache,
                  const at::Tensor& block_mask = {}, const at::Tensor& block_key_valid = {},
@@ -83,10 +109,6 @@ class Gpt {
   int64_t num_params() const;
 
  private:
-  at::Tensor attention(int64_t layer, const at::Tensor& x, const at::Tensor& cis, KvCache* cache,
-                       const at::Tensor& bias) const;
-  at::Tensor feed_forward(int64_t layer, const at::Tensor& x) const;
-  at::Tensor lin(const at::Tensor& x, const at::Tensor& w) const;  // x @ w^T, fastest path
 
   GptConfig cfg_;
   TensorMap w_;
@@ -94,11 +116,7 @@ class Gpt {
   at::ScalarType dtype_;
   bool inference_;
   Rope2d rope_;
-  struct Layer {  // direct handles, so the step loop does no map lookups
-    at::Tensor attn_norm, wqkv, wo, ffn_norm, w1, w2, w3, w13;
-    bool q_prescaled = false;  // wqkv's q rows carry the 1/sqrt(head_dim) attention scale
-  };
-  std::vector<Layer> layers_;
+  std::vector<DecoderLayer> layers_;
   at::Tensor tok_emb_, norm_, output_;
 };
 

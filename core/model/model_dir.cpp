@@ -113,6 +113,9 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
       problems.push_back(mpath + ": a drafter is configured but drafter.safetensors is missing");
     } else {
       b.drafter_weights = read_all(dpath, problems);
+      if (!b.drafter_weights.empty()) {
+        add_problems(dpath, check_params(drafter_param_specs(g), b.drafter_weights), problems);
+      }
     }
   }
   if (!problems.empty()) {
@@ -122,6 +125,7 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
     throw Error(msg);
   }
   b.gpt = std::make_shared<const Gpt>(g, gw, device, dtype);
+  if (!b.drafter_weights.empty()) b.drafter = std::make_shared<const Drafter>(*b.gpt, b.drafter_weights);
   if (opts.load_vq) {
     TensorMap moved;
     // The decoder runs in fp32 on the CPU whatever the GPT's dtype: it is run once per preview.

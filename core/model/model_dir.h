@@ -9,6 +9,7 @@
 
 #include "io/manifest.h"
 #include "model/conditioning.h"
+#include "model/drafter.h"
 #include "model/gpt.h"
 #include "model/vq.h"
 
@@ -29,6 +30,8 @@ struct ModelBundle {
   std::shared_ptr<const VqModel> vq;  // null when !load_vq
   Vocabulary vocab;
   TensorMap drafter_weights;  // empty without drafter.safetensors
+  // The EAGLE head (null without drafter.safetensors). It refers to *gpt, which the bundle owns.
+  std::shared_ptr<const Drafter> drafter;
 };
 
 // Throws adtree::Error (no CUDA in this build, unknown dtype, ...) with a clear message.

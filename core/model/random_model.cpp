@@ -5,6 +5,7 @@
 #include "io/manifest.h"
 #include "io/safetensors.h"
 #include "model/conditioning.h"
+#include "model/drafter.h"
 #include "model/gpt.h"
 #include "util/error.h"
 
@@ -43,6 +44,10 @@ void write_random_model(const std::string& dir, const GptConfig& gpt, const VqCo
   io::write_safetensors(dir + "/vq.safetensors", init_params(vq_param_specs(vq, true), seed + 1),
                         {{"format", "adtree"}, {"content", "random initialisation"}});
 
+  io::write_safetensors(dir + "/drafter.safetensors",
+                        init_params(drafter_param_specs(gpt), seed + 2),
+                        {{"format", "adtree"}, {"content", "random initialisation"}});
+
   std::vector<std::string> entries;
   const int64_t n = gpt.cond == CondKind::Class ? gpt.num_classes : gpt.num_words;
   const int64_t n_named = int64_t(sizeof(kWords) / sizeof(kWords[0]));
@@ -65,6 +70,7 @@ void write_random_model(const std::string& dir, const GptConfig& gpt, const VqCo
   m.codebook_size = gpt.vocab_size;
   m.gpt = gpt.to_json();
   m.vq = vq.to_json();
+  m.drafter = {{"kind", "eagle1"}, {"layers", 1}};
   m.sampling = {{"cfg_scale", 3.0}, {"temperature", 1.0}, {"top_k", 0}, {"top_p", 1.0}};
   m.license = {{"weights", "CC0-1.0 (random numbers)"}, {"data", "none"}};
   m.provenance = {{"tool", "adtree model random"}, {"seed", seed}};

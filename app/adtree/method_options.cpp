@@ -1,0 +1,79 @@
+// The method flags shared by generate and bench: every constant of SPEC_DECODING.md is a flag whose
+// default (shown in --help) comes from decode::MethodSettings.
+#include <sstream>
+
+#include "commands.h"
+#include "util/error.h"
+
+namespace adtree::cli {
+
+namespace {
+template <class T>
+std::string str(T v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+}  // namespace
+
+void add_method_options(Args& a, bool list) {
+  const decode::MethodSettings d;
+  std::string names;
+  for (const auto& m : decode::known_methods()) names += (names.empty() ? "" : "|") + m;
+  a.option("method", list ? "LIST" : "NAME",
+           (list ? "comma-separated methods: " : "decoding method: ") + names, d.method)
+      .option("tree", "NAME", "static tree: eagle25 (25 nodes) or eagle57 (57 nodes), depth 5",
+              d.static_tree.preset)
+      .option("depth", "D", "dynamic tree expansion rounds (d = D + 1 draft levels)", str(d.dynamic_tree.depth))
+      .option("width", "K", "dynamic tree width (top-K per node and frontier)", str(d.dynamic_tree.width))
+      .option("budget", "N", "draft tokens verified per step (dynamic and ADT); auto = time this machine",
+              str(d.dynamic_tree.budget))
+      .option("adt-d0", "D", "ADT: draft levels of the first tree", str(d.adt.d0))
+      .option("adt-k0", "K", "ADT: width of the first tree", str(d.adt.k0))
+      .option("adt-d-min", "D", "ADT: fewest draft levels", str(d.adt.d_min))
+      .option("adt-d-max", "D", "ADT: most draft levels", str(d.adt.d_max))
+      .option("adt-k-min", "K", "ADT: narrowest width", str(d.adt.k_min))
+      .option("adt-k-max", "K", "ADT: widest width", str(d.adt.k_max))
+      .option("adt-beta", "B", "ADT: acceptance ratio a/d at or above which trees grow deeper", str(d.adt.beta))
+      .option("adt-mode", "MODE", "ADT: bisect (half-way to the bound) or step", to_string(d.adt.mode))
+      .option("adt-step-d", "N", "ADT step mode: depth change per step", str(d.adt.step_d))
+      .option("adt-step-k", "N", "ADT step mode: width change per step", str(d.adt.step_k))
+      .option("adt-adjacency", "SRC", "ADT: initial shape from none, left or left+up", to_string(d.adt.adjacency))
+      .option("relax", "RULE", "acceptance: lossless or lantern (relaxed, lossy)", "lossless")
+      .option("lantern-mode", "MODE", "LANTERN: delta (TVD budget) or lambda (ratio, LANTERN++)", "delta")
+      .option("lantern-k", "K", "LANTERN: latent neighbours per draft token", str(d.lantern.k))
+      .option("lantern-delta", "D", "LANTERN delta mode: total-variation budget in [0, 1]", str(d.lantern.delta))
+      .option("lantern-lambda", "L", "LANTERN lambda mode: ratio > 1", str(d.lantern.lambda));
+}
+
+decode::MethodSettings method_from(const Args& a, const std::string& method) {
+  decode::MethodSettings m;
+  m.method = method;
+  m.static_tree.preset = a.str("tree");
+  m.dynamic_tree.depth = a.integer("depth");
+  m.dynamic_tree.width = a.integer("width");
+  m.dynamic_tree.budget = a.str("budget") == "auto" ? 0 : a.integer("budget");
+  if (m.dynamic_tree.budget == 0 && a.str("budget") != "auto") {
+    throw Error("--budget must be a positive number or auto");
+  }
+  auto& t = m.adt;
+  t.d0 = a.integer("adt-d0"), t.k0 = a.integer("adt-k0");
+  t.d_min = a.integer("adt-d-min"), t.d_max = a.integer("adt-d-max");
+  t.k_min = a.integer("adt-k-min"), t.k_max = a.integer("adt-k-max");
+  t.beta = a.number("adt-beta");
+  t.mode = decode::adt_mode_from_string(a.str("adt-mode"));
+  t.step_d = a.integer("adt-step-d"), t.step_k = a.integer("adt-step-k");
+  t.adjacency = decode::adjacency_from_string(a.str("adt-adjacency"));
+  const auto relax = a.str("relax");
+  if (relax == "lantern") m.acceptance = decode::Acceptance::Lantern;
+  else if (relax != "lossless") throw Error("--relax must be lossless or lantern, not '" + relax + "'");
+  const auto lm = a.str("lantern-mode");
+  if (lm != "delta" && lm != "lambda") throw Error("--lantern-mode must be delta or lambda");
+  m.lantern.mode = lm == "delta" ? decode::LanternMode::Delta : decode::LanternMode::Lambda;
+  m.lantern.k = a.integer("lantern-k");
+  m.lantern.delta = a.number("lantern-delta");
+  m.lantern.lambda = a.number("lantern-lambda");
+  return m;
+}
+
+}  // namespace adtree::cli

@@ -1,0 +1,92 @@
+#include "decode/acceptance.h"
+
+#include <set>
+
+#include "decode/sampling.h"
+#include "util/error.h"
+
+namespace adtree::decode {
+
+namespace {
+std::vector<double> row(const at::Tensor& p, int64_t i) {
+  auto r = p[i];
+  const float* d = r.data_ptr<float>();
+  return std::vector<double>(d, d + r.numel());
+}
+bool normalise(std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  if (!(s > 0)) return false;
+  for (double& x : v) x /= s;
+  return true;
+}
+int64_t draw(const std::vector<double>& p, Rng& rng) {
+  double total = 0;
+  for (double x : p) total += x;
+  const double u = rng.uniform() * total;
+  double acc = 0;
+  int64_t last = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (p[i] <= 0) continue;
+    acc += p[i];
+    last = int64_t(i);
+    if (u < acc) return int64_t(i);
+  }
+  return last;
+}
+}  // namespace
+
+AcceptResult verify_tree(const DraftTree& tree, const at::Tensor& p_all, ChildRule rule,
+                         const LanternRule* lantern, int64_t max_depth, Rng& rng) {
+  AcceptResult res;
+  auto p_cpu = p_all.to(at::kCPU, at::kFloat).contiguous();
+  int64_t cur = 0;
+  std::vector<int64_t> absorbed;
+  while (true) {
+    if (tree.nodes[size_t(cur)].depth >= max_depth) return res;  // last cell reached: no bonus
+    auto p = row(p_cpu, cur);
+    const auto original = p;
+    std::vector<double> q;
+    if (rule == ChildRule::WithoutReplacement && tree.child_dist[size_t(cur)].defined()) {
+      const auto& qd = tree.child_dist[size_t(cur)];
+      const float* d = qd.data_ptr<float>();
+      q.assign(d, d + qd.numel());
+    }
+    int64_t accepted = -1;
+    std::set<int64_t> seen;
+    for (int64_t c : tree.children(cur)) {
+      const int64_t x = tree.nodes[size_t(c)].token;
+      if (!seen.insert(x).second) continue;  // duplicate child tokens are skipped
+      const double px = lantern ? lantern->relaxed(p, x, absorbed) : p[size_t(x)];
+      double ratio = px;
+      if (!q.empty()) {
+        if (!(q[size_t(x)] > 0)) continue;
+        ratio = px / q[size_t(x)];
+      }
+      if (rng.uniform() < std::min(1.0, ratio)) {
+        accepted = c;
+        break;
+      }
+      // Rejected: the residual distribution for the next child (or the final sample).
+      if (!q.empty()) {
+        for (size_t i = 0; i < p.size(); ++i) p[i] = std::max(0.0, p[i] - q[i]);
+        q[size_t(x)] = 0;
+        normalise(q);
+      }
+      p[size_t(x)] = 0;
+      if (lantern) {
+        for (auto a : absorbed) p[size_t(a)] = 0;
+      }
+      if (!normalise(p)) p = original;  // numerically empty residual: fall back to p itself
+    }
+    if (accepted < 0) {
+      res.has_bonus = true;
+      res.bonus = draw(p, rng);
+      return res;
+    }
+    res.path.push_back(accepted);
+    cur = accepted;
+  }
+}
+
+}  // namespace adtree::decode

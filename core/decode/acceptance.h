@@ -1,0 +1,32 @@
+// Verification rules (SPEC_DECODING.md 4): walk the tree from the root, accepting children by the
+// rule of the tree's kind, and end with a bonus / residual token from the target. Lossless unless
+// a LANTERN rule is given.
+#pragma once
+#include <ATen/ATen.h>
+
+#include <vector>
+
+#include "decode/draft_tree.h"
+#include "decode/lantern.h"
+#include "util/rng.h"
+
+namespace adtree::decode {
+
+enum class ChildRule {
+  Deterministic,       // dynamic / ADT trees: q is a point mass on each child
+  WithoutReplacement,  // static trees under sampling: children drawn from q without replacement
+};
+
+struct AcceptResult {
+  std::vector<int64_t> path;  // accepted node ids, root excluded, in depth order
+  bool has_bonus = false;     // false only when the path already reached the last image cell
+  int64_t bonus = -1;         // token sampled from the target after the path
+};
+
+// p: target probabilities [n, V] (CPU fp32), row i = distribution after node i. With `greedy`,
+// rows are one-hot argmaxes and the rule reduces to "accept the child equal to the argmax".
+// `max_depth`: the deepest node depth that is still inside the image (no bonus after it).
+AcceptResult verify_tree(const DraftTree& tree, const at::Tensor& p, ChildRule rule,
+                         const LanternRule* lantern, int64_t max_depth, Rng& rng);
+
+}  // namespace adtree::decode

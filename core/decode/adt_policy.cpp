@@ -1,0 +1,59 @@
+#include "decode/adt_policy.h"
+
+#include <algorithm>
+
+namespace adtree::decode {
+
+AdtPolicy::AdtPolicy(const AdtSettings& s, int64_t grid_h, int64_t grid_w)
+    : s_(s), h_(grid_h), w_(grid_w), cell_(size_t(grid_h * grid_w)), last_{s.d0, s.k0} {}
+
+TreeShape AdtPolicy::adapt(const AdtSettings& s, TreeShape t, double alpha) {
+  auto ceil_half = [](int64_t a, int64_t b) { return (a + b + 1) / 2; };
+  auto floor_half = [](int64_t a, int64_t b) { return (a + b) / 2; };
+  TreeShape n = t;
+  const bool positive = alpha >= s.beta;
+  if (s.mode == AdtMode::Bisect) {
+    // Half-way to the bound: the mirror image for a negative outcome.
+    n.d = positive ? ceil_half(t.d, s.d_max) : floor_half(t.d, s.d_min);
+    n.k = positive ? floor_half(t.k, s.k_min) : ceil_half(t.k, s.k_max);
+  } else {
+    n.d = positive ? t.d + s.step_d : t.d - s.step_d;
+    n.k = positive ? t.k - s.step_k : t.k + s.step_k;
+  }
+  n.d = std::clamp(n.d, s.d_min, s.d_max);
+  n.k = std::clamp(n.k, s.k_min, s.k_max);
+  return n;
+}
+
+TreeShape AdtPolicy::shape_for(int64_t root_cell) const {
+  if (s_.adjacency == Adjacency::None) return last_;
+  const int64_t r = root_cell / w_, c = root_cell % w_;
+  auto stored = [&](int64_t rr, int64_t cc) -> const TreeShape* {
+    if (rr < 0 || cc < 0 || rr >= h_ || cc >= w_) return nullptr;
+    const auto& t = cell_[size_t(rr * w_ + cc)];
+    return t.d > 0 ? &t : nullptr;
+  };
+  const TreeShape* left = c > 0 ? stored(r, c - 1) : stored(r - 1, 0);  // row start: the cell above
+  if (s_.adjacency == Adjacency::LeftUp && c > 0) {
+    const TreeShape* up = stored(r - 1, c);
+    if (left && up) {
+      // Average of the two neighbours, rounded half up.
+      return TreeShape{(left->d + up->d + 1) / 2, (left->k + up->k + 1) / 2};
+    }
+    if (up) return *up;
+  }
+  if (left) return *left;
+  return TreeShape{s_.d0, s_.k0};  // the very first tree
+}
+
+TreeShape AdtPolicy::update(TreeShape used, int64_t accepted, const std::vector<int64_t>& cells) {
+  const double alpha = used.d > 0 ? double(accepted) / double(used.d) : 0.0;
+  const TreeShape next = adapt(s_, used, alpha);
+  for (auto c : cells) {
+    if (c >= 0 && c < int64_t(cell_.size())) cell_[size_t(c)] = next;
+  }
+  last_ = next;
+  return next;
+}
+
+}  // namespace adtree::decode

@@ -1,0 +1,38 @@
+// ADT-Tree's shape policy (SPEC_DECODING.md 5): each tree starts from the (d, k) stored at an
+// adjacent, already committed cell, and after verification moves by bisection (or fixed steps)
+// towards deeper-and-narrower when the tree's height was used (alpha = a / d >= beta), else towards
+// shallower-and-wider. Every committed cell stores the post-update state of the step that made it.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "decode/method.h"
+
+namespace adtree::decode {
+
+struct TreeShape {
+  int64_t d = 0;  // draft levels
+  int64_t k = 0;  // width
+};
+
+class AdtPolicy {
+ public:
+  AdtPolicy(const AdtSettings& s, int64_t grid_h, int64_t grid_w);
+
+  // The shape of the tree whose root is the token at `root_cell`.
+  TreeShape shape_for(int64_t root_cell) const;
+  // After verifying a tree of shape `used` that accepted `accepted` draft tokens: the post-update
+  // shape, stored into every cell in `cells` (the cells this step committed).
+  TreeShape update(TreeShape used, int64_t accepted, const std::vector<int64_t>& cells);
+
+  // The bisection / step rule alone, for a given alpha.
+  static TreeShape adapt(const AdtSettings& s, TreeShape t, double alpha);
+
+ private:
+  AdtSettings s_;
+  int64_t h_, w_;
+  std::vector<TreeShape> cell_;  // d == 0: not committed yet
+  TreeShape last_;               // "none": the last post-update shape, carried globally
+};
+
+}  // namespace adtree::decode

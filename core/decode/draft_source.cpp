@@ -1,0 +1,167 @@
+#include "decode/draft_source.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include "util/error.h"
+
+namespace adtree::decode {
+
+namespace {
+
+at::Tensor long_tensor(const std::vector<int64_t>& v) {
+  return at::tensor(v, at::TensorOptions().dtype(at::kLong));
+}
+
+// Scratch bookkeeping shared by both sources: each tree row remembers its parent row, so the
+// attention mask of new rows over earlier scratch rows is "ancestors and self".
+class ScratchRows {
+ public:
+  void clear() { parent_.clear(); }
+  int64_t size() const { return int64_t(parent_.size()); }
+  // Mask [m, size + m] for new rows with the given parents (appended afterwards).
+  at::Tensor mask_for(const std::vector<DraftInput>& nodes) const {
+    const int64_t s = size(), m = int64_t(nodes.size());
+    auto mask = at::zeros({m, s + m}, at::kBool);
+    auto acc = mask.accessor<bool, 2>();
+    for (int64_t i = 0; i < m; ++i) {
+      acc[i][s + i] = true;
+      for (int64_t a = nodes[size_t(i)].parent_row; a != kRootRow; a = parent_[size_t(a)]) {
+        acc[i][a] = true;
+      }
+    }
+    return mask;
+  }
+  void append(const std::vector<DraftInput>& nodes, std::vector<int64_t>& rows) {
+    for (const auto& n : nodes) {
+      if (n.parent_row != kRootRow && (n.parent_row < 0 || n.parent_row >= size())) {
+        throw Error("draft source: unknown parent row");
+      }
+      rows.push_back(size());
+      parent_.push_back(n.parent_row);
+    }
+  }
+
+ private:
+  std::vector<int64_t> parent_;
+};
+
+class EagleSource : public DraftSource {
+ public:
+  EagleSource(const model::Drafter& head, const model::Gpt& target, int64_t batch)
+      : head_(head), target_(target), batch_(batch), cache_(head.new_cache(batch)) {}
+
+  void start(const model::Condition&, const at::Tensor& root_feature) override {
+    cache_.truncate(0);
+    scratch_.clear();
+    last_feature_ = root_feature;
+  }
+
+  at::Tensor begin_step(const std::vector<int64_t>& tokens, const at::Tensor& feats,
+                        int64_t first_index) override {
+    c10::InferenceMode guard;
+    const int64_t m = int64_t(tokens.size());
+    auto toks = long_tensor(tokens).unsqueeze(0).expand({batch_, m});
+    auto pos = at::arange(first_index, first_index + m, at::kLong) + target_.config().cond_tokens();
+    auto out = head_.forward(&cache_, feats, toks, pos);
+    cache_.commit();
+    scratch_.clear();
+    root_hidden_ = out.hidden.narrow(1, m - 1, 1);
+    hidden_.clear();
+    return out.logits.select(1, m - 1);
+  }
+
+  at::Tensor expand(const std::vector<DraftInput>& nodes, std::vector<int64_t>& rows) override {
+    c10::InferenceMode guard;
+    const int64_t m = int64_t(nodes.size());
+    std::vector<at::Tensor> feats;
+    std::vector<int64_t> toks, pos;
+    for (const auto& n : nodes) {
+      feats.push_back(n.parent_row == kRootRow ? root_hidden_ : hidden_[size_t(n.parent_row)]);
+      toks.push_back(n.token);
+      pos.push_back(target_.config().cond_tokens() + n.index);
+    }
+    auto mask = scratch_.mask_for(nodes);
+    auto out = head_.forward(&cache_, at::cat(feats, 1), long_tensor(toks).unsqueeze(0).expand({batch_, m}),
+                             long_tensor(pos), mask);
+    scratch_.append(nodes, rows);
+    for (int64_t i = 0; i < m; ++i) hidden_.push_back(out.hidden.narrow(1, i, 1));
+    return out.logits;
+  }
+
+  void end_step() override {
+    cache_.pending = 0;
+    scratch_.clear();
+    hidden_.clear();
+  }
+
+ private:
+  const model::Drafter& head_;
+  const model::Gpt& target_;
+  int64_t batch_;
+  model::KvCache cache_;
+  ScratchRows scratch_;
+  at::Tensor last_feature_, root_hidden_;
+  std::vector<at::Tensor> hidden_;  // per scratch row [B, 1, D]
+};
+
+class ModelSource : public DraftSource {
+ public:
+  ModelSource(const model::Gpt& model, int64_t batch)
+      : model_(model), batch_(batch), cache_(model.new_cache(batch, 192)) {}
+
+  void start(const model::Condition& cond, const at::Tensor&) override {
+    c10::InferenceMode guard;
+    model_.prefill(cache_, cond);
+    scratch_.clear();
+  }
+
+  at::Tensor begin_step(const std::vector<int64_t>& tokens, const at::Tensor&,
+                        int64_t first_index) override {
+    c10::InferenceMode guard;
+    const int64_t m = int64_t(tokens.size());
+    auto out = model_.forward_tokens(cache_, long_tensor(tokens).unsqueeze(0).expand({batch_, m}),
+                                     first_index);
+    cache_.commit();
+    scratch_.clear();
+    return out.logits.select(1, m - 1);
+  }
+
+  at::Tensor expand(const std::vector<DraftInput>& nodes, std::vector<int64_t>& rows) override {
+    c10::InferenceMode guard;
+    const int64_t m = int64_t(nodes.size());
+    std::vector<int64_t> toks, pos;
+    for (const auto& n : nodes) {
+      toks.push_back(n.token);
+      pos.push_back(model_.config().cond_tokens() + n.index);
+    }
+    auto mask = scratch_.mask_for(nodes);
+    auto out = model_.forward(model_.embed_tokens(long_tensor(toks).unsqueeze(0).expand({batch_, m})),
+                              long_tensor(pos), &cache_, mask);
+    scratch_.append(nodes, rows);
+    return out.logits;
+  }
+
+  void end_step() override {
+    cache_.pending = 0;
+    scratch_.clear();
+  }
+
+ private:
+  const model::Gpt& model_;
+  int64_t batch_;
+  model::KvCache cache_;
+  ScratchRows scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<DraftSource> make_eagle_source(const model::Drafter& head, const model::Gpt& target,
+                                               int64_t batch) {
+  return std::make_unique<EagleSource>(head, target, batch);
+}
+
+std::unique_ptr<DraftSource> make_model_source(const model::Gpt& draft_model, int64_t batch) {
+  return std::make_unique<ModelSource>(draft_model, batch);
+}
+
+}  // namespace adtree::decode

@@ -1,0 +1,241 @@
+#include "decode/tree_builder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "util/error.h"
+
+namespace adtree::decode {
+
+namespace {
+
+// q rows [m, V] on the CPU for draft logits [B, m, V] predicting image indices `idx`.
+at::Tensor draft_probs(const LogitsProcessor& proc, const at::Tensor& logits,
+                       const std::vector<int64_t>& idx) {
+  return proc.process_rows(logits, idx).probs.to(at::kCPU).contiguous();
+}
+
+// The `count` best tokens of q (ties broken by lower id) with their probabilities.
+std::vector<std::pair<int64_t, float>> top_tokens(const at::Tensor& q, int64_t count) {
+  count = std::min<int64_t>(count, q.numel());
+  auto tk = q.topk(count);
+  auto vals = std::get<0>(tk), ids = std::get<1>(tk);
+  std::vector<std::pair<int64_t, float>> out;
+  for (int64_t i = 0; i < count; ++i) {
+    const float v = vals[i].item<float>();
+    if (v <= 0) break;  // never propose tokens the draft gives no mass
+    out.emplace_back(ids[i].item<int64_t>(), v);
+  }
+  return out;
+}
+
+// `count` tokens drawn without replacement from q, each with its unconditional q.
+std::vector<std::pair<int64_t, float>> draw_tokens(const at::Tensor& q, int64_t count, Rng& rng) {
+  auto work = q.clone();
+  std::vector<std::pair<int64_t, float>> out;
+  const float* qp = q.data_ptr<float>();
+  for (int64_t i = 0; i < count; ++i) {
+    if (!(work.sum().item<float>() > 0)) break;
+    const int64_t t = sample_from(work, rng);
+    out.emplace_back(t, qp[t]);
+    work[t] = 0.f;
+  }
+  return out;
+}
+
+}  // namespace
+
+int64_t StaticTreeSpec::depth() const {
+  size_t d = 0;
+  for (const auto& p : paths) d = std::max(d, p.size());
+  return int64_t(d);
+}
+
+void StaticTreeSpec::validate() const {
+  std::set<std::vector<int>> have;
+  for (const auto& p : paths) {
+    if (p.empty()) throw Error("static tree: empty path");
+    for (int r : p) {
+      if (r < 0) throw Error("static tree: negative rank");
+    }
+    have.insert(p);
+  }
+  for (const auto& p : paths) {
+    if (p.size() > 1 && !have.count(std::vector<int>(p.begin(), p.end() - 1))) {
+      throw Error("static tree: a path's parent path is missing");
+    }
+  }
+}
+
+StaticTreeSpec StaticTreeSpec::preset(const std::string& name) {
+  StaticTreeSpec s;
+  if (name == "eagle25") {  // 4 + 6 + 6 + 5 + 4 nodes
+    s.paths = {{0}, {1}, {2}, {3},
+               {0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {2, 0},
+               {0, 0, 0}, {0, 0, 1}, {0, 1, 0}, {1, 0, 0}, {0, 2, 0}, {2, 0, 0},
+               {0, 0, 0, 0}, {0, 0, 0, 1}, {0, 0, 1, 0}, {0, 1, 0, 0}, {1, 0, 0, 0},
+               {0, 0, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, 0, 1, 0}, {0, 0, 1, 0, 0}};
+  } else if (name == "eagle57") {  // 10 + 17 + 12 + 10 + 8 nodes
+    s.paths = {{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9},
+               {0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {1, 0}, {1, 1}, {1, 2}, {1, 3},
+               {2, 0}, {2, 1}, {2, 2}, {3, 0}, {3, 1}, {4, 0}, {5, 0},
+               {0, 0, 0}, {0, 0, 1}, {0, 0, 2}, {0, 0, 3}, {0, 1, 0}, {0, 1, 1}, {0, 2, 0},
+               {1, 0, 0}, {1, 0, 1}, {1, 1, 0}, {2, 0, 0}, {3, 0, 0},
+               {0, 0, 0, 0}, {0, 0, 0, 1}, {0, 0, 0, 2}, {0, 0, 1, 0}, {0, 0, 2, 0},
+               {0, 1, 0, 0}, {1, 0, 0, 0}, {0, 0, 3, 0}, {0, 1, 1, 0}, {2, 0, 0, 0},
+               {0, 0, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, 0, 0, 2}, {0, 0, 0, 1, 0},
+               {0, 0, 1, 0, 0}, {0, 1, 0, 0, 0}, {1, 0, 0, 0, 0}, {0, 0, 0, 2, 0}};
+  } else {
+    throw Error("unknown static tree '" + name + "' (eagle25 or eagle57)");
+  }
+  s.validate();
+  return s;
+}
+
+DraftTree build_static_tree(DraftContext& ctx, const StaticTreeSpec& spec, bool sample_children,
+                            Rng& rng) {
+  DraftTree tree;
+  tree.nodes.push_back(DraftNode{ctx.root_token, -1, 0, 0.0, 1.f, 0});
+  tree.child_dist.emplace_back();
+  // Path (as rank list) -> node id, and node id -> draft row, level by level.
+  std::map<std::vector<int>, int64_t> node_of{{{}, 0}};
+  std::map<int64_t, int64_t> row_of{{0, kRootRow}};
+  const int64_t levels = std::min(spec.depth(), ctx.max_levels);
+  std::vector<int64_t> rows;
+  for (int64_t level = 1; level <= levels; ++level) {
+    // Parents at level-1 that have children in the spec, with how many children each needs.
+    std::map<int64_t, int> need;  // parent node -> max rank + 1
+    for (const auto& p : spec.paths) {
+      if (int64_t(p.size()) != level) continue;
+      auto it = node_of.find(std::vector<int>(p.begin(), p.end() - 1));
+      if (it == node_of.end()) continue;  // parent was not drafted (ran out of candidates)
+      need[it->second] = std::max(need[it->second], p.back() + 1);
+    }
+    if (need.empty()) break;
+    // Draft distributions of those parents: the root's is given, deeper ones take one forward.
+    std::vector<DraftInput> inputs;
+    std::vector<int64_t> expand_ids, idx;
+    for (const auto& [parent, n] : need) {
+      if (parent == 0) continue;
+      const auto& pn = tree.nodes[size_t(parent)];
+      inputs.push_back(DraftInput{pn.token, row_of.at(pn.parent), ctx.root_index + pn.depth});
+      expand_ids.push_back(parent);
+      idx.push_back(ctx.root_index + pn.depth + 1);
+    }
+    if (need.count(0)) {
+      tree.child_dist[0] = draft_probs(ctx.draft_proc, ctx.root_logits.unsqueeze(1), {ctx.root_index + 1})[0];
+    }
+    if (!inputs.empty()) {
+      std::vector<int64_t> new_rows;
+      auto logits = ctx.source.expand(inputs, new_rows);
+      auto q = draft_probs(ctx.draft_proc, logits, idx);
+      for (size_t i = 0; i < expand_ids.size(); ++i) {
+        tree.child_dist[size_t(expand_ids[i])] = q[int64_t(i)];
+        row_of[expand_ids[i]] = new_rows[i];
+      }
+    }
+    // Children of each parent, then the spec's nodes at this level in path order.
+    std::map<int64_t, std::vector<std::pair<int64_t, float>>> kids;
+    for (const auto& [parent, n] : need) {
+      const auto& q = tree.child_dist[size_t(parent)];
+      kids[parent] = sample_children ? draw_tokens(q, n, rng) : top_tokens(q, n);
+    }
+    for (const auto& p : spec.paths) {
+      if (int64_t(p.size()) != level) continue;
+      auto it = node_of.find(std::vector<int>(p.begin(), p.end() - 1));
+      if (it == node_of.end()) continue;
+      const auto& cand = kids[it->second];
+      if (p.back() >= int(cand.size())) continue;
+      const auto& [tok, qv] = cand[size_t(p.back())];
+      const auto& parent = tree.nodes[size_t(it->second)];
+      node_of[p] = tree.size();
+      tree.nodes.push_back(DraftNode{tok, it->second, level, parent.score + std::log(double(qv)), qv,
+                                     int32_t(p.back())});
+      tree.child_dist.emplace_back();
+    }
+    tree.levels = level;
+  }
+  int64_t w = 0;
+  for (const auto& p : spec.paths) w = std::max<int64_t>(w, p.back() + 1);
+  tree.width = w;
+  return tree;
+}
+
+DraftTree build_dynamic_tree(DraftContext& ctx, int64_t levels, int64_t width, int64_t budget) {
+  levels = std::min(levels, ctx.max_levels);
+  // All recorded candidates; each remembers whether it was expanded (has a draft row and q).
+  struct Cand {
+    DraftNode node;
+    int64_t row = kRootRow - 1;  // draft row once expanded
+    at::Tensor dist;
+  };
+  std::vector<Cand> cands;
+  cands.push_back(Cand{DraftNode{ctx.root_token, -1, 0, 0.0, 1.f, 0}, kRootRow, {}});
+  cands[0].dist = draft_probs(ctx.draft_proc, ctx.root_logits.unsqueeze(1), {ctx.root_index + 1})[0];
+  std::vector<int64_t> frontier{0};
+  for (int64_t level = 1; level <= levels; ++level) {
+    if (level > 1) {
+      // Expand the frontier (one batched forward with the tree mask) to get its children's q.
+      std::vector<DraftInput> inputs;
+      std::vector<int64_t> idx;
+      for (auto f : frontier) {
+        const auto& n = cands[size_t(f)].node;
+        inputs.push_back(DraftInput{n.token, cands[size_t(n.parent)].row, ctx.root_index + n.depth});
+        idx.push_back(ctx.root_index + n.depth + 1);
+      }
+      std::vector<int64_t> rows;
+      auto q = draft_probs(ctx.draft_proc, ctx.source.expand(inputs, rows), idx);
+      for (size_t i = 0; i < frontier.size(); ++i) {
+        cands[size_t(frontier[i])].row = rows[i];
+        cands[size_t(frontier[i])].dist = q[int64_t(i)];
+      }
+    }
+    // Each frontier node's top-K children, scored by cumulative log q; all are recorded.
+    std::vector<int64_t> level_ids;
+    for (auto f : frontier) {
+      const double base = cands[size_t(f)].node.score;
+      int32_t rank = 0;
+      for (const auto& [tok, qv] : top_tokens(cands[size_t(f)].dist, width)) {
+        level_ids.push_back(int64_t(cands.size()));
+        cands.push_back(Cand{DraftNode{tok, f, level, base + std::log(double(qv)), qv, rank++},
+                             kRootRow - 1, {}});
+      }
+    }
+    if (level_ids.empty()) break;
+    // The next frontier: the K best of this level.
+    std::stable_sort(level_ids.begin(), level_ids.end(), [&](int64_t a, int64_t b) {
+      return cands[size_t(a)].node.score > cands[size_t(b)].node.score;
+    });
+    if (int64_t(level_ids.size()) > width) level_ids.resize(size_t(width));
+    frontier = level_ids;
+  }
+  // Rerank: the N best nodes by score. Scores never rise with depth, and ties go to the shallower
+  // (earlier-recorded) node, so every kept node's parent is kept: the result is a tree.
+  std::vector<int64_t> order;
+  for (int64_t i = 1; i < int64_t(cands.size()); ++i) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return cands[size_t(a)].node.score > cands[size_t(b)].node.score;
+  });
+  if (budget > 0 && int64_t(order.size()) > budget) order.resize(size_t(budget));
+  std::sort(order.begin(), order.end());  // recording order: parents before children
+  DraftTree tree;
+  std::map<int64_t, int64_t> new_id{{0, 0}};
+  tree.nodes.push_back(cands[0].node);
+  tree.child_dist.push_back(cands[0].dist);
+  for (auto c : order) {
+    auto n = cands[size_t(c)].node;
+    auto it = new_id.find(n.parent);
+    if (it == new_id.end()) throw Error("dynamic tree: rerank broke the tree (internal error)");
+    n.parent = it->second;
+    new_id[c] = tree.size();
+    tree.nodes.push_back(n);
+    tree.child_dist.push_back(cands[size_t(c)].dist);
+    tree.levels = std::max(tree.levels, n.depth);
+  }
+  tree.width = width;
+  return tree;
+}
+
+}  // namespace adtree::decode

@@ -1,0 +1,70 @@
+#include "model/drafter.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include "util/error.h"
+
+namespace adtree::model {
+
+std::vector<ParamSpec> drafter_param_specs(const GptConfig& c) {
+  const int64_t hid = c.ffn_hidden();
+  return {
+      {"fc.weight", {c.dim, 2 * c.dim}},
+      {"fc.bias", {c.dim}, Init::Zeros},
+      {"layers.0.attention.wqkv.weight", {3 * c.dim, c.dim}},
+      {"layers.0.attention.wo.weight", {c.dim, c.dim}},
+      {"layers.0.feed_forward.w1.weight", {hid, c.dim}},
+      {"layers.0.feed_forward.w2.weight", {c.dim, hid}},
+      {"layers.0.feed_forward.w3.weight", {hid, c.dim}},
+      {"layers.0.ffn_norm.weight", {c.dim}, Init::Ones},
+  };
+}
+
+Drafter::Drafter(const Gpt& target, const TensorMap& weights, bool inference)
+    : target_(target), inference_(inference) {
+  const auto& cfg = target.config();
+  require_params(drafter_param_specs(cfg), weights, "drafter weights");
+  for (const auto& [name, t] : weights) w_.emplace(name, t.to(target.device(), target.dtype()));
+  fc_w_ = w_.at("fc.weight");
+  fc_b_ = w_.at("fc.bias");
+  layer_ = make_layer(w_, "layers.0.", cfg.dim, cfg.head_dim(), inference_);
+}
+
+int64_t Drafter::num_params() const {
+  int64_t n = 0;
+  for (const auto& [k, t] : w_) n += t.numel();
+  return n;
+}
+
+KvCache Drafter::new_cache(int64_t batch, int64_t scratch) const {
+  c10::InferenceMode guard(inference_);
+  const auto& cfg = target_.config();
+  KvCache c;
+  const int64_t cap = cfg.image_tokens() + scratch;
+  auto opts = at::TensorOptions().device(target_.device()).dtype(target_.dtype());
+  c.k.push_back(at::zeros({batch, cfg.n_head, cap, cfg.head_dim()}, opts));
+  c.v.push_back(at::zeros({batch, cfg.n_head, cap, cfg.head_dim()}, opts));
+  c.key_bias = at::zeros({batch, cap}, opts.dtype(at::kFloat));
+  return c;
+}
+
+Drafter::Output Drafter::forward(KvCache* cache, const at::Tensor& feats, const at::Tensor& tokens,
+                                 const at::Tensor& pos, const at::Tensor& block_mask) const {
+  c10::InferenceMode guard(inference_);
+  const auto& cfg = target_.config();
+  const int64_t B = feats.size(0), q = feats.size(1);
+  if (tokens.size(0) != B || tokens.size(1) != q || pos.numel() != q) {
+    throw Error("drafter forward: features, tokens and positions must agree");
+  }
+  const auto plan = plan_block(target_.rope(), cache, B, pos, block_mask, {});
+  auto x = at::cat({target_.embed_tokens(tokens.to(target_.device())), feats.to(target_.dtype())}, -1);
+  auto h = at::linear(x, fc_w_, fc_b_);
+  h = run_layer(layer_, cfg.n_head, cfg.norm_eps, h, plan, cache, 0, inference_);
+  if (cache) cache->pending = plan.start - cache->len + q;
+  Output out;
+  out.hidden = h;
+  out.logits = at::linear(h, target_.weights().at("output.weight")).to(at::kFloat);
+  return out;
+}
+
+}  // namespace adtree::model
