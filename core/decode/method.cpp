@@ -11,13 +11,18 @@ const std::vector<std::string>& known_methods() {
   return m;
 }
 
-std::string to_string(AdtMode m) { return m == AdtMode::Bisect ? "bisect" : "step"; }
+std::string to_string(AdtMode m) {
+  return m == AdtMode::Bisect ? "bisect" : "step";
+}
 
 std::string to_string(Adjacency a) {
   switch (a) {
-    case Adjacency::None: return "none";
-    case Adjacency::Left: return "left";
-    case Adjacency::LeftUp: return "left+up";
+    case Adjacency::None:
+      return "none";
+    case Adjacency::Left:
+      return "left";
+    case Adjacency::LeftUp:
+      return "left+up";
   }
   return "left";
 }
@@ -44,59 +49,88 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
     for (const auto& m : known_methods()) list += (list.empty() ? "" : ", ") + m;
     bad("unknown method '" + method + "' (known: " + list + ")");
   }
-  if (static_tree.preset != "eagle25" && static_tree.preset != "eagle57") {
+  // Only the settings the chosen method reads are checked: a GUI keeps every group's values.
+  const bool tree = method == "dynamic" || method == "adt";
+  if (method == "static" && static_tree.preset != "eagle25" && static_tree.preset != "eagle57") {
     bad("unknown static tree '" + static_tree.preset + "' (eagle25 or eagle57)");
   }
   const auto& d = dynamic_tree;
-  if (d.depth < 1) bad("dynamic tree depth D must be >= 1");
-  if (d.width < 1 || d.width > vocab_size) {
-    bad("tree width K must be in 1.." + std::to_string(vocab_size) + " (the vocabulary)");
-  }
-  const int64_t max_nodes = d.width + d.depth * d.width * d.width;
-  if (d.budget < 0 || d.budget > max_nodes) {
-    bad("budget N = " + std::to_string(d.budget) + " is larger than the tree can hold (" +
-        std::to_string(max_nodes) + " nodes for D = " + std::to_string(d.depth) +
-        ", K = " + std::to_string(d.width) + "); 0 = auto");
+  if (tree) {
+    if (d.depth < 1) bad("dynamic tree depth D must be >= 1");
+    if (d.width < 1 || d.width > vocab_size) {
+      bad("tree width K must be in 1.." + std::to_string(vocab_size) + " (the vocabulary)");
+    }
+    const int64_t max_nodes = d.width + d.depth * d.width * d.width;
+    if (d.budget < 0 || d.budget > max_nodes) {
+      bad("budget N = " + std::to_string(d.budget) + " is larger than the tree can hold (" +
+          std::to_string(max_nodes) + " nodes for D = " + std::to_string(d.depth) +
+          ", K = " + std::to_string(d.width) + "); 0 = auto");
+    }
   }
   const auto& a = adt;
-  if (a.d_min < 1 || a.d_min > a.d_max) bad("ADT depth bounds need 1 <= d_min <= d_max");
-  if (a.k_min < 1 || a.k_min > a.k_max) bad("ADT width bounds need 1 <= k_min <= k_max");
-  if (a.k_max > vocab_size) bad("ADT k_max exceeds the vocabulary");
-  if (a.d0 < a.d_min || a.d0 > a.d_max) bad("ADT d0 must lie in [d_min, d_max]");
-  if (a.k0 < a.k_min || a.k0 > a.k_max) bad("ADT k0 must lie in [k_min, k_max]");
-  if (!(a.beta >= 0 && a.beta <= 1)) bad("ADT beta must be in [0, 1]");
-  if (a.step_d < 1 || a.step_k < 1) bad("ADT step sizes must be >= 1");
+  if (method == "adt") {
+    if (a.d_min < 1 || a.d_min > a.d_max) bad("ADT depth bounds need 1 <= d_min <= d_max");
+    if (a.k_min < 1 || a.k_min > a.k_max) bad("ADT width bounds need 1 <= k_min <= k_max");
+    if (a.k_max > vocab_size) bad("ADT k_max exceeds the vocabulary");
+    if (a.d0 < a.d_min || a.d0 > a.d_max) bad("ADT d0 must lie in [d_min, d_max]");
+    if (a.k0 < a.k_min || a.k0 > a.k_max) bad("ADT k0 must lie in [k_min, k_max]");
+    if (!(a.beta >= 0 && a.beta <= 1)) bad("ADT beta must be in [0, 1]");
+    if (a.step_d < 1 || a.step_k < 1) bad("ADT step sizes must be >= 1");
+  }
   const auto& l = lantern;
-  if (l.k < 1 || l.k >= vocab_size) bad("LANTERN k must be in 1.." + std::to_string(vocab_size - 1));
-  if (!(l.delta >= 0 && l.delta <= 1)) bad("LANTERN delta must be in [0, 1]");
-  if (!(l.lambda > 1)) bad("LANTERN lambda must be > 1");
+  if (acceptance == Acceptance::Lantern) {
+    if (l.k < 1 || l.k >= vocab_size)
+      bad("LANTERN k must be in 1.." + std::to_string(vocab_size - 1));
+    if (!(l.delta >= 0 && l.delta <= 1)) bad("LANTERN delta must be in [0, 1]");
+    if (!(l.lambda > 1)) bad("LANTERN lambda must be > 1");
+  }
   const auto& j = jacobi;
-  if (j.window < 1 || j.window >= image_tokens) bad("Jacobi window must be in 1.." + std::to_string(image_tokens - 1));
-  if (j.paths < 1) bad("PathSpec needs at least one path");
-  if (!(j.path_relax >= 0)) bad("PathRelax lambda must be >= 0");
+  if (method == "sjd" || method == "pathspec") {
+    if (j.window < 1 || j.window >= image_tokens)
+      bad("Jacobi window must be in 1.." + std::to_string(image_tokens - 1));
+    if (j.paths < 1) bad("PathSpec needs at least one path");
+    if (!(j.path_relax >= 0)) bad("PathRelax lambda must be >= 0");
+  }
 }
 
 nlohmann::json MethodSettings::to_json() const {
   return {{"method", method},
           {"static_tree", {{"preset", static_tree.preset}}},
-          {"dynamic_tree", {{"depth", dynamic_tree.depth}, {"width", dynamic_tree.width},
-                            {"budget", dynamic_tree.budget}}},
-          {"adt", {{"d0", adt.d0}, {"k0", adt.k0}, {"d_min", adt.d_min}, {"d_max", adt.d_max},
-                   {"k_min", adt.k_min}, {"k_max", adt.k_max}, {"beta", adt.beta},
-                   {"mode", to_string(adt.mode)}, {"step_d", adt.step_d}, {"step_k", adt.step_k},
-                   {"adjacency", to_string(adt.adjacency)}}},
+          {"dynamic_tree",
+           {{"depth", dynamic_tree.depth},
+            {"width", dynamic_tree.width},
+            {"budget", dynamic_tree.budget}}},
+          {"adt",
+           {{"d0", adt.d0},
+            {"k0", adt.k0},
+            {"d_min", adt.d_min},
+            {"d_max", adt.d_max},
+            {"k_min", adt.k_min},
+            {"k_max", adt.k_max},
+            {"beta", adt.beta},
+            {"mode", to_string(adt.mode)},
+            {"step_d", adt.step_d},
+            {"step_k", adt.step_k},
+            {"adjacency", to_string(adt.adjacency)}}},
           {"acceptance", acceptance == Acceptance::Lossless ? "lossless" : "lantern"},
-          {"lantern", {{"mode", lantern.mode == LanternMode::Delta ? "delta" : "lambda"},
-                       {"k", lantern.k}, {"delta", lantern.delta}, {"lambda", lantern.lambda}}},
-          {"jacobi", {{"window", jacobi.window}, {"spatial_init", jacobi.spatial_init},
-                      {"paths", jacobi.paths}, {"path_relax", jacobi.path_relax}}}};
+          {"lantern",
+           {{"mode", lantern.mode == LanternMode::Delta ? "delta" : "lambda"},
+            {"k", lantern.k},
+            {"delta", lantern.delta},
+            {"lambda", lantern.lambda}}},
+          {"jacobi",
+           {{"window", jacobi.window},
+            {"spatial_init", jacobi.spatial_init},
+            {"paths", jacobi.paths},
+            {"path_relax", jacobi.path_relax}}}};
 }
 
 MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
   MethodSettings m;
   try {
     m.method = j.value("method", m.method);
-    if (j.contains("static_tree")) m.static_tree.preset = j["static_tree"].value("preset", m.static_tree.preset);
+    if (j.contains("static_tree"))
+      m.static_tree.preset = j["static_tree"].value("preset", m.static_tree.preset);
     if (j.contains("dynamic_tree")) {
       const auto& d = j["dynamic_tree"];
       m.dynamic_tree.depth = d.value("depth", m.dynamic_tree.depth);
@@ -115,9 +149,12 @@ MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
       t.adjacency = adjacency_from_string(a.value("adjacency", to_string(t.adjacency)));
     }
     const auto acc = j.value("acceptance", std::string("lossless"));
-    if (acc == "lossless") m.acceptance = Acceptance::Lossless;
-    else if (acc == "lantern") m.acceptance = Acceptance::Lantern;
-    else throw Error("unknown acceptance rule '" + acc + "' (lossless or lantern)");
+    if (acc == "lossless")
+      m.acceptance = Acceptance::Lossless;
+    else if (acc == "lantern")
+      m.acceptance = Acceptance::Lantern;
+    else
+      throw Error("unknown acceptance rule '" + acc + "' (lossless or lantern)");
     if (j.contains("lantern")) {
       const auto& l = j["lantern"];
       const auto mode = l.value("mode", std::string("delta"));

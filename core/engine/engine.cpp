@@ -1,0 +1,350 @@
+#include "engine/engine.h"
+
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "decode/run.h"
+#include "model/model_dir.h"
+#include "model/random_model.h"
+#include "util/error.h"
+
+namespace adtree::engine {
+
+JobId job_of(const Event& e) {
+  return std::visit(
+      [](const auto& ev) -> JobId {
+        using T = std::decay_t<decltype(ev)>;
+        if constexpr (std::is_same_v<T, LoadProgress> || std::is_same_v<T, ModelLoaded> ||
+                      std::is_same_v<T, LoadFailed>) {
+          return 0;
+        } else {
+          return ev.job;
+        }
+      },
+      e);
+}
+
+bool is_terminal(const Event& e) {
+  return std::holds_alternative<JobFinished>(e) || std::holds_alternative<JobFailed>(e) ||
+         std::holds_alternative<JobCancelled>(e);
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+struct Task {
+  bool is_load = false;
+  LoadRequest load;
+  JobId id = 0;
+  GenerateJob job;
+  std::shared_ptr<std::atomic<bool>> cancel;
+};
+
+ModelInfo describe(const model::ModelBundle& m, const LoadRequest& req) {
+  ModelInfo info;
+  info.dir = m.dir;
+  info.name = m.manifest.name;
+  info.kind = m.manifest.kind;
+  info.description = m.manifest.description;
+  info.device = m.gpt->device().str();
+  info.dtype = req.dtype;
+  const auto& g = m.gpt_config;
+  info.grid_h = g.grid_h;
+  info.grid_w = g.grid_w;
+  const int64_t f = m.vq ? m.vq_config.downsample_factor() : 0;
+  info.image_h = g.grid_h * f;
+  info.image_w = g.grid_w * f;
+  info.codebook_size = g.vocab_size;
+  for (const auto& kv : m.gpt->weights()) info.gpt_params += kv.second.numel();
+  info.gpt_shape = std::to_string(g.dim) + " x " + std::to_string(g.n_layer) + " (" +
+                   std::to_string(g.n_head) + " heads)";
+  info.has_drafter = !m.drafter_weights.empty();
+  const auto& prov = m.manifest.provenance;
+  info.random_weights = prov.is_object() && prov.value("tool", std::string()) == "adtree model random";
+  info.vocabulary_is_classes = m.vocab.kind() == model::Vocabulary::Kind::Classes;
+  info.vocabulary = m.vocab.entries();
+  info.default_sampling = m.manifest.sampling.is_null() ? nlohmann::json::object() : m.manifest.sampling;
+  const auto& lic = m.manifest.license;
+  if (lic.is_object()) {
+    info.license = "weights: " + lic.value("weights", std::string("unknown")) +
+                   "; data: " + lic.value("data", std::string("unknown"));
+  } else if (lic.is_string()) {
+    info.license = lic.get<std::string>();
+  }
+  return info;
+}
+
+RgbImage to_rgb(const at::Tensor& bytes_hw3) {
+  auto t = bytes_hw3.contiguous();
+  RgbImage img;
+  img.height = int(t.size(0));
+  img.width = int(t.size(1));
+  const auto* p = t.data_ptr<uint8_t>();
+  img.pixels.assign(p, p + t.numel());
+  return img;
+}
+
+// VQ decode of the raster prefix tokens[0..n): the engine's one place that turns tokens into pixels.
+RgbImage decode_prefix(const model::ModelBundle& m, const std::vector<int64_t>& tokens, int64_t n) {
+  if (!m.vq || n <= 0) return {};
+  auto idx = at::tensor(std::vector<int64_t>(tokens.begin(), tokens.begin() + n),
+                        at::TensorOptions().dtype(at::kLong))
+                 .unsqueeze(0)
+                 .to(m.gpt->device());
+  const auto& g = m.gpt_config;
+  return to_rgb(model::VqModel::to_bytes(m.vq->decode(idx, g.grid_h, g.grid_w))[0]);
+}
+
+}  // namespace
+
+struct Engine::Impl {
+  Listener listener;
+  EngineOptions opts;
+
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Task> queue;
+  bool stopping = false;
+  bool running = false;  // the worker is inside a task
+  JobId next_id = 1;
+  JobId current_job = 0;
+  std::shared_ptr<std::atomic<bool>> current_cancel;
+  std::thread worker;
+
+  // Worker-only state: nothing but the worker reads or writes it, so it needs no lock.
+  std::shared_ptr<const model::ModelBundle> bundle;
+  LoadRequest bundle_request;
+
+  void emit(Event e) {
+    if (!listener) return;
+    try {
+      listener(std::move(e));
+    } catch (const std::exception& ex) {
+      std::fprintf(stderr, "adtree engine: listener threw: %s\n", ex.what());
+    } catch (...) {
+      std::fprintf(stderr, "adtree engine: listener threw\n");
+    }
+  }
+
+  void loop() {
+    // A std::thread starts with OpenMP's default thread count, not the process's choice
+    // (util/threads.h); re-apply it so the worker runs like the CLI.
+    at::init_num_threads();
+    for (;;) {
+      Task t;
+      {
+        std::unique_lock<std::mutex> lk(mu);
+        cv.wait(lk, [&] { return stopping || !queue.empty(); });
+        if (queue.empty()) return;  // stopping and drained
+        t = std::move(queue.front());
+        queue.pop_front();
+        if (stopping && t.is_load) continue;  // nobody waits for a model any more
+        running = true;
+        current_job = t.is_load ? 0 : t.id;
+        current_cancel = t.cancel;
+      }
+      if (t.is_load) {
+        run_load(t.load);
+      } else {
+        run_job(t);
+      }
+      std::lock_guard<std::mutex> lk(mu);
+      running = false;
+      current_job = 0;
+      current_cancel.reset();
+    }
+  }
+
+  void run_load(const LoadRequest& req) {
+    const auto t0 = Clock::now();
+    try {
+      c10::InferenceMode guard;
+      if (!req.create_random.empty() &&
+          !std::filesystem::exists(std::filesystem::path(req.dir) / "model.json")) {
+        emit(LoadProgress{req.dir, "Creating a random " + req.create_random + " model", 0.05});
+        auto g = model::GptConfig::preset(req.create_random);
+        model::write_random_model(req.dir, g, model::small_vq_config(g.vocab_size, g.grid_h), 0,
+                                  "random " + req.create_random);
+      }
+      emit(LoadProgress{req.dir, "Loading model weights", 0.1});
+      model::LoadOptions lo;
+      lo.device = req.device;
+      lo.dtype = req.dtype;
+      auto m = std::make_shared<model::ModelBundle>(model::load_model_dir(req.dir, lo));
+      if (!m->vq) throw Error(req.dir + ": the model has no VQ decoder, so it cannot draw images");
+      emit(LoadProgress{req.dir, "Model ready", 1.0});
+      auto info = describe(*m, req);
+      bundle = std::move(m);
+      bundle_request = req;
+      emit(ModelLoaded{std::move(info), ms_since(t0)});
+    } catch (const std::exception& e) {
+      emit(LoadFailed{req.dir, e.what()});
+    } catch (...) {
+      emit(LoadFailed{req.dir, "unknown error while loading the model"});
+    }
+  }
+
+  void run_job(const Task& t) {
+    if (t.cancel->load()) {
+      emit(JobCancelled{t.id, 0});
+      return;
+    }
+    if (!bundle) {
+      emit(JobFailed{t.id, "No model is loaded: open a model directory first."});
+      return;
+    }
+    const auto m = bundle;  // keeps the model alive for the job whatever happens to `bundle`
+    const auto t0 = Clock::now();
+    std::vector<int64_t> tokens;
+    try {
+      c10::InferenceMode guard;
+      const auto& g = m->gpt_config;
+      const auto& req = t.job.request;
+      // Input errors are reported before Started: the job never ran.
+      req.method.validate(g.vocab_size, g.image_tokens());
+      req.sampling.validate(g.vocab_size);
+      auto cond = model::make_condition(*m->gpt, m->vocab, t.job.prompt, req.sampling.uses_cfg());
+
+      const int64_t f = m->vq_config.downsample_factor();
+      emit(JobStarted{t.id, t.job.prompt, req.method.method, req.seed, g.grid_h, g.grid_w,
+                      g.image_tokens(), g.grid_h * f, g.grid_w * f});
+
+      tokens.reserve(size_t(g.image_tokens()));
+      auto next_preview = Clock::now();  // the first committed step is shown at once
+      auto on_step = [&](const decode::StepEvent& ev) {
+        tokens.insert(tokens.end(), ev.tokens.begin(), ev.tokens.end());
+        emit(JobStep{t.id, ev.record, ev.tokens, ev.cells, ms_since(t0)});
+        if (!opts.previews || Clock::now() < next_preview) return;
+        if (int64_t(tokens.size()) >= g.image_tokens()) return;  // the final preview follows
+        const auto p0 = Clock::now();
+        auto img = decode_prefix(*m, tokens, int64_t(tokens.size()));
+        const double cost = ms_since(p0);
+        emit(JobPreview{t.id, std::move(img), int64_t(tokens.size()), false, cost});
+        const double wait = std::max(opts.preview_interval_ms, 9 * cost);
+        next_preview = Clock::now() + std::chrono::microseconds(int64_t(wait * 1000));
+      };
+      auto res = decode::run_decode(*m, cond, req, on_step, t.cancel.get());
+
+      const auto p0 = Clock::now();
+      auto img = decode_prefix(*m, res.tokens, int64_t(res.tokens.size()));
+      const double cost = ms_since(p0);
+      if (res.cancelled) {
+        if (!img.empty()) emit(JobPreview{t.id, std::move(img), int64_t(res.tokens.size()), true, cost});
+        emit(JobCancelled{t.id, int64_t(res.tokens.size())});
+        return;
+      }
+      if (opts.previews) emit(JobPreview{t.id, img, int64_t(res.tokens.size()), true, cost});
+      auto j = res.stats.to_json();
+      j["tokens"] = res.tokens;
+      j["settings"]["prompt"] = t.job.prompt;
+      j["settings"]["model"] = m->dir;
+      j["settings"]["device"] = bundle_request.device;
+      j["settings"]["dtype"] = bundle_request.dtype;
+      emit(JobFinished{t.id, res.stats.summary, j.dump(1), std::move(res.tokens), std::move(img),
+                       ms_since(t0)});
+    } catch (const std::exception& e) {
+      emit(JobFailed{t.id, e.what()});
+    } catch (...) {
+      emit(JobFailed{t.id, "unknown error during generation"});
+    }
+  }
+};
+
+Engine::Engine(Listener listener, EngineOptions opts) : impl_(std::make_unique<Impl>()) {
+  impl_->listener = std::move(listener);
+  impl_->opts = opts;
+  impl_->worker = std::thread([this] { impl_->loop(); });
+}
+
+Engine::~Engine() { shutdown(); }
+
+void Engine::load_model(LoadRequest request) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  if (impl_->stopping) return;
+  Task t;
+  t.is_load = true;
+  t.load = std::move(request);
+  impl_->queue.push_back(std::move(t));
+  impl_->cv.notify_one();
+}
+
+JobId Engine::submit(GenerateJob job) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  if (impl_->stopping) return 0;
+  Task t;
+  t.id = impl_->next_id++;
+  t.job = std::move(job);
+  t.cancel = std::make_shared<std::atomic<bool>>(false);
+  const JobId id = t.id;
+  impl_->queue.push_back(std::move(t));
+  impl_->cv.notify_one();
+  return id;
+}
+
+bool Engine::cancel(JobId id) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  if (id != 0 && impl_->current_job == id && impl_->current_cancel) {
+    impl_->current_cancel->store(true);
+    return true;
+  }
+  for (auto& t : impl_->queue) {
+    // The worker reports the cancellation when it reaches the job, so every event still comes from
+    // one thread in one order.
+    if (!t.is_load && t.id == id) {
+      t.cancel->store(true);
+      return true;
+    }
+  }
+  return false;
+}
+
+void Engine::cancel_all() {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  if (impl_->current_cancel) impl_->current_cancel->store(true);
+  for (auto& t : impl_->queue) {
+    if (!t.is_load) t.cancel->store(true);
+  }
+}
+
+void Engine::shutdown() {
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    if (impl_->worker.get_id() == std::this_thread::get_id()) {
+      throw Error("Engine::shutdown() called from the engine's own listener");
+    }
+    impl_->stopping = true;
+    if (impl_->current_cancel) impl_->current_cancel->store(true);
+    for (auto& t : impl_->queue) {
+      if (!t.is_load) t.cancel->store(true);
+    }
+    impl_->cv.notify_one();
+  }
+  if (impl_->worker.joinable()) impl_->worker.join();
+}
+
+bool Engine::busy() const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  return impl_->running || !impl_->queue.empty();
+}
+
+std::vector<std::string> Engine::available_devices() {
+  std::vector<std::string> d{"cpu"};
+  if (at::hasCUDA()) d.push_back("cuda");
+  return d;
+}
+
+}  // namespace adtree::engine

@@ -1,0 +1,77 @@
+// The engine service (ARCHITECTURE.md "Threading"): one worker thread owns the loaded model and runs
+// model loads and generation jobs one at a time from a FIFO queue. Callers never wait on the model:
+// every result comes back as an Event through the listener, called on the worker thread (a GUI
+// marshals it onto its own thread; see ui/engine_bridge.h).
+//
+//   Engine e(listener);
+//   e.load_model(dir);                       // -> LoadProgress*, ModelLoaded | LoadFailed
+//   JobId id = e.submit({prompt, request});  // -> JobStarted, JobStep*, JobPreview*, terminal event
+//   e.cancel(id);                            // effective before the job's next decoding step
+//   e.shutdown();                            // cancels, joins; no event after it returns
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "decode/method.h"
+#include "engine/events.h"
+
+namespace adtree::engine {
+
+struct LoadRequest {
+  std::string dir;
+  std::string device = "cpu";  // "cpu" | "cuda" | "cuda:N"
+  std::string dtype = "fp32";  // "fp32" | "bf16" | "fp16"
+  // When `dir` holds no model.json, first write a randomly initialised model of this GPT size there
+  // ("tiny", ...; empty = never). Lets a first start work with no trained model installed.
+  std::string create_random = "";
+};
+
+struct GenerateJob {
+  std::string prompt;
+  decode::DecodeRequest request;
+};
+
+struct EngineOptions {
+  bool previews = true;
+  // Previews cost a VQ decode on the worker, so they are throttled: at most one per interval, and
+  // never more often than keeps their cost under ~10% of the decoding time.
+  double preview_interval_ms = 100;
+};
+
+// Called on the worker thread for every event, in order. Keep it short (copy and post); it must not
+// call Engine::shutdown(). Exceptions it throws are caught and dropped.
+using Listener = std::function<void(Event)>;
+
+class Engine {
+ public:
+  explicit Engine(Listener listener, EngineOptions opts = {});
+  ~Engine();  // shutdown()
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a model load. A failed load keeps the model that was loaded before.
+  void load_model(LoadRequest request);
+  // Queues a generation job on the current model; returns its id (0 after shutdown).
+  JobId submit(GenerateJob job);
+  // Cancels a queued or running job: a running one stops before its next step and ends with
+  // JobCancelled; a queued one ends with JobCancelled without starting. False if the id is unknown
+  // or already finished.
+  bool cancel(JobId id);
+  void cancel_all();
+  // Cancels everything, waits for the worker to stop (within one decoding step). Events for the
+  // cancelled jobs may still fire during the call, none after it. Idempotent.
+  void shutdown();
+
+  bool busy() const;  // a job or load is running or queued
+
+  // Devices this build and machine can load on: always "cpu", plus "cuda" where available.
+  static std::vector<std::string> available_devices();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace adtree::engine

@@ -1,0 +1,106 @@
+// What the engine tells its listener (ARCHITECTURE.md "Threading"): plain C++ structs with no
+// libtorch types, so the GUI (and any other front end) can hold and copy them freely. Images are
+// RGB bytes, tokens and statistics are std::vectors in the one statistics format (decode/stats.h).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "decode/stats.h"
+
+namespace adtree::engine {
+
+using JobId = uint64_t;
+
+// Row-major RGB888, width * height * 3 bytes, no padding (what QImage::Format_RGB888 reads).
+struct RgbImage {
+  int width = 0, height = 0;
+  std::vector<uint8_t> pixels;
+  bool empty() const { return pixels.empty(); }
+};
+
+// A loaded model as a front end needs to know it (the model card, the vocabulary for completion).
+struct ModelInfo {
+  std::string dir, name, kind, description;
+  std::string device, dtype;        // as loaded: "cpu" / "cuda:0", "fp32" / "bf16" / "fp16"
+  int64_t grid_h = 0, grid_w = 0;    // token grid
+  int64_t image_h = 0, image_w = 0;  // pixels of a decoded image
+  int64_t codebook_size = 0;
+  int64_t gpt_params = 0;
+  std::string gpt_shape;             // "256 x 8 (4 heads)"
+  bool has_drafter = false;          // false: only AR and the Jacobi methods can run
+  bool random_weights = false;       // made by 'adtree model random': it draws noise
+  bool vocabulary_is_classes = false;
+  std::vector<std::string> vocabulary;  // words (t2i-words) or class names (c2i)
+  nlohmann::json default_sampling;      // model.json "sampling" (decode::SamplingParams::from_json)
+  std::string license;                  // one line: weights / data licences
+};
+
+// Model loading (Engine::load_model), in order: LoadProgress* then ModelLoaded or LoadFailed.
+struct LoadProgress {
+  std::string dir;
+  std::string stage;  // a short sentence for the status bar
+  double fraction = 0;
+};
+struct ModelLoaded {
+  ModelInfo info;
+  double load_ms = 0;
+};
+struct LoadFailed {
+  std::string dir;
+  std::string message;  // complete sentences naming the file and the problem
+};
+
+// One generation job, in order: Started, then Step/Preview interleaved, then exactly one of
+// Finished, Failed or Cancelled. A job rejected before it runs (bad prompt, bad settings, cancelled
+// while queued) gets only its terminal event. Nothing follows the terminal event.
+struct JobStarted {
+  JobId job = 0;
+  std::string prompt, method;
+  uint64_t seed = 0;
+  int64_t grid_h = 0, grid_w = 0, total_tokens = 0;
+  int64_t image_h = 0, image_w = 0;
+};
+struct JobStep {
+  JobId job = 0;
+  decode::StepRecord record;               // record.first_cell is the first new cell
+  std::vector<int64_t> tokens;             // the newly committed tokens, raster order
+  std::vector<decode::CellStats> cells;    // their statistics
+  double elapsed_ms = 0;                   // since the job started running
+};
+struct JobPreview {
+  JobId job = 0;
+  RgbImage image;          // the VQ decode of the partial grid
+  int64_t valid_cells = 0; // cells 0 .. valid_cells-1 (raster order) are real; the rest must be masked
+  bool final = false;      // the last preview of the job (the full image, or where a cancel stopped)
+  double decode_ms = 0;
+};
+struct JobFinished {
+  JobId job = 0;
+  decode::RunSummary summary;
+  std::string stats_json;       // RunStats::to_json + tokens + prompt/model/device, like the CLI's
+  std::vector<int64_t> tokens;
+  RgbImage image;
+  double elapsed_ms = 0;        // conditioning + decoding + final VQ decode
+};
+struct JobFailed {
+  JobId job = 0;
+  std::string message;
+};
+struct JobCancelled {
+  JobId job = 0;
+  int64_t tokens_done = 0;
+};
+
+using Event = std::variant<LoadProgress, ModelLoaded, LoadFailed, JobStarted, JobStep, JobPreview,
+                           JobFinished, JobFailed, JobCancelled>;
+
+// The job an event belongs to (0 for model-loading events).
+JobId job_of(const Event& e);
+// Finished, Failed or Cancelled.
+bool is_terminal(const Event& e);
+
+}  // namespace adtree::engine

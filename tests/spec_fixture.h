@@ -1,0 +1,41 @@
+// Small models for the speculative-decoding tests: a target GPT, an EAGLE head, and helpers to run
+// greedy AR and any draft-tree method on them.
+#pragma once
+#include <memory>
+
+#include "decode/ar_sampler.h"
+#include "decode/draft_source.h"
+#include "decode/spec_decoder.h"
+#include "model/conditioning.h"
+#include "model/drafter.h"
+#include "model/gpt.h"
+
+namespace adtree::testing {
+
+inline model::TensorMap scaled_params(const std::vector<model::ParamSpec>& specs, uint64_t seed,
+                                      double scale) {
+  auto s = specs;
+  for (auto& p : s) {
+    if (p.init == model::Init::Normal) p.scale = scale;
+  }
+  return model::init_params(s, seed);
+}
+
+struct SpecFixture {
+  model::GptConfig cfg;
+  std::unique_ptr<model::Gpt> target;
+  std::unique_ptr<model::Drafter> head;
+
+  explicit SpecFixture(model::GptConfig c, uint64_t seed = 1, double scale = 0.3) : cfg(c) {
+    target = std::make_unique<model::Gpt>(cfg, scaled_params(model::gpt_param_specs(cfg), seed, scale));
+    head = std::make_unique<model::Drafter>(
+        *target, scaled_params(model::drafter_param_specs(cfg), seed + 100, scale));
+  }
+  static model::GptConfig micro() { return model::GptConfig::preset("micro"); }
+
+  model::Condition cond(const std::vector<int64_t>& words, bool cfg_on) const {
+    return model::condition_from_words(*target, words, cfg_on);
+  }
+};
+
+}  // namespace adtree::testing

@@ -1,0 +1,455 @@
+// The engine service's contract (core/engine/engine.h): event order, cancellation within one step,
+// clean shutdown mid-job, errors as events, and nothing after a job's terminal event.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "engine/engine.h"
+#include "model/gpt_config.h"
+#include "model/random_model.h"
+
+namespace fs = std::filesystem;
+using namespace adtree::engine;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Collects every event the engine emits and lets the test wait for a condition on them.
+class Recorder {
+ public:
+  Listener listener() {
+    return [this](Event e) {
+      std::function<void(const Event&)> hook;
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        events_.push_back(e);
+        hook = hook_;
+      }
+      cv_.notify_all();
+      if (hook) hook(e);
+    };
+  }
+  // Runs on the worker thread for each event, after it is recorded.
+  void set_hook(std::function<void(const Event&)> h) {
+    std::lock_guard<std::mutex> lk(mu_);
+    hook_ = std::move(h);
+  }
+  bool wait(const std::function<bool(const std::vector<Event>&)>& pred,
+            std::chrono::milliseconds timeout = 60s) {
+    std::unique_lock<std::mutex> lk(mu_);
+    return cv_.wait_for(lk, timeout, [&] { return pred(events_); });
+  }
+  bool wait_terminal(JobId id, std::chrono::milliseconds timeout = 60s) {
+    return wait([id](const auto& ev) {
+      for (const auto& e : ev) {
+        if (job_of(e) == id && is_terminal(e)) return true;
+      }
+      return false;
+    }, timeout);
+  }
+  bool wait_load(std::chrono::milliseconds timeout = 60s) {
+    return wait([](const auto& ev) {
+      for (const auto& e : ev) {
+        if (std::holds_alternative<ModelLoaded>(e) || std::holds_alternative<LoadFailed>(e)) {
+          return true;
+        }
+      }
+      return false;
+    }, timeout);
+  }
+  std::vector<Event> events() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return events_;
+  }
+  std::vector<Event> of_job(JobId id) const {
+    std::vector<Event> out;
+    for (const auto& e : events()) {
+      if (job_of(e) == id) out.push_back(e);
+    }
+    return out;
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lk(mu_);
+    events_.clear();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Event> events_;
+  std::function<void(const Event&)> hook_;
+};
+
+template <class T>
+int count(const std::vector<Event>& ev) {
+  int n = 0;
+  for (const auto& e : ev) n += std::holds_alternative<T>(e) ? 1 : 0;
+  return n;
+}
+
+// The per-job grammar: [Started (Step|Preview)*] Terminal, terminal exactly once and last; steps
+// cover consecutive cells.
+void expect_well_formed(const std::vector<Event>& all) {
+  std::map<JobId, std::vector<const Event*>> by_job;
+  for (const auto& e : all) {
+    if (job_of(e) != 0) by_job[job_of(e)].push_back(&e);
+  }
+  for (const auto& [id, ev] : by_job) {
+    SCOPED_TRACE("job " + std::to_string(id));
+    ASSERT_FALSE(ev.empty());
+    EXPECT_TRUE(is_terminal(*ev.back())) << "the last event of a job must be terminal";
+    int terminals = 0;
+    for (const auto* e : ev) terminals += is_terminal(*e) ? 1 : 0;
+    EXPECT_EQ(terminals, 1) << "exactly one terminal event";
+    if (ev.size() > 1) {
+      EXPECT_TRUE(std::holds_alternative<JobStarted>(*ev.front()));
+    }
+    int64_t next_cell = 0;
+    for (const auto* e : ev) {
+      if (const auto* s = std::get_if<JobStep>(e)) {
+        EXPECT_EQ(s->record.first_cell, next_cell);
+        next_cell += int64_t(s->tokens.size());
+        EXPECT_EQ(s->record.cum_tokens, next_cell);
+        EXPECT_EQ(s->tokens.size(), s->cells.size());
+      }
+    }
+  }
+}
+
+GenerateJob job(const std::string& prompt = "a red cat", uint64_t seed = 1) {
+  GenerateJob j;
+  j.prompt = prompt;
+  j.request.seed = seed;
+  return j;
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = (fs::temp_directory_path() / ("adtree_test_engine_" + std::to_string(::getpid()))).string();
+    auto g = adtree::model::GptConfig::preset("tiny");
+    adtree::model::write_random_model(dir_ + "/tiny", g,
+                                      adtree::model::small_vq_config(g.vocab_size, g.grid_h), 5,
+                                      "engine test");
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static std::string model_dir() { return dir_ + "/tiny"; }
+
+  // An engine with the test model loaded.
+  std::unique_ptr<Engine> loaded_engine(EngineOptions opts = {}) {
+    auto e = std::make_unique<Engine>(rec.listener(), opts);
+    e->load_model({model_dir()});
+    EXPECT_TRUE(rec.wait_load());
+    EXPECT_EQ(count<ModelLoaded>(rec.events()), 1);
+    rec.clear();
+    return e;
+  }
+
+  Recorder rec;
+  static std::string dir_;
+};
+std::string EngineTest::dir_;
+
+TEST_F(EngineTest, LoadReportsTheModelCard) {
+  Engine e(rec.listener());
+  e.load_model({model_dir()});
+  ASSERT_TRUE(rec.wait_load());
+  const auto ev = rec.events();
+  ASSERT_TRUE(std::holds_alternative<LoadProgress>(ev.front()));
+  const auto& info = std::get<ModelLoaded>(ev.back()).info;
+  EXPECT_EQ(info.name, "engine test");
+  EXPECT_EQ(info.grid_h, 16);
+  EXPECT_EQ(info.image_w, 64);
+  EXPECT_TRUE(info.random_weights);
+  EXPECT_NE(std::find(info.vocabulary.begin(), info.vocabulary.end(), "cat"), info.vocabulary.end());
+  EXPECT_GT(info.gpt_params, 0);
+  EXPECT_EQ(info.device, "cpu");
+}
+
+TEST_F(EngineTest, EventOrderOfAFinishedJob) {
+  auto e = loaded_engine();
+  const JobId id = e->submit(job());
+  ASSERT_TRUE(rec.wait_terminal(id));
+  std::this_thread::sleep_for(100ms);  // anything late would show up here
+  const auto ev = rec.of_job(id);
+  expect_well_formed(rec.events());
+  ASSERT_TRUE(std::holds_alternative<JobStarted>(ev.front()));
+  const auto& st = std::get<JobStarted>(ev.front());
+  EXPECT_EQ(st.total_tokens, 256);
+  EXPECT_EQ(st.method, "ar");
+  EXPECT_EQ(count<JobStep>(ev), 256);  // AR: one token per step
+  ASSERT_GE(count<JobPreview>(ev), 2);  // the first step's and the final one
+  const auto& fin = std::get<JobFinished>(ev.back());
+  const auto& last_preview = std::get<JobPreview>(ev[ev.size() - 2]);
+  EXPECT_TRUE(last_preview.final);
+  EXPECT_EQ(last_preview.valid_cells, 256);
+  EXPECT_EQ(fin.tokens.size(), 256u);
+  EXPECT_EQ(fin.image.width, 64);
+  EXPECT_EQ(fin.image.height, 64);
+  EXPECT_EQ(fin.image.pixels.size(), 64u * 64u * 3u);
+  EXPECT_EQ(fin.image.pixels, last_preview.image.pixels);
+  EXPECT_EQ(fin.summary.tokens, 256);
+  auto j = nlohmann::json::parse(fin.stats_json);
+  EXPECT_EQ(j["tokens"].size(), 256u);
+  EXPECT_EQ(j["settings"]["prompt"], "a red cat");
+  // Previews only ever grow and are masked by valid_cells.
+  int64_t valid = 0;
+  for (const auto& x : ev) {
+    if (const auto* p = std::get_if<JobPreview>(&x)) {
+      EXPECT_GE(p->valid_cells, valid);
+      valid = p->valid_cells;
+      EXPECT_EQ(p->image.pixels.size(), 64u * 64u * 3u);
+    }
+  }
+}
+
+TEST_F(EngineTest, PreviewsAreThrottled) {
+  EngineOptions opts;
+  opts.preview_interval_ms = 1e6;  // one interval longer than the job: only first + final
+  auto e = loaded_engine(opts);
+  const JobId id = e->submit(job());
+  ASSERT_TRUE(rec.wait_terminal(id));
+  EXPECT_EQ(count<JobPreview>(rec.of_job(id)), 2);
+}
+
+TEST_F(EngineTest, CancelTakesEffectWithinOneStep) {
+  auto e = loaded_engine();
+  const JobId id = e->submit(job());
+  ASSERT_TRUE(rec.wait([](const auto& ev) { return count<JobStep>(ev) >= 20; }));
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(e->cancel(id));
+  const int steps_at_cancel = count<JobStep>(rec.events());
+  ASSERT_TRUE(rec.wait_terminal(id));
+  const double latency_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const auto ev = rec.of_job(id);
+  EXPECT_TRUE(std::holds_alternative<JobCancelled>(ev.back()));
+  EXPECT_LE(count<JobStep>(ev) - steps_at_cancel, 1) << "at most the step in flight completes";
+  EXPECT_LT(latency_ms, 1000.0);
+  EXPECT_EQ(std::get<JobCancelled>(ev.back()).tokens_done, count<JobStep>(ev));
+  // The cancelled run still shows where it stopped.
+  const auto& p = std::get<JobPreview>(ev[ev.size() - 2]);
+  EXPECT_TRUE(p.final);
+  EXPECT_EQ(p.valid_cells, count<JobStep>(ev));
+  expect_well_formed(rec.events());
+}
+
+TEST_F(EngineTest, CancelFromTheListenerStopsBeforeTheNextStep) {
+  auto e = loaded_engine();
+  JobId id = 0;
+  std::atomic<int> steps{0};
+  rec.set_hook([&](const Event& ev) {
+    if (std::holds_alternative<JobStep>(ev) && ++steps == 5) e->cancel(job_of(ev));
+  });
+  id = e->submit(job());
+  ASSERT_TRUE(rec.wait_terminal(id));
+  rec.set_hook({});
+  EXPECT_EQ(count<JobStep>(rec.of_job(id)), 5);
+  EXPECT_TRUE(std::holds_alternative<JobCancelled>(rec.of_job(id).back()));
+}
+
+TEST_F(EngineTest, CancelAQueuedJobNeverStartsIt) {
+  auto e = loaded_engine();
+  const JobId a = e->submit(job());
+  const JobId b = e->submit(job("a blue dog"));
+  ASSERT_TRUE(e->cancel(b));
+  ASSERT_TRUE(rec.wait_terminal(b));
+  ASSERT_TRUE(rec.wait_terminal(a));
+  const auto eb = rec.of_job(b);
+  ASSERT_EQ(eb.size(), 1u);
+  EXPECT_TRUE(std::holds_alternative<JobCancelled>(eb[0]));
+  EXPECT_TRUE(std::holds_alternative<JobFinished>(rec.of_job(a).back()));
+  EXPECT_FALSE(e->cancel(a)) << "a finished job cannot be cancelled";
+  EXPECT_FALSE(e->cancel(12345));
+}
+
+TEST_F(EngineTest, ShutdownMidJobJoinsAndCancelsEverything) {
+  auto e = loaded_engine();
+  const JobId a = e->submit(job());
+  const JobId b = e->submit(job());
+  ASSERT_TRUE(rec.wait([](const auto& ev) { return count<JobStep>(ev) >= 10; }));
+  const auto t0 = std::chrono::steady_clock::now();
+  e->shutdown();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(ms, 1000.0);
+  const auto n = rec.events().size();
+  EXPECT_TRUE(std::holds_alternative<JobCancelled>(rec.of_job(a).back()));
+  ASSERT_EQ(rec.of_job(b).size(), 1u);
+  EXPECT_TRUE(std::holds_alternative<JobCancelled>(rec.of_job(b).back()));
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(rec.events().size(), n) << "no event after shutdown returns";
+  EXPECT_EQ(e->submit(job()), 0u);
+  e->shutdown();  // idempotent
+  expect_well_formed(rec.events());
+}
+
+TEST_F(EngineTest, DestructionMidJobIsClean) {
+  {
+    auto e = loaded_engine();
+    e->submit(job());
+    ASSERT_TRUE(rec.wait([](const auto& ev) { return count<JobStep>(ev) >= 3; }));
+  }
+  expect_well_formed(rec.events());
+  EXPECT_EQ(count<JobCancelled>(rec.events()), 1);
+}
+
+TEST_F(EngineTest, UnknownPromptWordFailsWithTheWord) {
+  auto e = loaded_engine();
+  const JobId id = e->submit(job("a red xylophone"));
+  ASSERT_TRUE(rec.wait_terminal(id));
+  const auto ev = rec.of_job(id);
+  ASSERT_EQ(ev.size(), 1u) << "rejected before it started";
+  const auto* f = std::get_if<JobFailed>(&ev[0]);
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->message.find("xylophone"), std::string::npos) << f->message;
+}
+
+TEST_F(EngineTest, BadSettingsFailNamingTheSetting) {
+  auto e = loaded_engine();
+  auto j1 = job();
+  j1.request.sampling.temperature = -1;
+  auto j2 = job();
+  j2.request.method.dynamic_tree.depth = 0;
+  auto j3 = job();
+  j3.request.method.method = "warp-speed";
+  auto j4 = job();
+  j4.request.method.adt.beta = 2;
+  const std::vector<std::pair<JobId, std::string>> cases{
+      {e->submit(j1), "temperature"}, {e->submit(j2), "depth"}, {e->submit(j3), "warp-speed"},
+      {e->submit(j4), "beta"}};
+  for (const auto& [id, word] : cases) {
+    ASSERT_TRUE(rec.wait_terminal(id));
+    const auto ev = rec.of_job(id);
+    ASSERT_EQ(ev.size(), 1u);
+    const auto* f = std::get_if<JobFailed>(&ev[0]);
+    ASSERT_NE(f, nullptr) << word;
+    EXPECT_NE(f->message.find(word), std::string::npos) << f->message;
+  }
+  // The engine keeps working after errors.
+  const JobId ok = e->submit(job());
+  ASSERT_TRUE(rec.wait_terminal(ok));
+  EXPECT_TRUE(std::holds_alternative<JobFinished>(rec.of_job(ok).back()));
+}
+
+TEST_F(EngineTest, JobWithoutAModelFails) {
+  Engine e(rec.listener());
+  const JobId id = e.submit(job());
+  ASSERT_TRUE(rec.wait_terminal(id));
+  const auto ev = rec.of_job(id);
+  const auto* f = std::get_if<JobFailed>(&ev[0]);
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->message.find("No model"), std::string::npos);
+}
+
+TEST_F(EngineTest, ManyJobsInARowRunInOrderAndAreReproducible) {
+  auto e = loaded_engine();
+  std::vector<JobId> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(e->submit(job("a red cat", uint64_t(i % 2))));
+  for (auto id : ids) ASSERT_TRUE(rec.wait_terminal(id));
+  std::vector<JobId> order;
+  std::vector<std::vector<int64_t>> tokens;
+  for (const auto& ev : rec.events()) {
+    if (const auto* s = std::get_if<JobStarted>(&ev)) order.push_back(s->job);
+    if (const auto* f = std::get_if<JobFinished>(&ev)) tokens.push_back(f->tokens);
+  }
+  EXPECT_EQ(order, ids) << "FIFO, one at a time";
+  ASSERT_EQ(tokens.size(), 5u);
+  EXPECT_EQ(tokens[0], tokens[2]);  // same seed, same image
+  EXPECT_EQ(tokens[1], tokens[3]);
+  EXPECT_NE(tokens[0], tokens[1]);
+  // One job at a time: no job's events interleave with another's.
+  JobId current = 0;
+  for (const auto& ev : rec.events()) {
+    const JobId id = job_of(ev);
+    if (std::holds_alternative<JobStarted>(ev)) {
+      EXPECT_EQ(current, 0u);
+      current = id;
+    } else {
+      EXPECT_EQ(id, current);
+    }
+    if (is_terminal(ev)) current = 0;
+  }
+  expect_well_formed(rec.events());
+}
+
+TEST_F(EngineTest, CorruptModelDirFailsToLoadAndKeepsThePreviousModel) {
+  auto e = loaded_engine();
+  const auto bad = dir_ + "/corrupt";
+  fs::create_directories(bad);
+  std::ofstream(bad + "/model.json") << "{ this is not json";
+  e->load_model({bad});
+  ASSERT_TRUE(rec.wait_load());
+  const auto ev1 = rec.events();
+  const auto* f = std::get_if<LoadFailed>(&ev1.back());
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->dir, bad);
+  EXPECT_NE(f->message.find("model.json"), std::string::npos) << f->message;
+  rec.clear();
+  e->load_model({dir_ + "/does-not-exist"});
+  ASSERT_TRUE(rec.wait_load());
+  EXPECT_TRUE(std::holds_alternative<LoadFailed>(rec.events().back()));
+  // Weights that do not match the manifest.
+  rec.clear();
+  const auto trunc = dir_ + "/truncated";
+  fs::create_directories(trunc);
+  for (const auto* name : {"model.json", "text.json", "vq.safetensors"}) {
+    fs::copy_file(model_dir() + "/" + name, trunc + "/" + name, fs::copy_options::overwrite_existing);
+  }
+  std::ofstream(trunc + "/gpt.safetensors") << "garbage";
+  e->load_model({trunc});
+  ASSERT_TRUE(rec.wait_load());
+  const auto ev2 = rec.events();
+  const auto* f2 = std::get_if<LoadFailed>(&ev2.back());
+  ASSERT_NE(f2, nullptr);
+  EXPECT_NE(f2->message.find("gpt.safetensors"), std::string::npos) << f2->message;
+
+  const JobId id = e->submit(job());
+  ASSERT_TRUE(rec.wait_terminal(id));
+  EXPECT_TRUE(std::holds_alternative<JobFinished>(rec.of_job(id).back()));
+}
+
+TEST_F(EngineTest, UnavailableDeviceFailsToLoad) {
+  if (Engine::available_devices().size() > 1) GTEST_SKIP() << "this machine has CUDA";
+  Engine e(rec.listener());
+  e.load_model({model_dir(), "cuda"});
+  ASSERT_TRUE(rec.wait_load());
+  const auto ev = rec.events();
+  const auto* f = std::get_if<LoadFailed>(&ev.back());
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->message.find("CUDA"), std::string::npos) << f->message;
+}
+
+TEST_F(EngineTest, CreatesARandomModelWhenAskedAndMissing) {
+  Engine e(rec.listener());
+  const auto dir = dir_ + "/created";
+  LoadRequest r;
+  r.dir = dir;
+  r.create_random = "tiny";
+  e.load_model(r);
+  ASSERT_TRUE(rec.wait_load());
+  const auto ev = rec.events();
+  const auto* m = std::get_if<ModelLoaded>(&ev.back());
+  ASSERT_NE(m, nullptr);
+  EXPECT_TRUE(m->info.random_weights);
+  EXPECT_TRUE(fs::exists(dir + "/model.json"));
+}
+
+TEST_F(EngineTest, AThrowingListenerDoesNotStopTheEngine) {
+  auto e = loaded_engine();
+  rec.set_hook([](const Event& ev) {
+    if (std::holds_alternative<JobStep>(ev)) throw std::runtime_error("listener bug");
+  });
+  const JobId id = e->submit(job());
+  ASSERT_TRUE(rec.wait_terminal(id));
+  rec.set_hook({});
+  EXPECT_TRUE(std::holds_alternative<JobFinished>(rec.of_job(id).back()));
+}
+
+}  // namespace

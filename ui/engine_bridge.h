@@ -1,0 +1,68 @@
+// EngineBridge: the only place engine events enter Qt (STYLE.md). The engine calls its listener on
+// the worker thread; the bridge queues the events and posts ONE drain to the GUI thread whenever the
+// queue goes from empty to non-empty, so a burst of 500 steps per second costs the GUI thread one
+// wake-up per event-loop turn, not 500. The drain re-emits the events as signals on the GUI thread,
+// in order, with consecutive steps merged into one signal and superseded previews dropped.
+#pragma once
+#include <QObject>
+#include <QString>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "engine/events.h"
+
+namespace adtree::decode {
+struct DecodeRequest;
+}
+namespace adtree::engine {
+class Engine;
+struct EngineOptions;
+}
+
+namespace adtree::ui {
+
+class EngineBridge : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit EngineBridge(QObject* parent = nullptr);
+  EngineBridge(const engine::EngineOptions& opts, QObject* parent);
+  ~EngineBridge() override;  // shuts the engine down (joins the worker) before anything else
+
+  // createRandom: a GPT size to write a random model with when `dir` has no model.json.
+  void loadModel(const QString& dir, const QString& device, const QString& dtype,
+                 const QString& createRandom = {});
+  engine::JobId submit(const QString& prompt, const decode::DecodeRequest& request);
+  void cancel(engine::JobId id);
+  void cancelAll();
+  // Stops the engine (cancel + join, about one decoding step); the bridge emits nothing afterwards.
+  void shutdown();
+  bool busy() const;
+
+  static QStringList availableDevices();
+
+ Q_SIGNALS:
+  void loadProgress(const QString& dir, const QString& stage, double fraction);
+  void modelLoaded(const adtree::engine::ModelLoaded& loaded);
+  void loadFailed(const QString& dir, const QString& message);
+  void jobStarted(const adtree::engine::JobStarted& started);
+  void stepsArrived(const std::vector<adtree::engine::JobStep>& steps);
+  void previewArrived(const adtree::engine::JobPreview& preview);
+  void jobFinished(const adtree::engine::JobFinished& finished);
+  void jobFailed(adtree::engine::JobId job, const QString& message);
+  void jobCancelled(adtree::engine::JobId job, qint64 tokensDone);
+
+ private:
+  void onEngineEvent(engine::Event e);  // worker thread
+  void drain();                         // GUI thread
+
+  std::unique_ptr<engine::Engine> engine_;
+  std::mutex mu_;
+  std::vector<engine::Event> pending_;
+  bool drainPosted_ = false;
+  bool stopped_ = false;
+};
+
+}  // namespace adtree::ui

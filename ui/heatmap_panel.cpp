@@ -1,0 +1,223 @@
+#include "ui/heatmap_panel.h"
+
+#include <QGridLayout>
+#include <QMouseEvent>
+#include <cmath>
+#include "ui/qcp.h"
+
+#include "ui/colormap.h"
+
+namespace adtree::ui {
+
+HeatmapPanel::HeatmapPanel(QWidget* parent) : QWidget(parent) {
+  auto* grid = new QGridLayout(this);
+  grid->setContentsMargins(0, 0, 0, 0);
+  grid->setSpacing(4);
+  setupMap(RunState::Depth, tr("Acceptance depth"), tr("level"),
+           tr("Depth in the draft tree at which each token was accepted.\n0 = sampled by the target "
+              "model itself (root, bonus or residual token);\n1, 2, ... = a draft token accepted at "
+              "that level of the tree.\nThe paper's \"image token depth matrix\": bright = the "
+              "drafter predicted this region well."));
+  setupMap(RunState::Top1, tr("Top-1 probability"), tr("p"),
+           tr("The target model's largest probability at each cell (after CFG and temperature).\n"
+              "High = the model is sure what comes next (flat regions); low = many tokens are "
+              "plausible (texture, edges), where drafts get rejected."));
+  setupMap(RunState::AcceptLen, tr("Acceptance length"), tr("tokens/step"),
+           tr("Tokens committed by the decoding step that produced each cell (accepted drafts + 1).\n"
+              "Every cell of one step has the same value; plain AR is always 1."));
+  setupMap(RunState::TreeDepth, tr("Tree depth d"), tr("levels"),
+           tr("Draft levels d of the tree that produced each cell.\nADT-Tree grows d where drafts "
+              "are accepted (simple regions) and shrinks it where they are not.\n0 = no draft tree "
+              "(AR, Jacobi)."));
+  setupMap(RunState::TreeWidth, tr("Tree width k"), tr("branches"),
+           tr("Width k of the tree that produced each cell.\nADT-Tree widens the tree where depth "
+              "does not pay (complex regions).\n0 = no draft tree (AR, Jacobi)."));
+  grid->addWidget(maps_[RunState::Depth].plot, 0, 0);
+  grid->addWidget(maps_[RunState::Top1].plot, 0, 1);
+  grid->addWidget(maps_[RunState::AcceptLen].plot, 0, 2);
+  grid->addWidget(maps_[RunState::TreeDepth].plot, 1, 0);
+  grid->addWidget(maps_[RunState::TreeWidth].plot, 1, 1);
+  hover_ = new QLabel(this);
+  hover_->setObjectName("hoverInfo");
+  hover_->setWordWrap(true);
+  hover_->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+  hover_->setMargin(8);
+  hover_->setFrameShape(QFrame::StyledPanel);
+  hover_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  setHoverText({});
+  grid->addWidget(hover_, 1, 2);
+  for (int c = 0; c < 3; ++c) grid->setColumnStretch(c, 1);
+  for (int r = 0; r < 2; ++r) grid->setRowStretch(r, 1);
+}
+
+void HeatmapPanel::setupMap(RunState::Map m, const QString& title, const QString& unit,
+                            const QString& help) {
+  auto& v = maps_[m];
+  v.plot = new QCustomPlot(this);
+  v.plot->setObjectName(QStringLiteral("heatmap%1").arg(int(m)));
+  v.plot->setMinimumSize(150, 130);
+  v.plot->setToolTip(help);
+  v.plot->setBackground(palette().color(QPalette::Base));
+  v.plot->setPlottingHint(QCP::phCacheLabels, true);
+  v.plot->installEventFilter(this);
+  v.plot->setMouseTracking(true);
+
+  v.plot->plotLayout()->insertRow(0);
+  v.title = new QCPTextElement(v.plot, title, QFont(font().family(), font().pointSize(), QFont::Bold));
+  v.title->setTextColor(palette().color(QPalette::WindowText));
+  v.plot->plotLayout()->addElement(0, 0, v.title);
+
+  auto* rect = v.plot->axisRect();
+  rect->setBackground(checkerBrush(4));
+  rect->setMinimumMargins(QMargins(2, 2, 2, 2));
+  for (auto* ax : {v.plot->xAxis, v.plot->yAxis}) {
+    ax->setTicks(false);
+    ax->setTickLabels(false);
+    ax->grid()->setVisible(false);
+    ax->setBasePen(QPen(palette().color(QPalette::Mid)));
+  }
+  v.plot->yAxis->setRangeReversed(true);  // row 0 at the top, like the image
+
+  v.map = new QCPColorMap(v.plot->xAxis, v.plot->yAxis);
+  v.map->setInterpolate(false);
+  v.map->setTightBoundary(false);
+  v.map->setGradient(viridisGradient());
+
+  v.scale = new QCPColorScale(v.plot);
+  v.plot->plotLayout()->addElement(1, 1, v.scale);
+  v.scale->setType(QCPAxis::atRight);
+  v.scale->setBarWidth(10);
+  v.scale->axis()->setLabel(unit);
+  v.scale->axis()->setTickLabelColor(palette().color(QPalette::WindowText));
+  v.scale->axis()->setLabelColor(palette().color(QPalette::WindowText));
+  v.scale->axis()->setBasePen(QPen(palette().color(QPalette::Mid)));
+  v.scale->axis()->setTickPen(QPen(palette().color(QPalette::Mid)));
+  v.scale->axis()->setSubTickPen(Qt::NoPen);
+  v.map->setColorScale(v.scale);
+  v.map->setGradient(viridisGradient());
+  // The colour bar as tall as the map, not the whole plot.
+  auto* group = new QCPMarginGroup(v.plot);
+  rect->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+  v.scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+
+  v.highlight = new QCPItemRect(v.plot);
+  v.highlight->setPen(QPen(highlightColor(), 2));
+  v.highlight->setBrush(Qt::NoBrush);
+  v.highlight->setVisible(false);
+  v.highlight->setClipToAxisRect(true);
+}
+
+void HeatmapPanel::applyRange(RunState::Map m, double lo, double hi, bool integer) {
+  auto& v = maps_[m];
+  if (integer) {
+    // One flat colour per integer value: bands centred on the integers.
+    const int levels = std::max(2, int(std::lround(hi - lo)) + 1);
+    auto g = viridisGradient();
+    g.setLevelCount(std::max(2, levels));
+    v.map->setGradient(g);
+    v.map->setDataRange(QCPRange(lo - 0.5, hi + 0.5));
+    QSharedPointer<QCPAxisTickerFixed> t(new QCPAxisTickerFixed);
+    const double span = hi - lo;
+    t->setTickStep(span <= 8 ? 1 : std::ceil(span / 6));
+    t->setScaleStrategy(QCPAxisTickerFixed::ssNone);
+    v.scale->axis()->setTicker(t);
+  } else {
+    v.map->setDataRange(QCPRange(lo, hi));
+  }
+}
+
+void HeatmapPanel::refresh(const RunState& run) {
+  if (run.version() == drawn_version_) return;
+  drawn_version_ = run.version();
+  const int h = run.gridH(), w = run.gridW();
+  const bool resized = h != grid_h_ || w != grid_w_;
+  grid_h_ = h;
+  grid_w_ = w;
+  const auto& rg = run.ranges();
+  for (int mi = 0; mi < RunState::MapCount; ++mi) {
+    auto m = RunState::Map(mi);
+    auto& v = maps_[mi];
+    auto* data = v.map->data();
+    if (resized || data->keySize() != w || data->valueSize() != h) {
+      // Cell centres on integer coordinates: key = column, value = row.
+      data->setSize(std::max(w, 1), std::max(h, 1));
+      data->setRange(QCPRange(0, std::max(w - 1, 0)), QCPRange(0, std::max(h - 1, 0)));
+      v.plot->xAxis->setRange(-0.5, w - 0.5);
+      v.plot->yAxis->setRange(-0.5, h - 0.5);
+    }
+    const auto& vals = run.map(m);
+    for (int cell = 0; cell < h * w && cell < vals.size(); ++cell) {
+      data->setCell(cell % w, cell / w, vals[cell]);
+    }
+    if (vals.isEmpty()) data->fill(std::nan(""));
+    switch (m) {
+      case RunState::Depth: applyRange(m, 0, rg.depth_max, true); break;
+      case RunState::Top1: applyRange(m, 0, 1, false); break;
+      case RunState::AcceptLen: applyRange(m, 1, std::max(2.0, rg.accept_max), true); break;
+      case RunState::TreeDepth: applyRange(m, rg.tree_d_min, std::max(rg.tree_d_min + 1, rg.tree_d_max), true); break;
+      case RunState::TreeWidth: applyRange(m, rg.tree_k_min, std::max(rg.tree_k_min + 1, rg.tree_k_max), true); break;
+      default: break;
+    }
+    v.plot->replot(QCustomPlot::rpQueuedReplot);
+  }
+}
+
+int HeatmapPanel::filledCells(RunState::Map m) const {
+  auto* data = maps_[m].map->data();  // cell() is not const in QCustomPlot 2.1
+  int n = 0;
+  for (int r = 0; r < data->valueSize(); ++r) {
+    for (int c = 0; c < data->keySize(); ++c) n += std::isnan(data->cell(c, r)) ? 0 : 1;
+  }
+  return n;
+}
+
+void HeatmapPanel::setHighlight(int cell) {
+  if (cell == highlight_) return;
+  highlight_ = cell;
+  for (auto& v : maps_) {
+    const bool on = cell >= 0 && grid_w_ > 0 && cell < grid_w_ * grid_h_;
+    v.highlight->setVisible(on);
+    if (on) {
+      const double c = cell % grid_w_, r = cell / grid_w_;
+      v.highlight->topLeft->setCoords(c - 0.5, r - 0.5);
+      v.highlight->bottomRight->setCoords(c + 0.5, r + 0.5);
+    }
+    v.plot->replot(QCustomPlot::rpQueuedReplot);
+  }
+}
+
+void HeatmapPanel::setHoverText(const QString& text) {
+  hover_->setText(text.isEmpty() ? tr("Hover a cell of the image or of a map to see its values "
+                                      "here.\n\nCheckerboard = not generated yet.")
+                                 : text);
+}
+
+void HeatmapPanel::hoverAt(QCustomPlot* plot, const QPointF& pos) {
+  int cell = -1;
+  if (grid_w_ > 0 && plot->axisRect()->rect().contains(pos.toPoint())) {
+    const int c = int(std::lround(plot->xAxis->pixelToCoord(pos.x())));
+    const int r = int(std::lround(plot->yAxis->pixelToCoord(pos.y())));
+    if (c >= 0 && c < grid_w_ && r >= 0 && r < grid_h_) cell = r * grid_w_ + c;
+  }
+  if (cell != hovered_) {
+    hovered_ = cell;
+    Q_EMIT cellHovered(cell);
+  }
+}
+
+bool HeatmapPanel::eventFilter(QObject* watched, QEvent* event) {
+  auto* plot = qobject_cast<QCustomPlot*>(watched);
+  if (plot) {
+    if (event->type() == QEvent::MouseMove) {
+      hoverAt(plot, static_cast<QMouseEvent*>(event)->position());
+    } else if (event->type() == QEvent::Leave && hovered_ != -1) {
+      hovered_ = -1;
+      Q_EMIT cellHovered(-1);
+    } else if (event->type() == QEvent::ToolTip && hovered_ >= 0) {
+      return true;  // the window shows the cell's values instead of the map's help text
+    }
+  }
+  return QWidget::eventFilter(watched, event);
+}
+
+}  // namespace adtree::ui

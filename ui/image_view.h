@@ -1,0 +1,65 @@
+// ImageView: the image as it grows token by token. Cells not generated yet show the checkerboard,
+// cells committed but not yet VQ-decoded a flat grey, decoded cells their pixels; zoom is integer
+// nearest-neighbour so every token's 4x4 (or 16x16) pixels stay crisp. Painting is driven by the
+// window's frame timer (refresh()), never by the arrival rate of tokens.
+#pragma once
+#include <QImage>
+#include <QWidget>
+
+namespace adtree::ui {
+
+class ImageView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit ImageView(QWidget* parent = nullptr);
+
+  // A new run: grid of cells, image size in pixels; clears the picture.
+  void startRun(int gridH, int gridW, int imageH, int imageW);
+  void clear();
+  // The newest decoded picture; cells >= validCells are masked.
+  void setPreview(const QImage& image, int validCells);
+  void setCommitted(int cells);  // cells the engine has committed (decoded or not)
+  void setRunning(bool running);
+  void setHighlight(int cell);   // -1 = none
+  void setPlaceholder(const QString& text);
+  // 0 = fit to the widget (integer scale when it fits at least 1x), else pixels per image pixel.
+  void setZoom(int zoom);
+  int zoom() const { return zoom_; }
+  double effectiveScale() const;
+
+  const QImage& image() const { return image_; }
+  int validCells() const { return valid_; }
+  int committed() const { return committed_; }
+  // Repaints if something changed since the last paint (called at most ~30 times a second).
+  void refresh();
+
+  QSize sizeHint() const override { return {420, 420}; }
+  QSize minimumSizeHint() const override { return {160, 160}; }
+
+ Q_SIGNALS:
+  void cellHovered(int cell);  // -1 when the mouse leaves the grid
+  void zoomChanged(int zoom);
+
+ protected:
+  void paintEvent(QPaintEvent*) override;
+  void mouseMoveEvent(QMouseEvent* e) override;
+  void leaveEvent(QEvent*) override;
+  void wheelEvent(QWheelEvent* e) override;
+  void mouseDoubleClickEvent(QMouseEvent*) override;
+
+ private:
+  QRectF imageRect() const;
+  int cellAt(const QPointF& pos) const;
+  QRectF cellRect(int cell) const;
+
+  QImage image_;
+  int grid_h_ = 0, grid_w_ = 0, image_h_ = 0, image_w_ = 0;
+  int valid_ = 0, committed_ = 0, highlight_ = -1, hovered_ = -1;
+  int zoom_ = 0;
+  bool running_ = false;
+  bool dirty_ = true;
+  QString placeholder_;
+};
+
+}  // namespace adtree::ui

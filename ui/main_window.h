@@ -1,0 +1,159 @@
+// MainWindow (GUI.md "Main window"): prompt, seed, method and LANTERN switch on top; the growing
+// image, the per-cell heatmaps and the per-step plots in the middle; settings in a dock; progress and
+// model in the status area. It forwards intent to the EngineBridge and paints what comes back,
+// throttled by one frame timer; it never runs model code and never waits on the engine.
+#pragma once
+#include <QElapsedTimer>
+#include <QImage>
+#include <QMainWindow>
+#include <QTimer>
+
+#include <optional>
+
+#include "engine/events.h"
+#include "ui/run_state.h"
+
+class QAction;
+class QActionGroup;
+class QCheckBox;
+class QComboBox;
+class QDockWidget;
+class QLabel;
+class QMenu;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QSplitter;
+
+namespace adtree::ui {
+
+class EngineBridge;
+class HeatmapPanel;
+class ImageView;
+class PlotPanel;
+class PromptEdit;
+class SettingsPanel;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Loads a model directory on the engine thread; `createRandom` writes a random model of that GPT
+  // size first if the directory has none.
+  void openModel(const QString& dir, const QString& createRandom = {});
+  void openDefaultModel();
+
+  bool isRunning() const { return current_job_ != 0; }
+  bool hasModel() const { return model_.has_value(); }
+  const std::optional<engine::ModelInfo>& model() const { return model_; }
+  const RunState& run() const { return run_; }
+  QString lastStatsJson() const { return last_stats_json_; }
+  // The engine's time for the last finished job (conditioning, decoding, final VQ decode).
+  double lastJobMs() const { return last_job_ms_; }
+
+  // The widgets a test (or a script) drives.
+  PromptEdit* promptEdit() const { return prompt_; }
+  QPushButton* generateButton() const { return generate_button_; }
+  QPushButton* cancelButton() const { return cancel_button_; }
+  QComboBox* methodBox() const { return method_; }
+  QCheckBox* lanternBox() const { return lantern_; }
+  QSpinBox* seedBox() const { return seed_; }
+  QCheckBox* randomSeedBox() const { return random_seed_; }
+  ImageView* imageView() const { return image_; }
+  HeatmapPanel* heatmaps() const { return heatmaps_; }
+  PlotPanel* plots() const { return plots_; }
+  SettingsPanel* settingsPanel() const { return settings_; }
+  QLabel* bannerLabel() const { return banner_; }
+  QLabel* progressLabel() const { return progress_text_; }
+
+ public Q_SLOTS:
+  void generate();
+  void cancel();
+
+ Q_SIGNALS:
+  void modelReady();                         // a model finished loading
+  void modelLoadFailed(const QString& message);
+  void generationFinished();                 // the run's final image and statistics are shown
+  void generationEnded(const QString& how);  // "finished", "cancelled" or "failed"
+
+ protected:
+  void closeEvent(QCloseEvent* e) override;
+
+ private:
+  void buildUi();
+  void createActions();
+  void connectBridge();
+  void loadSettings();
+  void saveSettings() const;
+  void updateRecentMenu();
+  void addRecent(const QString& dir);
+  void setBusyUi();
+  void endRun(const QString& how, const QString& status);
+  void onFrame();
+  void updateProgress();
+  void onCellHovered(int cell);
+  void onMethodChanged();
+  void showError(const QString& title, const QString& text, const QString& details = {});
+  void showModelCard();
+  void saveImage();
+  void saveStats();
+  void reloadWithDevice();
+
+  void onModelLoaded(const engine::ModelLoaded& loaded);
+  void onLoadFailed(const QString& dir, const QString& message);
+  void onJobStarted(const engine::JobStarted& s);
+  void onSteps(const std::vector<engine::JobStep>& steps);
+  void onPreview(const engine::JobPreview& p);
+  void onFinished(const engine::JobFinished& f);
+  void onFailed(engine::JobId job, const QString& message);
+  void onCancelled(engine::JobId job, qint64 tokens);
+
+  EngineBridge* bridge_ = nullptr;
+  RunState run_;
+  std::optional<engine::ModelInfo> model_;
+  QString loading_dir_;
+  engine::JobId current_job_ = 0;
+  MapRanges pending_ranges_;
+  QString last_stats_json_;
+  QImage last_image_;
+  double last_job_ms_ = 0;
+  QElapsedTimer job_clock_;
+  QTimer frame_timer_;
+  int frame_count_ = 0;
+  QString device_ = "cpu", dtype_ = "fp32";
+
+  // Widgets
+  QLabel* banner_ = nullptr;
+  PromptEdit* prompt_ = nullptr;
+  QPushButton* generate_button_ = nullptr;
+  QPushButton* cancel_button_ = nullptr;
+  QComboBox* method_ = nullptr;
+  QCheckBox* lantern_ = nullptr;
+  QSpinBox* seed_ = nullptr;
+  QCheckBox* random_seed_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QLabel* progress_text_ = nullptr;
+  ImageView* image_ = nullptr;
+  HeatmapPanel* heatmaps_ = nullptr;
+  PlotPanel* plots_ = nullptr;
+  SettingsPanel* settings_ = nullptr;
+  QDockWidget* settings_dock_ = nullptr;
+  QSplitter* top_split_ = nullptr;
+  QSplitter* main_split_ = nullptr;
+  QLabel* model_label_ = nullptr;
+  QLabel* device_label_ = nullptr;
+  // Actions: every command with a shortcut lives here (STYLE.md).
+  QAction* act_open_ = nullptr;
+  QAction* act_generate_ = nullptr;
+  QAction* act_cancel_ = nullptr;
+  QAction* act_save_image_ = nullptr;
+  QAction* act_save_stats_ = nullptr;
+  QActionGroup* device_group_ = nullptr;
+  QActionGroup* dtype_group_ = nullptr;
+  QMenu* recent_menu_ = nullptr;
+};
+
+}  // namespace adtree::ui

@@ -1,0 +1,134 @@
+#include "ui/run_state.h"
+
+#include <cmath>
+#include <limits>
+
+namespace adtree::ui {
+
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// The speed plot averages over this much time: single AR steps are ~2 ms, far too noisy to show.
+constexpr double kRateWindowS = 0.25;
+}  // namespace
+
+void RunState::clear() {
+  job_ = 0;
+  method_.clear();
+  grid_h_ = grid_w_ = committed_ = 0;
+  for (auto& m : maps_) m.clear();
+  tokens_.clear();
+  ranks_.clear();
+  step_index_.clear();
+  step_committed_.clear();
+  step_d_.clear();
+  step_k_.clear();
+  step_seconds_.clear();
+  step_rate_.clear();
+  accept_hist_.clear();
+  forwards_ = 0;
+  elapsed_ms_ = 0;
+  finished_ = false;
+  final_tokens_per_s_ = 0;
+  ++version_;
+}
+
+void RunState::reset(const engine::JobStarted& s, const MapRanges& ranges) {
+  clear();
+  job_ = s.job;
+  method_ = QString::fromStdString(s.method);
+  grid_h_ = int(s.grid_h);
+  grid_w_ = int(s.grid_w);
+  ranges_ = ranges;
+  for (auto& m : maps_) m = QVector<double>(cells(), kNaN);
+  tokens_ = QVector<qint64>(cells(), -1);
+  ranks_ = QVector<int>(cells(), 0);
+  const int n = cells();
+  for (auto* v : {&step_index_, &step_committed_, &step_d_, &step_k_, &step_seconds_, &step_rate_}) {
+    v->reserve(n);
+  }
+}
+
+void RunState::addSteps(const std::vector<engine::JobStep>& steps) {
+  for (const auto& s : steps) {
+    if (s.job != job_) continue;  // a late step of a run no longer on screen
+    const auto& r = s.record;
+    for (size_t i = 0; i < s.cells.size(); ++i) {
+      const int cell = int(r.first_cell) + int(i);
+      if (cell < 0 || cell >= cells()) continue;
+      const auto& c = s.cells[i];
+      maps_[Depth][cell] = c.depth;
+      maps_[Top1][cell] = c.top1;
+      maps_[AcceptLen][cell] = c.accept_len;
+      maps_[TreeDepth][cell] = c.tree_depth;
+      maps_[TreeWidth][cell] = c.tree_width;
+      tokens_[cell] = s.tokens[i];
+      ranks_[cell] = c.rank;
+      ranges_.depth_max = std::max(ranges_.depth_max, double(c.depth));
+      ranges_.accept_max = std::max(ranges_.accept_max, double(c.accept_len));
+      ranges_.tree_d_min = std::min(ranges_.tree_d_min, double(c.tree_depth));
+      ranges_.tree_d_max = std::max(ranges_.tree_d_max, double(c.tree_depth));
+      ranges_.tree_k_min = std::min(ranges_.tree_k_min, double(c.tree_width));
+      ranges_.tree_k_max = std::max(ranges_.tree_k_max, double(c.tree_width));
+    }
+    committed_ = int(std::min<int64_t>(r.cum_tokens, cells()));
+    forwards_ += r.target_forwards;
+    elapsed_ms_ = s.elapsed_ms;
+    const double t = s.elapsed_ms / 1000.0;
+    step_index_.push_back(double(r.step));
+    step_committed_.push_back(double(r.committed));
+    step_d_.push_back(double(r.tree_depth));
+    step_k_.push_back(double(r.tree_width));
+    step_seconds_.push_back(t);
+    ++accept_hist_[int(r.committed)];
+    // Sliding-window speed: tokens committed in the last kRateWindowS seconds (or since the start).
+    int j = int(step_seconds_.size()) - 1;
+    double tokens = 0;
+    while (j >= 0 && step_seconds_[j] > t - kRateWindowS) tokens += step_committed_[j--];
+    const double t0 = j >= 0 ? step_seconds_[j] : 0.0;
+    step_rate_.push_back(t > t0 ? tokens / (t - t0) : 0.0);
+  }
+  ++version_;
+}
+
+void RunState::finish(const engine::JobFinished& f) {
+  if (f.job != job_) return;
+  finished_ = true;
+  final_tokens_per_s_ = f.summary.tokens_per_s;
+  ++version_;
+}
+
+double RunState::tokensPerSecond() const {
+  if (finished_) return final_tokens_per_s_;
+  return step_rate_.isEmpty() ? 0 : step_rate_.back();
+}
+
+double RunState::etaSeconds() const {
+  const double rate = tokensPerSecond();
+  if (finished_) return 0;
+  if (rate <= 0 || committed_ == 0) return -1;
+  return double(cells() - committed_) / rate;
+}
+
+QString RunState::describeCell(int cell) const {
+  if (cell < 0 || cell >= cells()) return {};
+  const int r = cell / grid_w_, c = cell % grid_w_;
+  QString head = QStringLiteral("Cell (row %1, col %2), token #%3").arg(r).arg(c).arg(cell);
+  if (!filled(cell)) return head + QStringLiteral("\nnot generated yet");
+  const auto v = [&](Map m) { return maps_[m][cell]; };
+  QString s = head + QStringLiteral("\ncode %1").arg(tokens_[cell]);
+  const int depth = int(v(Depth));
+  s += depth == 0 ? QStringLiteral("\naccepted at depth 0 (sampled from the target)")
+                  : QStringLiteral("\naccepted at draft depth %1 (rank %2 among its siblings)")
+                        .arg(depth)
+                        .arg(ranks_[cell]);
+  s += QStringLiteral("\ntop-1 probability %1").arg(v(Top1), 0, 'f', 3);
+  s += QStringLiteral("\nacceptance length %1 tokens/step").arg(int(v(AcceptLen)));
+  if (v(TreeDepth) > 0 || v(TreeWidth) > 0) {
+    s += QStringLiteral("\ndraft tree d = %1, k = %2").arg(int(v(TreeDepth))).arg(int(v(TreeWidth)));
+  } else {
+    s += QStringLiteral("\nno draft tree (%1)").arg(method_);
+  }
+  return s;
+}
+
+}  // namespace adtree::ui

@@ -1,0 +1,355 @@
+#include "ui/settings_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QVBoxLayout>
+#include <nlohmann/json.hpp>
+
+#include "decode/method.h"
+#include "ui/collapsible_section.h"
+
+namespace adtree::ui {
+
+namespace {
+bool is_tree(const QString& m) { return m == "static" || m == "dynamic" || m == "adt"; }
+bool is_jacobi(const QString& m) { return m == "sjd" || m == "pathspec"; }
+}  // namespace
+
+SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
+  auto* v = new QVBoxLayout(this);
+  v->setContentsMargins(6, 6, 6, 6);
+  v->setSpacing(6);
+
+  sampling_ = new CollapsibleSection(tr("Sampling"), this);
+  auto* f = sampling_->form();
+  cfg_ = addReal(f, tr("CFG scale"), 1, 30, 0.5, 2,
+                 tr("Classifier-free guidance s: logits = u + s (c - u), mixing the prompt's "
+                    "logits c with the unconditional ones u.\nHigher follows the prompt more "
+                    "closely, at some loss of variety. 1 = off (half the compute)."));
+  cfg_interval_ = addInt(f, tr("CFG until token"), -1, 1 << 20,
+                         tr("Use guidance only for image tokens before this index, then the "
+                            "prompt's logits alone (saves compute late in the image).\n'always' "
+                            "= guide every token."),
+                         tr("always"));
+  temperature_ = addReal(f, tr("Temperature"), 0, 5, 0.1, 2,
+                         tr("Divides the logits before sampling: < 1 sharper and safer, > 1 more "
+                            "random.\n'greedy' (0) always takes the most likely token: "
+                            "deterministic, and speculative methods must then reproduce AR token "
+                            "for token."),
+                         tr("greedy"));
+  top_k_ = addInt(f, tr("Top-k"), 0, 1 << 20,
+                  tr("Sample only among the k most likely tokens (ties with the k-th kept).\n"
+                     "'all' = the whole codebook."),
+                  tr("all"));
+  top_p_ = addReal(f, tr("Top-p"), 0.01, 1, 0.05, 2,
+                   tr("Nucleus sampling: keep the most likely tokens until their probability "
+                      "mass reaches p.\n1 = off."));
+
+  static_ = new CollapsibleSection(tr("Static tree (EAGLE-1)"), this);
+  static_preset_ = addChoice(static_->form(), tr("Tree"), {"eagle25", "eagle57"},
+                             tr("The fixed draft tree: a list of paths, each node the r-th best "
+                                "child of its parent.\neagle25: 25 nodes, depth 5; eagle57: 57 "
+                                "nodes, depth 5."));
+
+  dynamic_ = new CollapsibleSection(tr("Dynamic tree (EAGLE-2)"), this);
+  f = dynamic_->form();
+  dyn_depth_ = addInt(f, tr("Depth D"), 1, 32,
+                      tr("Expansion rounds of the draft tree (the tree has D + 1 draft levels).\n"
+                         "Deeper trees can commit more tokens per step when drafts are good."));
+  dyn_width_ = addInt(f, tr("Width K"), 1, 1 << 16,
+                      tr("Children expanded per node and nodes kept per level (top-K by "
+                         "cumulative draft probability)."));
+
+  budget_ = new CollapsibleSection(tr("Verification budget"), this);
+  budget_n_ = addInt(budget_->form(), tr("Budget N"), 0, 4096,
+                     tr("Draft tokens the target verifies in one forward: the N best nodes of the "
+                        "tree by draft score.\nLarger N accepts more but each step costs more (on a "
+                        "CPU, FLOPs grow with N).\n'auto' times candidate N when the model loads "
+                        "and picks the fastest."),
+                     tr("auto"));
+
+  adt_ = new CollapsibleSection(tr("ADT-Tree"), this);
+  f = adt_->form();
+  adt_beta_ = addReal(f, tr("Beta"), 0, 1, 0.05, 2,
+                      tr("Threshold on the acceptance ratio alpha = accepted / d of the last "
+                         "tree.\nalpha >= beta: the next tree goes deeper and narrower (a simple "
+                         "region);\nalpha < beta: shallower and wider (a complex region)."));
+  adt_mode_ = addChoice(f, tr("Update"), {"bisect", "step"},
+                        tr("How (d, k) move after each step.\nbisect: half-way to the bound "
+                           "(fast adaptation, the paper's 'bisectional' rule);\nstep: by fixed "
+                           "increments (gentler)."));
+  adt_adjacency_ = addChoice(f, tr("Adjacency"), {"left", "left+up", "none"},
+                             tr("Where each tree's starting shape comes from.\nleft: the cell to "
+                                "the left (the paper's horizontal adjacency; the cell above at a "
+                                "row start);\nleft+up: the average of the left and upper "
+                                "neighbours;\nnone: carry the last shape (pure bisection)."));
+  adt_d0_ = addInt(f, tr("Start depth d0"), 1, 64, tr("Draft levels of the very first tree."));
+  adt_k0_ = addInt(f, tr("Start width k0"), 1, 1 << 16, tr("Width of the very first tree."));
+  adt_dmin_ = addInt(f, tr("Depth min"), 1, 64, tr("Lower bound on the draft levels d."));
+  adt_dmax_ = addInt(f, tr("Depth max"), 1, 64, tr("Upper bound on the draft levels d."));
+  adt_kmin_ = addInt(f, tr("Width min"), 1, 1 << 16, tr("Lower bound on the width k."));
+  adt_kmax_ = addInt(f, tr("Width max"), 1, 1 << 16, tr("Upper bound on the width k."));
+  adt_step_d_ = addInt(f, tr("Step d"), 1, 64, tr("Depth increment of the 'step' update mode."));
+  adt_step_k_ = addInt(f, tr("Step k"), 1, 1 << 16, tr("Width increment of the 'step' update mode."));
+
+  lantern_ = new CollapsibleSection(tr("LANTERN (relaxed acceptance)"), this);
+  f = lantern_->form();
+  auto* note = new QLabel(tr("Lossy: accepts a draft if it is close in the VQ codebook to what the "
+                             "target would take. Faster, slightly different images."),
+                          lantern_);
+  note->setWordWrap(true);
+  note->setStyleSheet("color: palette(placeholder-text);");
+  f->addRow(note);
+  lantern_mode_ = addChoice(f, tr("Mode"), {"delta", "lambda"},
+                            tr("delta (LANTERN): give a draft the probability of its nearest "
+                               "codes up to a total-variation budget delta.\nlambda (LANTERN++): "
+                               "up to (lambda - 1) times the draft's own probability."));
+  lantern_k_ = addInt(f, tr("Neighbours k"), 1, 1 << 16,
+                      tr("Nearest codes (by codebook L2 distance) considered per draft token."));
+  lantern_delta_ = addReal(f, tr("Delta"), 0, 1, 0.01, 3,
+                           tr("Total-variation budget (delta mode): how much probability from "
+                              "neighbouring codes may count for the draft. 0 = lossless."));
+  lantern_lambda_ = addReal(f, tr("Lambda"), 1.01, 50, 0.25, 2,
+                            tr("Ratio (lambda mode): neighbours may add up to (lambda - 1) p(x). "
+                               "Closer to 1 = closer to lossless."));
+
+  jacobi_ = new CollapsibleSection(tr("Jacobi (SJD, PathSpec)"), this);
+  f = jacobi_->form();
+  jac_window_ = addInt(f, tr("Window L"), 1, 4096,
+                       tr("Draft tokens guessed ahead and refined in parallel each step "
+                          "(training-free, no draft head)."));
+  jac_spatial_ = new QCheckBox(tr("initialise from the left token"), jacobi_);
+  jac_spatial_->setToolTip(tr("Start each new draft from the token to its left (images repeat "
+                              "locally) instead of a random code."));
+  f->addRow(tr("Spatial init"), jac_spatial_);
+  f->labelForField(jac_spatial_)->setToolTip(jac_spatial_->toolTip());
+  connect(jac_spatial_, &QCheckBox::toggled, this, &SettingsPanel::changed);
+  jac_paths_ = addInt(f, tr("Paths K"), 1, 64,
+                      tr("PathSpec: parallel Jacobi chains sharing the root; the one with the "
+                         "longest accepted prefix wins."));
+  jac_relax_ = addReal(f, tr("Path relax"), 0, 10, 0.05, 2,
+                       tr("PathRelax lambda (lossy): adds lambda times the mean probability other "
+                          "paths give a token. 0 = off, lossless."));
+
+  for (auto* s : {sampling_, static_, dynamic_, budget_, adt_, lantern_, jacobi_}) v->addWidget(s);
+  auto* reset = new QPushButton(tr("Reset to defaults"), this);
+  reset->setToolTip(tr("The model's default sampling and the project's default tree settings."));
+  connect(reset, &QPushButton::clicked, this, &SettingsPanel::resetToDefaults);
+  v->addWidget(reset);
+  v->addStretch(1);
+
+  connect(adt_mode_, &QComboBox::currentIndexChanged, this, &SettingsPanel::updateEnabled);
+  connect(lantern_mode_, &QComboBox::currentIndexChanged, this, &SettingsPanel::updateEnabled);
+  resetToDefaults();
+  setMethod("ar", false);
+}
+
+QSpinBox* SettingsPanel::addInt(QFormLayout* f, const QString& label, int lo, int hi,
+                                const QString& tip, const QString& special) {
+  auto* w = new QSpinBox(this);
+  w->setRange(lo, hi);
+  w->setToolTip(tip);
+  if (!special.isEmpty()) w->setSpecialValueText(special);
+  w->setAccelerated(true);
+  f->addRow(label, w);
+  f->labelForField(w)->setToolTip(tip);
+  connect(w, &QSpinBox::valueChanged, this, &SettingsPanel::changed);
+  return w;
+}
+
+QDoubleSpinBox* SettingsPanel::addReal(QFormLayout* f, const QString& label, double lo, double hi,
+                                       double step, int decimals, const QString& tip,
+                                       const QString& special) {
+  auto* w = new QDoubleSpinBox(this);
+  w->setRange(lo, hi);
+  w->setSingleStep(step);
+  w->setDecimals(decimals);
+  w->setToolTip(tip);
+  if (!special.isEmpty()) w->setSpecialValueText(special);
+  f->addRow(label, w);
+  f->labelForField(w)->setToolTip(tip);
+  connect(w, &QDoubleSpinBox::valueChanged, this, &SettingsPanel::changed);
+  return w;
+}
+
+QComboBox* SettingsPanel::addChoice(QFormLayout* f, const QString& label, const QStringList& items,
+                                    const QString& tip) {
+  auto* w = new QComboBox(this);
+  w->addItems(items);
+  w->setToolTip(tip);
+  f->addRow(label, w);
+  f->labelForField(w)->setToolTip(tip);
+  connect(w, &QComboBox::currentIndexChanged, this, &SettingsPanel::changed);
+  return w;
+}
+
+void SettingsPanel::setMethod(const QString& method, bool lantern) {
+  method_ = method;
+  lantern_on_ = lantern;
+  static_->setVisible(method == "static");
+  dynamic_->setVisible(method == "dynamic");
+  budget_->setVisible(method == "dynamic" || method == "adt");
+  adt_->setVisible(method == "adt");
+  lantern_->setVisible(lantern && is_tree(method));
+  jacobi_->setVisible(is_jacobi(method));
+  updateEnabled();
+}
+
+void SettingsPanel::updateEnabled() {
+  const bool step = adt_mode_->currentText() == "step";
+  adt_step_d_->setEnabled(step);
+  adt_step_k_->setEnabled(step);
+  const bool delta = lantern_mode_->currentText() == "delta";
+  lantern_delta_->setEnabled(delta);
+  lantern_lambda_->setEnabled(!delta);
+  const bool pathspec = method_ == "pathspec";
+  jac_paths_->setEnabled(pathspec);
+  jac_relax_->setEnabled(pathspec);
+}
+
+void SettingsPanel::setModel(const nlohmann::json& defaultSampling, qint64 vocabSize,
+                             qint64 imageTokens) {
+  model_sampling_ = QString::fromStdString(defaultSampling.dump());
+  vocab_size_ = vocabSize;
+  image_tokens_ = imageTokens;
+  const int v = int(std::min<qint64>(vocabSize, 1 << 20));
+  top_k_->setMaximum(v);
+  dyn_width_->setMaximum(v);
+  adt_k0_->setMaximum(v);
+  adt_kmin_->setMaximum(v);
+  adt_kmax_->setMaximum(v);
+  lantern_k_->setMaximum(std::max(1, v - 1));
+  cfg_interval_->setMaximum(int(imageTokens));
+  jac_window_->setMaximum(std::max(1, int(imageTokens) - 1));
+  // The model's sampling defaults (its author's choice) replace whatever the last model used.
+  decode::SamplingParams p;
+  try {
+    p = decode::SamplingParams::from_json(defaultSampling, decode::SamplingParams{});
+  } catch (const std::exception&) {
+    // A manifest with odd sampling keys still loads; the built-in defaults apply.
+  }
+  QSignalBlocker b1(cfg_), b2(cfg_interval_), b3(temperature_), b4(top_k_), b5(top_p_);
+  cfg_->setValue(p.cfg_scale);
+  cfg_interval_->setValue(int(p.cfg_interval));
+  temperature_->setValue(p.temperature);
+  top_k_->setValue(int(p.top_k));
+  top_p_->setValue(p.top_p);
+  Q_EMIT changed();
+}
+
+decode::DecodeRequest SettingsPanel::request(const QString& method, bool lantern,
+                                             quint64 seed) const {
+  decode::DecodeRequest r;
+  r.seed = seed;
+  auto& s = r.sampling;
+  s.cfg_scale = cfg_->value();
+  s.cfg_interval = cfg_interval_->value();
+  s.temperature = temperature_->value();
+  s.top_k = top_k_->value();
+  s.top_p = top_p_->value();
+  auto& m = r.method;
+  m.method = method.toStdString();
+  m.static_tree.preset = static_preset_->currentText().toStdString();
+  m.dynamic_tree.depth = dyn_depth_->value();
+  m.dynamic_tree.width = dyn_width_->value();
+  m.dynamic_tree.budget = budget_n_->value();
+  auto& a = m.adt;
+  a.d0 = adt_d0_->value();
+  a.k0 = adt_k0_->value();
+  a.d_min = adt_dmin_->value();
+  a.d_max = adt_dmax_->value();
+  a.k_min = adt_kmin_->value();
+  a.k_max = adt_kmax_->value();
+  a.beta = adt_beta_->value();
+  a.mode = decode::adt_mode_from_string(adt_mode_->currentText().toStdString());
+  a.step_d = adt_step_d_->value();
+  a.step_k = adt_step_k_->value();
+  a.adjacency = decode::adjacency_from_string(adt_adjacency_->currentText().toStdString());
+  m.acceptance = lantern && is_tree(method) ? decode::Acceptance::Lantern : decode::Acceptance::Lossless;
+  m.lantern.mode = lantern_mode_->currentText() == "delta" ? decode::LanternMode::Delta
+                                                           : decode::LanternMode::Lambda;
+  m.lantern.k = lantern_k_->value();
+  m.lantern.delta = lantern_delta_->value();
+  m.lantern.lambda = lantern_lambda_->value();
+  m.jacobi.window = jac_window_->value();
+  m.jacobi.spatial_init = jac_spatial_->isChecked();
+  m.jacobi.paths = jac_paths_->value();
+  m.jacobi.path_relax = jac_relax_->value();
+  return r;
+}
+
+void SettingsPanel::setRequest(const decode::DecodeRequest& r) {
+  // One "changed" for the whole update, not one per widget.
+  const QSignalBlocker block(this);
+  const auto& s = r.sampling;
+  cfg_->setValue(s.cfg_scale);
+  cfg_interval_->setValue(int(s.cfg_interval));
+  temperature_->setValue(s.temperature);
+  top_k_->setValue(int(s.top_k));
+  top_p_->setValue(s.top_p);
+  const auto& m = r.method;
+  static_preset_->setCurrentText(QString::fromStdString(m.static_tree.preset));
+  dyn_depth_->setValue(int(m.dynamic_tree.depth));
+  dyn_width_->setValue(int(m.dynamic_tree.width));
+  budget_n_->setValue(int(m.dynamic_tree.budget));
+  const auto& a = m.adt;
+  adt_d0_->setValue(int(a.d0));
+  adt_k0_->setValue(int(a.k0));
+  adt_dmin_->setValue(int(a.d_min));
+  adt_dmax_->setValue(int(a.d_max));
+  adt_kmin_->setValue(int(a.k_min));
+  adt_kmax_->setValue(int(a.k_max));
+  adt_beta_->setValue(a.beta);
+  adt_mode_->setCurrentText(QString::fromStdString(decode::to_string(a.mode)));
+  adt_step_d_->setValue(int(a.step_d));
+  adt_step_k_->setValue(int(a.step_k));
+  adt_adjacency_->setCurrentText(QString::fromStdString(decode::to_string(a.adjacency)));
+  lantern_mode_->setCurrentIndex(m.lantern.mode == decode::LanternMode::Delta ? 0 : 1);
+  lantern_k_->setValue(int(m.lantern.k));
+  lantern_delta_->setValue(m.lantern.delta);
+  lantern_lambda_->setValue(m.lantern.lambda);
+  jac_window_->setValue(int(m.jacobi.window));
+  jac_spatial_->setChecked(m.jacobi.spatial_init);
+  jac_paths_->setValue(int(m.jacobi.paths));
+  jac_relax_->setValue(m.jacobi.path_relax);
+  updateEnabled();
+}
+
+void SettingsPanel::resetToDefaults() {
+  decode::DecodeRequest r;
+  try {
+    r.sampling = decode::SamplingParams::from_json(
+        nlohmann::json::parse(model_sampling_.toStdString()), decode::SamplingParams{});
+  } catch (const std::exception&) {
+    // Built-in defaults.
+  }
+  setRequest(r);
+  Q_EMIT changed();
+}
+
+QString SettingsPanel::saveState() const {
+  const auto r = request(method_, lantern_on_, 0);
+  nlohmann::json j = {{"method_settings", r.method.to_json()}, {"sampling", r.sampling.to_json()}};
+  return QString::fromStdString(j.dump());
+}
+
+void SettingsPanel::restoreState(const QString& text) {
+  if (text.isEmpty()) return;
+  try {
+    const auto j = nlohmann::json::parse(text.toStdString());
+    decode::DecodeRequest r;
+    if (j.contains("method_settings")) r.method = decode::MethodSettings::from_json(j["method_settings"]);
+    if (j.contains("sampling")) r.sampling = decode::SamplingParams::from_json(j["sampling"], r.sampling);
+    setRequest(r);
+  } catch (const std::exception&) {
+    // Settings from another version that no longer parse: keep the defaults rather than fail.
+  }
+}
+
+}  // namespace adtree::ui

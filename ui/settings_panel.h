@@ -1,0 +1,79 @@
+// SettingsPanel: every knob of a decoding request (decode/method.h, decode/sampling.h) with a tooltip
+// that says what it does, grouped in collapsible sections; only the sections that matter for the
+// chosen method are shown. The method itself and the LANTERN switch sit in the window's top bar.
+#pragma once
+#include <QWidget>
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+
+class QSpinBox;
+class QDoubleSpinBox;
+class QComboBox;
+class QCheckBox;
+class QFormLayout;
+
+namespace adtree::decode {
+struct DecodeRequest;
+}
+
+namespace adtree::ui {
+
+class CollapsibleSection;
+
+class SettingsPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit SettingsPanel(QWidget* parent = nullptr);
+
+  // Shows the sections the method uses (LANTERN only with a draft tree and the switch on).
+  void setMethod(const QString& method, bool lantern);
+  // A model was loaded: its default sampling (model.json "sampling") and its sizes bound the knobs.
+  void setModel(const nlohmann::json& defaultSampling, qint64 vocabSize, qint64 imageTokens);
+  // The request the widgets describe (method, LANTERN switch and seed come from the caller).
+  decode::DecodeRequest request(const QString& method, bool lantern, quint64 seed) const;
+  void setRequest(const decode::DecodeRequest& request);
+  void resetToDefaults();
+  // Persistence through QSettings: the method settings and sampling as one JSON string.
+  QString saveState() const;
+  void restoreState(const QString& json);
+
+ Q_SIGNALS:
+  void changed();
+
+ private:
+  QSpinBox* addInt(QFormLayout* f, const QString& label, int lo, int hi, const QString& tip,
+                   const QString& special = {});
+  QDoubleSpinBox* addReal(QFormLayout* f, const QString& label, double lo, double hi, double step,
+                          int decimals, const QString& tip, const QString& special = {});
+  QComboBox* addChoice(QFormLayout* f, const QString& label, const QStringList& items,
+                       const QString& tip);
+  void updateEnabled();
+
+  CollapsibleSection *sampling_, *static_, *dynamic_, *budget_, *adt_, *lantern_, *jacobi_;
+  // Sampling
+  QDoubleSpinBox *cfg_, *temperature_, *top_p_;
+  QSpinBox *cfg_interval_, *top_k_;
+  // Trees
+  QComboBox* static_preset_;
+  QSpinBox *dyn_depth_, *dyn_width_, *budget_n_;
+  QSpinBox *adt_d0_, *adt_k0_, *adt_dmin_, *adt_dmax_, *adt_kmin_, *adt_kmax_, *adt_step_d_, *adt_step_k_;
+  QDoubleSpinBox* adt_beta_;
+  QComboBox *adt_mode_, *adt_adjacency_;
+  // LANTERN
+  QComboBox* lantern_mode_;
+  QSpinBox* lantern_k_;
+  QDoubleSpinBox *lantern_delta_, *lantern_lambda_;
+  // Jacobi
+  QSpinBox *jac_window_, *jac_paths_;
+  QCheckBox* jac_spatial_;
+  QDoubleSpinBox* jac_relax_;
+
+  QString method_ = "ar";
+  bool lantern_on_ = false;
+  QString model_sampling_ = "{}";  // model.json "sampling", what "Reset" returns to
+  qint64 vocab_size_ = 0, image_tokens_ = 0;
+};
+
+}  // namespace adtree::ui
