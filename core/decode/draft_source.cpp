@@ -2,11 +2,26 @@
 
 #include <c10/core/InferenceMode.h>
 
+#include <chrono>
+
 #include "util/error.h"
 
 namespace adtree::decode {
 
 namespace {
+
+// Adds the wall time of its scope to a millisecond counter.
+class ScopedTimer {
+ public:
+  explicit ScopedTimer(double& acc) : acc_(acc), t0_(std::chrono::steady_clock::now()) {}
+  ~ScopedTimer() {
+    acc_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+  }
+
+ private:
+  double& acc_;
+  std::chrono::steady_clock::time_point t0_;
+};
 
 at::Tensor long_tensor(const std::vector<int64_t>& v) {
   return at::tensor(v, at::TensorOptions().dtype(at::kLong));
@@ -62,6 +77,7 @@ class EagleSource : public DraftSource {
     const int64_t m = int64_t(tokens.size());
     auto toks = long_tensor(tokens).unsqueeze(0).expand({batch_, m});
     auto pos = at::arange(first_index, first_index + m, at::kLong) + target_.config().cond_tokens();
+    ScopedTimer timer(forward_ms_);
     auto out = head_.forward(&cache_, feats, toks, pos);
     cache_.commit();
     scratch_.clear();
@@ -81,6 +97,7 @@ class EagleSource : public DraftSource {
       pos.push_back(target_.config().cond_tokens() + n.index);
     }
     auto mask = scratch_.mask_for(nodes);
+    ScopedTimer timer(forward_ms_);
     auto out = head_.forward(&cache_, at::cat(feats, 1), long_tensor(toks).unsqueeze(0).expand({batch_, m}),
                              long_tensor(pos), mask);
     scratch_.append(nodes, rows);
@@ -119,6 +136,7 @@ class ModelSource : public DraftSource {
                         int64_t first_index) override {
     c10::InferenceMode guard;
     const int64_t m = int64_t(tokens.size());
+    ScopedTimer timer(forward_ms_);
     auto out = model_.forward_tokens(cache_, long_tensor(tokens).unsqueeze(0).expand({batch_, m}),
                                      first_index);
     cache_.commit();
@@ -135,6 +153,7 @@ class ModelSource : public DraftSource {
       pos.push_back(model_.config().cond_tokens() + n.index);
     }
     auto mask = scratch_.mask_for(nodes);
+    ScopedTimer timer(forward_ms_);
     auto out = model_.forward(model_.embed_tokens(long_tensor(toks).unsqueeze(0).expand({batch_, m})),
                               long_tensor(pos), &cache_, mask);
     scratch_.append(nodes, rows);

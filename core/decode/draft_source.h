@@ -38,6 +38,16 @@ class DraftSource {
   virtual at::Tensor expand(const std::vector<DraftInput>& nodes, std::vector<int64_t>& rows) = 0;
   // Drops this step's tree rows.
   virtual void end_step() = 0;
+  // Milliseconds spent in draft-model forwards since the last call (then reset): the decoding loop
+  // separates model time from tree bookkeeping in its statistics.
+  double take_forward_ms() {
+    const double t = forward_ms_;
+    forward_ms_ = 0;
+    return t;
+  }
+
+ protected:
+  double forward_ms_ = 0;
 };
 
 // EAGLE-1 head: its own KV cache for the accepted prefix; tree rows are temporary scratch.

@@ -21,12 +21,13 @@ at::Tensor draft_probs(const LogitsProcessor& proc, const at::Tensor& logits,
 std::vector<std::pair<int64_t, float>> top_tokens(const at::Tensor& q, int64_t count) {
   count = std::min<int64_t>(count, q.numel());
   auto tk = q.topk(count);
-  auto vals = std::get<0>(tk), ids = std::get<1>(tk);
+  auto vals = std::get<0>(tk).contiguous(), ids = std::get<1>(tk).contiguous();
+  const float* vp = vals.data_ptr<float>();
+  const int64_t* ip = ids.data_ptr<int64_t>();
   std::vector<std::pair<int64_t, float>> out;
   for (int64_t i = 0; i < count; ++i) {
-    const float v = vals[i].item<float>();
-    if (v <= 0) break;  // never propose tokens the draft gives no mass
-    out.emplace_back(ids[i].item<int64_t>(), v);
+    if (vp[i] <= 0) break;  // never propose tokens the draft gives no mass
+    out.emplace_back(ip[i], vp[i]);
   }
   return out;
 }

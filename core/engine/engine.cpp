@@ -11,6 +11,7 @@
 #include <deque>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "decode/run.h"
@@ -109,6 +110,115 @@ RgbImage decode_prefix(const model::ModelBundle& m, const std::vector<int64_t>& 
   return to_rgb(model::VqModel::to_bytes(m.vq->decode(idx, g.grid_h, g.grid_w))[0]);
 }
 
+// Approximate colour of every code: the codebook laid out as 32x32 grids, VQ-decoded, each cell's
+// pixels averaged. Neighbouring codes bleed a little into each cell; good enough to paint a token
+// before the real preview arrives. Empty if the first grid shows the whole codebook would take
+// longer than `budget_ms`.
+std::vector<uint8_t> token_palette(const model::ModelBundle& m, double budget_ms) {
+  if (!m.vq) return {};
+  const int64_t v = m.vq_config.codebook_size, side = 32, chunk = side * side;
+  const int64_t f = m.vq_config.downsample_factor();
+  std::vector<uint8_t> out(size_t(v * 3));
+  const auto t0 = Clock::now();
+  for (int64_t start = 0; start < v; start += chunk) {
+    const int64_t n = std::min(chunk, v - start);
+    auto idx = at::arange(start, start + n, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);
+    auto img = model::VqModel::to_bytes(m.vq->decode(idx.to(m.gpt->device()), side, side))[0];
+    auto mean = img.to(at::kFloat).reshape({side, f, side, f, 3}).mean({1, 3}).reshape({chunk, 3});
+    auto bytes = mean.narrow(0, 0, n).round().clamp(0, 255).to(at::kByte).contiguous();
+    std::copy(bytes.data_ptr<uint8_t>(), bytes.data_ptr<uint8_t>() + n * 3, out.begin() + start * 3);
+    if (start == 0 && ms_since(t0) * double((v + chunk - 1) / chunk) > budget_ms) return {};
+  }
+  return out;
+}
+
+// Decodes preview images on a thread of its own for the job running on the worker. The worker asks
+// (request), and collects finished images at its next step (take), so it never waits for a decode
+// and it alone emits events.
+class PreviewWorker {
+ public:
+  PreviewWorker() : thread_([this] { loop(); }) {}
+  ~PreviewWorker() { stop(); }
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  // Starts decoding tokens (a raster prefix) unless a decode is in flight; false if busy.
+  bool request(std::shared_ptr<const model::ModelBundle> m, JobId job, std::vector<int64_t> tokens) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (busy_ || stop_) return false;
+    req_model_ = std::move(m);
+    req_job_ = job;
+    req_tokens_ = std::move(tokens);
+    busy_ = true;
+    cv_.notify_all();
+    return true;
+  }
+  // A finished preview for `job`, if one is ready.
+  std::optional<JobPreview> take(JobId job) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!result_ || result_->job != job) return std::nullopt;
+    auto r = std::move(result_);
+    result_.reset();
+    return r;
+  }
+  // Waits for a decode in flight (at most one preview's time) and drops its result: a job ends.
+  void settle() {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait(lk, [&] { return !busy_; });
+    result_.reset();
+  }
+
+ private:
+  void loop() {
+    at::init_num_threads();  // like the worker: the process's thread policy, not OpenMP's default
+    for (;;) {
+      std::shared_ptr<const model::ModelBundle> m;
+      std::vector<int64_t> tokens;
+      JobId job = 0;
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return stop_ || req_model_ != nullptr; });
+        if (stop_) return;
+        m = std::move(req_model_);
+        tokens = std::move(req_tokens_);
+        job = req_job_;
+      }
+      std::optional<JobPreview> p;
+      try {
+        c10::InferenceMode guard;
+        const auto t0 = Clock::now();
+        auto img = decode_prefix(*m, tokens, int64_t(tokens.size()));
+        p = JobPreview{job, std::move(img), int64_t(tokens.size()), false, ms_since(t0)};
+      } catch (const std::exception& e) {
+        // A preview is a convenience: a failure is logged and the run goes on.
+        std::fprintf(stderr, "adtree engine: preview failed: %s\n", e.what());
+      }
+      m.reset();
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (p && !p->image.empty()) result_ = std::move(p);
+        busy_ = false;
+      }
+      cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false, busy_ = false;
+  std::shared_ptr<const model::ModelBundle> req_model_;
+  JobId req_job_ = 0;
+  std::vector<int64_t> req_tokens_;
+  std::optional<JobPreview> result_;
+  std::thread thread_;
+};
+
 }  // namespace
 
 struct Engine::Impl {
@@ -124,6 +234,7 @@ struct Engine::Impl {
   JobId current_job = 0;
   std::shared_ptr<std::atomic<bool>> current_cancel;
   std::thread worker;
+  std::unique_ptr<PreviewWorker> previews;
 
   // Worker-only state: nothing but the worker reads or writes it, so it needs no lock.
   std::shared_ptr<const model::ModelBundle> bundle;
@@ -186,8 +297,9 @@ struct Engine::Impl {
       lo.dtype = req.dtype;
       auto m = std::make_shared<model::ModelBundle>(model::load_model_dir(req.dir, lo));
       if (!m->vq) throw Error(req.dir + ": the model has no VQ decoder, so it cannot draw images");
-      emit(LoadProgress{req.dir, "Model ready", 1.0});
+      emit(LoadProgress{req.dir, "Computing token colours", 0.9});
       auto info = describe(*m, req);
+      info.token_colors = token_palette(*m, opts.palette_budget_ms);
       bundle = std::move(m);
       bundle_request = req;
       emit(ModelLoaded{std::move(info), ms_since(t0)});
@@ -228,26 +340,40 @@ struct Engine::Impl {
       auto on_step = [&](const decode::StepEvent& ev) {
         tokens.insert(tokens.end(), ev.tokens.begin(), ev.tokens.end());
         emit(JobStep{t.id, ev.record, ev.tokens, ev.cells, ms_since(t0)});
-        if (!opts.previews || Clock::now() < next_preview) return;
-        if (int64_t(tokens.size()) >= g.image_tokens()) return;  // the final preview follows
-        const auto p0 = Clock::now();
-        auto img = decode_prefix(*m, tokens, int64_t(tokens.size()));
-        const double cost = ms_since(p0);
-        emit(JobPreview{t.id, std::move(img), int64_t(tokens.size()), false, cost});
-        const double wait = std::max(opts.preview_interval_ms, 9 * cost);
-        next_preview = Clock::now() + std::chrono::microseconds(int64_t(wait * 1000));
+        if (!opts.previews) return;
+        if (auto p = previews->take(t.id)) emit(std::move(*p));
+        if (int64_t(tokens.size()) >= g.image_tokens() || Clock::now() < next_preview) return;
+        if (previews->request(m, t.id, tokens)) {
+          next_preview = Clock::now() + std::chrono::microseconds(int64_t(opts.preview_interval_ms * 1000));
+        }
       };
-      auto res = decode::run_decode(*m, cond, req, on_step, t.cancel.get());
+      decode::DecodeResult res;
+      try {
+        res = decode::run_decode(*m, cond, req, on_step, t.cancel.get());
+      } catch (...) {
+        previews->settle();
+        throw;
+      }
+      previews->settle();  // a preview still in flight would only show an older prefix
 
-      const auto p0 = Clock::now();
-      auto img = decode_prefix(*m, res.tokens, int64_t(res.tokens.size()));
-      const double cost = ms_since(p0);
+      bool stopping_now = false;
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        stopping_now = stopping;
+      }
       if (res.cancelled) {
-        if (!img.empty()) emit(JobPreview{t.id, std::move(img), int64_t(res.tokens.size()), true, cost});
+        // Show where the run stopped, unless the whole engine is going away.
+        if (opts.previews && !stopping_now && !res.tokens.empty()) {
+          const auto p0 = Clock::now();
+          auto img = decode_prefix(*m, res.tokens, int64_t(res.tokens.size()));
+          emit(JobPreview{t.id, std::move(img), int64_t(res.tokens.size()), true, ms_since(p0)});
+        }
         emit(JobCancelled{t.id, int64_t(res.tokens.size())});
         return;
       }
-      if (opts.previews) emit(JobPreview{t.id, img, int64_t(res.tokens.size()), true, cost});
+      const auto p0 = Clock::now();
+      auto img = decode_prefix(*m, res.tokens, int64_t(res.tokens.size()));
+      if (opts.previews) emit(JobPreview{t.id, img, int64_t(res.tokens.size()), true, ms_since(p0)});
       auto j = res.stats.to_json();
       j["tokens"] = res.tokens;
       j["settings"]["prompt"] = t.job.prompt;
@@ -267,6 +393,7 @@ struct Engine::Impl {
 Engine::Engine(Listener listener, EngineOptions opts) : impl_(std::make_unique<Impl>()) {
   impl_->listener = std::move(listener);
   impl_->opts = opts;
+  impl_->previews = std::make_unique<PreviewWorker>();
   impl_->worker = std::thread([this] { impl_->loop(); });
 }
 
@@ -334,6 +461,7 @@ void Engine::shutdown() {
     impl_->cv.notify_one();
   }
   if (impl_->worker.joinable()) impl_->worker.join();
+  impl_->previews->stop();
 }
 
 bool Engine::busy() const {

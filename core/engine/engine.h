@@ -1,5 +1,6 @@
 // The engine service (ARCHITECTURE.md "Threading"): one worker thread owns the loaded model and runs
-// model loads and generation jobs one at a time from a FIFO queue. Callers never wait on the model:
+// model loads and generation jobs one at a time from a FIFO queue (a helper thread only decodes
+// preview images for it). Callers never wait on the model:
 // every result comes back as an Event through the listener, called on the worker thread (a GUI
 // marshals it onto its own thread; see ui/engine_bridge.h).
 //
@@ -35,9 +36,12 @@ struct GenerateJob {
 
 struct EngineOptions {
   bool previews = true;
-  // Previews cost a VQ decode on the worker, so they are throttled: at most one per interval, and
-  // never more often than keeps their cost under ~10% of the decoding time.
+  // Previews are VQ decodes of the partial grid on a second thread (so decoding does not wait for
+  // them), at most one per interval and never more than one in flight. Their results are emitted by
+  // the decoding thread at its next step, keeping every event of a job on one thread, in order.
   double preview_interval_ms = 100;
+  // Token colours (ModelInfo::token_colors) are skipped when decoding the codebook would take longer.
+  double palette_budget_ms = 3000;
 };
 
 // Called on the worker thread for every event, in order. Keep it short (copy and post); it must not

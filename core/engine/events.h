@@ -37,6 +37,10 @@ struct ModelInfo {
   std::vector<std::string> vocabulary;  // words (t2i-words) or class names (c2i)
   nlohmann::json default_sampling;      // model.json "sampling" (decode::SamplingParams::from_json)
   std::string license;                  // one line: weights / data licences
+  // Approximate colour of every code (codebook_size x RGB), from one VQ decode of the codebook at
+  // load: lets a front end paint each token the moment it is committed, before the next preview.
+  // Empty when the codebook is too costly to decode on this device.
+  std::vector<uint8_t> token_colors;
 };
 
 // Model loading (Engine::load_model), in order: LoadProgress* then ModelLoaded or LoadFailed.
@@ -76,7 +80,7 @@ struct JobPreview {
   RgbImage image;          // the VQ decode of the partial grid
   int64_t valid_cells = 0; // cells 0 .. valid_cells-1 (raster order) are real; the rest must be masked
   bool final = false;      // the last preview of the job (the full image, or where a cancel stopped)
-  double decode_ms = 0;
+  double decode_ms = 0;    // the VQ decode's own time (on the preview thread unless final)
 };
 struct JobFinished {
   JobId job = 0;

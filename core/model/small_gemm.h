@@ -1,4 +1,4 @@
-// y = x @ w^T for a handful of rows (a decoding step: 2 rows with CFG), fp32 on the CPU.
+// y = x @ w^T for a few rows (a decoding step: 2 rows with CFG; a small tree: up to 16), fp32 CPU.
 // Decoding is memory-bound: the step is the time to stream the weights once. BLAS's GEMM packs
 // the weight matrix first (~7 GB/s end to end here) and per-row GEMV reads it once per row; this
 // kernel reads each weight row once for all input rows (docs/PERFORMANCE.md has the numbers).
@@ -7,7 +7,7 @@
 
 namespace adtree::model {
 
-constexpr int64_t kSmallGemmMaxRows = 8;
+constexpr int64_t kSmallGemmMaxRows = 16;
 
 // x [..., in] contiguous fp32 CPU with at most kSmallGemmMaxRows rows, w [out, in] contiguous.
 at::Tensor small_gemm(const at::Tensor& x, const at::Tensor& w);
