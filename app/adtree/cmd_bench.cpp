@@ -142,8 +142,9 @@ int cmd_bench(int argc, char** argv) {
   nlohmann::json blocks = nlohmann::json::array();
   for (const auto& s : split(a.str("blocks"), ',')) {
     const int64_t q = std::stoll(s);
-    const int64_t prefix = std::min<int64_t>(128, g.image_tokens() - 1);
-    if (prefix + q > g.image_tokens() + 63) continue;
+    // Positions must stay inside the image: prefix + q <= image tokens.
+    const int64_t prefix = std::min<int64_t>(128, g.image_tokens() - q);
+    if (prefix < 0) continue;
     blocks.push_back({{"q", q}, {"prefix", prefix}, {"ms", forward_ms(*m.gpt, batch, q, prefix, reps, cond)}});
   }
   out["forward_by_block"] = blocks;

@@ -29,13 +29,15 @@ BudgetChoice choose_budget(const model::Gpt& target, int64_t batch, double gain,
     cond.caption_mask = at::ones({batch, cfg.cond_len}, at::kBool);
   }
   target.prefill(kv, cond);
-  const int64_t prefix = std::min<int64_t>(cfg.image_tokens() / 2, cfg.image_tokens() - 1);
+  // A prefix of half the image, as a typical step sees; blocks must still fit inside the image.
+  const int64_t prefix = cfg.image_tokens() / 2;
   target.forward_tokens(kv, at::zeros({batch, prefix}, at::kLong), 0);
   kv.commit();
   BudgetChoice choice;
   double best = -1;
   for (int64_t n : candidates) {
     const int64_t q = n + 1;  // root + N
+    if (prefix + q > cfg.image_tokens()) break;
     std::vector<double> ms;
     for (int r = 0; r < 5; ++r) {
       auto t0 = std::chrono::steady_clock::now();
@@ -52,6 +54,7 @@ BudgetChoice choose_budget(const model::Gpt& target, int64_t batch, double gain,
       choice.budget = n;
     }
   }
+  if (choice.budget == 0) choice.budget = 1;  // an image too small for any candidate
   cache[key] = choice;
   return choice;
 }
