@@ -171,6 +171,12 @@ int HeatmapPanel::filledCells(RunState::Map m) const {
   return n;
 }
 
+double HeatmapPanel::replotCostMs() const {
+  double ms = 0;
+  for (const auto& v : maps_) ms += v.plot->replotTime(true);
+  return ms;
+}
+
 void HeatmapPanel::setHighlight(int cell) {
   if (cell == highlight_) return;
   highlight_ = cell;

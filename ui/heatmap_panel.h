@@ -30,6 +30,8 @@ class HeatmapPanel : public QWidget {
   // Cells drawn in map m (for tests): NaN-free cells of the colour map's data.
   int filledCells(RunState::Map m) const;
   QCustomPlot* plot(RunState::Map m) const { return maps_[m].plot; }
+  // Sum over the maps of QCustomPlot's average replot time (ms): the cost of one refresh.
+  double replotCostMs() const;
 
  Q_SIGNALS:
   void cellHovered(int cell);

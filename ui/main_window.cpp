@@ -513,7 +513,8 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
                               "here token by token."));
   }
   statusBar()->showMessage(tr("Loaded %1 in %2 ms").arg(QDir::toNativeSeparators(dir)).arg(int(loaded.load_ms)), 8000);
-  if (!info.random_weights || qEnvironmentVariableIsSet("ADTREE_MODEL")) addRecent(dir);
+  // Every model a user opened is worth a shortcut, except the automatic random fallback.
+  if (QDir(dir) != QDir(randomModelDir())) addRecent(dir);
   setWindowTitle(tr("ADT-Tree Studio — %1").arg(QString::fromStdString(info.name)));
   setBusyUi();
   Q_EMIT modelReady();

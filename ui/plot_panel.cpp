@@ -126,4 +126,10 @@ int PlotPanel::treeShapePoints() const { return depth_->dataCount() + width_->da
 int PlotPanel::speedPoints() const { return rate_->dataCount(); }
 int PlotPanel::histogramBars() const { return bars_->dataCount(); }
 
+double PlotPanel::replotCostMs() const {
+  double ms = 0;
+  for (auto* p : {per_step_, shape_, speed_, hist_}) ms += p->replotTime(true);
+  return ms;
+}
+
 }  // namespace adtree::ui

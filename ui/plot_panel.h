@@ -23,6 +23,8 @@ class PlotPanel : public QWidget {
   int treeShapePoints() const;
   int speedPoints() const;
   int histogramBars() const;
+  // Sum over the plots of QCustomPlot's average replot time (ms): the cost of one refresh.
+  double replotCostMs() const;
 
  private:
   QCustomPlot* makePlot(const QString& title, const QString& xLabel, const QString& yLabel,

@@ -1,6 +1,9 @@
 #include "ui/stall_meter.h"
 
+#include <QThread>
+
 #include <algorithm>
+#include <ctime>
 
 namespace adtree::ui {
 
@@ -36,6 +39,52 @@ double StallMeter::quantileMs(double q) const {
   QVector<double> s = gaps_;
   std::sort(s.begin(), s.end());
   return s[std::min(int(s.size()) - 1, int(q * (s.size() - 1) + 0.5))];
+}
+
+namespace {
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
+}
+double wall_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
+}
+}  // namespace
+
+void TimedApplication::startTiming() {
+  max_wall_ms_ = max_cpu_ms_ = total_cpu_ms_ = 0;
+  slowest_type_ = 0;
+  slowest_receiver_.clear();
+  timing_ = true;
+}
+
+bool TimedApplication::notify(QObject* receiver, QEvent* event) {
+  // Only top-level deliveries on the GUI thread: nested sends are part of their parent's time, and
+  // other threads' events are not the GUI's (nor may they touch depth_).
+  if (QThread::currentThread() != thread()) return QApplication::notify(receiver, event);
+  if (!timing_ || depth_ > 0) {
+    ++depth_;
+    const bool r = QApplication::notify(receiver, event);
+    --depth_;
+    return r;
+  }
+  const double w0 = wall_ms(), c0 = thread_cpu_ms();
+  const int type = int(event->type());
+  ++depth_;
+  const bool r = QApplication::notify(receiver, event);
+  --depth_;
+  const double cpu = thread_cpu_ms() - c0, wall = wall_ms() - w0;
+  total_cpu_ms_ += cpu;
+  if (cpu > max_cpu_ms_) {
+    max_cpu_ms_ = cpu;
+    slowest_type_ = type;
+    slowest_receiver_ = QString::fromLatin1(receiver->metaObject()->className());
+  }
+  max_wall_ms_ = std::max(max_wall_ms_, wall);
+  return r;
 }
 
 }  // namespace adtree::ui

@@ -13,7 +13,9 @@
 #include <QTimer>
 #include <cstdio>
 
+#include "ui/heatmap_panel.h"
 #include "ui/main_window.h"
+#include "ui/plot_panel.h"
 #include "ui/prompt_edit.h"
 #include "ui/stall_meter.h"
 #include "util/threads.h"
@@ -21,7 +23,7 @@
 int main(int argc, char** argv) {
   // Before Qt or libtorch start threads: one BLAS thread, the measured libtorch thread count.
   adtree::configure_threads();
-  QApplication app(argc, argv);
+  adtree::ui::TimedApplication app(argc, argv);
   QApplication::setOrganizationName("adtree");
   QApplication::setApplicationName("adtree-studio");
   QApplication::setApplicationDisplayName("ADT-Tree Studio");
@@ -62,6 +64,7 @@ int main(int argc, char** argv) {
       w.randomSeedBox()->setChecked(false);
       w.seedBox()->setValue(cli.value(seed).toInt());
       meter->start();
+      app.startTiming();
       clock->start();
       w.generate();
     }, Qt::SingleShotConnection);
@@ -70,10 +73,16 @@ int main(int argc, char** argv) {
       QTimer::singleShot(0, &w, [&, how] {
         const double total_ms = double(clock->nsecsElapsed()) / 1e6;
         meter->stop();
+        app.stopTiming();
         std::printf("{\"result\": \"%s\", \"gui_end_to_end_ms\": %.1f, \"max_gui_stall_ms\": %.1f, "
-                    "\"p99_tick_gap_ms\": %.1f, \"ticks\": %d, \"engine_job_ms\": %.1f}\n",
+                    "\"p99_tick_gap_ms\": %.1f, \"ticks\": %d, \"engine_job_ms\": %.1f, "
+                    "\"heatmaps_replot_ms\": %.1f, \"plots_replot_ms\": %.1f, \"max_event_cpu_ms\": %.1f, "
+                    "\"max_event_wall_ms\": %.1f, \"gui_cpu_ms\": %.1f, \"slowest\": \"%s/%d\"}\n",
                     how.toUtf8().constData(), total_ms, meter->maxGapMs(), meter->quantileMs(0.99),
-                    meter->ticks(), w.lastJobMs());
+                    meter->ticks(), w.lastJobMs(), w.heatmaps()->replotCostMs(),
+                    w.plots()->replotCostMs(), app.maxEventCpuMs(), app.maxEventWallMs(),
+                    app.totalCpuMs(), app.slowestReceiver().toUtf8().constData(),
+                    app.slowestEventType());
         std::fflush(stdout);
         w.close();
       });

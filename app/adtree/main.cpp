@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
     if (verb == "model") return adtree::cli::cmd_model(argc - 2, argv + 2);
     if (verb == "bench") return adtree::cli::cmd_bench(argc - 2, argv + 2);
     if (verb == "data") return adtree::cli::cmd_data(argc - 2, argv + 2);
+    if (verb == "train") return adtree::cli::cmd_train(argc - 2, argv + 2);
     std::cerr << "adtree: unknown command '" << verb << "' (see 'adtree --help')\n";
     return 2;
   } catch (const adtree::Error& e) {

@@ -21,7 +21,10 @@ void add_method_options(Args& a, bool list) {
   std::string names;
   for (const auto& m : decode::known_methods()) names += (names.empty() ? "" : "|") + m;
   a.option("method", list ? "LIST" : "NAME",
-           (list ? "comma-separated methods: " : "decoding method: ") + names, d.method)
+           (list ? "comma-separated methods: " : "decoding method: ") + names +
+               " (pathspec with K > 1 paths is LOSSY: picking the longest accepted chain biases "
+               "the samples, see docs/JACOBI.md)",
+           d.method)
       .option("tree", "NAME", "static tree: eagle25 (25 nodes) or eagle57 (57 nodes), depth 5",
               d.static_tree.preset)
       .option("depth", "D", "dynamic tree expansion rounds (d = D + 1 draft levels)", str(d.dynamic_tree.depth))
@@ -43,7 +46,20 @@ void add_method_options(Args& a, bool list) {
       .option("lantern-mode", "MODE", "LANTERN: delta (TVD budget) or lambda (ratio, LANTERN++)", "delta")
       .option("lantern-k", "K", "LANTERN: latent neighbours per draft token", str(d.lantern.k))
       .option("lantern-delta", "D", "LANTERN delta mode: total-variation budget in [0, 1]", str(d.lantern.delta))
-      .option("lantern-lambda", "L", "LANTERN lambda mode: ratio > 1", str(d.lantern.lambda));
+      .option("lantern-lambda", "L", "LANTERN lambda mode: ratio > 1", str(d.lantern.lambda))
+      .option("window", "L", "SJD: draft tokens guessed ahead per step", str(d.jacobi.window))
+      .option("jacobi-init", "INIT", "SJD/PathSpec: new guesses are random codes or spatial (the left "
+              "cell's code; PathSpec's other paths the cell above, up-left, up-right)",
+              d.jacobi.spatial_init ? "spatial" : "random")
+      .option("paths", "K", "PathSpec: parallel Jacobi chains sharing the root", str(d.jacobi.paths))
+      .option("path-length", "N", "PathSpec: draft tokens per chain", str(d.jacobi.path_length))
+      .option("path-relax", "LAMBDA", "PathSpec PathRelax (lossy): off, on (lambda = " +
+              str(decode::JacobiSettings::kPathRelaxDefault) + ") or a lambda >= 0; "
+              "combines with --relax lantern", "off")
+      .option("jacobi-start-margin", "M", "SJD/PathSpec: plain AR for the first M tokens",
+              str(d.jacobi.start_margin))
+      .option("jacobi-stop-margin", "M", "SJD/PathSpec: plain AR for the last M tokens",
+              str(d.jacobi.stop_margin));
 }
 
 decode::MethodSettings method_from(const Args& a, const std::string& method) {
@@ -73,6 +89,21 @@ decode::MethodSettings method_from(const Args& a, const std::string& method) {
   m.lantern.k = a.integer("lantern-k");
   m.lantern.delta = a.number("lantern-delta");
   m.lantern.lambda = a.number("lantern-lambda");
+  auto& j = m.jacobi;
+  j.window = a.integer("window");
+  const auto init = a.str("jacobi-init");
+  if (init != "random" && init != "spatial") {
+    throw Error("--jacobi-init must be random or spatial, not '" + init + "'");
+  }
+  j.spatial_init = init == "spatial";
+  j.paths = a.integer("paths");
+  j.path_length = a.integer("path-length");
+  const auto pr = a.str("path-relax");
+  if (pr == "off") j.path_relax = 0;
+  else if (pr == "on") j.path_relax = decode::JacobiSettings::kPathRelaxDefault;
+  else j.path_relax = a.number("path-relax");  // validate() rejects negative values
+  j.start_margin = a.integer("jacobi-start-margin");
+  j.stop_margin = a.integer("jacobi-stop-margin");
   return m;
 }
 

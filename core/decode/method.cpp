@@ -1,5 +1,6 @@
 #include "decode/method.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
@@ -86,10 +87,20 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
   }
   const auto& j = jacobi;
   if (method == "sjd" || method == "pathspec") {
-    if (j.window < 1 || j.window >= image_tokens)
-      bad("Jacobi window must be in 1.." + std::to_string(image_tokens - 1));
-    if (j.paths < 1) bad("PathSpec needs at least one path");
-    if (!(j.path_relax >= 0)) bad("PathRelax lambda must be >= 0");
+    const std::string last = std::to_string(image_tokens - 1);
+    if (method == "sjd" && (j.window < 1 || j.window >= image_tokens))
+      bad("Jacobi window L must be in 1.." + last + ", got " + std::to_string(j.window));
+    if (method == "pathspec") {
+      // 64 chains keep the verification block (K x length + 1 rows) within reason.
+      if (j.paths < 1 || j.paths > 64) bad("PathSpec paths K must be in 1..64, got " + std::to_string(j.paths));
+      if (j.path_length < 1 || j.path_length >= image_tokens)
+        bad("PathSpec path length must be in 1.." + last + ", got " + std::to_string(j.path_length));
+      if (!(j.path_relax >= 0) || !std::isfinite(j.path_relax))
+        bad("PathRelax lambda must be a number >= 0 (0 = off)");
+    }
+    if (j.start_margin < 0 || j.stop_margin < 0) bad("Jacobi start/stop margins must be >= 0");
+    if (j.start_margin + j.stop_margin >= image_tokens)
+      bad("Jacobi start + stop margins must leave tokens to draft (< " + std::to_string(image_tokens) + ")");
   }
 }
 
@@ -122,7 +133,10 @@ nlohmann::json MethodSettings::to_json() const {
            {{"window", jacobi.window},
             {"spatial_init", jacobi.spatial_init},
             {"paths", jacobi.paths},
-            {"path_relax", jacobi.path_relax}}}};
+            {"path_length", jacobi.path_length},
+            {"path_relax", jacobi.path_relax},
+            {"start_margin", jacobi.start_margin},
+            {"stop_margin", jacobi.stop_margin}}}};
 }
 
 MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
@@ -169,7 +183,10 @@ MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
       m.jacobi.window = a.value("window", m.jacobi.window);
       m.jacobi.spatial_init = a.value("spatial_init", m.jacobi.spatial_init);
       m.jacobi.paths = a.value("paths", m.jacobi.paths);
+      m.jacobi.path_length = a.value("path_length", m.jacobi.path_length);
       m.jacobi.path_relax = a.value("path_relax", m.jacobi.path_relax);
+      m.jacobi.start_margin = a.value("start_margin", m.jacobi.start_margin);
+      m.jacobi.stop_margin = a.value("stop_margin", m.jacobi.stop_margin);
     }
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("invalid method settings: ") + e.what());

@@ -48,10 +48,14 @@ struct LanternSettings {  // SPEC_DECODING.md section 4, LANTERN / LANTERN++
 };
 
 struct JacobiSettings {  // SPEC_DECODING.md section 6
-  int64_t window = 15;        // L
+  static constexpr double kPathRelaxDefault = 0.01;  // issue 9: PathRelax's lambda when switched on
+  int64_t window = 15;        // SJD: L draft tokens per step
   bool spatial_init = true;   // init drafts from the token to the left, else random
-  int64_t paths = 4;          // PathExplore: K parallel chains
-  double path_relax = 0.0;    // PathRelax lambda (0 = off, lossless)
+  int64_t paths = 2;          // PathExplore: K parallel chains (issue 9: 2 x 12)
+  int64_t path_length = 12;   // PathExplore: draft tokens per chain
+  double path_relax = 0.0;    // PathRelax lambda (lossy; 0 = off); "on" = kPathRelaxDefault
+  int64_t start_margin = 0;   // plain AR (no drafts) for the first M image tokens
+  int64_t stop_margin = 0;    // ... and for the last M
 };
 
 struct MethodSettings {

@@ -22,6 +22,13 @@ at::Tensor neighbours_for(const model::VqModel& vq, int64_t k) {
   if (it == cache.end()) it = cache.emplace(key, latent_neighbours(vq.normalized_codebook(), k)).first;
   return it->second;
 }
+
+// The relaxed acceptance rule when the settings ask for it (any speculative method), else null.
+std::unique_ptr<LanternRule> lantern_for(const model::ModelBundle& model, const MethodSettings& m) {
+  if (m.acceptance != Acceptance::Lantern) return nullptr;
+  if (!model.vq) throw Error("LANTERN needs the VQ codebook: load the model with its tokenizer");
+  return std::make_unique<LanternRule>(neighbours_for(*model.vq, m.lantern.k), m.lantern);
+}
 }  // namespace
 
 DecodeResult run_decode(const model::ModelBundle& model, const model::Condition& cond,
@@ -44,14 +51,16 @@ DecodeResult run_decode(const model::ModelBundle& model, const model::Condition&
     SpecOptions opts;
     opts.budget = m.dynamic_tree.budget;  // ADT keeps the dynamic tree's N (SPEC_DECODING.md 5)
     if (opts.budget == 0 && m.method != "static") opts.budget = choose_budget(*model.gpt, batch).budget;
-    std::unique_ptr<LanternRule> lantern;
-    if (m.acceptance == Acceptance::Lantern) {
-      if (!model.vq) throw Error("LANTERN needs the VQ codebook: load the model with its tokenizer");
-      lantern = std::make_unique<LanternRule>(neighbours_for(*model.vq, m.lantern.k), m.lantern);
-      opts.lantern = lantern.get();
-    }
+    auto lantern = lantern_for(model, m);
+    opts.lantern = lantern.get();
     auto source = make_eagle_source(*model.drafter, *model.gpt, batch);
     res = generate_speculative(*model.gpt, *source, cond, request, opts, on_step, cancel);
+  } else if (m.method == "sjd" || m.method == "pathspec") {
+    // Training-free: no draft head needed, any model runs them (SPEC_DECODING.md 6).
+    SpecOptions opts;
+    auto lantern = lantern_for(model, m);
+    opts.lantern = lantern.get();
+    res = generate_jacobi(*model.gpt, cond, request, opts, on_step, cancel);
   } else {
     throw Error("method '" + m.method + "' is not available in this build yet");
   }

@@ -97,10 +97,12 @@ Processed LogitsProcessor::process_rows(const at::Tensor& logits,
     out.probs = at::zeros_like(sm).scatter_(-1, mixed.argmax(-1, true), 1.0);
     return out;
   }
-  auto scaled = mixed / params_.temperature;
-  out.top1 = std::get<0>(at::softmax(scaled, -1).max(-1));
-  auto filtered = top_p_filter(top_k_filter(scaled, params_.top_k), params_.top_p);
-  out.probs = at::softmax(filtered, -1);
+  auto scaled = params_.temperature == 1.0 ? mixed : mixed / params_.temperature;
+  auto full = at::softmax(scaled, -1);
+  out.top1 = std::get<0>(full.max(-1));
+  const bool filters = (params_.top_k > 0 && params_.top_k < scaled.size(-1)) || params_.top_p < 1.0;
+  out.probs = filters ? at::softmax(top_p_filter(top_k_filter(scaled, params_.top_k), params_.top_p), -1)
+                      : full;  // one softmax serves both when nothing is filtered
   return out;
 }
 

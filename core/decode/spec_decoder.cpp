@@ -3,9 +3,11 @@
 #include <c10/core/InferenceMode.h>
 
 #include <chrono>
+#include <memory>
 
 #include "decode/acceptance.h"
 #include "decode/adt_policy.h"
+#include "decode/jacobi.h"
 #include "decode/tree_builder.h"
 #include "util/error.h"
 
@@ -18,19 +20,19 @@ double ms_since(Clock::time_point t0) {
 }
 }  // namespace
 
-DecodeResult generate_speculative(const model::Gpt& target, DraftSource& source,
-                                  const model::Condition& cond, const DecodeRequest& request,
-                                  const SpecOptions& opts, const StepCallback& on_step,
-                                  const std::atomic<bool>* cancel) {
+namespace {
+// The loop itself. `source` drafts for the tree methods; for the Jacobi methods it is null and a
+// JacobiState proposes, verifies and recycles instead (SPEC_DECODING.md 6).
+DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
+                         const model::Condition& cond, const DecodeRequest& request,
+                         const SpecOptions& opts, const StepCallback& on_step,
+                         const std::atomic<bool>* cancel) {
   c10::InferenceMode guard;
   const auto& cfg = target.config();
   const auto& m = request.method;
   const auto& sp = request.sampling;
   m.validate(cfg.vocab_size, cfg.image_tokens());
   sp.validate(cfg.vocab_size);
-  if (m.method != "static" && m.method != "dynamic" && m.method != "adt") {
-    throw Error("generate_speculative: '" + m.method + "' is not a draft-tree method");
-  }
   const int64_t batch = sp.uses_cfg() ? 2 : 1;
   if (cond.batch() != batch) throw Error("the condition batch does not match the CFG setting");
   const int64_t n_img = opts.max_tokens > 0 ? std::min(opts.max_tokens, cfg.image_tokens())
@@ -47,20 +49,26 @@ DecodeResult generate_speculative(const model::Gpt& target, DraftSource& source,
   const StaticTreeSpec static_spec =
       m.method == "static" ? StaticTreeSpec::preset(m.static_tree.preset) : StaticTreeSpec{};
   AdtPolicy adt(m.adt, cfg.grid_h, cfg.grid_w);
-  const int64_t budget = opts.budget;
+  std::unique_ptr<JacobiState> jacobi;
+  if (!source) jacobi = std::make_unique<JacobiState>(m.method, m.jacobi, cfg.grid_h, cfg.grid_w, cfg.vocab_size, n_img);
+  // Jacobi steps verify at most K chains of their length; the trees verify N.
+  const int64_t budget = jacobi ? jacobi->paths() * jacobi->length() : opts.budget;
   if (m.method != "static" && budget < 1) throw Error("the verification budget N must be resolved (> 0)");
   Rng rng(request.seed);
 
   DecodeResult res;
-  res.stats.method = m.method + (opts.lantern ? "+lantern" : "");
+  const bool lossless = !opts.lantern && (!jacobi || jacobi->lossless());
+  res.stats.method = (jacobi ? jacobi->label() : m.method) + (opts.lantern ? "+lantern" : "") +
+                     (jacobi && !jacobi->lossless() ? " (lossy)" : "");
   res.stats.settings = {{"method", m.method}, {"seed", request.seed}, {"sampling", sp.to_json()},
-                        {"budget", budget}, {"lantern", opts.lantern != nullptr}};
+                        {"budget", budget}, {"lantern", opts.lantern != nullptr}, {"lossless", lossless}};
   res.stats.grids = CellGrids(cfg.grid_h, cfg.grid_w);
   auto& tokens = res.tokens;
 
   // The target's block can hold the root and every node of the largest tree.
   const int64_t max_nodes =
-      m.method == "static" ? int64_t(static_spec.paths.size())
+      jacobi ? budget
+      : m.method == "static" ? int64_t(static_spec.paths.size())
                            : std::max<int64_t>(budget, m.method == "adt"
                                                            ? m.adt.k_max * m.adt.d_max
                                                            : m.dynamic_tree.width);
@@ -92,8 +100,10 @@ DecodeResult generate_speculative(const model::Gpt& target, DraftSource& source,
       on_step(StepEvent{res.stats.steps.back(), tk, cells});
     }
   }
-  source.start(cond, pre.hidden.narrow(1, pre.hidden.size(1) - 1, 1));
-  source.take_forward_ms();
+  if (source) {
+    source->start(cond, pre.hidden.narrow(1, pre.hidden.size(1) - 1, 1));
+    source->take_forward_ms();
+  }
   // Rows the draft source has not seen: tokens with their predecessor's target feature.
   std::vector<int64_t> todo_tokens{tokens[0]};
   at::Tensor todo_feats = pre.hidden.narrow(1, pre.hidden.size(1) - 1, 1);
@@ -112,21 +122,27 @@ DecodeResult generate_speculative(const model::Gpt& target, DraftSource& source,
 
     // Draft.
     t0 = Clock::now();
-    auto root_logits = source.begin_step(todo_tokens, todo_feats, todo_first);
-    DraftContext ctx{source, draft_proc, root_logits, tokens.back(), n, max_levels};
     TreeShape shape{m.dynamic_tree.depth + 1, m.dynamic_tree.width};
     DraftTree tree;
-    if (m.method == "static") {
-      tree = build_static_tree(ctx, static_spec, rule == ChildRule::WithoutReplacement, rng);
+    if (jacobi) {
+      // No draft model: the window's guesses, K chains of d levels (d = 0 inside a margin).
+      tree = jacobi->build_tree(tokens, max_levels, rng);
       shape = TreeShape{tree.levels, tree.width};
     } else {
-      if (m.method == "adt") shape = adt.shape_for(n);
-      tree = build_dynamic_tree(ctx, shape.d, shape.k, budget);
+      auto root_logits = source->begin_step(todo_tokens, todo_feats, todo_first);
+      DraftContext ctx{*source, draft_proc, root_logits, tokens.back(), n, max_levels};
+      if (m.method == "static") {
+        tree = build_static_tree(ctx, static_spec, rule == ChildRule::WithoutReplacement, rng);
+        shape = TreeShape{tree.levels, tree.width};
+      } else {
+        if (m.method == "adt") shape = adt.shape_for(n);
+        tree = build_dynamic_tree(ctx, shape.d, shape.k, budget);
+      }
+      source->end_step();
     }
-    source.end_step();
     // Draft-model forwards count as drafting; building and ranking the tree as bookkeeping.
     const double draft_total = ms_since(t0);
-    rec.t_draft_ms = source.take_forward_ms();
+    rec.t_draft_ms = source ? source->take_forward_ms() : 0.0;
     double bookkeeping_ms = draft_total - rec.t_draft_ms;
     rec.tree_depth = shape.d;
     rec.tree_width = shape.k;
@@ -152,7 +168,9 @@ DecodeResult generate_speculative(const model::Gpt& target, DraftSource& source,
     t0 = Clock::now();
     auto proc = target_proc.process_rows(out.logits, predicts);
     auto top1 = proc.top1.to(at::kCPU);
-    auto acc = verify_tree(tree, proc.probs, rule, opts.lantern, max_levels, rng);
+    auto acc = jacobi ? jacobi->accept(tree, proc.probs, opts.lantern, max_levels, rng)
+                      : verify_tree(tree, proc.probs, rule, opts.lantern, max_levels, rng);
+    if (jacobi) jacobi->recycle(tree, acc, rng);  // new guesses are samples: timed as sampling
     rec.t_sample_ms = ms_since(t0);
 
     // Commit: compact the accepted path's K/V rows, record the cells, queue the draft rows.
@@ -194,16 +212,40 @@ DecodeResult generate_speculative(const model::Gpt& target, DraftSource& source,
     tokens.insert(tokens.end(), new_tokens.begin(), new_tokens.end());
     rec.cum_tokens = int64_t(tokens.size());
     // Next step's draft rows: each new token with the target feature of its predecessor.
-    todo_tokens = new_tokens;
-    todo_feats = out.hidden.index_select(1, at::tensor(std::vector<int64_t>(parents.begin(), parents.begin() + committed),
-                                                       at::TensorOptions().dtype(at::kLong)));
-    todo_first = n + 1;
+    if (source) {
+      todo_tokens = new_tokens;
+      todo_feats = out.hidden.index_select(1, at::tensor(std::vector<int64_t>(parents.begin(), parents.begin() + committed),
+                                                         at::TensorOptions().dtype(at::kLong)));
+      todo_first = n + 1;
+    }
     rec.t_other_ms = ms_since(t0) + bookkeeping_ms;
     res.stats.add_step(rec);
     if (on_step) on_step(StepEvent{res.stats.steps.back(), new_tokens, cells});
   }
   res.stats.finish(ms_since(t_start));
   return res;
+}
+}  // namespace
+
+DecodeResult generate_speculative(const model::Gpt& target, DraftSource& source,
+                                  const model::Condition& cond, const DecodeRequest& request,
+                                  const SpecOptions& opts, const StepCallback& on_step,
+                                  const std::atomic<bool>* cancel) {
+  const auto& m = request.method.method;
+  if (m != "static" && m != "dynamic" && m != "adt") {
+    throw Error("generate_speculative: '" + m + "' is not a draft-tree method");
+  }
+  return decode_loop(target, &source, cond, request, opts, on_step, cancel);
+}
+
+DecodeResult generate_jacobi(const model::Gpt& target, const model::Condition& cond,
+                             const DecodeRequest& request, const SpecOptions& opts,
+                             const StepCallback& on_step, const std::atomic<bool>* cancel) {
+  const auto& m = request.method.method;
+  if (m != "sjd" && m != "pathspec") {
+    throw Error("generate_jacobi: '" + m + "' is not a Jacobi method (sjd or pathspec)");
+  }
+  return decode_loop(target, nullptr, cond, request, opts, on_step, cancel);
 }
 
 }  // namespace adtree::decode

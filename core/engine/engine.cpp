@@ -14,6 +14,12 @@
 #include <optional>
 #include <thread>
 
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include "decode/run.h"
 #include "model/model_dir.h"
 #include "model/random_model.h"
@@ -177,6 +183,11 @@ class PreviewWorker {
  private:
   void loop() {
     at::init_num_threads();  // like the worker: the process's thread policy, not OpenMP's default
+#ifdef __linux__
+    // Previews are best effort: on a machine with few cores the decoding thread and the GUI thread
+    // come first (measured in docs/GUI.md). Linux applies a thread's own nice value to it alone.
+    setpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)), 10);
+#endif
     for (;;) {
       std::shared_ptr<const model::ModelBundle> m;
       std::vector<int64_t> tokens;

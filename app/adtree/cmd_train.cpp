@@ -1,0 +1,190 @@
+// adtree train vq|gpt|drafter|assemble: the training pipeline of the shipped model (issue 4).
+// Each stage writes a run folder (checkpoint, metrics.jsonl, run.json, weights); assemble turns
+// finished runs into a model directory.
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "commands.h"
+#include "io/dataset.h"
+#include "train/assemble.h"
+#include "train/drafter_trainer.h"
+#include "train/gpt_trainer.h"
+#include "train/vq_trainer.h"
+#include "util/error.h"
+#include "util/threads.h"
+#ifdef ADTREE_HAVE_IMAGING
+#include "imaging/emoji_dataset.h"
+#include "imaging/image_io.h"
+#endif
+
+namespace adtree::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+void print_train_usage() {
+  std::cout << "Usage: adtree train <stage> [OPTIONS]\n\n"
+               "Train the model's parts on a dataset file (from 'adtree data emoji'), in order:\n"
+               "  vq         the VQ tokenizer (pictures -> 16x16 codes)\n"
+               "  gpt        the caption-conditioned transformer over the codes (needs --vq RUN)\n"
+               "  drafter    the EAGLE draft head of a trained GPT (needs --gpt RUN)\n"
+               "  assemble   a model directory from finished runs (--vq, --gpt, --drafter)\n\n"
+               "Every stage checkpoints into its --out folder and continues with --resume.\n"
+               "Run 'adtree train <stage> --help' for its options.\n";
+}
+
+std::string command_line(const std::string& stage, int argc, char** argv) {
+  std::string s = "adtree train " + stage;
+  for (int i = 0; i < argc; ++i) s += std::string(" ") + argv[i];
+  return s;
+}
+
+void add_run_options(Args& a) {
+  a.option("data", "FILE", "dataset file (adtree data emoji)")
+      .option("out", "DIR", "run folder (checkpoint, metrics.jsonl, weights)")
+      .option("steps", "N", "optimiser steps (default: the config's)")
+      .option("batch", "B", "batch size (default: the config's)")
+      .option("lr", "X", "peak learning rate (default: the config's)")
+      .option("seed", "S", "seed of initialisation, data order and noise", "0")
+      .option("config", "JSON", "config overrides: inline {...} or a JSON file (see --show-config)")
+      .flag("resume", "continue from <out>/checkpoint.safetensors")
+      .option("stop-at", "N", "stop after step N (checkpointed), e.g. to split a run", "0")
+      .option("max-minutes", "M", "stop (checkpointed) after M minutes of training", "0")
+      .option("log-every", "N", "progress line and metrics record every N steps", "10")
+      .option("eval-every", "N", "validation every N steps (default: the config's)", "0")
+      .option("checkpoint-every", "N", "checkpoint every N steps (default: the config's)", "0")
+      .option("threads", "N", "intra-op CPU threads (default: $ADTREE_THREADS or 1)", "0")
+      .flag("show-config", "print the stage's default config and exit");
+}
+
+train::TrainOptions run_options(const Args& a, const std::string& stage, int argc, char** argv) {
+  if (!a.given("out")) throw Error("give the run folder with --out DIR");
+  train::TrainOptions o;
+  o.out = a.str("out");
+  o.steps = a.given("steps") ? a.integer("steps") : 0;
+  o.batch = a.given("batch") ? a.integer("batch") : 0;
+  o.lr = a.given("lr") ? a.number("lr") : 0.0;
+  if (a.given("steps") && o.steps <= 0) throw Error("--steps must be positive");
+  if (a.given("batch") && o.batch <= 0) throw Error("--batch must be positive");
+  if (a.given("lr") && !(o.lr > 0)) throw Error("--lr must be positive");
+  if (a.integer("seed") < 0) throw Error("--seed must not be negative");
+  o.seed = uint64_t(a.integer("seed"));
+  o.resume = a.flag_set("resume");
+  o.stop_at = a.integer("stop-at");
+  o.max_minutes = a.number("max-minutes");
+  o.log_every = a.integer("log-every");
+  o.eval_every = a.integer("eval-every");
+  o.checkpoint_every = a.integer("checkpoint-every");
+  if (a.given("config")) o.config = train::parse_config_arg(a.str("config"));
+  o.provenance = {{"command", command_line(stage, argc, argv)},
+                  {"data", a.given("data") ? fs::path(a.str("data")).filename().string() : ""},
+                  {"threads", intra_op_threads()}};
+  return o;
+}
+
+io::Dataset load_data(const Args& a) {
+  if (!a.given("data")) throw Error("give the dataset file with --data FILE (make one with 'adtree data emoji')");
+  return io::Dataset::load(a.str("data"));
+}
+
+void print_result(const std::string& stage, const train::TrainResult& r, const std::string& out) {
+  if (!r.finished) {
+    std::cout << stage << ": stopped at step " << r.last_step << "; continue with --resume\n";
+    return;
+  }
+  std::cout << stage << ": finished " << r.last_step << " steps; metrics:\n"
+            << r.metrics.dump(2) << "\nwrote " << fs::absolute(out).string() << "\n";
+}
+
+}  // namespace
+
+int cmd_train(int argc, char** argv) {
+  if (argc < 1 || std::string(argv[0]) == "--help" || std::string(argv[0]) == "-h") {
+    print_train_usage();
+    return argc < 1 ? 2 : 0;
+  }
+  const std::string stage = argv[0];
+  if (stage == "assemble") {
+    Args a("train assemble", "Write a model directory from finished vq, gpt and drafter runs.");
+    a.option("vq", "DIR", "finished 'train vq' run folder")
+        .option("gpt", "DIR", "finished 'train gpt' run folder")
+        .option("drafter", "DIR", "finished 'train drafter' run folder (optional)")
+        .option("data", "FILE", "the dataset the runs used (licences and attribution)")
+        .option("out", "DIR", "model directory to write")
+        .option("dtype", "TYPE", "weight storage: fp16, bf16 or fp32", "fp16")
+        .option("name", "TEXT", "model name", "emoji")
+        .option("description", "TEXT", "one-line description", "");
+    if (!a.parse(argc - 1, argv + 1)) return 0;
+    for (const char* req : {"vq", "gpt", "out", "data"}) {
+      if (!a.given(req)) throw Error(std::string("give --") + req);
+    }
+    train::AssembleOptions o;
+    o.vq_dir = a.str("vq");
+    o.gpt_dir = a.str("gpt");
+    o.drafter_dir = a.str("drafter");
+    o.out = a.str("out");
+    o.dtype = a.str("dtype");
+    o.name = a.str("name");
+    o.description = a.str("description");
+    const auto data = io::Dataset::load(a.str("data"));
+    o.dataset_info = data.info;
+    o.dataset_path = a.str("data");
+    train::assemble_model(o);
+    std::uintmax_t bytes = 0;
+    for (const auto& e : fs::directory_iterator(o.out)) {
+      if (e.is_regular_file()) bytes += e.file_size();
+    }
+    std::cout << "wrote model directory " << fs::absolute(o.out).string() << " (" << bytes / 1024
+              << " KiB, weights in " << o.dtype << "); it loads with the product's loader\n";
+    return 0;
+  }
+  if (stage != "vq" && stage != "gpt" && stage != "drafter") {
+    throw Error("unknown 'train' stage '" + stage + "' (known: vq, gpt, drafter, assemble)");
+  }
+  Args a("train " + stage, stage == "vq"    ? "Train the VQ tokenizer."
+                           : stage == "gpt" ? "Train the caption-conditioned GPT on VQ codes."
+                                            : "Train the EAGLE-1 draft head of a trained GPT.");
+  add_run_options(a);
+  if (stage == "gpt") a.option("vq", "DIR", "finished 'train vq' run folder (or a model directory)");
+  if (stage == "drafter") a.option("gpt", "DIR", "finished 'train gpt' run folder");
+  if (!a.parse(argc - 1, argv + 1)) return 0;
+  if (a.flag_set("show-config")) {
+    const json d = stage == "vq"    ? train::vq_default_config()
+                   : stage == "gpt" ? train::gpt_default_config()
+                                    : train::drafter_default_config();
+    std::cout << d.dump(2) << "\n";
+    return 0;
+  }
+  if (a.integer("threads") > 0) configure_threads(int(a.integer("threads")));
+  const auto opts = run_options(a, stage, argc - 1, argv + 1);
+  const auto data = load_data(a);
+  if (stage == "vq") {
+    const auto r = train::train_vq(data, opts);
+#ifdef ADTREE_HAVE_IMAGING
+    if (r.finished) {
+      // Originals next to their reconstructions, to judge the tokenizer by eye.
+      auto rows = data.indices(io::Split::Validation);
+      if (rows.empty()) rows = data.indices(io::Split::Train);
+      rows.resize(std::min<size_t>(rows.size(), 32));
+      const auto vq = train::load_vq(opts.out);
+      const auto sheet = imaging::image_grid(train::reconstruction_pairs(vq, data, rows), 8, 2, 4);
+      imaging::write_image(opts.out + "/reconstructions.png", sheet);
+      std::cout << "wrote " << opts.out << "/reconstructions.png (original | reconstruction pairs)\n";
+    }
+#endif
+    print_result(stage, r, opts.out);
+  } else if (stage == "gpt") {
+    if (!a.given("vq")) throw Error("give the VQ run folder with --vq DIR");
+    print_result(stage, train::train_gpt(data, a.str("vq"), opts), opts.out);
+  } else {
+    if (!a.given("gpt")) throw Error("give the GPT run folder with --gpt DIR");
+    print_result(stage, train::train_drafter(data, a.str("gpt"), opts), opts.out);
+  }
+  return 0;
+}
+
+}  // namespace adtree::cli

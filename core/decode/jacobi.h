@@ -1,0 +1,81 @@
+// Training-free Jacobi drafting (SPEC_DECODING.md 6): SJD and PathSpec's PathExplore / PathRelax.
+// No draft model: the drafts are guesses for the next image cells that the target's own
+// verification forward refines. JacobiState is the draft source, tree builder and acceptance rule
+// of these methods inside the one decoding loop (spec_decoder.cpp); the loop still does the target
+// forward with the ancestor mask, the KV compaction and the statistics.
+//
+// Per path it keeps a window of drafts for the cells after the root, each with the distribution q
+// it was drawn from. A step:
+//   build_tree  SJD: one chain of L drafts under the root; PathExplore: K chains sharing the root.
+//               Missing slots are filled first: a random code, or (spatial init) the code of the
+//               cell to the left, both as point masses.
+//   accept      per chain, min(1, p/q) left to right with the residual norm(max(0, p - q)) at the
+//               first rejection (verify_tree's WithoutReplacement rule on a chain); PathExplore keeps
+//               the chain that accepted most, PathRelax raises p(x) by lambda x the mean p of the
+//               other chains' tokens at the same depth (lossy).
+//   recycle     cells after the new root that the forward predicted take a new sample from the
+//               target row that predicted them, with q := that row (SJD's "recycling").
+#pragma once
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "decode/acceptance.h"
+#include "decode/draft_tree.h"
+#include "decode/lantern.h"
+#include "decode/method.h"
+#include "util/rng.h"
+
+namespace adtree::decode {
+
+class JacobiState {
+ public:
+  // `method` is "sjd" or "pathspec"; the grid gives spatial init its neighbours; `n_img` is the
+  // number of image tokens this generation produces (the stop margin counts back from it).
+  JacobiState(const std::string& method, const JacobiSettings& settings, int64_t grid_h,
+              int64_t grid_w, int64_t vocab, int64_t n_img);
+
+  int64_t paths() const { return paths_; }
+  int64_t length() const { return length_; }   // L (SJD window) or path length (PathExplore)
+  bool lossless() const;                       // SJD yes; PathExplore's longest-path choice no
+  std::string label() const;                   // method name for the statistics
+
+  // The draft tree for the step whose root is the last of `committed` (image index n): node 0 the
+  // root, then path k's drafts at depths 1..d as nodes 1 + k*d .. (k+1)*d, rank = k. d is
+  // min(length, max_levels), or 0 inside a start/stop margin (a plain AR step in the same loop).
+  DraftTree build_tree(const std::vector<int64_t>& committed, int64_t max_levels, Rng& rng);
+
+  // Verification of the tree built last, given the target rows p [nodes, V] (any device): the
+  // accepted node ids of the winning chain and the bonus / residual token. `max_depth` as in
+  // verify_tree.
+  AcceptResult accept(const DraftTree& tree, const at::Tensor& p, const LanternRule* lantern,
+                      int64_t max_depth, Rng& rng);
+
+  // After accept(): the cells beyond the new root that rows of this forward predicted get new
+  // samples with q := their row; untouched later slots are kept.
+  void recycle(const DraftTree& tree, const AcceptResult& acc, Rng& rng);
+
+  int64_t winner() const { return winner_; }  // chain chosen by the last accept()
+
+ private:
+  struct Draft {
+    int64_t token = 0;
+    at::Tensor q;  // [V] CPU fp32 the token was drawn from; undefined = point mass on `token`
+  };
+  int64_t levels_for(int64_t root_index, int64_t max_levels) const;
+  int64_t init_token(int64_t path, int64_t index, const std::vector<int64_t>& committed, Rng& rng) const;
+  int64_t node_id(int64_t path, int64_t depth) const;  // depth >= 1, in the tree built last
+
+  std::string method_;
+  JacobiSettings s_;
+  int64_t paths_, length_, grid_h_, grid_w_, vocab_, n_img_;
+  std::vector<std::vector<Draft>> window_;  // [path][i] = draft for image index base_ + i
+  int64_t base_ = -1;
+  // The last tree's layout and verification rows (CPU), for recycle().
+  int64_t root_index_ = 0, levels_ = 0, winner_ = 0;
+  at::Tensor p_cpu_;
+};
+
+}  // namespace adtree::decode

@@ -1,0 +1,298 @@
+#include "train/drafter_trainer.h"
+
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+
+#include "io/safetensors.h"
+#include "train/captions.h"
+#include "train/gpt_trainer.h"
+#include "util/error.h"
+
+namespace adtree::train {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+json drafter_default_config() {
+  return json{{"steps", 1500},
+              {"batch", 8},
+              {"lr", 5e-4},
+              {"warmup", 100},
+              {"min_lr_ratio", 0.1},
+              {"schedule", "cosine"},
+              {"beta1", 0.9},
+              {"beta2", 0.95},
+              {"weight_decay", 0.0},
+              {"grad_clip", 0.5},
+              {"p_weight", 0.1},        // SPEC_DECODING.md 2: SmoothL1 + 0.1 soft cross-entropy
+              {"feature_noise", 0.2},   // EAGLE: uniform noise of width 0.2 on input features
+              {"uncond_fraction", 0.2}, // rows in the null-caption stream (the head runs both)
+              {"self_samples", 0},      // target samples of training captions to train on
+              {"self_eval_samples", 0}, // further samples kept for evaluation only
+              {"self_fraction", 0.5},   // share of batch rows drawn from the samples
+              {"sample_cfg", 3.0},
+              {"sample_temperature", 1.0},
+              {"sample_batch", 16},
+              {"eval_cfg", 3.0},
+              {"eval_every", 500},
+              {"eval_images", 0},       // validation pictures for periodic evals (0: all)
+              {"checkpoint_every", 200}};
+}
+
+namespace {
+
+constexpr uint64_t kRowStream = 21, kNullStream = 22, kNoiseStream = 23, kSampleStream = 24,
+                   kSourceStream = 25;
+
+// Target features and probabilities for the head's rows j = 0 .. N-2 (token z_j with the
+// feature f_j that preceded it; targets f_{j+1} and p(z_{j+1} | ...)).
+struct TargetRows {
+  at::Tensor feats_in, tokens_in, feats_next, logits_next;
+};
+TargetRows target_rows(const model::Gpt& target, const at::Tensor& tokens, const at::Tensor& word_ids,
+                       const at::Tensor& null_rows) {
+  at::NoGradGuard no_grad;
+  const int64_t C = target.config().cond_len, N = tokens.size(1);
+  auto out = teacher_forced(target, tokens, word_ids, null_rows);
+  auto F = out.hidden.narrow(1, C - 1, N);  // F_j: the feature whose logits predict z_j
+  TargetRows r;
+  r.feats_in = F.narrow(1, 0, N - 1).clone();
+  r.feats_next = F.narrow(1, 1, N - 1).clone();
+  r.tokens_in = tokens.narrow(1, 0, N - 1);
+  r.logits_next = out.logits.narrow(1, 1, N - 1).clone();
+  return r;
+}
+
+at::Tensor head_positions(const model::Gpt& target, int64_t n) {
+  // Row j holds token z_j at its own sequence position C + j (the 2-D RoPE cell of z_j).
+  return at::arange(n, at::TensorOptions().dtype(at::kLong)) + target.config().cond_len;
+}
+
+at::Tensor cfg_mix(const at::Tensor& c, const at::Tensor& u, double s) { return u + s * (c - u); }
+
+}  // namespace
+
+json evaluate_drafter(const model::Gpt& target, const model::Drafter& head, const at::Tensor& tokens,
+                      const at::Tensor& word_ids, double cfg, int64_t batch) {
+  at::NoGradGuard no_grad;
+  const int64_t n = tokens.size(0);
+  double top1 = 0, top3 = 0, mix1 = 0, mix3 = 0, acc = 0, rows = 0;
+  for (int64_t i = 0; i < n; i += batch) {
+    const int64_t b = std::min(batch, n - i);
+    auto tok = tokens.narrow(0, i, b), ids = word_ids.narrow(0, i, b);
+    auto cond = target_rows(target, tok, ids, at::zeros({b}, at::TensorOptions().dtype(at::kBool)));
+    auto unc = target_rows(target, tok, ids, at::ones({b}, at::TensorOptions().dtype(at::kBool)));
+    auto pos = head_positions(target, tok.size(1) - 1);
+    auto dc = head.forward(nullptr, cond.feats_in, cond.tokens_in, pos).logits;
+    auto du = head.forward(nullptr, unc.feats_in, unc.tokens_in, pos).logits;
+    auto score = [](const at::Tensor& draft, const at::Tensor& tgt, double& t1, double& t3) {
+      auto best = tgt.argmax(-1, true);
+      auto top = std::get<1>(draft.topk(3, -1));
+      t1 += top.narrow(-1, 0, 1).eq(best).sum().item<double>();
+      t3 += top.eq(best).any(-1).sum().item<double>();
+    };
+    score(dc, cond.logits_next, top1, top3);
+    auto tm = cfg_mix(cond.logits_next, unc.logits_next, cfg), dm = cfg_mix(dc, du, cfg);
+    score(dm, tm, mix1, mix3);
+    acc += at::minimum(at::softmax(tm, -1), at::softmax(dm, -1)).sum(-1).sum().item<double>();
+    rows += double(cond.logits_next.size(0) * cond.logits_next.size(1));
+  }
+  rows = std::max(rows, 1.0);
+  return json{{"top1", top1 / rows},       {"top3", top3 / rows},   {"cfg_top1", mix1 / rows},
+              {"cfg_top3", mix3 / rows},   {"accept_t1", acc / rows}, {"images", n},
+              {"cfg", cfg}};
+}
+
+at::Tensor sample_target(const model::Gpt& target, const at::Tensor& word_ids, double cfg,
+                         double temperature, uint64_t seed, int64_t batch, std::ostream* log) {
+  at::NoGradGuard no_grad;
+  const auto& c = target.config();
+  const int64_t n = word_ids.size(0), N = c.image_tokens();
+  auto out = at::empty({n, N}, at::TensorOptions().dtype(at::kLong));
+  for (int64_t i = 0; i < n; i += batch) {
+    const int64_t b = std::min(batch, n - i);
+    auto ids = word_ids.narrow(0, i, b);
+    model::Condition cond;
+    auto cap = target.caption_from_words(ids);
+    cond.caption = at::cat({cap, target.null_caption().unsqueeze(0).expand_as(cap)}, 0);
+    cond.caption_mask = ids.ge(0).repeat({2, 1});
+    auto cache = target.new_cache(2 * b, 0);
+    auto logits = target.prefill(cache, cond).logits.select(1, 0);  // [2b, V]
+    auto gen = step_generator(seed, i, kSampleStream);
+    for (int64_t t = 0; t < N; ++t) {
+      auto mixed = cfg_mix(logits.narrow(0, 0, b), logits.narrow(0, b, b), cfg);
+      auto probs = at::softmax(mixed / std::max(temperature, 1e-6), -1);
+      auto next = at::multinomial(probs, 1, false, gen);  // [b, 1]
+      out.narrow(0, i, b).narrow(1, t, 1).copy_(next);
+      if (t + 1 == N) break;
+      auto o = target.forward_tokens(cache, next.repeat({2, 1}), t);
+      cache.commit();
+      logits = o.logits.select(1, 0);
+    }
+    if (log) *log << "sampled " << i + b << "/" << n << " target images" << std::endl;
+  }
+  return out;
+}
+
+TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir, const TrainOptions& opts) {
+  const std::string what = "train drafter";
+  auto cfg = merge_config(drafter_default_config(), opts.config, what);
+  if (opts.steps > 0) cfg["steps"] = opts.steps;
+  if (opts.batch > 0) cfg["batch"] = opts.batch;
+  if (opts.lr > 0) cfg["lr"] = opts.lr;
+  cfg["seed"] = opts.seed;
+  const int64_t steps = cfg["steps"], batch = cfg["batch"];
+  require(steps > 0, what, "steps must be positive");
+  require(batch > 0, what, "batch must be positive");
+  const double noise = cfg["feature_noise"], p_weight = cfg["p_weight"];
+  const double uncond_fraction = cfg["uncond_fraction"], self_fraction = cfg["self_fraction"];
+  const int64_t self_n = cfg["self_samples"], self_eval_n = cfg["self_eval_samples"];
+  require(noise >= 0, what, "feature_noise must not be negative");
+  require(uncond_fraction >= 0 && uncond_fraction <= 1, what, "uncond_fraction must be in [0, 1]");
+  require(self_fraction >= 0 && self_fraction <= 1, what, "self_fraction must be in [0, 1]");
+  require(self_n >= 0 && self_eval_n >= 0, what, "sample counts must not be negative");
+  data.validate(what);
+  std::ostream& log = opts.log ? *opts.log : std::cout;
+  fs::create_directories(opts.out);
+
+  const auto run = load_gpt_run(gpt_dir);
+  if (run.tokens.size(0) != data.size()) {
+    throw Error(what + ": the GPT run's VQ codes cover " + std::to_string(run.tokens.size(0)) +
+                " pictures but the dataset has " + std::to_string(data.size()) +
+                " (train the drafter on the GPT's dataset)");
+  }
+  const model::Gpt target(run.config, run.weights, at::kCPU, at::kFloat, /*inference=*/false);
+  const auto caps = caption_ids(data, run.vocab, run.config.cond_len);
+  const auto train_rows = split_rows(data, io::Split::Train, what);
+  auto val_rows = data.indices(io::Split::Validation);
+  if (val_rows.empty()) val_rows = train_rows;
+
+  // Self-distillation set: CFG samples of the target for random training captions, generated once
+  // (seeded) and cached; the last self_eval_samples are held out for evaluation.
+  at::Tensor sample_tokens, sample_ids;
+  const int64_t total_samples = self_n + self_eval_n;
+  if (total_samples > 0) {
+    const auto spath = run_file(opts.out, "samples.safetensors");
+    const json skey = {{"n", total_samples}, {"cfg", cfg["sample_cfg"]},
+                       {"temperature", cfg["sample_temperature"]}, {"seed", opts.seed},
+                       {"gpt", fs::absolute(gpt_dir).string()}, {"gpt_steps", run.run.value("steps", 0)}};
+    bool have = false;
+    if (fs::exists(spath)) {
+      io::SafetensorsReader r(spath);
+      auto it = r.metadata().find("key");
+      if (it != r.metadata().end() && it->second == skey.dump()) {
+        sample_tokens = r.tensor("tokens").to(at::kLong);
+        sample_ids = r.tensor("word_ids").to(at::kLong);
+        have = true;
+        log << "using cached target samples " << spath << std::endl;
+      }
+    }
+    if (!have) {
+      auto gen = step_generator(opts.seed, 0, kSourceStream);
+      auto pick = at::randint(int64_t(train_rows.size()), {total_samples}, gen, at::TensorOptions().dtype(at::kLong));
+      auto rows = at::tensor(train_rows, at::TensorOptions().dtype(at::kLong)).index_select(0, pick);
+      sample_ids = caps.ids.index_select(0, rows);
+      log << "sampling " << total_samples << " images from the target (cfg " << cfg["sample_cfg"]
+          << ", temperature " << cfg["sample_temperature"] << ")" << std::endl;
+      sample_tokens = sample_target(target, sample_ids, cfg["sample_cfg"], cfg["sample_temperature"],
+                                    opts.seed, cfg["sample_batch"], &log);
+      io::write_safetensors(spath, {{"tokens", sample_tokens}, {"word_ids", sample_ids}},
+                            {{"format", "adtree-samples"}, {"key", skey.dump()}});
+    }
+  }
+
+  auto init = model::init_params(model::drafter_param_specs(run.config), opts.seed + 2);
+  Params params = Params::from(init);
+  AdamW opt(params, {cfg["lr"].get<double>(), cfg["beta1"].get<double>(), cfg["beta2"].get<double>(),
+                     1e-8, cfg["weight_decay"].get<double>()});
+  const model::Drafter head(target, params.tensors, /*inference=*/false);
+  log << "draft head: " << params.count() << " parameters; target " << run.config.dim << "x"
+      << run.config.n_layer << std::endl;
+
+  BatchOrder order(train_rows, batch, opts.seed);
+  // The samples' own endless shuffled order (an unused one-row order when there are none).
+  std::vector<int64_t> sample_rows(size_t(std::max<int64_t>(self_n, 1)), 0);
+  for (size_t i = 0; i < sample_rows.size(); ++i) sample_rows[i] = int64_t(i);
+  BatchOrder sample_order(sample_rows, batch, opts.seed + 1);
+  const int64_t N = run.config.image_tokens();
+
+  LoopSpec spec;
+  spec.kind = "drafter";
+  spec.unit = "tok";
+  spec.config = cfg;
+  spec.steps = steps;
+  spec.eval_every = cfg["eval_every"];
+  spec.checkpoint_every = cfg["checkpoint_every"];
+  spec.schedule = {cfg["lr"].get<double>(), cfg["warmup"].get<int64_t>(), steps,
+                   cfg["min_lr_ratio"].get<double>(), cfg["schedule"].get<std::string>()};
+  spec.grad_clip = cfg["grad_clip"];
+  spec.step_fn = [&](int64_t step, double& items) {
+    // Each row comes from the real pictures or from the target's samples.
+    auto real_rows = order.rows_for_step(step);
+    auto idx = at::tensor(real_rows, at::TensorOptions().dtype(at::kLong));
+    auto tok = run.tokens.index_select(0, idx);
+    auto ids = caps.ids.index_select(0, idx);
+    if (self_n > 0 && self_fraction > 0) {
+      auto sgen = step_generator(opts.seed, step, kRowStream);
+      auto use = at::empty({batch}, at::kFloat).uniform_(0.0, 1.0, sgen).lt(self_fraction);
+      auto sidx = at::tensor(sample_order.rows_for_step(step), at::TensorOptions().dtype(at::kLong));
+      tok = at::where(use.view({batch, 1}), sample_tokens.index_select(0, sidx), tok);
+      ids = at::where(use.view({batch, 1}), sample_ids.index_select(0, sidx), ids);
+    }
+    auto ngen = step_generator(opts.seed, step, kNullStream);
+    auto null_rows = at::empty({batch}, at::kFloat).uniform_(0.0, 1.0, ngen).lt(uncond_fraction);
+    auto tr = target_rows(target, tok, ids, null_rows);
+    auto feats = tr.feats_in;
+    if (noise > 0) {
+      auto fgen = step_generator(opts.seed, step, kNoiseStream);
+      feats = feats + (at::empty(feats.sizes(), feats.options()).uniform_(0.0, 1.0, fgen) - 0.5) * noise;
+    }
+    auto out = head.forward(nullptr, feats, tr.tokens_in, head_positions(target, N - 1));
+    auto vloss = at::smooth_l1_loss(out.hidden, tr.feats_next);
+    auto p = at::softmax(tr.logits_next, -1);
+    auto ploss = -(p * at::log_softmax(out.logits, -1)).sum(-1).mean();
+    auto loss = vloss + p_weight * ploss;
+    loss.backward();
+    items += double(tr.tokens_in.numel());
+    return loss.item<double>();
+  };
+  const int64_t eval_images = cfg["eval_images"];
+  const double eval_cfg = cfg["eval_cfg"];
+  spec.eval_fn = [&](int64_t, bool final) {
+    std::vector<int64_t> rows = val_rows;
+    if (!final && eval_images > 0 && int64_t(rows.size()) > eval_images) rows.resize(size_t(eval_images));
+    auto idx = at::tensor(rows, at::TensorOptions().dtype(at::kLong));
+    json m;
+    m["validation"] = evaluate_drafter(target, head, run.tokens.index_select(0, idx),
+                                       caps.ids.index_select(0, idx), eval_cfg);
+    if (self_eval_n > 0) {
+      m["self_samples_heldout"] = evaluate_drafter(target, head, sample_tokens.narrow(0, self_n, self_eval_n),
+                                                   sample_ids.narrow(0, self_n, self_eval_n), eval_cfg);
+    }
+    return m;
+  };
+  spec.eval_text = [](const json& m) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "| val top1 %.3f top3 %.3f", m["validation"]["top1"].get<double>(),
+                  m["validation"]["top3"].get<double>());
+    return std::string(buf);
+  };
+
+  auto result = run_loop(opts, params, opt, spec);
+  if (result.finished) {
+    io::write_safetensors(run_file(opts.out, "drafter.safetensors"), params.detached(),
+                          {{"format", "adtree"}, {"content", "EAGLE-1 draft head trained by adtree train drafter"}});
+    write_json_file(run_file(opts.out, "run.json"),
+                    {{"kind", "drafter"},
+                     {"config", cfg},
+                     {"params", params.count()},
+                     {"steps", steps},
+                     {"gpt_dir", fs::absolute(gpt_dir).string()},
+                     {"metrics", result.metrics},
+                     {"provenance", opts.provenance}});
+  }
+  return result;
+}
+
+}  // namespace adtree::train

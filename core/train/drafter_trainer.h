@@ -1,0 +1,36 @@
+// Draft head training (`adtree train drafter`): EAGLE-1 on a frozen target, loss =
+// SmoothL1(f_hat, f) + p_weight * soft-CE(target probs, draft log-probs), uniform noise on the input
+// features. Data: the target's teacher-forced features on the training pictures and, optionally,
+// on the target's own CFG samples of training captions (self-distillation: the token
+// distribution the head meets at inference), both in the cond and in the null-caption stream.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "io/dataset.h"
+#include "model/drafter.h"
+#include "model/gpt.h"
+#include "train/common.h"
+
+namespace adtree::train {
+
+nlohmann::json drafter_default_config();
+
+// Trains a head for the GPT of `gpt_dir` (a finished `train gpt` run) and writes
+// <out>/drafter.safetensors and run.json (and samples.safetensors when self-distilling).
+TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir, const TrainOptions& opts);
+
+// Draft accuracy under teacher forcing on `tokens` [n, N] with caption word ids [n, C]: top-1 and
+// top-3 (the target's argmax among the head's 1 / 3 best) in the cond stream and on CFG-mixed
+// logits (scale `cfg`), and accept_t1 = mean sum_x min(p, q) of the CFG-mixed distributions at
+// temperature 1 (the chance one sampled draft token is accepted).
+nlohmann::json evaluate_drafter(const model::Gpt& target, const model::Drafter& head,
+                                const at::Tensor& tokens, const at::Tensor& word_ids, double cfg,
+                                int64_t batch = 16);
+
+// Samples of the target with CFG: tokens [n, N] for caption word ids [n, C], seeded, batched.
+at::Tensor sample_target(const model::Gpt& target, const at::Tensor& word_ids, double cfg,
+                         double temperature, uint64_t seed, int64_t batch, std::ostream* log);
+
+}  // namespace adtree::train

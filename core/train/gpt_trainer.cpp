@@ -1,0 +1,310 @@
+#include "train/gpt_trainer.h"
+
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "io/safetensors.h"
+#include "train/captions.h"
+#include "train/vq_trainer.h"
+#include "util/error.h"
+
+namespace adtree::train {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+json gpt_default_config() {
+  // CPU-trainable LlamaGen shape: 256 x 8 (head_dim 64), ~7M transformer parameters, so the whole
+  // shipped model stays far below 40 MB in fp16 (FINDINGS.md: 384 x 8 came to ~45 MB).
+  return json{{"dim", 256},
+              {"n_layer", 8},
+              {"n_head", 4},
+              {"cap_dim", 128},
+              {"cond_len", 16},
+              {"multiple_of", 256},
+              {"steps", 3000},
+              {"batch", 16},
+              {"lr", 3e-4},
+              {"warmup", 200},
+              {"min_lr_ratio", 0.1},
+              {"schedule", "cosine"},
+              {"beta1", 0.9},
+              {"beta2", 0.95},
+              {"weight_decay", 0.05},
+              {"grad_clip", 1.0},
+              {"dropout", 0.1},
+              {"caption_dropout", 0.1},
+              {"eval_every", 500},
+              {"train_eval_images", 256},
+              {"checkpoint_every", 200}};
+}
+
+model::GptConfig gpt_model_config(const json& c, int64_t num_words, int64_t vocab_size, int64_t grid) {
+  model::GptConfig g;
+  g.dim = c.at("dim").get<int64_t>();
+  g.n_layer = c.at("n_layer").get<int64_t>();
+  g.n_head = c.at("n_head").get<int64_t>();
+  g.cap_dim = c.at("cap_dim").get<int64_t>();
+  g.cond_len = c.at("cond_len").get<int64_t>();
+  g.multiple_of = c.at("multiple_of").get<int64_t>();
+  g.cond = model::CondKind::Caption;
+  g.num_words = num_words;
+  g.vocab_size = vocab_size;
+  g.grid_h = g.grid_w = grid;
+  g.validate();
+  return g;
+}
+
+namespace {
+
+constexpr uint64_t kDropStream = 11, kCaptionStream = 12;
+
+// Cheap fingerprints: the cache must not outlive a retrained VQ or a rebuilt dataset.
+std::string fingerprint(const model::TensorMap& w) {
+  double s = 0.0, a = 0.0;
+  for (const auto& [k, t] : w) {
+    s += t.to(at::kDouble).sum().item<double>();
+    a += t.to(at::kDouble).abs().sum().item<double>();
+  }
+  std::ostringstream os;
+  os.precision(17);
+  os << w.size() << ":" << s << ":" << a;
+  return os.str();
+}
+std::string fingerprint(const io::Dataset& d) {
+  std::ostringstream os;
+  os << d.size() << ":" << d.images.sizes() << ":" << d.images.to(at::kLong).sum().item<int64_t>();
+  for (size_t i = 0; i < d.captions.size(); i += 97) os << ":" << d.captions[i];
+  return os.str();
+}
+
+}  // namespace
+
+at::Tensor cached_tokens(const io::Dataset& data, const model::VqModel& vq, const std::string& out,
+                         std::ostream& log) {
+  const auto path = run_file(out, "tokens.safetensors");
+  const std::string vq_fp = fingerprint(vq.weights()), data_fp = fingerprint(data);
+  if (fs::exists(path)) {
+    io::SafetensorsReader r(path);
+    const auto& md = r.metadata();
+    auto it_v = md.find("vq"), it_d = md.find("data");
+    if (it_v != md.end() && it_d != md.end() && it_v->second == vq_fp && it_d->second == data_fp) {
+      log << "using cached VQ codes " << path << std::endl;
+      return r.tensor("tokens").to(at::kLong);
+    }
+    log << "VQ or data changed: re-encoding the codes" << std::endl;
+  }
+  log << "encoding " << data.size() << " pictures with the VQ (once)" << std::endl;
+  std::vector<int64_t> rows(size_t(data.size()));
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = int64_t(i);
+  auto tokens = encode_rows(vq, data, rows);
+  fs::create_directories(out);
+  io::write_safetensors(path, {{"tokens", tokens.to(at::kShort)}},
+                        {{"format", "adtree-tokens"}, {"vq", vq_fp}, {"data", data_fp}});
+  return tokens;
+}
+
+model::Gpt::Output teacher_forced(const model::Gpt& gpt, const at::Tensor& tokens,
+                                  const at::Tensor& word_ids, const at::Tensor& null_rows,
+                                  double dropout, at::Generator* gen) {
+  const auto& c = gpt.config();
+  const int64_t B = tokens.size(0), N = tokens.size(1), C = c.cond_len;
+  if (N != c.image_tokens() || word_ids.size(1) != C || word_ids.size(0) != B) {
+    throw Error("teacher_forced: expected tokens [B, " + std::to_string(c.image_tokens()) +
+                "] and word ids [B, " + std::to_string(C) + "]");
+  }
+  auto caption = gpt.caption_from_words(word_ids);
+  if (null_rows.defined()) {
+    auto null = gpt.null_caption().unsqueeze(0).expand_as(caption);
+    caption = at::where(null_rows.view({B, 1, 1}), null, caption);
+  }
+  model::Condition cond;
+  cond.caption = caption;
+  cond.caption_mask = word_ids.ge(0);
+  auto x = at::cat({gpt.embed_condition(cond), gpt.embed_tokens(tokens.narrow(1, 0, N - 1))}, 1);
+  if (dropout > 0 && gen) {
+    // LlamaGen drops the input embeddings (token_drop); its residual/FFN dropout lives inside the
+    // shared forward, which stays as inference runs it.
+    auto keep = at::empty(x.sizes(), x.options()).bernoulli_(1.0 - dropout, *gen);
+    x = x * keep / (1.0 - dropout);
+  }
+  auto pos = at::arange(C + N - 1, at::TensorOptions().dtype(at::kLong));
+  auto key_valid = at::cat({cond.caption_mask, at::ones({B, N - 1}, cond.caption_mask.options())}, 1);
+  return gpt.forward(x, pos, nullptr, {}, key_valid, N);
+}
+
+double gpt_loss(const model::Gpt& gpt, const at::Tensor& tokens, const at::Tensor& word_ids,
+                const std::vector<int64_t>& rows, bool uncond, int64_t batch) {
+  at::NoGradGuard no_grad;
+  double sum = 0.0;
+  int64_t count = 0;
+  for (size_t i = 0; i < rows.size(); i += size_t(batch)) {
+    std::vector<int64_t> r(rows.begin() + long(i), rows.begin() + long(std::min(rows.size(), i + size_t(batch))));
+    auto idx = at::tensor(r, at::TensorOptions().dtype(at::kLong));
+    auto tok = tokens.index_select(0, idx);
+    auto ids = word_ids.index_select(0, idx);
+    at::Tensor null_rows;
+    if (uncond) null_rows = at::ones({int64_t(r.size())}, at::TensorOptions().dtype(at::kBool));
+    auto out = teacher_forced(gpt, tok, ids, null_rows);
+    auto lp = at::log_softmax(out.logits, -1);
+    sum += -lp.gather(2, tok.unsqueeze(-1)).sum().item<double>();
+    count += tok.numel();
+  }
+  return count ? sum / double(count) : 0.0;
+}
+
+GptRun load_gpt_run(const std::string& dir) {
+  const auto run_path = run_file(dir, "run.json");
+  const auto w_path = run_file(dir, "gpt.safetensors");
+  if (!fs::exists(run_path) || !fs::exists(w_path)) {
+    throw Error(dir + ": not a finished 'adtree train gpt' run folder (run.json and gpt.safetensors "
+                "are needed)");
+  }
+  GptRun g;
+  g.run = read_json_file(run_path);
+  if (g.run.value("kind", "") != "gpt") throw Error(run_path + ": not a GPT run");
+  g.config = model::GptConfig::from_json(g.run.at("gpt"));
+  g.weights = io::SafetensorsReader(w_path).all();
+  for (auto& [k, t] : g.weights) t = t.to(at::kFloat);
+  model::require_params(model::gpt_param_specs(g.config), g.weights, w_path);
+  g.vocab = model::Vocabulary::load(run_file(dir, "text.json"));
+  const auto tok_path = run_file(dir, "tokens.safetensors");
+  if (!fs::exists(tok_path)) throw Error(dir + ": tokens.safetensors (the VQ codes) is missing");
+  g.tokens = io::SafetensorsReader(tok_path).tensor("tokens").to(at::kLong);
+  return g;
+}
+
+TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir, const TrainOptions& opts) {
+  const std::string what = "train gpt";
+  auto cfg = merge_config(gpt_default_config(), opts.config, what);
+  if (opts.steps > 0) cfg["steps"] = opts.steps;
+  if (opts.batch > 0) cfg["batch"] = opts.batch;
+  if (opts.lr > 0) cfg["lr"] = opts.lr;
+  cfg["seed"] = opts.seed;
+  const int64_t steps = cfg["steps"], batch = cfg["batch"];
+  require(steps > 0, what, "steps must be positive");
+  require(batch > 0, what, "batch must be positive");
+  const double dropout = cfg["dropout"], cap_drop = cfg["caption_dropout"];
+  require(dropout >= 0 && dropout < 1, what, "dropout must be in [0, 1)");
+  require(cap_drop >= 0 && cap_drop <= 1, what, "caption_dropout must be in [0, 1]");
+  data.validate(what);
+  std::ostream& log = opts.log ? *opts.log : std::cout;
+
+  const auto vq = load_vq(vq_dir);
+  const int64_t f = vq.config().downsample_factor();
+  require(data.images.size(1) == data.images.size(2), what, "the pictures must be square");
+  require(data.images.size(1) % f == 0, what, "the picture size is not a multiple of the VQ's downsampling");
+  const int64_t grid = data.images.size(1) / f;
+  fs::create_directories(opts.out);
+  const auto tokens = cached_tokens(data, vq, opts.out, log);
+
+  const auto train_rows = split_rows(data, io::Split::Train, what);
+  auto val_rows = data.indices(io::Split::Validation);
+  const auto vocab = build_vocabulary(data, train_rows);
+  const auto gcfg = gpt_model_config(cfg, vocab.size(), vq.config().codebook_size, grid);
+  const auto caps = caption_ids(data, vocab, gcfg.cond_len);
+  vocab.save(run_file(opts.out, "text.json"));
+
+  auto init = model::init_params(model::gpt_param_specs(gcfg), opts.seed);
+  init["output.weight"].zero_();  // LlamaGen: the output head starts at zero (uniform first guess)
+  Params params = Params::from(init);
+  AdamW opt(params, {cfg["lr"].get<double>(), cfg["beta1"].get<double>(), cfg["beta2"].get<double>(),
+                     1e-8, cfg["weight_decay"].get<double>()});
+  // inference = false: the model keeps these very tensors, so autograd reaches `params`.
+  model::Gpt gpt(gcfg, params.tensors, at::kCPU, at::kFloat, /*inference=*/false);
+  log << "GPT " << gcfg.dim << "x" << gcfg.n_layer << " (" << gcfg.n_head << " heads), "
+      << params.count() << " parameters, " << vocab.size() << " words, " << train_rows.size()
+      << " training pictures" << std::endl;
+
+  // Unigram baseline: code frequencies of the training pictures (add-one), scored on validation.
+  json baseline;
+  {
+    const int64_t V = gcfg.vocab_size;
+    auto tr = tokens.index_select(0, at::tensor(train_rows, at::TensorOptions().dtype(at::kLong)));
+    auto counts = at::bincount(tr.reshape(-1), {}, V).to(at::kDouble) + 1.0;
+    auto logp = (counts / counts.sum()).log();
+    baseline["unigram_train_nats"] = -(logp.index_select(0, tr.reshape(-1))).mean().item<double>();
+    if (!val_rows.empty()) {
+      auto va = tokens.index_select(0, at::tensor(val_rows, at::TensorOptions().dtype(at::kLong)));
+      baseline["unigram_val_nats"] = -(logp.index_select(0, va.reshape(-1))).mean().item<double>();
+    }
+    baseline["uniform_nats"] = std::log(double(V));
+    baseline["caption_unknown_words"] = caps.unknown_words;
+    baseline["captions_without_known_words"] = caps.empty_captions;
+  }
+  // A fixed slice of training pictures for the training-caption loss (no dropout), so it can
+  // stand next to the held-out loss.
+  std::vector<int64_t> train_eval = train_rows;
+  {
+    auto gen = step_generator(opts.seed, 0, 99);
+    auto p = at::randperm(int64_t(train_eval.size()), gen, at::TensorOptions().dtype(at::kLong));
+    std::vector<int64_t> shuffled;
+    for (int64_t i = 0; i < p.size(0); ++i) shuffled.push_back(train_eval[size_t(p[i].item<int64_t>())]);
+    const int64_t n = cfg["train_eval_images"];
+    if (n > 0 && int64_t(shuffled.size()) > n) shuffled.resize(size_t(n));
+    train_eval = shuffled;
+  }
+
+  BatchOrder order(train_rows, batch, opts.seed);
+  LoopSpec spec;
+  spec.kind = "gpt";
+  spec.unit = "tok";
+  spec.config = cfg;
+  spec.steps = steps;
+  spec.eval_every = cfg["eval_every"];
+  spec.checkpoint_every = cfg["checkpoint_every"];
+  spec.schedule = {cfg["lr"].get<double>(), cfg["warmup"].get<int64_t>(), steps,
+                   cfg["min_lr_ratio"].get<double>(), cfg["schedule"].get<std::string>()};
+  spec.grad_clip = cfg["grad_clip"];
+  spec.step_fn = [&](int64_t step, double& items) {
+    const auto rows = order.rows_for_step(step);
+    auto idx = at::tensor(rows, at::TensorOptions().dtype(at::kLong));
+    auto tok = tokens.index_select(0, idx);
+    auto ids = caps.ids.index_select(0, idx);
+    auto cgen = step_generator(opts.seed, step, kCaptionStream);
+    auto null_rows = at::empty({int64_t(rows.size())}, at::kFloat).uniform_(0.0, 1.0, cgen).lt(cap_drop);
+    auto dgen = step_generator(opts.seed, step, kDropStream);
+    auto out = teacher_forced(gpt, tok, ids, null_rows, dropout, &dgen);
+    auto loss = at::nll_loss(at::log_softmax(out.logits.reshape({-1, gcfg.vocab_size}), -1), tok.reshape(-1));
+    loss.backward();
+    items += double(tok.numel());
+    return loss.item<double>();
+  };
+  spec.eval_fn = [&](int64_t, bool final) {
+    json m = baseline;
+    m["train_nats"] = gpt_loss(gpt, tokens, caps.ids, train_eval, false);
+    if (!val_rows.empty()) {
+      m["val_nats"] = gpt_loss(gpt, tokens, caps.ids, val_rows, false);
+      m["val_uncond_nats"] = gpt_loss(gpt, tokens, caps.ids, val_rows, true);
+    }
+    if (final) m["train_uncond_nats"] = gpt_loss(gpt, tokens, caps.ids, train_eval, true);
+    return m;
+  };
+  spec.eval_text = [](const json& m) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "| train %.3f val %.3f", m["train_nats"].get<double>(),
+                  m.value("val_nats", 0.0));
+    return std::string(buf);
+  };
+
+  auto result = run_loop(opts, params, opt, spec);
+  if (result.finished) {
+    io::write_safetensors(run_file(opts.out, "gpt.safetensors"), params.detached(),
+                          {{"format", "adtree"}, {"content", "GPT trained by adtree train gpt"}});
+    write_json_file(run_file(opts.out, "run.json"),
+                    {{"kind", "gpt"},
+                     {"config", cfg},
+                     {"gpt", gcfg.to_json()},
+                     {"params", params.count()},
+                     {"steps", steps},
+                     {"epochs", order.epoch_of(steps)},
+                     {"vq_dir", fs::absolute(vq_dir).string()},
+                     {"metrics", result.metrics},
+                     {"provenance", opts.provenance}});
+  }
+  return result;
+}
+
+}  // namespace adtree::train
