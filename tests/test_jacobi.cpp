@@ -9,9 +9,12 @@
 // probability p shifted by delta adds about n delta^2 / p, so a shift of sqrt(50 p / n) -- 0.0025
 // absolute (16% relative) in a typical 1/64 outcome -- fails the test, and shifts spread over many
 // outcomes, as real bugs give, far less.
-// Mutation checks run on 2026-11-30 (each reverted): recycling that drafts the argmax of the row
-// while claiming q = the row gave chi2 = 1068; keeping the previous draft's q for the new sample
-// gave chi2 = 152 (limit ~114); the unmodified SJD gives chi2 = 55.9 (spatial init).
+// Measured (2026-11-30): SJD chi2 = 90.0 (spatial init) and 67.8 (random init) against the limit
+// 113.7; the spatial run's 90 is a 1.4% tail event of this seed block, not a bias: 100,000 draws
+// (seeds 900000..) gave 63.5, another 20,000 (seeds 500000..) 51.6. Mutation checks (each
+// reverted): recycling that drafts the argmax of the row while claiming q = the row gave
+// chi2 = 3841; an off-by-one q (the row of the previous depth, the draft still from its own row)
+// gave chi2 = 764. PathExplore (K = 2) gives chi2 = 683: see its test below.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -259,7 +262,7 @@ TEST(JacobiState, SpatialInitCopiesNeighboursAndRecyclesWithTheRowAsQ) {
   EXPECT_TRUE(acc.has_bonus);
   EXPECT_TRUE(acc.bonus == 10 || acc.bonus == 20);
   const int64_t a = int64_t(acc.path.size());
-  st.recycle(tree, acc, rng);
+  st.recycle(acc, rng);
   std::vector<int64_t> committed{7};
   for (auto id : acc.path) committed.push_back(tree.nodes[size_t(id)].token);
   committed.push_back(acc.bonus);

@@ -101,7 +101,13 @@ decode::MethodSettings method_from(const Args& a, const std::string& method) {
   const auto pr = a.str("path-relax");
   if (pr == "off") j.path_relax = 0;
   else if (pr == "on") j.path_relax = decode::JacobiSettings::kPathRelaxDefault;
-  else j.path_relax = a.number("path-relax");  // validate() rejects negative values
+  else {
+    try {
+      j.path_relax = a.number("path-relax");  // validate() rejects negative values
+    } catch (const Error&) {
+      throw Error("--path-relax must be off, on or a lambda >= 0, not '" + pr + "'");
+    }
+  }
   j.start_margin = a.integer("jacobi-start-margin");
   j.stop_margin = a.integer("jacobi-stop-margin");
   return m;

@@ -158,7 +158,7 @@ AcceptResult JacobiState::accept(const DraftTree& tree, const at::Tensor& p, con
     }
     auto res = verify_tree(chain, pk, ChildRule::WithoutReplacement, lantern, max_depth, rng);
     // "The path with the longest accepted prefix wins" (SPEC_DECODING.md 6); ties go to the lower
-    // chain, whose tokens are the configured init (left neighbour) guesses.
+    // chain, so K chains that all reject leave chain 0's residual sample as the bonus.
     if (k == 0 || res.path.size() > best.path.size()) {
       for (auto& id : res.path) id = node_id(k, id);  // chain depth -> node of the shared tree
       best = res;
@@ -168,8 +168,7 @@ AcceptResult JacobiState::accept(const DraftTree& tree, const at::Tensor& p, con
   return best;
 }
 
-void JacobiState::recycle(const DraftTree& tree, const AcceptResult& acc, Rng& rng) {
-  (void)tree;
+void JacobiState::recycle(const AcceptResult& acc, Rng& rng) {
   if (!acc.has_bonus) return;  // the path reached the last cell: the image is complete
   const int64_t a = int64_t(acc.path.size()), d = levels_, n = root_index_;
   for (int64_t k = 0; k < paths_; ++k) {

@@ -55,7 +55,7 @@ class JacobiState {
 
   // After accept(): the cells beyond the new root that rows of this forward predicted get new
   // samples with q := their row; untouched later slots are kept.
-  void recycle(const DraftTree& tree, const AcceptResult& acc, Rng& rng);
+  void recycle(const AcceptResult& acc, Rng& rng);
 
   int64_t winner() const { return winner_; }  // chain chosen by the last accept()
 

@@ -170,7 +170,7 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
     auto top1 = proc.top1.to(at::kCPU);
     auto acc = jacobi ? jacobi->accept(tree, proc.probs, opts.lantern, max_levels, rng)
                       : verify_tree(tree, proc.probs, rule, opts.lantern, max_levels, rng);
-    if (jacobi) jacobi->recycle(tree, acc, rng);  // new guesses are samples: timed as sampling
+    if (jacobi) jacobi->recycle(acc, rng);  // new guesses are samples: timed as sampling
     rec.t_sample_ms = ms_since(t0);
 
     // Commit: compact the accepted path's K/V rows, record the cells, queue the draft rows.
