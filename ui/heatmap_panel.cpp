@@ -9,6 +9,22 @@
 
 namespace adtree::ui {
 
+namespace {
+// The top-1 scale: 1, 0.5, 0.2, 0.1, 0.05, ... whichever first holds the largest value seen. A
+// trained model spans most of [0, 1]; a random one stays near 1/V, which a fixed [0, 1] scale would
+// paint a single colour.
+double niceCeiling(double v) {
+  if (!(v > 0)) return 1;
+  double best = 1;  // candidates come in falling order: the last that holds v is the smallest
+  for (double top = 1; top > 1e-5; top /= 10) {
+    for (double f : {1.0, 0.5, 0.2}) {
+      if (top * f >= v) best = top * f;
+    }
+  }
+  return best;
+}
+}  // namespace
+
 HeatmapPanel::HeatmapPanel(QWidget* parent) : QWidget(parent) {
   auto* grid = new QGridLayout(this);
   grid->setContentsMargins(0, 0, 0, 0);
@@ -68,7 +84,6 @@ void HeatmapPanel::setupMap(RunState::Map m, const QString& title, const QString
   v.plot->plotLayout()->addElement(0, 0, v.title);
 
   auto* rect = v.plot->axisRect();
-  rect->setBackground(checkerBrush(4));
   rect->setMinimumMargins(QMargins(2, 2, 2, 2));
   for (auto* ax : {v.plot->xAxis, v.plot->yAxis}) {
     ax->setTicks(false);
@@ -77,6 +92,19 @@ void HeatmapPanel::setupMap(RunState::Map m, const QString& title, const QString
     ax->setBasePen(QPen(palette().color(QPalette::Mid)));
   }
   v.plot->yAxis->setRangeReversed(true);  // row 0 at the top, like the image
+
+  // The "not generated yet" checkerboard, two checks per cell side, drawn under the map.
+  v.checker = new QCPColorMap(v.plot->xAxis, v.plot->yAxis);
+  v.checker->setInterpolate(false);
+  v.checker->setTightBoundary(false);
+  QCPColorGradient greys;
+  greys.clearColorStops();
+  const auto tile = checkerBrush(1).texture().toImage();
+  greys.setColorStopAt(0, tile.pixelColor(1, 0));
+  greys.setColorStopAt(1, tile.pixelColor(0, 0));
+  greys.setLevelCount(2);
+  v.checker->setGradient(greys);
+  v.checker->setDataRange(QCPRange(0, 1));
 
   v.map = new QCPColorMap(v.plot->xAxis, v.plot->yAxis);
   v.map->setInterpolate(false);
@@ -95,16 +123,63 @@ void HeatmapPanel::setupMap(RunState::Map m, const QString& title, const QString
   v.scale->axis()->setSubTickPen(Qt::NoPen);
   v.map->setColorScale(v.scale);
   v.map->setGradient(viridisGradient());
-  // The colour bar as tall as the map, not the whole plot.
-  auto* group = new QCPMarginGroup(v.plot);
-  rect->setMarginGroup(QCP::msBottom | QCP::msTop, group);
-  v.scale->setMarginGroup(QCP::msBottom | QCP::msTop, group);
+
+  connect(v.plot, &QCustomPlot::afterLayout, this, [this, m] { fitSquare(maps_[m]); });
+  resizeGrid(v, 1, 1);
 
   v.highlight = new QCPItemRect(v.plot);
   v.highlight->setPen(QPen(highlightColor(), 2));
   v.highlight->setBrush(Qt::NoBrush);
   v.highlight->setVisible(false);
   v.highlight->setClipToAxisRect(true);
+}
+
+void HeatmapPanel::resizeGrid(MapView& v, int h, int w) {
+  h = std::max(h, 1);
+  w = std::max(w, 1);
+  // Cell centres on integer coordinates: key = column, value = row.
+  auto* data = v.map->data();
+  data->setSize(w, h);
+  data->setRange(QCPRange(0, w - 1), QCPRange(0, h - 1));
+  data->fill(std::nan(""));
+  auto* checks = v.checker->data();
+  checks->setSize(2 * w, 2 * h);
+  checks->setRange(QCPRange(-0.25, w - 0.75), QCPRange(-0.25, h - 0.75));
+  for (int r = 0; r < 2 * h; ++r) {
+    for (int c = 0; c < 2 * w; ++c) checks->setCell(c, r, (r + c) % 2);
+  }
+  v.plot->xAxis->setRange(-0.5, w - 0.5);
+  v.plot->yAxis->setRange(-0.5, h - 0.5);
+}
+
+void HeatmapPanel::fitSquare(MapView& v) {
+  // Square cells: pad the axis rect's margins so the grid fills it exactly. The outer rect does not
+  // depend on the margins, so one extra replot settles it.
+  const auto* data = v.map->data();
+  const double gw = data->keySize(), gh = data->valueSize();
+  auto* rect = v.plot->axisRect();
+  const QRect outer = rect->outerRect();
+  const int pad = 2;
+  const double w = outer.width() - 2 * pad, h = outer.height() - 2 * pad;
+  if (w <= 0 || h <= 0) return;
+  QMargins m(pad, pad, pad, pad);
+  if (w / h > gw / gh) {
+    const int extra = int(w - h * gw / gh);
+    m.setLeft(pad + extra / 2);
+    m.setRight(pad + extra - extra / 2);
+  } else {
+    const int extra = int(h - w * gh / gw);
+    m.setTop(pad + extra / 2);
+    m.setBottom(pad + extra - extra / 2);
+  }
+  if (m != rect->margins()) {
+    rect->setAutoMargins(QCP::msNone);
+    rect->setMargins(m);
+    // The colour bar as tall as the map: same top and bottom margins, automatic sides (labels).
+    v.scale->setAutoMargins(QCP::msLeft | QCP::msRight);
+    v.scale->setMargins(QMargins(0, m.top(), 0, m.bottom()));
+    v.plot->replot(QCustomPlot::rpQueuedReplot);
+  }
 }
 
 void HeatmapPanel::applyRange(RunState::Map m, double lo, double hi, bool integer) {
@@ -138,21 +213,16 @@ void HeatmapPanel::refresh(const RunState& run) {
     auto m = RunState::Map(mi);
     auto& v = maps_[mi];
     auto* data = v.map->data();
-    if (resized || data->keySize() != w || data->valueSize() != h) {
-      // Cell centres on integer coordinates: key = column, value = row.
-      data->setSize(std::max(w, 1), std::max(h, 1));
-      data->setRange(QCPRange(0, std::max(w - 1, 0)), QCPRange(0, std::max(h - 1, 0)));
-      v.plot->xAxis->setRange(-0.5, w - 0.5);
-      v.plot->yAxis->setRange(-0.5, h - 0.5);
+    if (resized || data->keySize() != std::max(w, 1) || data->valueSize() != std::max(h, 1)) {
+      resizeGrid(v, h, w);
     }
     const auto& vals = run.map(m);
     for (int cell = 0; cell < h * w && cell < vals.size(); ++cell) {
       data->setCell(cell % w, cell / w, vals[cell]);
     }
-    if (vals.isEmpty()) data->fill(std::nan(""));
     switch (m) {
       case RunState::Depth: applyRange(m, 0, rg.depth_max, true); break;
-      case RunState::Top1: applyRange(m, 0, 1, false); break;
+      case RunState::Top1: applyRange(m, 0, niceCeiling(rg.top1_max), false); break;
       case RunState::AcceptLen: applyRange(m, 1, std::max(2.0, rg.accept_max), true); break;
       case RunState::TreeDepth: applyRange(m, rg.tree_d_min, std::max(rg.tree_d_min + 1, rg.tree_d_max), true); break;
       case RunState::TreeWidth: applyRange(m, rg.tree_k_min, std::max(rg.tree_k_min + 1, rg.tree_k_max), true); break;
@@ -194,7 +264,9 @@ void HeatmapPanel::setHighlight(int cell) {
 
 void HeatmapPanel::setHoverText(const QString& text) {
   hover_->setText(text.isEmpty() ? tr("Hover a cell of the image or of a map to see its values "
-                                      "here.\n\nCheckerboard = not generated yet.")
+                                      "here.\n\nCheckerboard: not generated yet.\nHatched (image): "
+                                      "generated, shown in its code's colour until the decoded "
+                                      "picture arrives.")
                                  : text);
 }
 

@@ -42,6 +42,7 @@ class HeatmapPanel : public QWidget {
  private:
   struct MapView {
     QCustomPlot* plot = nullptr;
+    QCPColorMap* checker = nullptr;  // beneath the map: shows through NaN (not generated) cells
     QCPColorMap* map = nullptr;
     QCPColorScale* scale = nullptr;
     QCPItemRect* highlight = nullptr;
@@ -50,6 +51,9 @@ class HeatmapPanel : public QWidget {
   void setupMap(RunState::Map m, const QString& title, const QString& unit, const QString& help);
   void applyRange(RunState::Map m, double lo, double hi, bool integer);
   void hoverAt(QCustomPlot* plot, const QPointF& pos);
+  // Square cells: widen the axis range that has room to spare (called after each layout).
+  void fitSquare(MapView& v);
+  void resizeGrid(MapView& v, int h, int w);
 
   MapView maps_[RunState::MapCount];
   QLabel* hover_ = nullptr;

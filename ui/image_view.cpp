@@ -41,9 +41,17 @@ void ImageView::setPreview(const QImage& image, int validCells) {
   dirty_ = true;
 }
 
-void ImageView::setCommitted(int cells) {
+void ImageView::setCommitted(int cells, const QVector<qint64>& tokens) {
   if (cells == committed_) return;
   committed_ = cells;
+  tokens_ = tokens;  // implicitly shared: a copy happens only when the run writes the next step
+  dirty_ = true;
+}
+
+void ImageView::setTokenColors(const std::vector<uint8_t>& rgb) {
+  palette_.clear();
+  palette_.reserve(int(rgb.size() / 3));
+  for (size_t i = 0; i + 2 < rgb.size(); i += 3) palette_.push_back(qRgb(rgb[i], rgb[i + 1], rgb[i + 2]));
   dirty_ = true;
 }
 
@@ -131,7 +139,20 @@ void ImageView::paintEvent(QPaintEvent*) {
     }
   };
   const int valid = image_.isNull() ? 0 : std::min(valid_, grid_h_ * grid_w_);
-  fill_range(valid, std::min(committed_, grid_h_ * grid_w_), pendingCellColor());
+  const int pending_end = std::min(committed_, grid_h_ * grid_w_);
+  if (palette_.isEmpty() || tokens_.size() < pending_end) {
+    fill_range(valid, pending_end, pendingCellColor());
+  } else {
+    // Each new token in its code's colour at once; a light hatch marks it as provisional until
+    // the VQ decoder's picture arrives.
+    QBrush hatch(QColor(255, 255, 255, 70), Qt::BDiagPattern);
+    for (int cell = valid; cell < pending_end; ++cell) {
+      const qint64 t = tokens_[cell];
+      const QRectF c = cellRect(cell);
+      p.fillRect(c, t >= 0 && t < palette_.size() ? QColor(palette_[int(t)]) : pendingCellColor());
+      p.fillRect(c, hatch);
+    }
+  }
 
   if (valid > 0) {
     // Decoded pixels, clipped to the valid raster prefix: full rows, then the partial row.
@@ -165,6 +186,20 @@ void ImageView::paintEvent(QPaintEvent*) {
     p.drawRect(c.adjusted(-1, -1, 1, 1));
     p.setPen(QPen(highlightColor(), 2));
     p.drawRect(c.adjusted(-1, -1, 1, 1));
+  }
+  // Before the first token: the empty canvas with the hint over it.
+  if (!running_ && committed_ == 0 && valid == 0 && !placeholder_.isEmpty()) {
+    QFont f = font();
+    f.setPointSizeF(f.pointSizeF() * 1.05);
+    p.setFont(f);
+    const QRectF box = QFontMetricsF(f).boundingRect(rect().adjusted(20, 0, -20, 0), Qt::AlignCenter | Qt::TextWordWrap, placeholder_)
+                           .adjusted(-14, -10, 14, 10);
+    p.setPen(Qt::NoPen);
+    p.setBrush(QColor(20, 22, 26, 200));
+    p.drawRoundedRect(box, 6, 6);
+    p.setPen(QColor(235, 235, 235));
+    p.drawText(box, Qt::AlignCenter | Qt::TextWordWrap, placeholder_);
+    p.setFont(font());
   }
   // Zoom readout in the corner.
   p.setPen(palette().color(QPalette::PlaceholderText));

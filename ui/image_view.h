@@ -1,10 +1,15 @@
-// ImageView: the image as it grows token by token. Cells not generated yet show the checkerboard,
-// cells committed but not yet VQ-decoded a flat grey, decoded cells their pixels; zoom is integer
-// nearest-neighbour so every token's 4x4 (or 16x16) pixels stay crisp. Painting is driven by the
+// ImageView: the image as it grows token by token. Cells not generated yet show the checkerboard;
+// cells committed but not yet VQ-decoded show their code's approximate colour, hatched (grey when
+// the model has no token colours); decoded cells show their pixels. Zoom is integer nearest-
+// neighbour so every token's 4x4 (or 16x16) pixels stay crisp. Painting is driven by the
 // window's frame timer (refresh()), never by the arrival rate of tokens.
 #pragma once
 #include <QImage>
+#include <QVector>
 #include <QWidget>
+
+#include <cstdint>
+#include <vector>
 
 namespace adtree::ui {
 
@@ -19,7 +24,10 @@ class ImageView : public QWidget {
   void clear();
   // The newest decoded picture; cells >= validCells are masked.
   void setPreview(const QImage& image, int validCells);
-  void setCommitted(int cells);  // cells the engine has committed (decoded or not)
+  // Cells the engine has committed (decoded or not) and the tokens of the grid (-1 = none).
+  void setCommitted(int cells, const QVector<qint64>& tokens = {});
+  // Approximate RGB colour per code (ModelInfo::token_colors); empty = paint pending cells grey.
+  void setTokenColors(const std::vector<uint8_t>& rgb);
   void setRunning(bool running);
   void setHighlight(int cell);   // -1 = none
   void setPlaceholder(const QString& text);
@@ -54,6 +62,8 @@ class ImageView : public QWidget {
   QRectF cellRect(int cell) const;
 
   QImage image_;
+  QVector<QRgb> palette_;
+  QVector<qint64> tokens_;
   int grid_h_ = 0, grid_w_ = 0, image_h_ = 0, image_w_ = 0;
   int valid_ = 0, committed_ = 0, highlight_ = -1, hovered_ = -1;
   int zoom_ = 0;

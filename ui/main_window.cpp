@@ -21,6 +21,7 @@
 #include <QPushButton>
 #include <QRandomGenerator>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSpinBox>
 #include <QSplitter>
@@ -30,6 +31,7 @@
 #include <QVBoxLayout>
 
 #include "decode/method.h"
+#include "engine/engine.h"
 #include "ui/default_model.h"
 #include "ui/engine_bridge.h"
 #include "ui/heatmap_panel.h"
@@ -114,9 +116,14 @@ QString format_params(qint64 n) {
 
 }  // namespace
 
-MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+MainWindow::MainWindow(QWidget* parent) : MainWindow(engine::EngineOptions{}.preview_interval_ms, parent) {}
+
+MainWindow::MainWindow(double previewIntervalMs, QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(tr("ADT-Tree Studio"));
-  bridge_ = new EngineBridge(this);
+  engine::EngineOptions opts;
+  opts.previews = previewIntervalMs > 0;
+  opts.preview_interval_ms = previewIntervalMs;
+  bridge_ = new EngineBridge(opts, this);
   buildUi();
   createActions();
   connectBridge();
@@ -252,8 +259,8 @@ void MainWindow::buildUi() {
   main_split_ = new QSplitter(Qt::Vertical, central);
   main_split_->addWidget(top_split_);
   main_split_->addWidget(plots_);
-  main_split_->setStretchFactor(0, 3);
-  main_split_->setStretchFactor(1, 1);
+  main_split_->setStretchFactor(0, 5);
+  main_split_->setStretchFactor(1, 2);
   main_split_->setChildrenCollapsible(false);
   v->addWidget(main_split_, 1);
   setCentralWidget(central);
@@ -269,7 +276,8 @@ void MainWindow::buildUi() {
   settings_dock_->setWidget(scroll);
   settings_dock_->setFeatures(QDockWidget::DockWidgetClosable | QDockWidget::DockWidgetMovable |
                               QDockWidget::DockWidgetFloatable);
-  settings_->setMinimumWidth(250);
+  // Wide enough for every label and field without a horizontal scroll bar.
+  scroll->setMinimumWidth(settings_->sizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() + 4);
   addDockWidget(Qt::LeftDockWidgetArea, settings_dock_);
 
   model_label_ = new QLabel(this);
@@ -385,8 +393,9 @@ void MainWindow::loadSettings() {
   // First start: a size that shows the image, the maps and the plots together.
   if (!restoreGeometry(s.value("window/geometry").toByteArray())) resize(1280, 800);
   restoreState(s.value("window/state").toByteArray());
-  if (s.contains("window/topSplit")) top_split_->restoreState(s.value("window/topSplit").toByteArray());
-  if (s.contains("window/mainSplit")) main_split_->restoreState(s.value("window/mainSplit").toByteArray());
+  // First start: image 40%, maps 60%; maps and plots 5:2 in height.
+  if (!top_split_->restoreState(s.value("window/topSplit").toByteArray())) top_split_->setSizes({400, 600});
+  if (!main_split_->restoreState(s.value("window/mainSplit").toByteArray())) main_split_->setSizes({500, 200});
   prompt_->setText(s.value("run/prompt").toString());
   seed_->setValue(s.value("run/seed", 0).toInt());
   random_seed_->setChecked(s.value("run/randomSeed", false).toBool());
@@ -472,6 +481,7 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
   QStringList vocab;
   for (const auto& w : info.vocabulary) vocab << QString::fromStdString(w);
   prompt_->setVocabulary(vocab, info.vocabulary_is_classes);
+  image_->setTokenColors(info.token_colors);
   settings_->setModel(info.default_sampling, info.codebook_size, info.grid_h * info.grid_w);
 
   // Methods the model cannot run are shown but disabled, with the reason.
@@ -493,8 +503,8 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
   const QString dir = QString::fromStdString(info.dir);
   banner_->setVisible(info.random_weights);
   if (info.random_weights) {
-    banner_->setText(tr("<b>Random model.</b> The weights of “%1” are random numbers, so images are "
-                        "noise — the pipeline and the statistics are real. Open a trained model "
+    banner_->setText(tr("<b>Random model “%1”</b>: its weights are random numbers, so it draws "
+                        "noise (the pipeline and the statistics are real). Open a trained model "
                         "with <i>File ▸ Open Model</i>.")
                          .arg(QString::fromStdString(info.name).toHtmlEscaped()));
   }
@@ -508,9 +518,15 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
                              .arg(QString::fromStdString(info.device).toUpper(),
                                   QString::fromStdString(info.dtype)));
   if (!isRunning()) {
-    image_->startRun(0, 0, 0, 0);
-    image_->setPlaceholder(tr("Type a prompt and press Generate (Ctrl+Return).\n\nThe image appears "
+    // The empty canvas and maps of this model's grid, so the window shows what is coming.
+    run_.showEmpty(int(info.grid_h), int(info.grid_w));
+    image_->startRun(int(info.grid_h), int(info.grid_w), int(info.image_h), int(info.image_w));
+    image_->setPlaceholder(tr("Type a prompt and press Generate (Ctrl+Return).\nThe image appears "
                               "here token by token."));
+    heatmaps_->refresh(run_);
+    plots_->refresh(run_);
+    progress_->setRange(0, int(info.grid_h * info.grid_w));
+    progress_->setValue(0);
   }
   statusBar()->showMessage(tr("Loaded %1 in %2 ms").arg(QDir::toNativeSeparators(dir)).arg(int(loaded.load_ms)), 8000);
   // Every model a user opened is worth a shortcut, except the automatic random fallback.
@@ -678,7 +694,7 @@ void MainWindow::endRun(const QString& how, const QString& status) {
   frame_timer_.stop();
   image_->setRunning(false);
   // One last full paint so the final state is on screen whatever the frame phase was.
-  image_->setCommitted(run_.committed());
+  image_->setCommitted(run_.committed(), run_.tokens());
   image_->refresh();
   heatmaps_->refresh(run_);
   plots_->refresh(run_);
@@ -689,7 +705,7 @@ void MainWindow::endRun(const QString& how, const QString& status) {
 }
 
 void MainWindow::onFrame() {
-  image_->setCommitted(run_.committed());
+  image_->setCommitted(run_.committed(), run_.tokens());
   image_->refresh();
   updateProgress();
   if (++frame_count_ % kPlotEveryFrames == 0) {
@@ -702,12 +718,14 @@ void MainWindow::updateProgress() {
   progress_->setValue(run_.committed());
   const double elapsed = isRunning() ? job_clock_.elapsed() / 1000.0 : run_.elapsedMs() / 1000.0;
   const double eta = run_.etaSeconds();
-  progress_text_->setText(tr("step %1  τ %2  %3 tok/s  %4 elapsed  ETA %5")
+  const QString eta_text = isRunning() ? tr("ETA %1").arg(format_seconds(eta), 7)
+                                       : (run_.committed() == run_.cells() && run_.cells() > 0 ? tr("done") : QString());
+  progress_text_->setText(tr("step %1  τ %2  %3 tok/s  %4 elapsed  %5")
                               .arg(run_.steps(), 4)
                               .arg(run_.tau(), 4, 'f', 2)
                               .arg(run_.tokensPerSecond(), 5, 'f', 0)
                               .arg(format_seconds(elapsed), 7)
-                              .arg(format_seconds(isRunning() ? eta : 0.0), 7));
+                              .arg(eta_text));
 }
 
 void MainWindow::onCellHovered(int cell) {

@@ -39,6 +39,8 @@ class MainWindow : public QMainWindow {
 
  public:
   explicit MainWindow(QWidget* parent = nullptr);
+  // previewIntervalMs: how often the engine decodes a preview of the partial image (0 = never).
+  explicit MainWindow(double previewIntervalMs, QWidget* parent = nullptr);
   ~MainWindow() override;
 
   // Loads a model directory on the engine thread; `createRandom` writes a random model of that GPT

@@ -22,6 +22,10 @@ PlotPanel::PlotPanel(QWidget* parent) : QWidget(parent) {
                        "fixed; AR has no tree (0)."));
   speed_ = makePlot(tr("Speed"), tr("time (s)"), tr("tokens/s"),
                     tr("Tokens committed per second over the last 0.25 s of the run."));
+  for (auto* ax : {speed_->xAxis, speed_->yAxis}) {
+    ax->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+    ax->ticker()->setTickCount(4);
+  }
   hist_ = makePlot(tr("Acceptance lengths"), tr("tokens/step"), tr("steps"),
                    tr("How many steps committed 1, 2, 3, ... tokens. The mean is tau."));
   for (auto* p : {per_step_, shape_, speed_, hist_}) row->addWidget(p, 1);
@@ -39,11 +43,20 @@ PlotPanel::PlotPanel(QWidget* parent) : QWidget(parent) {
   width_->setName(tr("width k"));
   width_->setPen(QPen(kOrange, 1.5));
   width_->setLineStyle(QCPGraph::lsStepLeft);
-  shape_->legend->setVisible(true);
-  shape_->legend->setFont(QFont(font().family(), std::max(6, font().pointSize() - 2)));
-  shape_->legend->setBrush(QColor(255, 255, 255, 200));
-  shape_->legend->setRowSpacing(-3);
-  shape_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  // The legend in a row of its own under the title, side by side: inside the axis rect it would
+  // cover the lines, which start at the top.
+  auto* legend = shape_->legend;
+  legend->setVisible(true);
+  legend->setFont(QFont(font().family(), std::max(6, font().pointSize() - 2)));
+  legend->setBorderPen(Qt::NoPen);
+  legend->setBrush(Qt::NoBrush);
+  legend->setTextColor(palette().color(QPalette::WindowText));
+  legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  legend->setMargins(QMargins(0, 0, 0, 0));
+  shape_->axisRect()->insetLayout()->take(legend);
+  shape_->plotLayout()->insertRow(1);
+  shape_->plotLayout()->addElement(1, 0, legend);
+  shape_->plotLayout()->setRowStretchFactor(1, 0.001);
 
   rate_ = speed_->addGraph();
   rate_->setPen(QPen(kGreen, 1.5));
@@ -55,6 +68,7 @@ PlotPanel::PlotPanel(QWidget* parent) : QWidget(parent) {
   QSharedPointer<QCPAxisTickerFixed> t(new QCPAxisTickerFixed);
   t->setTickStep(1);
   t->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  t->setTickCount(6);
   hist_->xAxis->setTicker(t);
 }
 
@@ -82,6 +96,14 @@ QCustomPlot* PlotPanel::makePlot(const QString& title, const QString& xLabel,
     ax->setLabelPadding(2);
   }
   p->xAxis->setLabel(xLabel);
+  // Steps, tokens and tree sizes are whole numbers: ticks at multiples of 1, 2, 5, 10, ...; few of
+  // them, since the plots are short.
+  QSharedPointer<QCPAxisTickerFixed> whole(new QCPAxisTickerFixed);
+  whole->setTickStep(1);
+  whole->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+  whole->setTickCount(4);
+  p->xAxis->setTicker(whole);
+  p->yAxis->setTicker(whole);
   p->yAxis->setLabel(yLabel);
   p->yAxis->setRange(0, 1);
   p->xAxis->setRange(0, 1);

@@ -9,6 +9,7 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // The speed plot averages over this much time: single AR steps are ~2 ms, far too noisy to show.
 constexpr double kRateWindowS = 0.25;
+constexpr double kMinRateWindowS = 0.05;
 }  // namespace
 
 void RunState::clear() {
@@ -29,6 +30,14 @@ void RunState::clear() {
   elapsed_ms_ = 0;
   finished_ = false;
   final_tokens_per_s_ = 0;
+  ++version_;
+}
+
+void RunState::showEmpty(int gridH, int gridW) {
+  clear();
+  grid_h_ = gridH;
+  grid_w_ = gridW;
+  for (auto& m : maps_) m = QVector<double>(cells(), kNaN);
   ++version_;
 }
 
@@ -64,6 +73,7 @@ void RunState::addSteps(const std::vector<engine::JobStep>& steps) {
       tokens_[cell] = s.tokens[i];
       ranks_[cell] = c.rank;
       ranges_.depth_max = std::max(ranges_.depth_max, double(c.depth));
+      ranges_.top1_max = std::max(ranges_.top1_max, double(c.top1));
       ranges_.accept_max = std::max(ranges_.accept_max, double(c.accept_len));
       ranges_.tree_d_min = std::min(ranges_.tree_d_min, double(c.tree_depth));
       ranges_.tree_d_max = std::max(ranges_.tree_d_max, double(c.tree_depth));
@@ -85,7 +95,8 @@ void RunState::addSteps(const std::vector<engine::JobStep>& steps) {
     double tokens = 0;
     while (j >= 0 && step_seconds_[j] > t - kRateWindowS) tokens += step_committed_[j--];
     const double t0 = j >= 0 ? step_seconds_[j] : 0.0;
-    step_rate_.push_back(t > t0 ? tokens / (t - t0) : 0.0);
+    // The first few steps (prefill included, a window of a few ms) give no meaningful rate: a gap.
+    step_rate_.push_back(t - t0 >= kMinRateWindowS ? tokens / (t - t0) : kNaN);
   }
   ++version_;
 }
@@ -99,7 +110,7 @@ void RunState::finish(const engine::JobFinished& f) {
 
 double RunState::tokensPerSecond() const {
   if (finished_) return final_tokens_per_s_;
-  return step_rate_.isEmpty() ? 0 : step_rate_.back();
+  return step_rate_.isEmpty() || std::isnan(step_rate_.back()) ? 0 : step_rate_.back();
 }
 
 double RunState::etaSeconds() const {

@@ -20,6 +20,7 @@ struct MapRanges {
   double accept_max = 1;   // tokens one step may commit
   double tree_d_min = 0, tree_d_max = 1;
   double tree_k_min = 0, tree_k_max = 1;
+  double top1_max = 0;     // largest top-1 probability seen (the map's scale is rounded up from it)
 };
 
 class RunState {
@@ -28,6 +29,8 @@ class RunState {
 
   void reset(const engine::JobStarted& started, const MapRanges& ranges);
   void clear();
+  // No run, but the grid of the loaded model, all cells "not generated" (what an idle window shows).
+  void showEmpty(int gridH, int gridW);
   void addSteps(const std::vector<engine::JobStep>& steps);
   void finish(const engine::JobFinished& finished);
 
@@ -45,6 +48,7 @@ class RunState {
   const QVector<double>& map(Map m) const { return maps_[m]; }
   bool filled(int cell) const { return cell >= 0 && cell < committed_; }
   qint64 token(int cell) const { return tokens_.value(cell, -1); }
+  const QVector<qint64>& tokens() const { return tokens_; }  // -1 for cells not generated
   int rank(int cell) const { return ranks_.value(cell, 0); }
   // Steps, one entry each.
   const QVector<double>& stepIndex() const { return step_index_; }

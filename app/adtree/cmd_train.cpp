@@ -2,6 +2,7 @@
 // Each stage writes a run folder (checkpoint, metrics.jsonl, run.json, weights); assemble turns
 // finished runs into a model directory.
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -10,6 +11,7 @@
 #include "io/dataset.h"
 #include "train/assemble.h"
 #include "train/drafter_trainer.h"
+#include "train/fidelity.h"
 #include "train/gpt_trainer.h"
 #include "train/vq_trainer.h"
 #include "util/error.h"
@@ -32,7 +34,8 @@ void print_train_usage() {
                "  vq         the VQ tokenizer (pictures -> 16x16 codes)\n"
                "  gpt        the caption-conditioned transformer over the codes (needs --vq RUN)\n"
                "  drafter    the EAGLE draft head of a trained GPT (needs --gpt RUN)\n"
-               "  assemble   a model directory from finished runs (--vq, --gpt, --drafter)\n\n"
+               "  assemble   a model directory from finished runs (--vq, --gpt, --drafter)\n"
+               "  fidelity   prompt fidelity of a model: generated pictures vs nearest training ones\n\n"
                "Every stage checkpoints into its --out folder and continues with --resume.\n"
                "Run 'adtree train <stage> --help' for its options.\n";
 }
@@ -58,6 +61,7 @@ void add_run_options(Args& a) {
       .option("eval-every", "N", "validation every N steps (default: the config's)", "0")
       .option("checkpoint-every", "N", "checkpoint every N steps (default: the config's)", "0")
       .option("threads", "N", "intra-op CPU threads (default: $ADTREE_THREADS or 1)", "0")
+      .option("device", "DEV", "cpu, cuda or cuda:N", "cpu")
       .flag("show-config", "print the stage's default config and exit");
 }
 
@@ -74,6 +78,7 @@ train::TrainOptions run_options(const Args& a, const std::string& stage, int arg
   if (a.integer("seed") < 0) throw Error("--seed must not be negative");
   o.seed = uint64_t(a.integer("seed"));
   o.resume = a.flag_set("resume");
+  o.device = a.str("device");
   o.stop_at = a.integer("stop-at");
   o.max_minutes = a.number("max-minutes");
   o.log_every = a.integer("log-every");
@@ -82,7 +87,8 @@ train::TrainOptions run_options(const Args& a, const std::string& stage, int arg
   if (a.given("config")) o.config = train::parse_config_arg(a.str("config"));
   o.provenance = {{"command", command_line(stage, argc, argv)},
                   {"data", a.given("data") ? fs::path(a.str("data")).filename().string() : ""},
-                  {"threads", intra_op_threads()}};
+                  {"threads", intra_op_threads()},
+                  {"device", o.device}};
   return o;
 }
 
@@ -142,8 +148,47 @@ int cmd_train(int argc, char** argv) {
               << " KiB, weights in " << o.dtype << "); it loads with the product's loader\n";
     return 0;
   }
+  if (stage == "fidelity") {
+    Args a("train fidelity",
+           "Generate pictures for training prompts; report how often the nearest training picture "
+           "(pixels, VQ codes) carries the prompt (top-1, top-5).");
+    add_model_options(a);
+    a.option("data", "FILE", "the dataset the model was trained on")
+        .option("out", "DIR", "folder for fidelity.json, samples.png, prompts.txt")
+        .option("prompts", "N", "number of distinct prompts", "48")
+        .option("cfg", "S", "classifier-free guidance scale", "3")
+        .option("temperature", "T", "sampling temperature", "1")
+        .option("split", "NAME", "train (seen prompts) or validation (unseen)", "train")
+        .option("seed", "S", "seed of prompt choice and sampling", "0");
+    if (!a.parse(argc - 1, argv + 1)) return 0;
+    if (!a.given("out")) throw Error("give the output folder with --out DIR");
+    const auto split = a.str("split");
+    if (split != "train" && split != "validation") throw Error("--split must be train or validation");
+    const auto m = load_model(a);
+    const auto data = load_data(a);
+    train::FidelityOptions fo;
+    fo.prompts = a.integer("prompts");
+    fo.cfg = a.number("cfg");
+    fo.temperature = a.number("temperature");
+    fo.seed = uint64_t(a.integer("seed"));
+    fo.split = split;
+    const auto r = train::prompt_fidelity(m, data, fo, &std::cout);
+    fs::create_directories(a.str("out"));
+    train::write_json_file(a.str("out") + "/fidelity.json", r.metrics);
+    std::ofstream prompts(a.str("out") + "/prompts.txt");
+    for (size_t i = 0; i < r.prompts.size(); ++i) {
+      prompts << i / 4 + 1 << "," << (i % 4) * 2 + 1 << ": " << r.prompts[i] << "\n";
+    }
+#ifdef ADTREE_HAVE_IMAGING
+    // Generated picture, then the nearest training picture (pixels), four pairs per row.
+    const auto pairs = at::stack({r.images, r.nearest}, 1).reshape({-1, r.images.size(1), r.images.size(2), 3});
+    imaging::write_image(a.str("out") + "/samples.png", imaging::image_grid(pairs, 8, 2, 4));
+#endif
+    std::cout << r.metrics.dump(2) << "\nwrote " << a.str("out") << "\n";
+    return 0;
+  }
   if (stage != "vq" && stage != "gpt" && stage != "drafter") {
-    throw Error("unknown 'train' stage '" + stage + "' (known: vq, gpt, drafter, assemble)");
+    throw Error("unknown 'train' stage '" + stage + "' (known: vq, gpt, drafter, assemble, fidelity)");
   }
   Args a("train " + stage, stage == "vq"    ? "Train the VQ tokenizer."
                            : stage == "gpt" ? "Train the caption-conditioned GPT on VQ codes."

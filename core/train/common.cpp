@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "io/safetensors.h"
+#include "model/model_dir.h"
 #include "util/error.h"
 
 namespace adtree::train {
@@ -111,10 +112,10 @@ double BatchOrder::epoch_of(int64_t step) const {
 
 // ---- optimisation -------------------------------------------------------------------------------
 
-Params Params::from(const TensorMap& init) {
+Params Params::from(const TensorMap& init, at::Device device) {
   Params p;
   for (const auto& [name, t] : init) {
-    auto c = t.detach().to(at::kFloat).clone().contiguous();
+    auto c = t.detach().to(device, at::kFloat).clone().contiguous();
     c.set_requires_grad(true);
     p.tensors.emplace(name, c);
   }
@@ -456,10 +457,23 @@ std::vector<int64_t> split_rows(const io::Dataset& d, io::Split s, const std::st
   return rows;
 }
 
-at::Tensor images_to_float(const io::Dataset& d, const std::vector<int64_t>& rows) {
-  auto idx = at::tensor(rows, at::TensorOptions().dtype(at::kLong));
-  return d.images.index_select(0, idx).permute({0, 3, 1, 2}).to(at::kFloat).div_(127.5).sub_(1.0).contiguous();
+at::Tensor images_to_float(const io::Dataset& d, const std::vector<int64_t>& rows,
+                           at::Device device) {
+  // Bytes travel to the device (4x less than floats), then convert there.
+  return d.images.index_select(0, row_tensor(rows))
+      .to(device)
+      .permute({0, 3, 1, 2})
+      .to(at::kFloat)
+      .div_(127.5)
+      .sub_(1.0)
+      .contiguous();
 }
+
+at::Tensor row_tensor(const std::vector<int64_t>& rows, at::Device device) {
+  return at::tensor(rows, at::TensorOptions().dtype(at::kLong)).to(device);
+}
+
+at::Device train_device(const TrainOptions& opts) { return model::parse_device(opts.device); }
 
 std::string run_file(const std::string& out_dir, const std::string& name) {
   return (fs::path(out_dir) / name).string();

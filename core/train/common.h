@@ -40,6 +40,7 @@ struct TrainOptions {
   int64_t eval_every = 0;       // validation every N steps (0: the config's default)
   int64_t checkpoint_every = 0; // checkpoint every N steps (0: the config's default)
   std::ostream* log = nullptr;  // progress lines (nullptr: std::cout)
+  std::string device = "cpu";   // "cpu", "cuda", "cuda:N": where parameters and batches live
   nlohmann::json provenance = nlohmann::json::object();  // command line, data file: kept in run.json
 };
 
@@ -94,7 +95,8 @@ class BatchOrder {
 // The trainable tensors of a run, by name (fp32, requires_grad). Same map the model classes take.
 struct Params {
   TensorMap tensors;
-  static Params from(const TensorMap& init);  // copies, fp32, contiguous, requires_grad
+  // Copies to `device`, fp32, contiguous, requires_grad.
+  static Params from(const TensorMap& init, at::Device device = at::kCPU);
   int64_t count() const;
   void zero_grad();
   // One tensor map without autograd history (for saving weights).
@@ -234,8 +236,13 @@ TrainResult run_loop(const TrainOptions& opts, Params& params, AdamW& opt, const
 
 // Dataset rows of one split; an adtree::Error naming the data file when the split is empty.
 std::vector<int64_t> split_rows(const io::Dataset& d, io::Split s, const std::string& where);
-// uint8 [N, H, W, 3] rows -> float [B, 3, H, W] in [-1, 1] (the VQ's input range).
-at::Tensor images_to_float(const io::Dataset& d, const std::vector<int64_t>& rows);
+// uint8 [N, H, W, 3] rows -> float [B, 3, H, W] in [-1, 1] (the VQ's input range) on `device`.
+at::Tensor images_to_float(const io::Dataset& d, const std::vector<int64_t>& rows,
+                           at::Device device = at::kCPU);
+// Row indices as an int64 tensor on `device`.
+at::Tensor row_tensor(const std::vector<int64_t>& rows, at::Device device = at::kCPU);
+// TrainOptions::device parsed (an adtree::Error for unknown names or a build without CUDA).
+at::Device train_device(const TrainOptions& opts);
 
 // Files of a run folder.
 std::string run_file(const std::string& out_dir, const std::string& name);

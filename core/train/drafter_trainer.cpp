@@ -54,12 +54,13 @@ TargetRows target_rows(const model::Gpt& target, const at::Tensor& tokens, const
                        const at::Tensor& null_rows) {
   at::NoGradGuard no_grad;
   const int64_t C = target.config().cond_len, N = tokens.size(1);
-  auto out = teacher_forced(target, tokens, word_ids, null_rows);
+  auto out = teacher_forced(target, tokens.to(target.device()), word_ids.to(target.device()),
+                            null_rows.defined() ? null_rows.to(target.device()) : null_rows);
   auto F = out.hidden.narrow(1, C - 1, N);  // F_j: the feature whose logits predict z_j
   TargetRows r;
   r.feats_in = F.narrow(1, 0, N - 1).clone();
   r.feats_next = F.narrow(1, 1, N - 1).clone();
-  r.tokens_in = tokens.narrow(1, 0, N - 1);
+  r.tokens_in = tokens.narrow(1, 0, N - 1).to(target.device());
   r.logits_next = out.logits.narrow(1, 1, N - 1).clone();
   return r;
 }
@@ -122,11 +123,12 @@ at::Tensor sample_target(const model::Gpt& target, const at::Tensor& word_ids, d
     auto gen = step_generator(seed, i, kSampleStream);
     for (int64_t t = 0; t < N; ++t) {
       auto mixed = cfg_mix(logits.narrow(0, 0, b), logits.narrow(0, b, b), cfg);
-      auto probs = at::softmax(mixed / std::max(temperature, 1e-6), -1);
+      // Drawn on the CPU from a seeded generator: the same samples on every device.
+      auto probs = at::softmax(mixed / std::max(temperature, 1e-6), -1).cpu();
       auto next = at::multinomial(probs, 1, false, gen);  // [b, 1]
       out.narrow(0, i, b).narrow(1, t, 1).copy_(next);
       if (t + 1 == N) break;
-      auto o = target.forward_tokens(cache, next.repeat({2, 1}), t);
+      auto o = target.forward_tokens(cache, next.repeat({2, 1}).to(target.device()), t);
       cache.commit();
       logits = o.logits.select(1, 0);
     }
@@ -162,7 +164,8 @@ TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir, c
                 " pictures but the dataset has " + std::to_string(data.size()) +
                 " (train the drafter on the GPT's dataset)");
   }
-  const model::Gpt target(run.config, run.weights, at::kCPU, at::kFloat, /*inference=*/false);
+  const auto device = train_device(opts);
+  const model::Gpt target(run.config, run.weights, device, at::kFloat, /*inference=*/false);
   const auto caps = caption_ids(data, run.vocab, run.config.cond_len);
   const auto train_rows = split_rows(data, io::Split::Train, what);
   auto val_rows = data.indices(io::Split::Validation);
@@ -203,7 +206,7 @@ TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir, c
   }
 
   auto init = model::init_params(model::drafter_param_specs(run.config), opts.seed + 2);
-  Params params = Params::from(init);
+  Params params = Params::from(init, device);
   AdamW opt(params, {cfg["lr"].get<double>(), cfg["beta1"].get<double>(), cfg["beta2"].get<double>(),
                      1e-8, cfg["weight_decay"].get<double>()});
   const model::Drafter head(target, params.tensors, /*inference=*/false);
@@ -241,12 +244,12 @@ TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir, c
       ids = at::where(use.view({batch, 1}), sample_ids.index_select(0, sidx), ids);
     }
     auto ngen = step_generator(opts.seed, step, kNullStream);
-    auto null_rows = at::empty({batch}, at::kFloat).uniform_(0.0, 1.0, ngen).lt(uncond_fraction);
+    auto null_rows = at::empty({batch}, at::kFloat).uniform_(0.0, 1.0, ngen).lt(uncond_fraction).to(device);
     auto tr = target_rows(target, tok, ids, null_rows);
     auto feats = tr.feats_in;
     if (noise > 0) {
       auto fgen = step_generator(opts.seed, step, kNoiseStream);
-      feats = feats + (at::empty(feats.sizes(), feats.options()).uniform_(0.0, 1.0, fgen) - 0.5) * noise;
+      feats = feats + (at::empty(feats.sizes(), at::kFloat).uniform_(0.0, 1.0, fgen) - 0.5).to(device) * noise;
     }
     auto out = head.forward(nullptr, feats, tr.tokens_in, head_positions(target, N - 1));
     auto vloss = at::smooth_l1_loss(out.hidden, tr.feats_next);

@@ -127,7 +127,7 @@ model::Gpt::Output teacher_forced(const model::Gpt& gpt, const at::Tensor& token
   if (dropout > 0 && gen) {
     // LlamaGen drops the input embeddings (token_drop); its residual/FFN dropout lives inside the
     // shared forward, which stays as inference runs it.
-    auto keep = at::empty(x.sizes(), x.options()).bernoulli_(1.0 - dropout, *gen);
+    auto keep = at::empty(x.sizes(), at::kFloat).bernoulli_(1.0 - dropout, *gen).to(x.device(), x.scalar_type());
     x = x * keep / (1.0 - dropout);
   }
   auto pos = at::arange(C + N - 1, at::TensorOptions().dtype(at::kLong));
@@ -142,11 +142,11 @@ double gpt_loss(const model::Gpt& gpt, const at::Tensor& tokens, const at::Tenso
   int64_t count = 0;
   for (size_t i = 0; i < rows.size(); i += size_t(batch)) {
     std::vector<int64_t> r(rows.begin() + long(i), rows.begin() + long(std::min(rows.size(), i + size_t(batch))));
-    auto idx = at::tensor(r, at::TensorOptions().dtype(at::kLong));
-    auto tok = tokens.index_select(0, idx);
-    auto ids = word_ids.index_select(0, idx);
+    auto idx = row_tensor(r);
+    auto tok = tokens.index_select(0, idx).to(gpt.device());
+    auto ids = word_ids.index_select(0, idx).to(gpt.device());
     at::Tensor null_rows;
-    if (uncond) null_rows = at::ones({int64_t(r.size())}, at::TensorOptions().dtype(at::kBool));
+    if (uncond) null_rows = at::ones({int64_t(r.size())}, at::TensorOptions().dtype(at::kBool).device(gpt.device()));
     auto out = teacher_forced(gpt, tok, ids, null_rows);
     auto lp = at::log_softmax(out.logits, -1);
     sum += -lp.gather(2, tok.unsqueeze(-1)).sum().item<double>();
@@ -209,11 +209,12 @@ TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir, const 
 
   auto init = model::init_params(model::gpt_param_specs(gcfg), opts.seed);
   init["output.weight"].zero_();  // LlamaGen: the output head starts at zero (uniform first guess)
-  Params params = Params::from(init);
+  const auto device = train_device(opts);
+  Params params = Params::from(init, device);
   AdamW opt(params, {cfg["lr"].get<double>(), cfg["beta1"].get<double>(), cfg["beta2"].get<double>(),
                      1e-8, cfg["weight_decay"].get<double>()});
   // inference = false: the model keeps these very tensors, so autograd reaches `params`.
-  model::Gpt gpt(gcfg, params.tensors, at::kCPU, at::kFloat, /*inference=*/false);
+  model::Gpt gpt(gcfg, params.tensors, device, at::kFloat, /*inference=*/false);
   log << "GPT " << gcfg.dim << "x" << gcfg.n_layer << " (" << gcfg.n_head << " heads), "
       << params.count() << " parameters, " << vocab.size() << " words, " << train_rows.size()
       << " training pictures" << std::endl;
@@ -260,11 +261,11 @@ TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir, const 
   spec.grad_clip = cfg["grad_clip"];
   spec.step_fn = [&](int64_t step, double& items) {
     const auto rows = order.rows_for_step(step);
-    auto idx = at::tensor(rows, at::TensorOptions().dtype(at::kLong));
-    auto tok = tokens.index_select(0, idx);
-    auto ids = caps.ids.index_select(0, idx);
+    auto idx = row_tensor(rows);
+    auto tok = tokens.index_select(0, idx).to(device);
+    auto ids = caps.ids.index_select(0, idx).to(device);
     auto cgen = step_generator(opts.seed, step, kCaptionStream);
-    auto null_rows = at::empty({int64_t(rows.size())}, at::kFloat).uniform_(0.0, 1.0, cgen).lt(cap_drop);
+    auto null_rows = at::empty({int64_t(rows.size())}, at::kFloat).uniform_(0.0, 1.0, cgen).lt(cap_drop).to(device);
     auto dgen = step_generator(opts.seed, step, kDropStream);
     auto out = teacher_forced(gpt, tok, ids, null_rows, dropout, &dgen);
     auto loss = at::nll_loss(at::log_softmax(out.logits.reshape({-1, gcfg.vocab_size}), -1), tok.reshape(-1));

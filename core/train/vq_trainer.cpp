@@ -60,6 +60,10 @@ model::VqConfig vq_model_config(const json& c) {
 
 namespace {
 
+at::Device device_of(const model::VqModel& vq) {
+  return vq.weights().at("post_quant_conv.weight").device();
+}
+
 at::Tensor l2_normalize(const at::Tensor& z, int64_t dim) {
   return z / at::clamp_min(z.norm(2, {dim}, true), 1e-12);
 }
@@ -75,7 +79,7 @@ at::Tensor encode_rows(const model::VqModel& vq, const io::Dataset& data,
   std::vector<at::Tensor> parts;
   for (size_t i = 0; i < rows.size(); i += size_t(batch)) {
     std::vector<int64_t> r(rows.begin() + long(i), rows.begin() + long(std::min(rows.size(), i + size_t(batch))));
-    parts.push_back(vq.quantize(vq.encode(images_to_float(data, r))));
+    parts.push_back(vq.quantize(vq.encode(images_to_float(data, r, device_of(vq)))).cpu());
   }
   if (parts.empty()) return at::empty({0, 0}, at::TensorOptions().dtype(at::kLong));
   return at::cat(parts, 0);
@@ -90,11 +94,11 @@ json evaluate_vq(const model::VqModel& vq, const io::Dataset& data, const std::v
   int64_t n = 0;
   for (size_t i = 0; i < rows.size(); i += size_t(batch)) {
     std::vector<int64_t> r(rows.begin() + long(i), rows.begin() + long(std::min(rows.size(), i + size_t(batch))));
-    auto x = images_to_float(data, r);
-    auto idx = vq.quantize(vq.encode(x));
+    auto x = images_to_float(data, r, device_of(vq));
+    auto idx = vq.quantize(vq.encode(x)).cpu();
     const int64_t f = vq.config().downsample_factor();
     auto rec = model::VqModel::to_bytes(vq.decode(idx, x.size(2) / f, x.size(3) / f)).to(at::kDouble);
-    auto orig = data.images.index_select(0, at::tensor(r, at::TensorOptions().dtype(at::kLong))).to(at::kDouble);
+    auto orig = data.images.index_select(0, row_tensor(r)).to(at::kDouble);
     auto mse = (rec - orig).pow(2).mean({1, 2, 3});  // per image, 8-bit scale
     auto psnr = (255.0 * 255.0 / at::clamp_min(mse, 1e-10)).log10() * 10.0;
     psnr_sum += psnr.sum().item<double>();
@@ -117,10 +121,10 @@ json evaluate_vq(const model::VqModel& vq, const io::Dataset& data, const std::v
 at::Tensor reconstruction_pairs(const model::VqModel& vq, const io::Dataset& data,
                                 const std::vector<int64_t>& rows) {
   at::NoGradGuard no_grad;
-  auto x = images_to_float(data, rows);
+  auto x = images_to_float(data, rows, device_of(vq));
   const int64_t f = vq.config().downsample_factor();
   auto rec = model::VqModel::to_bytes(vq.decode(vq.quantize(vq.encode(x)), x.size(2) / f, x.size(3) / f));
-  auto orig = data.images.index_select(0, at::tensor(rows, at::TensorOptions().dtype(at::kLong)));
+  auto orig = data.images.index_select(0, row_tensor(rows));
   // Interleaved original, reconstruction, original, ... so pairs sit next to each other.
   return at::stack({orig, rec}, 1).reshape({-1, orig.size(1), orig.size(2), 3}).contiguous();
 }
@@ -170,7 +174,8 @@ TrainResult train_vq(const io::Dataset& data, const TrainOptions& opts) {
   // LlamaGen's quantiser L2-normalises its codebook at construction; rows start on the unit sphere,
   // the same length a restarted code gets.
   init["quantize.embedding.weight"] = l2_normalize(init["quantize.embedding.weight"], 1);
-  Params params = Params::from(init);
+  const auto device = train_device(opts);
+  Params params = Params::from(init, device);
   AdamW opt(params,
             {cfg["lr"].get<double>(), cfg["beta1"].get<double>(), cfg["beta2"].get<double>(), 1e-8,
              cfg["weight_decay"].get<double>()},
@@ -179,7 +184,7 @@ TrainResult train_vq(const io::Dataset& data, const TrainOptions& opts) {
 
   const int64_t K = vcfg.codebook_size;
   // Hits per code since the last restart check; part of the checkpoint so resumes are exact.
-  auto usage = at::zeros({K}, at::TensorOptions().dtype(at::kFloat));
+  auto usage = at::zeros({K}, at::TensorOptions().dtype(at::kFloat).device(device));
   at::Tensor last_latents;  // normalised latents of the last batch [B*h*w, dim]: restart pool
   BatchOrder order(train_rows, batch, opts.seed);
   const double l1w = cfg["l1_weight"], l2w = cfg["l2_weight"], cbw = cfg["codebook_weight"];
@@ -200,12 +205,13 @@ TrainResult train_vq(const io::Dataset& data, const TrainOptions& opts) {
   spec.grad_clip = cfg["grad_clip"];
   spec.step_fn = [&](int64_t step, double& items) {
     const auto rows = order.rows_for_step(step);
-    auto x = images_to_float(data, rows);
+    auto x = images_to_float(data, rows, device);
     const int64_t B = x.size(0);
     if (hflip) {
       // Mirror images are as good tokenizer data as the originals (the VQ never sees captions).
       auto gen = step_generator(opts.seed, step, kFlipStream);
-      auto flip = at::empty({B}, at::kFloat).bernoulli_(0.5, gen).to(at::kBool).view({B, 1, 1, 1});
+      // Drawn on the CPU from the step's generator, so every device sees the same flips.
+      auto flip = at::empty({B}, at::kFloat).bernoulli_(0.5, gen).to(device, at::kBool).view({B, 1, 1, 1});
       x = at::where(flip, x.flip({3}), x);
     }
     auto z = vq.encode(x);  // [B, d, h, w]
@@ -239,8 +245,8 @@ TrainResult train_vq(const io::Dataset& data, const TrainOptions& opts) {
     const int64_t n_dead = dead.numel();
     if (n_dead > 0 && done <= restart_until && last_latents.defined()) {
       auto gen = step_generator(opts.seed, step, kRestartStream);
-      auto pick = at::randint(last_latents.size(0), {n_dead}, gen, at::TensorOptions().dtype(at::kLong));
-      auto noise = at::empty({n_dead, last_latents.size(1)}, at::kFloat).normal_(0.0, 0.01, gen);
+      auto pick = at::randint(last_latents.size(0), {n_dead}, gen, at::TensorOptions().dtype(at::kLong)).to(device);
+      auto noise = at::empty({n_dead, last_latents.size(1)}, at::kFloat).normal_(0.0, 0.01, gen).to(device);
       auto fresh = l2_normalize(last_latents.index_select(0, pick) + noise, 1);
       auto& cb = params.tensors.at("quantize.embedding.weight");
       cb.detach().index_copy_(0, dead, fresh);
@@ -256,7 +262,7 @@ TrainResult train_vq(const io::Dataset& data, const TrainOptions& opts) {
     if (it == extra.end() || it->second.sizes() != usage.sizes()) {
       throw Error(Checkpoint::path_in(opts.out) + ": codebook usage state missing or of another size");
     }
-    usage.copy_(it->second);
+    usage.copy_(it->second.to(device));
   };
   const int64_t eval_images = cfg["eval_images"];
   spec.eval_fn = [&](int64_t, bool final) {

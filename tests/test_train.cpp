@@ -1,0 +1,451 @@
+// The training pipeline (issue 4) on a handful of synthetic 8x8 pictures: shared pieces (config
+// merging, schedule, data order, AdamW, clipping), each trainer for a few steps (finite, falling
+// loss), exact resume from a checkpoint, clear errors for bad data and configs, and the assembled
+// model directory loading through the product's loader.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "io/dataset.h"
+#include "io/manifest.h"
+#include "model/model_dir.h"
+#include "train/assemble.h"
+#include "train/captions.h"
+#include "train/common.h"
+#include "train/drafter_trainer.h"
+#include "train/fidelity.h"
+#include "train/gpt_trainer.h"
+#include "train/vq_trainer.h"
+#include "util/error.h"
+
+namespace fs = std::filesystem;
+namespace tr = adtree::train;
+using json = nlohmann::json;
+
+namespace {
+
+// Twelve 8x8 pictures: a coloured square in one of four places on white, in two "styles" (filled
+// or outlined); nine for training, three (two emoji) for validation.
+adtree::io::Dataset tiny_dataset() {
+  adtree::io::Dataset d;
+  const int64_t n = 12;
+  d.images = at::full({n, 8, 8, 3}, 255, at::TensorOptions().dtype(at::kByte));
+  const char* colours[] = {"red", "green", "blue"};
+  const uint8_t rgb[3][3] = {{220, 30, 30}, {30, 200, 60}, {40, 60, 220}};
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t c = i % 3, place = (i / 3) % 4, r0 = (place / 2) * 4, c0 = (place % 2) * 4;
+    const bool outline = i % 2 == 1;
+    for (int64_t y = r0; y < r0 + 4; ++y) {
+      for (int64_t x = c0; x < c0 + 4; ++x) {
+        if (outline && y > r0 && y < r0 + 3 && x > c0 && x < c0 + 3) continue;
+        for (int64_t k = 0; k < 3; ++k) d.images[i][y][x][k] = rgb[c][k];
+      }
+    }
+    const char* places[] = {"top left", "top right", "bottom left", "bottom right"};
+    d.captions.push_back(std::string(colours[c]) + " square " + places[place] +
+                         (outline ? " twemoji" : " noto"));
+    d.emoji.push_back(i / 2);
+    d.style.push_back(outline ? "twemoji" : "noto");
+    d.split.push_back(i >= 9 ? 1 : 0);
+  }
+  d.info = {{"name", "tiny"},
+            {"sources", json::array({{{"style", "noto"}, {"images_license", "Apache-2.0"},
+                                      {"attribution", "test"}, {"package", "p"}, {"version", "1"}}})},
+            {"metadata_license", "MIT"}};
+  return d;
+}
+
+const json kVqConfig = {{"codebook_size", 16}, {"codebook_dim", 4},    {"ch", 8},
+                        {"ch_mult", {1, 2}},   {"z_channels", 8},      {"num_res_blocks", 1},
+                        {"norm_groups", 4},    {"warmup", 0},          {"restart_every", 3},
+                        {"eval_every", 0},     {"checkpoint_every", 0}};
+const json kGptConfig = {{"dim", 32},   {"n_layer", 2},  {"n_head", 2},        {"cap_dim", 16},
+                         {"cond_len", 6}, {"multiple_of", 32}, {"warmup", 0}, {"eval_every", 0},
+                         {"checkpoint_every", 0}, {"dropout", 0.0}};
+const json kDrafterConfig = {{"warmup", 0}, {"eval_every", 0}, {"checkpoint_every", 0},
+                             {"self_samples", 4}, {"self_eval_samples", 2}, {"sample_batch", 3}};
+
+// A fresh folder per test (tests run as separate processes, possibly in parallel), removed when
+// the process ends.
+std::vector<std::string>& temp_dirs() {
+  static std::vector<std::string> dirs;
+  return dirs;
+}
+class RemoveTempDirs : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    for (const auto& d : temp_dirs()) fs::remove_all(d, ec);
+  }
+};
+[[maybe_unused]] auto* const kCleanup = ::testing::AddGlobalTestEnvironment(new RemoveTempDirs);
+
+std::string temp_dir(const std::string& name) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  auto p = fs::temp_directory_path() /
+           ("adtree_test_train_" + std::string(info->name()) + "_" + name + "_" +
+            std::to_string(::getpid()));
+  fs::remove_all(p);
+  fs::create_directories(p);
+  temp_dirs().push_back(p.string());
+  return p.string();
+}
+
+tr::TrainOptions options(const std::string& out, int64_t steps, const json& config,
+                         std::ostream* log) {
+  tr::TrainOptions o;
+  o.out = out;
+  o.steps = steps;
+  o.batch = 4;
+  o.seed = 7;
+  o.config = config;
+  o.log = log;
+  o.log_every = 100;
+  return o;
+}
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const adtree::Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected adtree::Error";
+  return {};
+}
+
+double mean(const std::vector<double>& v, size_t from, size_t to) {
+  double s = 0;
+  for (size_t i = from; i < to; ++i) s += v[i];
+  return s / double(to - from);
+}
+
+void expect_finite_and_falling(const std::vector<double>& losses) {
+  ASSERT_GE(losses.size(), 4u);
+  for (double l : losses) EXPECT_TRUE(std::isfinite(l));
+  const size_t k = losses.size() / 3;
+  EXPECT_LT(mean(losses, losses.size() - k, losses.size()), mean(losses, 0, k));
+}
+
+// Runs `train(opts)` uninterrupted, then again stopped half-way and resumed; the resumed steps
+// must reproduce the uninterrupted losses (same batches, noise, optimiser state).
+template <class Train>
+void expect_exact_resume(const std::string& name, int64_t steps, const json& config, Train train) {
+  std::ostringstream log;
+  auto full = train(options(temp_dir(name + "_full"), steps, config, &log));
+  ASSERT_TRUE(full.finished);
+  const auto dir = temp_dir(name + "_split");
+  auto first = options(dir, steps, config, &log);
+  first.stop_at = steps / 2;
+  auto a = train(first);
+  EXPECT_FALSE(a.finished);
+  EXPECT_EQ(a.last_step, steps / 2);
+  auto second = options(dir, steps, config, &log);
+  second.resume = true;
+  auto b = train(second);
+  ASSERT_TRUE(b.finished);
+  EXPECT_EQ(b.first_step, steps / 2);
+  ASSERT_EQ(a.losses.size() + b.losses.size(), full.losses.size());
+  for (size_t i = 0; i < b.losses.size(); ++i) {
+    const double want = full.losses[a.losses.size() + i];
+    EXPECT_NEAR(b.losses[i], want, 1e-6 * std::abs(want) + 1e-7)
+        << "step " << a.losses.size() + i + 1;
+  }
+}
+
+}  // namespace
+
+// ---- shared pieces --------------------------------------------------------------------------------
+
+TEST(TrainCommon, ConfigRejectsUnknownKeysAndWrongTypes) {
+  const json d = {{"lr", 0.1}, {"steps", 10}, {"schedule", "cosine"}};
+  EXPECT_EQ(tr::merge_config(d, {{"lr", 1}}, "x")["lr"], 1);
+  EXPECT_NE(error_of([&] { tr::merge_config(d, {{"lrr", 0.1}}, "x"); }).find("unknown configuration key 'lrr'"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { tr::merge_config(d, {{"steps", 1.5}}, "x"); }).find("integer"), std::string::npos);
+  EXPECT_NE(error_of([&] { tr::merge_config(d, {{"schedule", 3}}, "x"); }).find("schedule"), std::string::npos);
+  EXPECT_NE(error_of([] { tr::parse_config_arg("{not json"); }).find("invalid JSON"), std::string::npos);
+}
+
+TEST(TrainCommon, ScheduleWarmsUpThenDecaysToTheFloor) {
+  tr::LrSchedule s{1.0, 10, 110, 0.1, "cosine"};
+  EXPECT_NEAR(s.at(0), 0.1, 1e-12);
+  EXPECT_NEAR(s.at(9), 1.0, 1e-12);
+  EXPECT_NEAR(s.at(10), 1.0, 1e-12);
+  EXPECT_NEAR(s.at(60), 0.55, 1e-12);
+  EXPECT_NEAR(s.at(110), 0.1, 1e-12);
+  s.shape = "linear";
+  EXPECT_NEAR(s.at(60), 0.55, 1e-12);
+  s.shape = "bogus";
+  EXPECT_THROW(s.validate("x"), adtree::Error);
+}
+
+TEST(TrainCommon, BatchOrderIsAPureFunctionOfSeedAndStep) {
+  std::vector<int64_t> rows{3, 5, 7, 9, 11};
+  tr::BatchOrder a(rows, 2, 1), b(rows, 2, 1), c(rows, 2, 2);
+  std::multiset<int64_t> epoch0;
+  for (int64_t s = 0; s < 5; ++s) {
+    auto r = a.rows_for_step(s);
+    EXPECT_EQ(r, b.rows_for_step(s));
+    if (s < 2) epoch0.insert(r.begin(), r.end());
+  }
+  // Asked out of order, the same answer.
+  EXPECT_EQ(a.rows_for_step(1), tr::BatchOrder(rows, 2, 1).rows_for_step(1));
+  // Rows 0..4 of the endless sequence are one permutation of the rows.
+  auto r2 = a.rows_for_step(2);
+  epoch0.insert(r2[0]);
+  EXPECT_EQ(epoch0, std::multiset<int64_t>(rows.begin(), rows.end()));
+  bool differs = false;
+  for (int64_t s = 0; s < 5; ++s) differs |= a.rows_for_step(s) != c.rows_for_step(s);
+  EXPECT_TRUE(differs);
+}
+
+TEST(TrainCommon, AdamWMatchesTheReferenceUpdateAndDecaysMatricesOnly) {
+  tr::Params p = tr::Params::from({{"w", at::full({2, 2}, 1.0)}, {"b", at::full({2}, 1.0)}});
+  tr::AdamW opt(p, {0.1, 0.9, 0.95, 1e-8, 0.5});
+  (p.tensors["w"].sum() * 2.0 + p.tensors["b"].sum() * 2.0).backward();
+  opt.step(0.1);
+  // First step: m_hat = g, v_hat = g^2 -> update lr * g / |g| = 0.1; decay only on w: 1 * 0.05.
+  EXPECT_NEAR(p.tensors["w"][0][0].item<double>(), 1.0 - 0.05 - 0.1, 1e-6);
+  EXPECT_NEAR(p.tensors["b"][0].item<double>(), 1.0 - 0.1, 1e-6);
+  // Clipping scales the global norm down to the limit.
+  p.zero_grad();
+  (p.tensors["w"].sum() * 3.0).backward();
+  EXPECT_NEAR(tr::clip_grad_norm(p, 1.0), 6.0, 1e-6);
+  EXPECT_NEAR(p.tensors["w"].grad().norm().item<double>(), 1.0, 1e-5);
+}
+
+TEST(TrainCommon, CaptionsAreLeftPaddedAndUnknownWordsCounted) {
+  auto d = tiny_dataset();
+  auto vocab = tr::build_vocabulary(d, d.indices(adtree::io::Split::Train));
+  auto c = tr::caption_ids(d, vocab, 6);
+  EXPECT_EQ(c.ids.size(1), 6);
+  EXPECT_EQ(c.ids[0][0].item<int64_t>(), -1);  // "red square top left noto": 5 words, 1 pad
+  EXPECT_GE(c.ids[0][1].item<int64_t>(), 0);
+  EXPECT_NE(error_of([&] { tr::caption_ids(d, vocab, 3); }).find("raise cond_len"), std::string::npos);
+}
+
+// ---- trainers -----------------------------------------------------------------------------------
+
+TEST(TrainVq, LossFallsAndRunFolderIsComplete) {
+  std::ostringstream log;
+  const auto d = tiny_dataset();
+  auto cfg = kVqConfig;
+  cfg["lr"] = 3e-3;
+  const auto out = temp_dir("vq");
+  auto r = tr::train_vq(d, options(out, 24, cfg, &log));
+  ASSERT_TRUE(r.finished);
+  expect_finite_and_falling(r.losses);
+  for (const char* f : {"vq.safetensors", "run.json", "metrics.jsonl", "checkpoint.safetensors"}) {
+    EXPECT_TRUE(fs::exists(out + "/" + f)) << f;
+  }
+  EXPECT_GT(r.metrics["psnr_db"].get<double>(), 0.0);
+  EXPECT_GT(r.metrics["codes_used"].get<int64_t>(), 0);
+  EXPECT_NE(log.str().find("img/s ETA"), std::string::npos);  // the progress line
+  const auto vq = tr::load_vq(out);
+  EXPECT_EQ(tr::encode_rows(vq, d, {0, 1}).sizes(), (std::vector<int64_t>{2, 16}));
+}
+
+TEST(TrainVq, ResumeReproducesTheUninterruptedRun) {
+  const auto d = tiny_dataset();
+  expect_exact_resume("vq", 8, kVqConfig, [&](const tr::TrainOptions& o) { return tr::train_vq(d, o); });
+}
+
+TEST(TrainVq, BadDataAndConfigAreClearErrors) {
+  std::ostringstream log;
+  auto d = tiny_dataset();
+  const auto out = temp_dir("bad");
+  auto cfg = kVqConfig;
+  cfg["ch_mult"] = {1, 2, 2, 2, 2};  // 16x downsampling of 8x8 pictures
+  EXPECT_NE(error_of([&] { tr::train_vq(d, options(out, 2, cfg, &log)); }).find("not a multiple"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { tr::train_vq(d, options(out, 2, {{"codebook_sise", 3}}, &log)); })
+                .find("unknown configuration key"),
+            std::string::npos);
+  auto bad_groups = kVqConfig;
+  bad_groups["norm_groups"] = 3;
+  EXPECT_NE(error_of([&] { tr::train_vq(d, options(out, 2, bad_groups, &log)); }).find("norm_groups"),
+            std::string::npos);
+  auto no_train = d;
+  for (auto& s : no_train.split) s = 1;
+  EXPECT_NE(error_of([&] { tr::train_vq(no_train, options(out, 2, kVqConfig, &log)); }).find("no train images"),
+            std::string::npos);
+  auto broken = d;
+  broken.captions.pop_back();
+  EXPECT_NE(error_of([&] { tr::train_vq(broken, options(out, 2, kVqConfig, &log)); }).find("captions"),
+            std::string::npos);
+  auto resume = options(temp_dir("empty"), 2, kVqConfig, &log);
+  resume.resume = true;
+  EXPECT_NE(error_of([&] { tr::train_vq(d, resume); }).find("no checkpoint"), std::string::npos);
+}
+
+namespace {
+// A finished VQ run for the GPT tests (a few steps: the codes only need to exist).
+std::string vq_run(const adtree::io::Dataset& d, std::ostream* log) {
+  const auto out = temp_dir("vqrun");
+  tr::train_vq(d, options(out, 4, kVqConfig, log));
+  return out;
+}
+std::string gpt_run(const adtree::io::Dataset& d, const std::string& vq, std::ostream* log) {
+  const auto out = temp_dir("gptrun");
+  auto cfg = kGptConfig;
+  cfg["lr"] = 3e-3;
+  tr::train_gpt(d, vq, options(out, 12, cfg, log));
+  return out;
+}
+}  // namespace
+
+TEST(TrainGpt, LossFallsAndReportsHeldOutAndBaselines) {
+  std::ostringstream log;
+  const auto d = tiny_dataset();
+  const auto vq = vq_run(d, &log);
+  auto cfg = kGptConfig;
+  cfg["lr"] = 3e-3;
+  const auto out = temp_dir("gpt");
+  auto r = tr::train_gpt(d, vq, options(out, 16, cfg, &log));
+  ASSERT_TRUE(r.finished);
+  expect_finite_and_falling(r.losses);
+  for (const char* k : {"train_nats", "val_nats", "val_uncond_nats", "unigram_val_nats", "uniform_nats"}) {
+    ASSERT_TRUE(r.metrics.contains(k)) << k;
+    EXPECT_TRUE(std::isfinite(r.metrics[k].get<double>())) << k;
+  }
+  auto run = tr::load_gpt_run(out);
+  EXPECT_EQ(run.vocab.size(), run.config.num_words);
+  EXPECT_EQ(run.tokens.size(0), d.size());
+  EXPECT_NE(log.str().find("tok/s ETA"), std::string::npos);
+  // The second run on the same VQ reuses the cached codes.
+  std::ostringstream log2;
+  tr::train_gpt(d, vq, options(out, 1, cfg, &log2));
+  EXPECT_NE(log2.str().find("using cached VQ codes"), std::string::npos);
+}
+
+TEST(TrainGpt, ResumeReproducesTheUninterruptedRun) {
+  std::ostringstream log;
+  const auto d = tiny_dataset();
+  const auto vq = vq_run(d, &log);
+  auto cfg = kGptConfig;
+  cfg["dropout"] = 0.1;  // dropout masks and caption dropout must replay too
+  expect_exact_resume("gpt", 8, cfg, [&](const tr::TrainOptions& o) { return tr::train_gpt(d, vq, o); });
+}
+
+TEST(TrainGpt, BadInputsAreClearErrors) {
+  std::ostringstream log;
+  const auto d = tiny_dataset();
+  const auto vq = vq_run(d, &log);
+  const auto out = temp_dir("bad");
+  auto short_cond = kGptConfig;
+  short_cond["cond_len"] = 3;
+  EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, options(out, 2, short_cond, &log)); }).find("raise cond_len"),
+            std::string::npos);
+  auto bad_heads = kGptConfig;
+  bad_heads["n_head"] = 3;
+  EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, options(out, 2, bad_heads, &log)); }).find("n_head"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { tr::train_gpt(d, out + "/nowhere", options(out, 2, kGptConfig, &log)); })
+                .find("no vq.safetensors"),
+            std::string::npos);
+  // Resuming under another config would silently train another model.
+  const auto run = temp_dir("cfg");
+  auto a = options(run, 4, kGptConfig, &log);
+  a.stop_at = 2;
+  tr::train_gpt(d, vq, a);
+  auto other = kGptConfig;
+  other["caption_dropout"] = 0.5;
+  auto b = options(run, 4, other, &log);
+  b.resume = true;
+  EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, b); }).find("another configuration"), std::string::npos);
+}
+
+TEST(TrainDrafter, LossFallsAndAccuracyIsReported) {
+  std::ostringstream log;
+  const auto d = tiny_dataset();
+  const auto vq = vq_run(d, &log);
+  const auto gpt = gpt_run(d, vq, &log);
+  auto cfg = kDrafterConfig;
+  cfg["lr"] = 3e-3;
+  const auto out = temp_dir("drafter");
+  auto r = tr::train_drafter(d, gpt, options(out, 16, cfg, &log));
+  ASSERT_TRUE(r.finished);
+  expect_finite_and_falling(r.losses);
+  for (const char* part : {"validation", "self_samples_heldout"}) {
+    ASSERT_TRUE(r.metrics.contains(part)) << part;
+    for (const char* k : {"top1", "top3", "cfg_top1", "cfg_top3", "accept_t1"}) {
+      const double v = r.metrics[part][k].get<double>();
+      EXPECT_GE(v, 0.0) << part << "." << k;
+      EXPECT_LE(v, 1.0) << part << "." << k;
+    }
+    EXPECT_GE(r.metrics[part]["top3"].get<double>(), r.metrics[part]["top1"].get<double>());
+  }
+  EXPECT_TRUE(fs::exists(out + "/samples.safetensors"));
+
+  // Assemble a model directory in fp16 and load it with the product's loader.
+  tr::AssembleOptions a;
+  a.vq_dir = vq;
+  a.gpt_dir = gpt;
+  a.drafter_dir = out;
+  a.out = temp_dir("model");
+  a.dataset_info = d.info;
+  a.dataset_path = "tiny.safetensors";
+  tr::assemble_model(a);
+  auto bundle = adtree::model::load_model_dir(a.out);
+  EXPECT_TRUE(bundle.drafter != nullptr);
+  EXPECT_EQ(bundle.manifest.kind, "t2i-words");
+  EXPECT_EQ(bundle.manifest.license["data"][0]["images_license"], "Apache-2.0");
+  EXPECT_TRUE(bundle.manifest.provenance["runs"].contains("drafter"));
+  auto cond = adtree::model::make_condition(*bundle.gpt, bundle.vocab, "red square noto", true);
+  EXPECT_EQ(cond.batch(), 2);
+  // fp16 storage, fp32 compute after loading.
+  EXPECT_EQ(bundle.gpt->weights().at("output.weight").scalar_type(), at::kFloat);
+  // Prompt fidelity on the assembled model: seen prompts, nearest training pictures.
+  tr::FidelityOptions fo;
+  fo.prompts = 3;
+  fo.batch = 2;
+  auto fid = tr::prompt_fidelity(bundle, d, fo, nullptr);
+  EXPECT_EQ(fid.prompts.size(), 3u);
+  EXPECT_EQ(fid.images.sizes(), (std::vector<int64_t>{3, 8, 8, 3}));
+  EXPECT_EQ(fid.nearest.sizes(), fid.images.sizes());
+  for (const char* space : {"pixel", "tokens"}) {
+    const double t1 = fid.metrics[space]["top1"], t5 = fid.metrics[space]["top5"];
+    EXPECT_GE(t5, t1) << space;
+    EXPECT_LE(t5, 1.0) << space;
+  }
+  EXPECT_NE(error_of([&] {
+              auto bad = a;
+              bad.dtype = "int8";
+              tr::assemble_model(bad);
+            }).find("storage dtype"),
+            std::string::npos);
+}
+
+TEST(TrainDrafter, ResumeReproducesTheUninterruptedRun) {
+  std::ostringstream log;
+  const auto d = tiny_dataset();
+  const auto vq = vq_run(d, &log);
+  const auto gpt = gpt_run(d, vq, &log);
+  expect_exact_resume("drafter", 8, kDrafterConfig,
+                      [&](const tr::TrainOptions& o) { return tr::train_drafter(d, gpt, o); });
+}
+
+TEST(TrainDrafter, NeedsAFinishedGptRunOfTheSameData) {
+  std::ostringstream log;
+  const auto d = tiny_dataset();
+  const auto out = temp_dir("bad");
+  EXPECT_NE(error_of([&] { tr::train_drafter(d, out, options(out, 2, kDrafterConfig, &log)); })
+                .find("not a finished 'adtree train gpt' run"),
+            std::string::npos);
+  const auto vq = vq_run(d, &log);
+  const auto gpt = gpt_run(d, vq, &log);
+  auto fewer = d.select({0, 1, 2, 3, 9});
+  EXPECT_NE(error_of([&] { tr::train_drafter(fewer, gpt, options(out, 2, kDrafterConfig, &log)); })
+                .find("train the drafter on the GPT's dataset"),
+            std::string::npos);
+}
