@@ -2,6 +2,7 @@
 
 #include <QMetaObject>
 #include <QStringList>
+#include <QTimer>
 
 #include "engine/engine.h"
 
@@ -55,12 +56,26 @@ QStringList EngineBridge::availableDevices() {
 }
 
 void EngineBridge::onEngineEvent(engine::Event e) {
+  const bool urgent = !std::holds_alternative<engine::JobStep>(e) &&
+                      !std::holds_alternative<engine::JobPreview>(e) &&
+                      !std::holds_alternative<engine::LoadProgress>(e);
   std::lock_guard<std::mutex> lk(mu_);
   if (stopped_) return;
   pending_.push_back(std::move(e));
-  if (drainPosted_) return;
+  if (drainPosted_ || (throttled_ && !urgent)) return;
   drainPosted_ = true;
   QMetaObject::invokeMethod(this, &EngineBridge::drain, Qt::QueuedConnection);
+}
+
+void EngineBridge::drainAgain() {
+  bool more = false;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    throttled_ = false;
+    more = !pending_.empty() && !drainPosted_;
+    if (more) drainPosted_ = true;
+  }
+  if (more) drain();
 }
 
 void EngineBridge::drain() {
@@ -69,7 +84,9 @@ void EngineBridge::drain() {
     std::lock_guard<std::mutex> lk(mu_);
     batch.swap(pending_);
     drainPosted_ = false;
+    throttled_ = true;  // events arriving now wait for drainAgain instead of waking us
   }
+  QTimer::singleShot(kDrainIntervalMs, this, &EngineBridge::drainAgain);
   // Only the newest preview of a job in this batch is worth decoding into a QImage; final previews
   // are always kept (they mark where a run ended).
   std::vector<bool> superseded(batch.size(), false);

@@ -1,8 +1,11 @@
 // EngineBridge: the only place engine events enter Qt (STYLE.md). The engine calls its listener on
-// the worker thread; the bridge queues the events and posts ONE drain to the GUI thread whenever the
-// queue goes from empty to non-empty, so a burst of 500 steps per second costs the GUI thread one
-// wake-up per event-loop turn, not 500. The drain re-emits the events as signals on the GUI thread,
-// in order, with consecutive steps merged into one signal and superseded previews dropped.
+// the worker thread; the bridge queues the events and posts ONE drain to the GUI thread when the
+// queue goes from empty to non-empty, then waits kDrainIntervalMs before the next drain: 500 steps
+// per second cost the GUI thread (and the worker, which pays for each wake-up) ~30 wake-ups, not
+// 500, and the window paints at that rate anyway (docs/GUI.md). Events that change what the user
+// can do (started, finished, failed, cancelled, model loaded) skip the wait. The drain re-emits the
+// events as signals on the GUI thread, in order, with consecutive steps merged into one signal and
+// superseded previews dropped.
 #pragma once
 #include <QObject>
 #include <QString>
@@ -57,11 +60,15 @@ class EngineBridge : public QObject {
  private:
   void onEngineEvent(engine::Event e);  // worker thread
   void drain();                         // GUI thread
+  void drainAgain();                    // GUI thread, kDrainIntervalMs after a drain
+
+  static constexpr int kDrainIntervalMs = 30;  // the window's frame interval
 
   std::unique_ptr<engine::Engine> engine_;
   std::mutex mu_;
   std::vector<engine::Event> pending_;
-  bool drainPosted_ = false;
+  bool drainPosted_ = false;  // a drain is queued on the GUI thread
+  bool throttled_ = false;    // a drain ran less than kDrainIntervalMs ago
   bool stopped_ = false;
 };
 

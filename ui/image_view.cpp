@@ -23,6 +23,7 @@ void ImageView::startRun(int gridH, int gridW, int imageH, int imageW) {
   image_h_ = imageH;
   image_w_ = imageW;
   image_ = QImage();
+  scaled_ = QPixmap();
   valid_ = committed_ = 0;
   hovered_ = -1;
   dirty_ = true;
@@ -33,6 +34,7 @@ void ImageView::clear() { startRun(grid_h_, grid_w_, image_h_, image_w_); }
 
 void ImageView::setPreview(const QImage& image, int validCells) {
   image_ = image;
+  scaled_ = QPixmap();
   valid_ = validCells;
   if (image_w_ == 0) {
     image_w_ = image.width();
@@ -161,10 +163,14 @@ void ImageView::paintEvent(QPaintEvent*) {
     auto rr = [](const QRectF& f) { return f.toAlignedRect(); };
     if (full_rows > 0) clip += rr(QRectF(r.left(), r.top(), r.width(), full_rows * ch));
     if (rest > 0) clip += rr(QRectF(r.left(), r.top() + full_rows * ch, rest * cw, ch));
+    const QRect target = r.toAlignedRect();
+    if (scaled_.size() != target.size()) {
+      // Nearest neighbour (FastTransformation): every token stays a crisp block of pixels.
+      scaled_ = QPixmap::fromImage(image_.scaled(target.size(), Qt::IgnoreAspectRatio, Qt::FastTransformation));
+    }
     p.save();
     p.setClipRegion(clip);
-    p.setRenderHint(QPainter::SmoothPixmapTransform, false);  // nearest neighbour: crisp tokens
-    p.drawImage(r, image_);
+    p.drawPixmap(target.topLeft(), scaled_);
     p.restore();
   }
   // Faint cell grid when cells are large enough for it not to become noise.
@@ -182,10 +188,11 @@ void ImageView::paintEvent(QPaintEvent*) {
   if (highlight_ >= 0 && highlight_ < grid_h_ * grid_w_) {
     const QRectF c = cellRect(highlight_);
     p.setBrush(Qt::NoBrush);
-    p.setPen(QPen(Qt::black, 3));
-    p.drawRect(c.adjusted(-1, -1, 1, 1));
-    p.setPen(QPen(highlightColor(), 2));
-    p.drawRect(c.adjusted(-1, -1, 1, 1));
+    // Dark outline around a bright one: visible on any picture.
+    p.setPen(QPen(Qt::black, 5));
+    p.drawRect(c.adjusted(-2, -2, 2, 2));
+    p.setPen(QPen(highlightColor(), 3));
+    p.drawRect(c.adjusted(-2, -2, 2, 2));
   }
   // Before the first token: the empty canvas with the hint over it.
   if (!running_ && committed_ == 0 && valid == 0 && !placeholder_.isEmpty()) {

@@ -5,6 +5,7 @@
 // window's frame timer (refresh()), never by the arrival rate of tokens.
 #pragma once
 #include <QImage>
+#include <QPixmap>
 #include <QVector>
 #include <QWidget>
 
@@ -62,6 +63,7 @@ class ImageView : public QWidget {
   QRectF cellRect(int cell) const;
 
   QImage image_;
+  QPixmap scaled_;  // image_ at the size on screen: 30 repaints a second become plain copies
   QVector<QRgb> palette_;
   QVector<qint64> tokens_;
   int grid_h_ = 0, grid_w_ = 0, image_h_ = 0, image_w_ = 0;

@@ -55,6 +55,7 @@ class MainWindow : public QMainWindow {
   QString lastStatsJson() const { return last_stats_json_; }
   // The engine's time for the last finished job (conditioning, decoding, final VQ decode).
   double lastJobMs() const { return last_job_ms_; }
+  double lastDecodeCpuMs() const { return last_decode_cpu_ms_; }
 
   // The widgets a test (or a script) drives.
   PromptEdit* promptEdit() const { return prompt_; }
@@ -121,7 +122,7 @@ class MainWindow : public QMainWindow {
   MapRanges pending_ranges_;
   QString last_stats_json_;
   QImage last_image_;
-  double last_job_ms_ = 0;
+  double last_job_ms_ = 0, last_decode_cpu_ms_ = 0;
   QElapsedTimer job_clock_;
   QTimer frame_timer_;
   int frame_count_ = 0;

@@ -214,7 +214,7 @@ void SettingsPanel::updateEnabled() {
 }
 
 void SettingsPanel::setModel(const nlohmann::json& defaultSampling, qint64 vocabSize,
-                             qint64 imageTokens) {
+                             qint64 imageTokens, bool applyDefaults) {
   model_sampling_ = QString::fromStdString(defaultSampling.dump());
   vocab_size_ = vocabSize;
   image_tokens_ = imageTokens;
@@ -227,6 +227,7 @@ void SettingsPanel::setModel(const nlohmann::json& defaultSampling, qint64 vocab
   lantern_k_->setMaximum(std::max(1, v - 1));
   cfg_interval_->setMaximum(int(imageTokens));
   jac_window_->setMaximum(std::max(1, int(imageTokens) - 1));
+  if (!applyDefaults) return;
   // The model's sampling defaults (its author's choice) replace whatever the last model used.
   decode::SamplingParams p;
   try {

@@ -29,8 +29,10 @@ class SettingsPanel : public QWidget {
 
   // Shows the sections the method uses (LANTERN only with a draft tree and the switch on).
   void setMethod(const QString& method, bool lantern);
-  // A model was loaded: its default sampling (model.json "sampling") and its sizes bound the knobs.
-  void setModel(const nlohmann::json& defaultSampling, qint64 vocabSize, qint64 imageTokens);
+  // A model was loaded: its sizes bound the knobs; its default sampling (model.json "sampling")
+  // becomes what Reset returns to, and replaces the current sampling when applyDefaults is set.
+  void setModel(const nlohmann::json& defaultSampling, qint64 vocabSize, qint64 imageTokens,
+                bool applyDefaults);
   // The request the widgets describe (method, LANTERN switch and seed come from the caller).
   decode::DecodeRequest request(const QString& method, bool lantern, quint64 seed) const;
   void setRequest(const decode::DecodeRequest& request);

@@ -71,8 +71,11 @@ bool TimedApplication::notify(QObject* receiver, QEvent* event) {
     --depth_;
     return r;
   }
-  const double w0 = wall_ms(), c0 = thread_cpu_ms();
+  // Read before delivery: the receiver may delete itself while handling the event (single-shot
+  // timers do). The class name is static data and outlives it.
+  const char* cls = receiver->metaObject()->className();
   const int type = int(event->type());
+  const double w0 = wall_ms(), c0 = thread_cpu_ms();
   ++depth_;
   const bool r = QApplication::notify(receiver, event);
   --depth_;
@@ -81,7 +84,7 @@ bool TimedApplication::notify(QObject* receiver, QEvent* event) {
   if (cpu > max_cpu_ms_) {
     max_cpu_ms_ = cpu;
     slowest_type_ = type;
-    slowest_receiver_ = QString::fromLatin1(receiver->metaObject()->className());
+    slowest_receiver_ = QString::fromLatin1(cls);
   }
   max_wall_ms_ = std::max(max_wall_ms_, wall);
   return r;

@@ -1,6 +1,10 @@
 // adtree train vq|gpt|drafter|assemble: the training pipeline of the shipped model (issue 4).
 // Each stage writes a run folder (checkpoint, metrics.jsonl, run.json, weights); assemble turns
 // finished runs into a model directory.
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -38,6 +42,16 @@ void print_train_usage() {
                "  fidelity   prompt fidelity of a model: generated pictures vs nearest training ones\n\n"
                "Every stage checkpoints into its --out folder and continues with --resume.\n"
                "Run 'adtree train <stage> --help' for its options.\n";
+}
+
+// Training allocates the same large activation buffers every step. glibc would mmap and unmap
+// them each time, and the kernel's zero-filled page faults cost ~1/3 of a CPU step (measured on the
+// GPT: 2150 -> 3250 tokens/s). Keeping every block on the heap, never trimmed, avoids that.
+void keep_allocations_on_heap() {
+#ifdef __GLIBC__
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
 }
 
 std::string command_line(const std::string& stage, int argc, char** argv) {
@@ -164,6 +178,7 @@ int cmd_train(int argc, char** argv) {
     if (!a.given("out")) throw Error("give the output folder with --out DIR");
     const auto split = a.str("split");
     if (split != "train" && split != "validation") throw Error("--split must be train or validation");
+    keep_allocations_on_heap();
     const auto m = load_model(a);
     const auto data = load_data(a);
     train::FidelityOptions fo;
@@ -205,6 +220,7 @@ int cmd_train(int argc, char** argv) {
     return 0;
   }
   if (a.integer("threads") > 0) configure_threads(int(a.integer("threads")));
+  keep_allocations_on_heap();
   const auto opts = run_options(a, stage, argc - 1, argv + 1);
   const auto data = load_data(a);
   if (stage == "vq") {

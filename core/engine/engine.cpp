@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <ctime>
 
 #ifdef __linux__
 #include <sys/resource.h>
@@ -51,6 +52,12 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
 }
 
 struct Task {
@@ -173,6 +180,11 @@ class PreviewWorker {
     result_.reset();
     return r;
   }
+  // How long the last preview decode took (ms), 0 before the first.
+  double last_cost_ms() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return last_cost_ms_;
+  }
   // Waits for a decode in flight (at most one preview's time) and drops its result: a job ends.
   void settle() {
     std::unique_lock<std::mutex> lk(mu_);
@@ -185,8 +197,10 @@ class PreviewWorker {
     at::init_num_threads();  // like the worker: the process's thread policy, not OpenMP's default
 #ifdef __linux__
     // Previews are best effort: on a machine with few cores the decoding thread and the GUI thread
-    // come first (measured in docs/GUI.md). Linux applies a thread's own nice value to it alone.
-    setpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)), 10);
+    // come first. Nice 5 (about a third of a nice-0 thread's share) rather than more: at nice 10
+    // other processes starved the previews on a busy 2-core machine (docs/GUI.md). Linux applies
+    // a thread's own nice value to it alone.
+    setpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)), 5);
 #endif
     for (;;) {
       std::shared_ptr<const model::ModelBundle> m;
@@ -213,7 +227,10 @@ class PreviewWorker {
       m.reset();
       {
         std::lock_guard<std::mutex> lk(mu_);
-        if (p && !p->image.empty()) result_ = std::move(p);
+        if (p && !p->image.empty()) {
+          last_cost_ms_ = p->decode_ms;
+          result_ = std::move(p);
+        }
         busy_ = false;
       }
       cv_.notify_all();
@@ -223,6 +240,7 @@ class PreviewWorker {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false, busy_ = false;
+  double last_cost_ms_ = 0;
   std::shared_ptr<const model::ModelBundle> req_model_;
   JobId req_job_ = 0;
   std::vector<int64_t> req_tokens_;
@@ -355,16 +373,22 @@ struct Engine::Impl {
         if (auto p = previews->take(t.id)) emit(std::move(*p));
         if (int64_t(tokens.size()) >= g.image_tokens() || Clock::now() < next_preview) return;
         if (previews->request(m, t.id, tokens)) {
-          next_preview = Clock::now() + std::chrono::microseconds(int64_t(opts.preview_interval_ms * 1000));
+          // At most one per interval, and the preview thread busy at most ~15% of the time: on a
+          // 2-core machine a busier one slows the decoding thread (docs/GUI.md). Front ends paint
+          // new tokens in their code's colour in between (ModelInfo::token_colors).
+          const double wait = std::max(opts.preview_interval_ms, 6 * previews->last_cost_ms());
+          next_preview = Clock::now() + std::chrono::microseconds(int64_t(wait * 1000));
         }
       };
       decode::DecodeResult res;
+      const double cpu0 = thread_cpu_ms();
       try {
         res = decode::run_decode(*m, cond, req, on_step, t.cancel.get());
       } catch (...) {
         previews->settle();
         throw;
       }
+      const double decode_cpu_ms = thread_cpu_ms() - cpu0;
       previews->settle();  // a preview still in flight would only show an older prefix
 
       bool stopping_now = false;
@@ -392,7 +416,7 @@ struct Engine::Impl {
       j["settings"]["device"] = bundle_request.device;
       j["settings"]["dtype"] = bundle_request.dtype;
       emit(JobFinished{t.id, res.stats.summary, j.dump(1), std::move(res.tokens), std::move(img),
-                       ms_since(t0)});
+                       ms_since(t0), decode_cpu_ms});
     } catch (const std::exception& e) {
       emit(JobFailed{t.id, e.what()});
     } catch (...) {

@@ -37,7 +37,8 @@ struct GenerateJob {
 struct EngineOptions {
   bool previews = true;
   // Previews are VQ decodes of the partial grid on a second thread (so decoding does not wait for
-  // them), at most one per interval and never more than one in flight. Their results are emitted by
+  // them), at most one per interval, never more than one in flight, and spaced so that the preview
+  // thread is busy at most ~15% of the time. Their results are emitted by
   // the decoding thread at its next step, keeping every event of a job on one thread, in order.
   double preview_interval_ms = 100;
   // Token colours (ModelInfo::token_colors) are skipped when decoding the codebook would take longer.

@@ -89,6 +89,8 @@ struct JobFinished {
   std::vector<int64_t> tokens;
   RgbImage image;
   double elapsed_ms = 0;        // conditioning + decoding + final VQ decode
+  double decode_cpu_ms = 0;     // the decoding thread's CPU time in the decoding loop: unlike wall
+                                // time, it does not grow when other processes share the cores
 };
 struct JobFailed {
   JobId job = 0;

@@ -48,6 +48,6 @@ model::Gpt::Output teacher_forced(const model::Gpt& gpt, const at::Tensor& token
 // Mean next-token cross-entropy (nats/token) of `rows` under teacher forcing, with the captions'
 // word ids (uncond: the null caption with the same padding mask, as CFG sampling uses).
 double gpt_loss(const model::Gpt& gpt, const at::Tensor& tokens, const at::Tensor& word_ids,
-                const std::vector<int64_t>& rows, bool uncond, int64_t batch = 32);
+                const std::vector<int64_t>& rows, bool uncond, int64_t batch = 16);
 
 }  // namespace adtree::train
