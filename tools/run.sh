@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One command from a fresh Debian 12 machine to a generated image: set up, build, generate.
+# One command from a fresh Debian 12 machine to the app: set up, build, start the GUI (or, without a
+# display or with ADTREE_CLI=1, generate an image with the CLI).
 # Until the shipped model lands, a randomly initialised tiny model is made (it draws noise).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,11 @@ if [[ -z "$MODEL" ]]; then
     MODEL=build/release/models/random-tiny
     [[ -f "$MODEL/model.json" ]] || "$ADTREE" model random --config tiny --out "$MODEL" --name random-tiny
   fi
+fi
+# With a display and the GUI built, start the desktop app on that model; else generate with the CLI.
+STUDIO=build/release/app/adtree-studio/adtree-studio
+if [[ -x "$STUDIO" && ( -n "${DISPLAY:-}" || -n "${WAYLAND_DISPLAY:-}" ) && "${ADTREE_CLI:-0}" != 1 ]]; then
+  exec "$STUDIO" "$MODEL"
 fi
 mkdir -p out
 "$ADTREE" generate --model "$MODEL" --prompt "${1:-a red heart}" --seed "${2:-0}" \
