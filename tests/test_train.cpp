@@ -365,6 +365,34 @@ TEST(TrainGpt, BadInputsAreClearErrors) {
   EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, b); }).find("another configuration"), std::string::npos);
 }
 
+TEST(TrainGpt, SecondStageStartsFromAFinishedRunAndRefusesAnotherArchitecture) {
+  std::ostringstream log;
+  const auto d = tiny_dataset();
+  const auto vq = vq_run(d, &log);
+  const auto first = gpt_run(d, vq, &log);
+  const auto first_run = tr::load_gpt_run(first);
+  // Zero steps of learning (lr ~ 0): the second stage's weights are exactly the first run's.
+  auto cfg = kGptConfig;
+  cfg["lr"] = 1e-12;
+  auto o = options(temp_dir("stage2"), 2, cfg, &log);
+  o.init_from = first;
+  ASSERT_TRUE(tr::train_gpt(d, vq, o).finished);
+  const auto second = tr::load_gpt_run(o.out);
+  for (const auto& [name, t] : first_run.weights) {
+    EXPECT_TRUE(at::allclose(second.weights.at(name), t, 1e-5, 1e-6)) << name;
+  }
+  EXPECT_NE(log.str().find("starting from the weights of"), std::string::npos);
+  // Another architecture cannot start from these weights.
+  auto wider = kGptConfig;
+  wider["dim"] = kGptConfig["dim"].get<int64_t>() * 2;
+  auto w = options(temp_dir("stage2wide"), 2, wider, &log);
+  w.init_from = first;
+  EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, w); }).find("another architecture"), std::string::npos);
+  auto missing = options(temp_dir("stage2missing"), 2, kGptConfig, &log);
+  missing.init_from = temp_dir("nothing");
+  EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, missing); }).find("not a finished"), std::string::npos);
+}
+
 TEST(TrainDrafter, LossFallsAndAccuracyIsReported) {
   std::ostringstream log;
   const auto d = tiny_dataset();

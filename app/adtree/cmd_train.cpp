@@ -209,7 +209,10 @@ int cmd_train(int argc, char** argv) {
                            : stage == "gpt" ? "Train the caption-conditioned GPT on VQ codes."
                                             : "Train the EAGLE-1 draft head of a trained GPT.");
   add_run_options(a);
-  if (stage == "gpt") a.option("vq", "DIR", "finished 'train vq' run folder (or a model directory)");
+  if (stage == "gpt") {
+    a.option("vq", "DIR", "finished 'train vq' run folder (or a model directory)")
+        .option("init-from", "DIR", "start from this finished 'train gpt' run's weights (a second stage)");
+  }
   if (stage == "drafter") a.option("gpt", "DIR", "finished 'train gpt' run folder");
   if (!a.parse(argc - 1, argv + 1)) return 0;
   if (a.flag_set("show-config")) {
@@ -240,7 +243,9 @@ int cmd_train(int argc, char** argv) {
     print_result(stage, r, opts.out);
   } else if (stage == "gpt") {
     if (!a.given("vq")) throw Error("give the VQ run folder with --vq DIR");
-    print_result(stage, train::train_gpt(data, a.str("vq"), opts), opts.out);
+    auto gopts = opts;
+    if (a.given("init-from")) gopts.init_from = a.str("init-from");
+    print_result(stage, train::train_gpt(data, a.str("vq"), gopts), opts.out);
   } else {
     if (!a.given("gpt")) throw Error("give the GPT run folder with --gpt DIR");
     print_result(stage, train::train_drafter(data, a.str("gpt"), opts), opts.out);

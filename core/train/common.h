@@ -42,6 +42,9 @@ struct TrainOptions {
   std::ostream* log = nullptr;  // progress lines (nullptr: std::cout)
   std::string device = "cpu";   // "cpu", "cuda", "cuda:N": where parameters and batches live
   nlohmann::json provenance = nlohmann::json::object();  // command line, data file: kept in run.json
+  // GPT stage: start from a finished run's weights (same architecture and words) instead of the
+  // random initialisation, with a fresh optimiser and schedule: a second training stage.
+  std::string init_from;
 };
 
 // One record of a finished (or stopped) run: what the tests and the CLI summary read.

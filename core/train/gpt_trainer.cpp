@@ -183,6 +183,8 @@ TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir, const 
   if (opts.batch > 0) cfg["batch"] = opts.batch;
   if (opts.lr > 0) cfg["lr"] = opts.lr;
   cfg["seed"] = opts.seed;
+  // Part of the config so that a resumed second stage must name the same starting run.
+  if (!opts.init_from.empty()) cfg["init_from"] = fs::path(opts.init_from).filename().string();
   const int64_t steps = cfg["steps"], batch = cfg["batch"];
   require(steps > 0, what, "steps must be positive");
   require(batch > 0, what, "batch must be positive");
@@ -209,6 +211,18 @@ TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir, const 
 
   auto init = model::init_params(model::gpt_param_specs(gcfg), opts.seed);
   init["output.weight"].zero_();  // LlamaGen: the output head starts at zero (uniform first guess)
+  if (!opts.init_from.empty()) {
+    // A second stage continues a finished run: same architecture and the same word ids, else the
+    // loaded embedding rows would mean other words.
+    const auto prev = load_gpt_run(opts.init_from);
+    require(prev.config.to_json() == gcfg.to_json(), what,
+            opts.init_from + " has another architecture (" + prev.config.to_json().dump() +
+                ") than this config (" + gcfg.to_json().dump() + ")");
+    require(prev.vocab.entries() == vocab.entries(), what,
+            opts.init_from + " was trained with another word list (other dataset or split)");
+    for (auto& [name, t] : init) t.copy_(prev.weights.at(name));
+    log << "starting from the weights of " << opts.init_from << std::endl;
+  }
   const auto device = train_device(opts);
   Params params = Params::from(init, device);
   AdamW opt(params, {cfg["lr"].get<double>(), cfg["beta1"].get<double>(), cfg["beta2"].get<double>(),
