@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "imaging/captioned_grid.h"
 #include "imaging/emoji_dataset.h"
 #include "io/dataset.h"
 #include "io/safetensors.h"
@@ -481,6 +482,38 @@ std::string read_all(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 }  // namespace
+
+TEST(CaptionedGrid, PicturesKeepTheirPixelsAndCaptionsAreWrittenBelow) {
+  using adtree::imaging::captioned_grid;
+  using adtree::imaging::wrap_caption;
+  // Three flat-coloured 8x8 pictures, two columns, scale 2.
+  auto imgs = at::zeros({3, 8, 8, 3}, at::kByte);
+  imgs[0].select(2, 0).fill_(255);  // red
+  imgs[1].select(2, 1).fill_(255);  // green
+  imgs[2].select(2, 2).fill_(255);  // blue
+  auto sheet = captioned_grid(imgs, {"red", "green apple", "blue"}, 2, 2);
+  ASSERT_EQ(sheet.dim(), 3);
+  const int64_t cell_w = sheet.size(1) / 2, cell_h = sheet.size(0) / 2;
+  // The middle of each picture keeps its colour (nearest-neighbour enlargement, RGB order).
+  auto px = [&](int64_t cell, int64_t dy) {
+    const int64_t cx = (cell % 2) * cell_w + cell_w / 2, cy = (cell / 2) * cell_h + dy;
+    return sheet[cy][cx];
+  };
+  EXPECT_EQ(px(0, 14)[0].item<int>(), 255);
+  EXPECT_EQ(px(0, 14)[1].item<int>(), 0);
+  EXPECT_EQ(px(1, 14)[1].item<int>(), 255);
+  EXPECT_EQ(px(2, 14)[2].item<int>(), 255);
+  // Under each picture there is dark caption text; the empty fourth cell stays white.
+  auto below = sheet.narrow(0, 6 + 16 + 4, cell_h - 26).narrow(1, 0, cell_w);
+  EXPECT_LT(below.min().item<int>(), 128);
+  EXPECT_EQ(sheet.narrow(0, cell_h, cell_h).narrow(1, cell_w, cell_w).min().item<int>(), 255);
+  // Long captions wrap, and are cut with an ellipsis beyond the line limit.
+  auto lines = wrap_caption("woman with headscarf medium dark skin tone twemoji extra words here", 90, 2);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines.back().substr(lines.back().size() - 3), "...");
+  EXPECT_EQ(wrap_caption("red apple", 500, 3), std::vector<std::string>{"red apple"});
+  EXPECT_THROW(captioned_grid(imgs, {"only one"}, 2), adtree::Error);
+}
 
 TEST_F(DatasetTest, CliBuildsTheSameDatasetFromExtractedPackages) {
   const fs::path out = dir_ / "cli" / "emoji.safetensors", log = dir_ / "cli.log";

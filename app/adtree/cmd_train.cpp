@@ -21,6 +21,7 @@
 #include "util/error.h"
 #include "util/threads.h"
 #ifdef ADTREE_HAVE_IMAGING
+#include "imaging/captioned_grid.h"
 #include "imaging/emoji_dataset.h"
 #include "imaging/image_io.h"
 #endif
@@ -198,6 +199,9 @@ int cmd_train(int argc, char** argv) {
     // Generated picture, then the nearest training picture (pixels), four pairs per row.
     const auto pairs = at::stack({r.images, r.nearest}, 1).reshape({-1, r.images.size(1), r.images.size(2), 3});
     imaging::write_image(a.str("out") + "/samples.png", imaging::image_grid(pairs, 8, 2, 4));
+    // The generated pictures alone with their prompts written under them (the docs' sample grid).
+    imaging::write_image(a.str("out") + "/captioned.png",
+                         imaging::captioned_grid(r.images, r.prompts, 8, 2));
 #endif
     std::cout << r.metrics.dump(2) << "\nwrote " << a.str("out") << "\n";
     return 0;
