@@ -158,7 +158,7 @@ void MainWindow::buildUi() {
   auto* row1 = new QHBoxLayout;
   row1->setSpacing(6);
   prompt_ = new PromptEdit(central);
-  prompt_->setPlaceholderText(tr("Describe the image, e.g. \"a red cat\" (words from the model's "
+  prompt_->setPlaceholderText(tr("Describe the image, e.g. \"red apple noto\" (words from the model's "
                                  "vocabulary; Tab/arrows pick a completion)"));
   prompt_->setToolTip(tr("The prompt: words the model knows (completion lists them as you type) "
                          "or, for class models, one class name.\nReturn or Ctrl+Return generates."));
