@@ -173,6 +173,21 @@ TEST_F(EngineTest, LoadReportsTheModelCard) {
   EXPECT_EQ(info.token_colors.size(), size_t(info.codebook_size * 3)) << "the tiny codebook is cheap";
 }
 
+TEST_F(EngineTest, LoadsTheShippedTrainedModelWithItsLicenceRecords) {
+  // A trained model's model.json lists its data licences as records (one per image set); the
+  // engine once required a string there and could not open any trained model.
+  Engine e(rec.listener());
+  e.load_model({ADTREE_SHIPPED_MODEL});
+  ASSERT_TRUE(rec.wait_load());
+  const auto ev = rec.events();
+  const auto* loaded = std::get_if<ModelLoaded>(&ev.back());
+  ASSERT_NE(loaded, nullptr) << "the shipped model failed to load in the engine";
+  EXPECT_FALSE(loaded->info.random_weights);
+  EXPECT_TRUE(loaded->info.has_drafter);
+  EXPECT_NE(loaded->info.license.find("CC-BY-4.0"), std::string::npos) << loaded->info.license;
+  EXPECT_NE(loaded->info.license.find("Apache-2.0 (noto)"), std::string::npos) << loaded->info.license;
+}
+
 TEST_F(EngineTest, EventOrderOfAFinishedJob) {
   auto e = loaded_engine();
   const JobId id = e->submit(job());

@@ -12,6 +12,8 @@ PKGS=(
   libgtest-dev libgmock-dev                             # unit tests
   qt6-base-dev libqcustomplot-dev                       # the desktop GUI and its plots
   xvfb xauth                                            # headless GUI tests and screenshots
+  help2man dpkg-dev                                     # man pages from --help; the .deb (shlibdeps)
+  appstream desktop-file-utils                          # validate the metainfo and desktop entry
   nodejs npm                                            # `npm pack` fetches the emoji training data
 )
 if [[ "${ADTREE_NO_GUI:-0}" == 1 ]]; then

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/build.sh
-ADTREE=build/release/app/adtree/adtree
+ADTREE=build/release/bin/adtree
 MODEL="${ADTREE_MODEL:-}"
 if [[ -z "$MODEL" ]]; then
   if [[ -f resources/models/emoji/model.json ]]; then
@@ -17,7 +17,7 @@ if [[ -z "$MODEL" ]]; then
   fi
 fi
 # With a display and the GUI built, start the desktop app on that model; else generate with the CLI.
-STUDIO=build/release/app/adtree-studio/adtree-studio
+STUDIO=build/release/bin/adtree-studio
 if [[ -x "$STUDIO" && ( -n "${DISPLAY:-}" || -n "${WAYLAND_DISPLAY:-}" ) && "${ADTREE_CLI:-0}" != 1 ]]; then
   exec "$STUDIO" "$MODEL"
 fi

@@ -4,6 +4,8 @@
 #include <QFileInfo>
 #include <QStandardPaths>
 
+#include "util/resource_paths.h"
+
 namespace adtree::ui {
 
 QString randomModelDir() {
@@ -15,11 +17,8 @@ QString randomModelDir() {
 DefaultModel findDefaultModel() {
   const QString env = qEnvironmentVariable("ADTREE_MODEL");
   if (!env.isEmpty()) return {env, {}, QStringLiteral("$ADTREE_MODEL")};
-  for (const char* dir : {ADTREE_SOURCE_MODELS "/emoji", ADTREE_INSTALL_MODELS "/emoji"}) {
-    if (QFileInfo::exists(QString::fromUtf8(dir) + "/model.json")) {
-      return {QString::fromUtf8(dir), {}, QStringLiteral("the shipped emoji model")};
-    }
-  }
+  const auto shipped = util::find_shipped_model("emoji");
+  if (!shipped.empty()) return {QString::fromStdString(shipped), {}, QStringLiteral("the shipped emoji model")};
   return {randomModelDir(), QStringLiteral("tiny"),
           QStringLiteral("a random tiny model (no trained model installed)")};
 }

@@ -43,11 +43,11 @@ HeatmapPanel::HeatmapPanel(QWidget* parent) : QWidget(parent) {
               "Every cell of one step has the same value; plain AR is always 1."));
   setupMap(RunState::TreeDepth, tr("Tree depth d"), tr("levels"),
            tr("Draft levels d of the tree that produced each cell.\nADT-Tree grows d where drafts "
-              "are accepted (simple regions) and shrinks it where they are not.\n0 = no draft tree "
-              "(AR, Jacobi)."));
+              "are accepted (simple regions) and shrinks it where they are not.\nJacobi methods: the "
+              "window (SJD) or path length (PathSpec) drafted. 0 = plain AR."));
   setupMap(RunState::TreeWidth, tr("Tree width k"), tr("branches"),
            tr("Width k of the tree that produced each cell.\nADT-Tree widens the tree where depth "
-              "does not pay (complex regions).\n0 = no draft tree (AR, Jacobi)."));
+              "does not pay (complex regions).\nJacobi: the number of chains (1 for SJD). 0 = plain AR."));
   grid->addWidget(maps_[RunState::Depth].plot, 0, 0);
   grid->addWidget(maps_[RunState::Top1].plot, 0, 1);
   grid->addWidget(maps_[RunState::AcceptLen].plot, 0, 2);

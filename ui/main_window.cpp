@@ -70,7 +70,10 @@ QString method_help(const QString& m) {
                        "from the neighbouring token's and adapt to how much was accepted.");
   }
   if (m == "sjd") return QObject::tr("Speculative Jacobi decoding: training-free, no draft head.");
-  if (m == "pathspec") return QObject::tr("Several Jacobi chains in parallel; the best one wins.");
+  if (m == "pathspec") {
+    return QObject::tr("Several Jacobi chains in parallel; the longest accepted one wins. With more "
+                       "than one chain or PathRelax on it is lossy (see the Jacobi settings).");
+  }
   return {};
 }
 
@@ -97,8 +100,10 @@ MapRanges ranges_for(const decode::DecodeRequest& r) {
     g.depth_max = 5;  // both presets have depth 5
     g.accept_max = 6;
   } else if (m.method == "sjd" || m.method == "pathspec") {
-    g.depth_max = double(m.jacobi.window);
-    g.accept_max = double(m.jacobi.window + 1);
+    // Depth = position in the window (SJD) or along the winning chain (PathSpec).
+    const auto n = m.method == "pathspec" ? m.jacobi.path_length : m.jacobi.window;
+    g.depth_max = double(n);
+    g.accept_max = double(n + 1);
   }
   return g;
 }

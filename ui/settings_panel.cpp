@@ -133,9 +133,31 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
   jac_paths_ = addInt(f, tr("Paths K"), 1, 64,
                       tr("PathSpec: parallel Jacobi chains sharing the root; the one with the "
                          "longest accepted prefix wins."));
+  jac_path_length_ = addInt(f, tr("Path length N"), 1, 4096,
+                            tr("PathSpec: draft tokens along each chain (the paper's 2 x 12 "
+                               "default: 2 paths of 12)."));
   jac_relax_ = addReal(f, tr("Path relax"), 0, 10, 0.05, 2,
                        tr("PathRelax lambda (lossy): adds lambda times the mean probability other "
                           "paths give a token. 0 = off, lossless."));
+  jac_start_margin_ = addInt(f, tr("Start margin"), 0, 1 << 16,
+                             tr("Plain AR (no drafts) for the first M image tokens, where the "
+                                "picture has no context to guess from yet."));
+  jac_stop_margin_ = addInt(f, tr("Stop margin"), 0, 1 << 16,
+                            tr("Plain AR for the last M image tokens."));
+  // Shown only while the settings make PathSpec lossy, in the words of the CLI's help.
+  jac_lossy_ = new QLabel(tr("Lossy: with more than one path, taking the longest accepted chain "
+                             "biases the samples; PathRelax changes the target distribution."),
+                          jacobi_);
+  jac_lossy_->setObjectName("pathspecLossyNote");
+  jac_paths_->setObjectName("jacobiPaths");
+  jac_path_length_->setObjectName("jacobiPathLength");
+  jac_relax_->setObjectName("jacobiPathRelax");
+  jac_lossy_->setWordWrap(true);
+  jac_lossy_->setStyleSheet("color: #b35900;");
+  f->addRow(jac_lossy_);
+  connect(jac_paths_, QOverload<int>::of(&QSpinBox::valueChanged), this, &SettingsPanel::updateEnabled);
+  connect(jac_relax_, QOverload<double>::of(&QDoubleSpinBox::valueChanged), this,
+          &SettingsPanel::updateEnabled);
 
   for (auto* s : {sampling_, static_, dynamic_, budget_, adt_, lantern_, jacobi_}) v->addWidget(s);
   auto* reset = new QPushButton(tr("Reset to defaults"), this);
@@ -210,7 +232,10 @@ void SettingsPanel::updateEnabled() {
   lantern_lambda_->setEnabled(!delta);
   const bool pathspec = method_ == "pathspec";
   jac_paths_->setEnabled(pathspec);
+  jac_path_length_->setEnabled(pathspec);
   jac_relax_->setEnabled(pathspec);
+  jac_window_->setEnabled(!pathspec);  // PathSpec drafts along its paths, not in one window
+  jac_lossy_->setVisible(pathspec && (jac_paths_->value() > 1 || jac_relax_->value() > 0));
 }
 
 void SettingsPanel::setModel(const nlohmann::json& defaultSampling, qint64 vocabSize,
@@ -227,6 +252,9 @@ void SettingsPanel::setModel(const nlohmann::json& defaultSampling, qint64 vocab
   lantern_k_->setMaximum(std::max(1, v - 1));
   cfg_interval_->setMaximum(int(imageTokens));
   jac_window_->setMaximum(std::max(1, int(imageTokens) - 1));
+  jac_path_length_->setMaximum(std::max(1, int(imageTokens) - 1));
+  jac_start_margin_->setMaximum(int(imageTokens));
+  jac_stop_margin_->setMaximum(int(imageTokens));
   if (!applyDefaults) return;
   // The model's sampling defaults (its author's choice) replace whatever the last model used.
   decode::SamplingParams p;
@@ -282,6 +310,9 @@ decode::DecodeRequest SettingsPanel::request(const QString& method, bool lantern
   m.jacobi.spatial_init = jac_spatial_->isChecked();
   m.jacobi.paths = jac_paths_->value();
   m.jacobi.path_relax = jac_relax_->value();
+  m.jacobi.path_length = jac_path_length_->value();
+  m.jacobi.start_margin = jac_start_margin_->value();
+  m.jacobi.stop_margin = jac_stop_margin_->value();
   return r;
 }
 
@@ -319,6 +350,9 @@ void SettingsPanel::setRequest(const decode::DecodeRequest& r) {
   jac_spatial_->setChecked(m.jacobi.spatial_init);
   jac_paths_->setValue(int(m.jacobi.paths));
   jac_relax_->setValue(m.jacobi.path_relax);
+  jac_path_length_->setValue(int(m.jacobi.path_length));
+  jac_start_margin_->setValue(int(m.jacobi.start_margin));
+  jac_stop_margin_->setValue(int(m.jacobi.stop_margin));
   updateEnabled();
 }
 

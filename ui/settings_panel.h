@@ -8,6 +8,7 @@
 #include <cstdint>
 
 class QSpinBox;
+class QLabel;
 class QDoubleSpinBox;
 class QComboBox;
 class QCheckBox;
@@ -68,7 +69,8 @@ class SettingsPanel : public QWidget {
   QSpinBox* lantern_k_;
   QDoubleSpinBox *lantern_delta_, *lantern_lambda_;
   // Jacobi
-  QSpinBox *jac_window_, *jac_paths_;
+  QSpinBox *jac_window_, *jac_paths_, *jac_path_length_, *jac_start_margin_, *jac_stop_margin_;
+  QLabel* jac_lossy_;
   QCheckBox* jac_spatial_;
   QDoubleSpinBox* jac_relax_;
 

@@ -87,8 +87,8 @@ int main(int argc, char** argv) {
     }
     start();
   }, Qt::SingleShotConnection);
-  QObject::connect(&w, &adtree::ui::MainWindow::modelLoadFailed, &w, [&] {
-    std::fprintf(stderr, "adtree-studio: the model could not be loaded\n");
+  QObject::connect(&w, &adtree::ui::MainWindow::modelLoadFailed, &w, [&](const QString& message) {
+    std::fprintf(stderr, "adtree-studio: the model could not be loaded: %s\n", qPrintable(message));
     QCoreApplication::exit(1);
   });
   if (benchmark) {

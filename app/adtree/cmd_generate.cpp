@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "decode/run.h"
 #include "util/error.h"
+#include "util/resource_paths.h"
 #include "util/threads.h"
 #ifdef ADTREE_HAVE_IMAGING
 #include "imaging/image_io.h"
@@ -15,11 +16,8 @@
 namespace adtree::cli {
 
 std::string default_model_dir() {
-  if (const char* env = std::getenv("ADTREE_MODEL")) return env;
-  for (const char* dir : {ADTREE_SOURCE_MODELS "/emoji", ADTREE_INSTALL_MODELS "/emoji"}) {
-    if (std::filesystem::exists(std::string(dir) + "/model.json")) return dir;
-  }
-  return "";
+  if (const char* env = std::getenv("ADTREE_MODEL"); env && *env) return env;
+  return util::find_shipped_model("emoji");
 }
 
 void add_model_options(Args& a) {

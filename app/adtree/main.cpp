@@ -16,7 +16,8 @@ void print_usage() {
                "  bench      measure decoding speed (JSON + table)\n"
                "  info       show a model's card, sizes and memory\n"
                "  model      make model directories (model random)\n"
-               "  data       build training datasets (data emoji)\n\n"
+               "  data       build training datasets (data emoji)\n"
+               "  train      train models (train vq|gpt|drafter, assemble, fidelity)\n\n"
                "Run 'adtree <command> --help' for a command's options.\n";
 }
 }  // namespace

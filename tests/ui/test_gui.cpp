@@ -6,6 +6,7 @@
 #include <QComboBox>
 #include <QCompleter>
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QLabel>
@@ -28,6 +29,8 @@
 #include "ui/main_window.h"
 #include "ui/plot_panel.h"
 #include "ui/prompt_edit.h"
+#include "decode/method.h"
+#include "ui/settings_panel.h"
 #include "ui/stall_meter.h"
 #include "util/threads.h"
 
@@ -276,6 +279,32 @@ class GuiTest : public QObject {
     QVERIFY(box->informativeText().contains("xylophone"));
     box->close();
     QVERIFY(w->generateButton()->isEnabled());
+  }
+
+  // PathSpec's own knobs reach the request, and the lossy note shows exactly when it is lossy.
+  void pathSpecSettingsAndLossyNote() {
+    auto w = openWindow(micro_);
+    QVERIFY(w);
+    selectMethod(*w, "pathspec");
+    auto* panel = w->settingsPanel();
+    auto* paths = panel->findChild<QSpinBox*>("jacobiPaths");
+    auto* length = panel->findChild<QSpinBox*>("jacobiPathLength");
+    auto* relax = panel->findChild<QDoubleSpinBox*>("jacobiPathRelax");
+    auto* note = panel->findChild<QLabel*>("pathspecLossyNote");
+    QVERIFY(paths && length && relax && note);
+    paths->setValue(2);
+    length->setValue(9);
+    QVERIFY(!note->isHidden());
+    auto r = panel->request("pathspec", false, 1);
+    QCOMPARE(r.method.jacobi.paths, 2);
+    QCOMPARE(r.method.jacobi.path_length, 9);
+    paths->setValue(1);
+    relax->setValue(0.0);
+    QVERIFY(note->isHidden());  // one chain, no relaxation: lossless
+    relax->setValue(0.5);
+    QVERIFY(!note->isHidden());
+    relax->setValue(0.0);
+    QCOMPARE(runOnce(*w, "a red cat"), QString("finished"));
   }
 
   void settingsPersistAcrossSessions() {

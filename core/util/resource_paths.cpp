@@ -1,0 +1,40 @@
+#include "util/resource_paths.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
+namespace fs = std::filesystem;
+
+namespace adtree::util {
+
+std::string executable_dir() {
+  std::error_code ec;
+  const auto exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  return exe.parent_path().string();
+}
+
+std::vector<std::string> shipped_model_candidates(const std::string& name) {
+  std::vector<std::string> out;
+  if (const char* data = std::getenv("ADTREE_DATA_DIR"); data && *data) {
+    out.push_back((fs::path(data) / "models" / name).string());
+  }
+  const auto exe = executable_dir();
+  if (!exe.empty()) {
+    out.push_back((fs::path(exe) / ".." / "share" / "adtree-studio" / "models" / name)
+                      .lexically_normal()
+                      .string());
+  }
+  return out;
+}
+
+std::string find_shipped_model(const std::string& name) {
+  for (const auto& dir : shipped_model_candidates(name)) {
+    std::error_code ec;
+    if (fs::exists(fs::path(dir) / "model.json", ec)) return dir;
+  }
+  return "";
+}
+
+}  // namespace adtree::util

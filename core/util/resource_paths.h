@@ -1,0 +1,21 @@
+// Where the shipped models live, found relative to the running program, so the same binary works
+// from the build tree, an install prefix and the .deb with no build paths compiled in:
+//   <dir of the executable>/../share/adtree-studio/models/<name>
+// (the build tree stages bin/ and share/ the same way; see the top-level CMakeLists.txt).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace adtree::util {
+
+// Directory of the running executable (/proc/self/exe), "" if it cannot be read.
+std::string executable_dir();
+
+// Candidate directories of the shipped model `name`, most specific first: $ADTREE_DATA_DIR
+// (an override for relocated data), then the data directory next to the executable.
+std::vector<std::string> shipped_model_candidates(const std::string& name = "emoji");
+
+// The first candidate holding a model.json, or "" when no shipped model is installed.
+std::string find_shipped_model(const std::string& name = "emoji");
+
+}  // namespace adtree::util
