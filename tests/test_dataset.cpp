@@ -46,7 +46,10 @@ std::vector<Spec> fixture_specs() {
       {"GRINNING FACE", "1F600", {"grinning"}, Pic::Ok, {}},
       {"FATHER CHRISTMAS", "1F385", {"santa"}, Pic::Ok, {"1F3FB", "1F3FF"}},
       {"HANDSHAKE", "1F91D", {"handshake"}, Pic::Ok, {"1F3FB-1F3FF", "1F3FF-1F3FF"}},
-      {"THUMBS UP SIGN", "1F44D", {"+1", "thumbsup"}, Pic::Ok,
+      {"THUMBS UP SIGN",
+       "1F44D",
+       {"+1", "thumbsup"},
+       Pic::Ok,
        {"1F3FB", "1F3FC", "1F3FD", "1F3FE", "1F3FF"}},
       {"Côte d’Ivoire Flag", "1F1E8-1F1EE", {"flag-ci"}, Pic::Ok, {}},
       {"NO PICTURE", "1F601", {"no_picture"}, Pic::NotInSet, {}},
@@ -55,8 +58,11 @@ std::vector<Spec> fixture_specs() {
       {"BIG IMAGE", "1F604", {"big"}, Pic::Big, {}},
   };
   for (int i = 0; i < 12; ++i) {
-    s.push_back({"TEST SHAPE " + std::to_string(i), "E00" + std::to_string(10 + i),
-                 {"shape_" + std::to_string(i)}, Pic::Ok, {}});
+    s.push_back({"TEST SHAPE " + std::to_string(i),
+                 "E00" + std::to_string(10 + i),
+                 {"shape_" + std::to_string(i)},
+                 Pic::Ok,
+                 {}});
   }
   return s;
 }
@@ -87,16 +93,20 @@ fs::path write_package(const fs::path& root, const std::string& set) {
   const fs::path pkg = root / "package";
   const fs::path img = pkg / "img" / set / "64";
   fs::create_directories(img);
-  write_text(pkg / "package.json",
-             json{{"name", "emoji-datasource-" + set}, {"version", "0.0.1-test"}, {"license", "MIT"}}
-                 .dump());
+  write_text(
+      pkg / "package.json",
+      json{{"name", "emoji-datasource-" + set}, {"version", "0.0.1-test"}, {"license", "MIT"}}
+          .dump());
   json entries = json::array();
   int n = 0;
   const std::string flag = "has_img_" + set;
   for (const auto& s : fixture_specs()) {
     const std::string file = lower(s.unified) + ".png";
-    json e = {{"name", s.name},  {"unified", s.unified},     {"image", file},
-              {"short_names", s.short_names}, {flag, s.pic != Pic::NotInSet}};
+    json e = {{"name", s.name},
+              {"unified", s.unified},
+              {"image", file},
+              {"short_names", s.short_names},
+              {flag, s.pic != Pic::NotInSet}};
     switch (s.pic) {
       case Pic::Ok:
         write_rgba_png(img / file, n++);
@@ -105,8 +115,8 @@ fs::path write_package(const fs::path& root, const std::string& set) {
         write_text(img / file, "this is not a PNG file at all");
         break;
       case Pic::Big:
-        EXPECT_TRUE(cv::imwrite((img / file).string(),
-                                cv::Mat(128, 128, CV_8UC3, cv::Scalar(10, 20, 30))));
+        EXPECT_TRUE(
+            cv::imwrite((img / file).string(), cv::Mat(128, 128, CV_8UC3, cv::Scalar(10, 20, 30))));
         break;
       case Pic::NotInSet:
       case Pic::Missing:
@@ -360,9 +370,11 @@ TEST_F(DatasetTest, LoadRejectsBadFilesWithClearMessages) {
   const auto p = [&](const std::string& name) { return (dir_ / name).string(); };
   const auto u8 = at::TensorOptions().dtype(at::kByte);
   const auto i64 = at::TensorOptions().dtype(at::kLong);
-  const std::map<std::string, std::string> good_meta = {
-      {"format", "adtree-dataset"}, {"version", "1"}, {"captions", R"(["a","b","c"])"},
-      {"styles", R"(["noto","noto","noto"])"}, {"info", "{}"}};
+  const std::map<std::string, std::string> good_meta = {{"format", "adtree-dataset"},
+                                                        {"version", "1"},
+                                                        {"captions", R"(["a","b","c"])"},
+                                                        {"styles", R"(["noto","noto","noto"])"},
+                                                        {"info", "{}"}};
   const std::map<std::string, at::Tensor> good = {{"images", at::zeros({3, 4, 4, 3}, u8)},
                                                   {"emoji", at::zeros({3}, i64)},
                                                   {"split", at::zeros({3}, u8)}};
@@ -426,20 +438,24 @@ TEST_F(DatasetTest, LoadRejectsBadFilesWithClearMessages) {
 
   Dataset bad = build();
   bad.captions.pop_back();
-  EXPECT_NE(error_of([&] { bad.save(p("never.safetensors")); }).find("captions"), std::string::npos);
+  EXPECT_NE(error_of([&] { bad.save(p("never.safetensors")); }).find("captions"),
+            std::string::npos);
   EXPECT_FALSE(fs::exists(p("never.safetensors")));
 }
 
 TEST_F(DatasetTest, BadPackagesAreClearErrors) {
-  EXPECT_NE(error_of([] { im::build_emoji_dataset({(dir_ / "nowhere").string()}); })
-                .find("no such directory"),
+  EXPECT_NE(error_of([] {
+              im::build_emoji_dataset({(dir_ / "nowhere").string()});
+            }).find("no such directory"),
             std::string::npos);
   fs::create_directories(dir_ / "empty");
-  EXPECT_NE(error_of([] { im::build_emoji_dataset({(dir_ / "empty").string()}); })
-                .find("not an emoji-datasource package"),
+  EXPECT_NE(error_of([] {
+              im::build_emoji_dataset({(dir_ / "empty").string()});
+            }).find("not an emoji-datasource package"),
             std::string::npos);
-  EXPECT_NE(error_of([] { im::build_emoji_dataset({google_.string(), google_.string()}); })
-                .find("given twice"),
+  EXPECT_NE(error_of([] {
+              im::build_emoji_dataset({google_.string(), google_.string()});
+            }).find("given twice"),
             std::string::npos);
 
   // A set without an open licence is refused before any image is read.
@@ -472,8 +488,8 @@ TEST(ImageGrid, TilesImagesOnGrey) {
 namespace {
 // Exit status of the adtree binary with `args`; stdout and stderr go to `log`.
 int run_cli(const std::string& args, const fs::path& log) {
-  const std::string cmd = std::string("'") + ADTREE_CLI + "' " + args + " > '" + log.string() +
-                          "' 2>&1";
+  const std::string cmd =
+      std::string("'") + ADTREE_CLI + "' " + args + " > '" + log.string() + "' 2>&1";
   const int rc = std::system(cmd.c_str());
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
 }
@@ -508,7 +524,8 @@ TEST(CaptionedGrid, PicturesKeepTheirPixelsAndCaptionsAreWrittenBelow) {
   EXPECT_LT(below.min().item<int>(), 128);
   EXPECT_EQ(sheet.narrow(0, cell_h, cell_h).narrow(1, cell_w, cell_w).min().item<int>(), 255);
   // Long captions wrap, and are cut with an ellipsis beyond the line limit.
-  auto lines = wrap_caption("woman with headscarf medium dark skin tone twemoji extra words here", 90, 2);
+  auto lines =
+      wrap_caption("woman with headscarf medium dark skin tone twemoji extra words here", 90, 2);
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines.back().substr(lines.back().size() - 3), "...");
   EXPECT_EQ(wrap_caption("red apple", 500, 3), std::vector<std::string>{"red apple"});

@@ -46,22 +46,26 @@ class Recorder {
     return cv_.wait_for(lk, timeout, [&] { return pred(events_); });
   }
   bool wait_terminal(JobId id, std::chrono::milliseconds timeout = 60s) {
-    return wait([id](const auto& ev) {
-      for (const auto& e : ev) {
-        if (job_of(e) == id && is_terminal(e)) return true;
-      }
-      return false;
-    }, timeout);
+    return wait(
+        [id](const auto& ev) {
+          for (const auto& e : ev) {
+            if (job_of(e) == id && is_terminal(e)) return true;
+          }
+          return false;
+        },
+        timeout);
   }
   bool wait_load(std::chrono::milliseconds timeout = 60s) {
-    return wait([](const auto& ev) {
-      for (const auto& e : ev) {
-        if (std::holds_alternative<ModelLoaded>(e) || std::holds_alternative<LoadFailed>(e)) {
-          return true;
-        }
-      }
-      return false;
-    }, timeout);
+    return wait(
+        [](const auto& ev) {
+          for (const auto& e : ev) {
+            if (std::holds_alternative<ModelLoaded>(e) || std::holds_alternative<LoadFailed>(e)) {
+              return true;
+            }
+          }
+          return false;
+        },
+        timeout);
   }
   std::vector<Event> events() const {
     std::lock_guard<std::mutex> lk(mu_);
@@ -132,7 +136,8 @@ GenerateJob job(const std::string& prompt = "a red cat", uint64_t seed = 1) {
 class EngineTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = (fs::temp_directory_path() / ("adtree_test_engine_" + std::to_string(::getpid()))).string();
+    dir_ =
+        (fs::temp_directory_path() / ("adtree_test_engine_" + std::to_string(::getpid()))).string();
     auto g = adtree::model::GptConfig::preset("tiny");
     adtree::model::write_random_model(dir_ + "/tiny", g,
                                       adtree::model::small_vq_config(g.vocab_size, g.grid_h), 5,
@@ -167,10 +172,12 @@ TEST_F(EngineTest, LoadReportsTheModelCard) {
   EXPECT_EQ(info.grid_h, 16);
   EXPECT_EQ(info.image_w, 64);
   EXPECT_TRUE(info.random_weights);
-  EXPECT_NE(std::find(info.vocabulary.begin(), info.vocabulary.end(), "cat"), info.vocabulary.end());
+  EXPECT_NE(std::find(info.vocabulary.begin(), info.vocabulary.end(), "cat"),
+            info.vocabulary.end());
   EXPECT_GT(info.gpt_params, 0);
   EXPECT_EQ(info.device, "cpu");
-  EXPECT_EQ(info.token_colors.size(), size_t(info.codebook_size * 3)) << "the tiny codebook is cheap";
+  EXPECT_EQ(info.token_colors.size(), size_t(info.codebook_size * 3))
+      << "the tiny codebook is cheap";
 }
 
 TEST_F(EngineTest, LoadsTheShippedTrainedModelWithItsLicenceRecords) {
@@ -185,7 +192,8 @@ TEST_F(EngineTest, LoadsTheShippedTrainedModelWithItsLicenceRecords) {
   EXPECT_FALSE(loaded->info.random_weights);
   EXPECT_TRUE(loaded->info.has_drafter);
   EXPECT_NE(loaded->info.license.find("CC-BY-4.0"), std::string::npos) << loaded->info.license;
-  EXPECT_NE(loaded->info.license.find("Apache-2.0 (noto)"), std::string::npos) << loaded->info.license;
+  EXPECT_NE(loaded->info.license.find("Apache-2.0 (noto)"), std::string::npos)
+      << loaded->info.license;
 }
 
 TEST_F(EngineTest, EventOrderOfAFinishedJob) {
@@ -199,7 +207,7 @@ TEST_F(EngineTest, EventOrderOfAFinishedJob) {
   const auto& st = std::get<JobStarted>(ev.front());
   EXPECT_EQ(st.total_tokens, 256);
   EXPECT_EQ(st.method, "ar");
-  EXPECT_EQ(count<JobStep>(ev), 256);  // AR: one token per step
+  EXPECT_EQ(count<JobStep>(ev), 256);   // AR: one token per step
   ASSERT_GE(count<JobPreview>(ev), 1);  // at least the final one (others depend on timing)
   const auto& fin = std::get<JobFinished>(ev.back());
   const auto& last_preview = std::get<JobPreview>(ev[ev.size() - 2]);
@@ -353,9 +361,10 @@ TEST_F(EngineTest, BadSettingsFailNamingTheSetting) {
   auto j4 = job();
   j4.request.method.method = "adt";
   j4.request.method.adt.beta = 2;
-  const std::vector<std::pair<JobId, std::string>> cases{
-      {e->submit(j1), "temperature"}, {e->submit(j2), "depth"}, {e->submit(j3), "warp-speed"},
-      {e->submit(j4), "beta"}};
+  const std::vector<std::pair<JobId, std::string>> cases{{e->submit(j1), "temperature"},
+                                                         {e->submit(j2), "depth"},
+                                                         {e->submit(j3), "warp-speed"},
+                                                         {e->submit(j4), "beta"}};
   for (const auto& [id, word] : cases) {
     SCOPED_TRACE(word);
     ASSERT_TRUE(rec.wait_terminal(id));
@@ -433,7 +442,8 @@ TEST_F(EngineTest, CorruptModelDirFailsToLoadAndKeepsThePreviousModel) {
   const auto trunc = dir_ + "/truncated";
   fs::create_directories(trunc);
   for (const auto* name : {"model.json", "text.json", "vq.safetensors"}) {
-    fs::copy_file(model_dir() + "/" + name, trunc + "/" + name, fs::copy_options::overwrite_existing);
+    fs::copy_file(model_dir() + "/" + name, trunc + "/" + name,
+                  fs::copy_options::overwrite_existing);
   }
   std::ofstream(trunc + "/gpt.safetensors") << "garbage";
   e->load_model({trunc});

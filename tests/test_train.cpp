@@ -57,8 +57,11 @@ adtree::io::Dataset tiny_dataset() {
     d.split.push_back(i >= 9 ? 1 : 0);
   }
   d.info = {{"name", "tiny"},
-            {"sources", json::array({{{"style", "noto"}, {"images_license", "Apache-2.0"},
-                                      {"attribution", "test"}, {"package", "p"}, {"version", "1"}}})},
+            {"sources", json::array({{{"style", "noto"},
+                                      {"images_license", "Apache-2.0"},
+                                      {"attribution", "test"},
+                                      {"package", "p"},
+                                      {"version", "1"}}})},
             {"metadata_license", "MIT"}};
   return d;
 }
@@ -67,10 +70,11 @@ const json kVqConfig = {{"codebook_size", 16}, {"codebook_dim", 4},    {"ch", 8}
                         {"ch_mult", {1, 2}},   {"z_channels", 8},      {"num_res_blocks", 1},
                         {"norm_groups", 4},    {"warmup", 0},          {"restart_every", 3},
                         {"eval_every", 0},     {"checkpoint_every", 0}};
-const json kGptConfig = {{"dim", 32},   {"n_layer", 2},  {"n_head", 2},        {"cap_dim", 16},
-                         {"cond_len", 6}, {"multiple_of", 32}, {"warmup", 0}, {"eval_every", 0},
-                         {"checkpoint_every", 0}, {"dropout", 0.0}};
-const json kDrafterConfig = {{"warmup", 0}, {"eval_every", 0}, {"checkpoint_every", 0},
+const json kGptConfig = {{"dim", 32},     {"n_layer", 2},    {"n_head", 2},
+                         {"cap_dim", 16}, {"cond_len", 6},   {"multiple_of", 32},
+                         {"warmup", 0},   {"eval_every", 0}, {"checkpoint_every", 0},
+                         {"dropout", 0.0}};
+const json kDrafterConfig = {{"warmup", 0},       {"eval_every", 0},        {"checkpoint_every", 0},
                              {"self_samples", 4}, {"self_eval_samples", 2}, {"sample_batch", 3}};
 
 // A fresh folder per test (tests run as separate processes, possibly in parallel), removed when
@@ -90,9 +94,8 @@ class RemoveTempDirs : public ::testing::Environment {
 
 std::string temp_dir(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  auto p = fs::temp_directory_path() /
-           ("adtree_test_train_" + std::string(info->name()) + "_" + name + "_" +
-            std::to_string(::getpid()));
+  auto p = fs::temp_directory_path() / ("adtree_test_train_" + std::string(info->name()) + "_" +
+                                        name + "_" + std::to_string(::getpid()));
   fs::remove_all(p);
   fs::create_directories(p);
   temp_dirs().push_back(p.string());
@@ -164,16 +167,26 @@ void expect_exact_resume(const std::string& name, int64_t steps, const json& con
 
 }  // namespace
 
-// ---- shared pieces --------------------------------------------------------------------------------
+// ---- shared pieces
+// --------------------------------------------------------------------------------
 
 TEST(TrainCommon, ConfigRejectsUnknownKeysAndWrongTypes) {
   const json d = {{"lr", 0.1}, {"steps", 10}, {"schedule", "cosine"}};
   EXPECT_EQ(tr::merge_config(d, {{"lr", 1}}, "x")["lr"], 1);
-  EXPECT_NE(error_of([&] { tr::merge_config(d, {{"lrr", 0.1}}, "x"); }).find("unknown configuration key 'lrr'"),
+  EXPECT_NE(error_of([&] {
+              tr::merge_config(d, {{"lrr", 0.1}}, "x");
+            }).find("unknown configuration key 'lrr'"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { tr::merge_config(d, {{"steps", 1.5}}, "x"); }).find("integer"), std::string::npos);
-  EXPECT_NE(error_of([&] { tr::merge_config(d, {{"schedule", 3}}, "x"); }).find("schedule"), std::string::npos);
-  EXPECT_NE(error_of([] { tr::parse_config_arg("{not json"); }).find("invalid JSON"), std::string::npos);
+  EXPECT_NE(error_of([&] {
+              tr::merge_config(d, {{"steps", 1.5}}, "x");
+            }).find("integer"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              tr::merge_config(d, {{"schedule", 3}}, "x");
+            }).find("schedule"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { tr::parse_config_arg("{not json"); }).find("invalid JSON"),
+            std::string::npos);
 }
 
 TEST(TrainCommon, ScheduleWarmsUpThenDecaysToTheFloor) {
@@ -231,7 +244,8 @@ TEST(TrainCommon, CaptionsAreLeftPaddedAndUnknownWordsCounted) {
   EXPECT_EQ(c.ids.size(1), 6);
   EXPECT_EQ(c.ids[0][0].item<int64_t>(), -1);  // "red square top left noto": 5 words, 1 pad
   EXPECT_GE(c.ids[0][1].item<int64_t>(), 0);
-  EXPECT_NE(error_of([&] { tr::caption_ids(d, vocab, 3); }).find("raise cond_len"), std::string::npos);
+  EXPECT_NE(error_of([&] { tr::caption_ids(d, vocab, 3); }).find("raise cond_len"),
+            std::string::npos);
 }
 
 // ---- trainers -----------------------------------------------------------------------------------
@@ -257,7 +271,8 @@ TEST(TrainVq, LossFallsAndRunFolderIsComplete) {
 
 TEST(TrainVq, ResumeReproducesTheUninterruptedRun) {
   const auto d = tiny_dataset();
-  expect_exact_resume("vq", 8, kVqConfig, [&](const tr::TrainOptions& o) { return tr::train_vq(d, o); });
+  expect_exact_resume("vq", 8, kVqConfig,
+                      [&](const tr::TrainOptions& o) { return tr::train_vq(d, o); });
 }
 
 TEST(TrainVq, BadDataAndConfigAreClearErrors) {
@@ -268,21 +283,26 @@ TEST(TrainVq, BadDataAndConfigAreClearErrors) {
   cfg["ch_mult"] = {1, 2, 2, 2, 2};  // 16x downsampling of 8x8 pictures
   EXPECT_NE(error_of([&] { tr::train_vq(d, options(out, 2, cfg, &log)); }).find("not a multiple"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { tr::train_vq(d, options(out, 2, {{"codebook_sise", 3}}, &log)); })
-                .find("unknown configuration key"),
+  EXPECT_NE(error_of([&] {
+              tr::train_vq(d, options(out, 2, {{"codebook_sise", 3}}, &log));
+            }).find("unknown configuration key"),
             std::string::npos);
   auto bad_groups = kVqConfig;
   bad_groups["norm_groups"] = 3;
-  EXPECT_NE(error_of([&] { tr::train_vq(d, options(out, 2, bad_groups, &log)); }).find("norm_groups"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { tr::train_vq(d, options(out, 2, bad_groups, &log)); }).find("norm_groups"),
+      std::string::npos);
   auto no_train = d;
   for (auto& s : no_train.split) s = 1;
-  EXPECT_NE(error_of([&] { tr::train_vq(no_train, options(out, 2, kVqConfig, &log)); }).find("no train images"),
+  EXPECT_NE(error_of([&] {
+              tr::train_vq(no_train, options(out, 2, kVqConfig, &log));
+            }).find("no train images"),
             std::string::npos);
   auto broken = d;
   broken.captions.pop_back();
-  EXPECT_NE(error_of([&] { tr::train_vq(broken, options(out, 2, kVqConfig, &log)); }).find("captions"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { tr::train_vq(broken, options(out, 2, kVqConfig, &log)); }).find("captions"),
+      std::string::npos);
   auto resume = options(temp_dir("empty"), 2, kVqConfig, &log);
   resume.resume = true;
   EXPECT_NE(error_of([&] { tr::train_vq(d, resume); }).find("no checkpoint"), std::string::npos);
@@ -314,7 +334,8 @@ TEST(TrainGpt, LossFallsAndReportsHeldOutAndBaselines) {
   auto r = tr::train_gpt(d, vq, options(out, 16, cfg, &log));
   ASSERT_TRUE(r.finished);
   expect_finite_and_falling(r.losses);
-  for (const char* k : {"train_nats", "val_nats", "val_uncond_nats", "unigram_val_nats", "uniform_nats"}) {
+  for (const char* k :
+       {"train_nats", "val_nats", "val_uncond_nats", "unigram_val_nats", "uniform_nats"}) {
     ASSERT_TRUE(r.metrics.contains(k)) << k;
     EXPECT_TRUE(std::isfinite(r.metrics[k].get<double>())) << k;
   }
@@ -334,7 +355,8 @@ TEST(TrainGpt, ResumeReproducesTheUninterruptedRun) {
   const auto vq = vq_run(d, &log);
   auto cfg = kGptConfig;
   cfg["dropout"] = 0.1;  // dropout masks and caption dropout must replay too
-  expect_exact_resume("gpt", 8, cfg, [&](const tr::TrainOptions& o) { return tr::train_gpt(d, vq, o); });
+  expect_exact_resume("gpt", 8, cfg,
+                      [&](const tr::TrainOptions& o) { return tr::train_gpt(d, vq, o); });
 }
 
 TEST(TrainGpt, BadInputsAreClearErrors) {
@@ -344,14 +366,18 @@ TEST(TrainGpt, BadInputsAreClearErrors) {
   const auto out = temp_dir("bad");
   auto short_cond = kGptConfig;
   short_cond["cond_len"] = 3;
-  EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, options(out, 2, short_cond, &log)); }).find("raise cond_len"),
+  EXPECT_NE(error_of([&] {
+              tr::train_gpt(d, vq, options(out, 2, short_cond, &log));
+            }).find("raise cond_len"),
             std::string::npos);
   auto bad_heads = kGptConfig;
   bad_heads["n_head"] = 3;
-  EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, options(out, 2, bad_heads, &log)); }).find("n_head"),
-            std::string::npos);
-  EXPECT_NE(error_of([&] { tr::train_gpt(d, out + "/nowhere", options(out, 2, kGptConfig, &log)); })
-                .find("no vq.safetensors"),
+  EXPECT_NE(
+      error_of([&] { tr::train_gpt(d, vq, options(out, 2, bad_heads, &log)); }).find("n_head"),
+      std::string::npos);
+  EXPECT_NE(error_of([&] {
+              tr::train_gpt(d, out + "/nowhere", options(out, 2, kGptConfig, &log));
+            }).find("no vq.safetensors"),
             std::string::npos);
   // Resuming under another config would silently train another model.
   const auto run = temp_dir("cfg");
@@ -362,7 +388,8 @@ TEST(TrainGpt, BadInputsAreClearErrors) {
   other["caption_dropout"] = 0.5;
   auto b = options(run, 4, other, &log);
   b.resume = true;
-  EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, b); }).find("another configuration"), std::string::npos);
+  EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, b); }).find("another configuration"),
+            std::string::npos);
 }
 
 TEST(TrainGpt, SecondStageStartsFromAFinishedRunAndRefusesAnotherArchitecture) {
@@ -387,10 +414,12 @@ TEST(TrainGpt, SecondStageStartsFromAFinishedRunAndRefusesAnotherArchitecture) {
   wider["dim"] = kGptConfig["dim"].get<int64_t>() * 2;
   auto w = options(temp_dir("stage2wide"), 2, wider, &log);
   w.init_from = first;
-  EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, w); }).find("another architecture"), std::string::npos);
+  EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, w); }).find("another architecture"),
+            std::string::npos);
   auto missing = options(temp_dir("stage2missing"), 2, kGptConfig, &log);
   missing.init_from = temp_dir("nothing");
-  EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, missing); }).find("not a finished"), std::string::npos);
+  EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, missing); }).find("not a finished"),
+            std::string::npos);
 }
 
 TEST(TrainDrafter, LossFallsAndAccuracyIsReported) {
@@ -467,13 +496,15 @@ TEST(TrainDrafter, NeedsAFinishedGptRunOfTheSameData) {
   std::ostringstream log;
   const auto d = tiny_dataset();
   const auto out = temp_dir("bad");
-  EXPECT_NE(error_of([&] { tr::train_drafter(d, out, options(out, 2, kDrafterConfig, &log)); })
-                .find("not a finished 'adtree train gpt' run"),
+  EXPECT_NE(error_of([&] {
+              tr::train_drafter(d, out, options(out, 2, kDrafterConfig, &log));
+            }).find("not a finished 'adtree train gpt' run"),
             std::string::npos);
   const auto vq = vq_run(d, &log);
   const auto gpt = gpt_run(d, vq, &log);
   auto fewer = d.select({0, 1, 2, 3, 9});
-  EXPECT_NE(error_of([&] { tr::train_drafter(fewer, gpt, options(out, 2, kDrafterConfig, &log)); })
-                .find("train the drafter on the GPT's dataset"),
+  EXPECT_NE(error_of([&] {
+              tr::train_drafter(fewer, gpt, options(out, 2, kDrafterConfig, &log));
+            }).find("train the drafter on the GPT's dataset"),
             std::string::npos);
 }

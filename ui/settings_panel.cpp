@@ -17,8 +17,12 @@
 namespace adtree::ui {
 
 namespace {
-bool is_tree(const QString& m) { return m == "static" || m == "dynamic" || m == "adt"; }
-bool is_jacobi(const QString& m) { return m == "sjd" || m == "pathspec"; }
+bool is_tree(const QString& m) {
+  return m == "static" || m == "dynamic" || m == "adt";
+}
+bool is_jacobi(const QString& m) {
+  return m == "sjd" || m == "pathspec";
+}
 }  // namespace
 
 SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
@@ -67,12 +71,13 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
                          "cumulative draft probability)."));
 
   budget_ = new CollapsibleSection(tr("Verification budget"), this);
-  budget_n_ = addInt(budget_->form(), tr("Budget N"), 0, 4096,
-                     tr("Draft tokens the target verifies in one forward: the N best nodes of the "
-                        "tree by draft score.\nLarger N accepts more but each step costs more (on a "
-                        "CPU, FLOPs grow with N).\n'auto' times candidate N when the model loads "
-                        "and picks the fastest."),
-                     tr("auto"));
+  budget_n_ =
+      addInt(budget_->form(), tr("Budget N"), 0, 4096,
+             tr("Draft tokens the target verifies in one forward: the N best nodes of the "
+                "tree by draft score.\nLarger N accepts more but each step costs more (on a "
+                "CPU, FLOPs grow with N).\n'auto' times candidate N when the model loads "
+                "and picks the fastest."),
+             tr("auto"));
 
   adt_ = new CollapsibleSection(tr("ADT-Tree"), this);
   f = adt_->form();
@@ -96,7 +101,8 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
   adt_kmin_ = addInt(f, tr("Width min"), 1, 1 << 16, tr("Lower bound on the width k."));
   adt_kmax_ = addInt(f, tr("Width max"), 1, 1 << 16, tr("Upper bound on the width k."));
   adt_step_d_ = addInt(f, tr("Step d"), 1, 64, tr("Depth increment of the 'step' update mode."));
-  adt_step_k_ = addInt(f, tr("Step k"), 1, 1 << 16, tr("Width increment of the 'step' update mode."));
+  adt_step_k_ =
+      addInt(f, tr("Step k"), 1, 1 << 16, tr("Width increment of the 'step' update mode."));
 
   lantern_ = new CollapsibleSection(tr("LANTERN (relaxed acceptance)"), this);
   f = lantern_->form();
@@ -125,8 +131,9 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
                        tr("Draft tokens guessed ahead and refined in parallel each step "
                           "(training-free, no draft head)."));
   jac_spatial_ = new QCheckBox(tr("initialise from the left token"), jacobi_);
-  jac_spatial_->setToolTip(tr("Start each new draft from the token to its left (images repeat "
-                              "locally) instead of a random code."));
+  jac_spatial_->setToolTip(
+      tr("Start each new draft from the token to its left (images repeat "
+         "locally) instead of a random code."));
   f->addRow(tr("Spatial init"), jac_spatial_);
   f->labelForField(jac_spatial_)->setToolTip(jac_spatial_->toolTip());
   connect(jac_spatial_, &QCheckBox::toggled, this, &SettingsPanel::changed);
@@ -142,8 +149,8 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
   jac_start_margin_ = addInt(f, tr("Start margin"), 0, 1 << 16,
                              tr("Plain AR (no drafts) for the first M image tokens, where the "
                                 "picture has no context to guess from yet."));
-  jac_stop_margin_ = addInt(f, tr("Stop margin"), 0, 1 << 16,
-                            tr("Plain AR for the last M image tokens."));
+  jac_stop_margin_ =
+      addInt(f, tr("Stop margin"), 0, 1 << 16, tr("Plain AR for the last M image tokens."));
   // Shown only while the settings make PathSpec lossy, in the words of the CLI's help.
   jac_lossy_ = new QLabel(tr("Lossy: with more than one path, taking the longest accepted chain "
                              "biases the samples; PathRelax changes the target distribution."),
@@ -155,7 +162,8 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
   jac_lossy_->setWordWrap(true);
   jac_lossy_->setStyleSheet("color: #b35900;");
   f->addRow(jac_lossy_);
-  connect(jac_paths_, QOverload<int>::of(&QSpinBox::valueChanged), this, &SettingsPanel::updateEnabled);
+  connect(jac_paths_, QOverload<int>::of(&QSpinBox::valueChanged), this,
+          &SettingsPanel::updateEnabled);
   connect(jac_relax_, QOverload<double>::of(&QDoubleSpinBox::valueChanged), this,
           &SettingsPanel::updateEnabled);
 
@@ -300,7 +308,8 @@ decode::DecodeRequest SettingsPanel::request(const QString& method, bool lantern
   a.step_d = adt_step_d_->value();
   a.step_k = adt_step_k_->value();
   a.adjacency = decode::adjacency_from_string(adt_adjacency_->currentText().toStdString());
-  m.acceptance = lantern && is_tree(method) ? decode::Acceptance::Lantern : decode::Acceptance::Lossless;
+  m.acceptance =
+      lantern && is_tree(method) ? decode::Acceptance::Lantern : decode::Acceptance::Lossless;
   m.lantern.mode = lantern_mode_->currentText() == "delta" ? decode::LanternMode::Delta
                                                            : decode::LanternMode::Lambda;
   m.lantern.k = lantern_k_->value();
@@ -379,8 +388,10 @@ void SettingsPanel::restoreState(const QString& text) {
   try {
     const auto j = nlohmann::json::parse(text.toStdString());
     decode::DecodeRequest r;
-    if (j.contains("method_settings")) r.method = decode::MethodSettings::from_json(j["method_settings"]);
-    if (j.contains("sampling")) r.sampling = decode::SamplingParams::from_json(j["sampling"], r.sampling);
+    if (j.contains("method_settings"))
+      r.method = decode::MethodSettings::from_json(j["method_settings"]);
+    if (j.contains("sampling"))
+      r.sampling = decode::SamplingParams::from_json(j["sampling"], r.sampling);
     setRequest(r);
   } catch (const std::exception&) {
     // Settings from another version that no longer parse: keep the defaults rather than fail.

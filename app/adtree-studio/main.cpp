@@ -6,8 +6,8 @@
 // JSON line, and quits (docs/GUI.md, "Measurements").
 #include <QApplication>
 #include <QCheckBox>
-#include <QCommandLineParser>
 #include <QComboBox>
+#include <QCommandLineParser>
 #include <QElapsedTimer>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -33,22 +33,30 @@ int main(int argc, char** argv) {
   QApplication::setApplicationVersion("0.1.0");
 
   QCommandLineParser cli;
-  cli.setApplicationDescription("Image generation with visual AR models and ADT-Tree speculative decoding.");
+  cli.setApplicationDescription(
+      "Image generation with visual AR models and ADT-Tree speculative decoding.");
   cli.addHelpOption();
   cli.addVersionOption();
-  cli.addPositionalArgument("model", "model directory to open (default: $ADTREE_MODEL, the shipped "
-                                     "model, or a random tiny one)");
-  QCommandLineOption run("run", "type PROMPT and press Generate once the model is loaded", "PROMPT");
-  QCommandLineOption method("method", "decoding method for --run (ar, static, dynamic, adt, sjd, "
-                                      "pathspec)", "NAME");
+  cli.addPositionalArgument("model",
+                            "model directory to open (default: $ADTREE_MODEL, the shipped "
+                            "model, or a random tiny one)");
+  QCommandLineOption run("run", "type PROMPT and press Generate once the model is loaded",
+                         "PROMPT");
+  QCommandLineOption method("method",
+                            "decoding method for --run (ar, static, dynamic, adt, sjd, "
+                            "pathspec)",
+                            "NAME");
   QCommandLineOption seed("seed", "seed for --run", "N");
-  QCommandLineOption bench("benchmark", "with --run: N runs, one JSON line of timings each, then quit",
-                           "N");
+  QCommandLineOption bench("benchmark",
+                           "with --run: N runs, one JSON line of timings each, then quit", "N");
   QCommandLineOption size("size", "window size WxH (screenshots)", "WxH");
-  QCommandLineOption stall("stall-meter", "with --benchmark: also run a 5 ms heartbeat timer and "
-                                          "report the longest gap between its ticks");
-  QCommandLineOption preview("preview-interval", "milliseconds between live previews of the "
-                                                 "partial image (0 = none)", "MS", "100");
+  QCommandLineOption stall("stall-meter",
+                           "with --benchmark: also run a 5 ms heartbeat timer and "
+                           "report the longest gap between its ticks");
+  QCommandLineOption preview("preview-interval",
+                             "milliseconds between live previews of the "
+                             "partial image (0 = none)",
+                             "MS", "100");
   cli.addOptions({run, method, seed, bench, size, preview, stall});
   cli.process(app);
 
@@ -78,15 +86,19 @@ int main(int argc, char** argv) {
     clock.start();
     w.generate();
   };
-  QObject::connect(&w, &adtree::ui::MainWindow::modelReady, &w, [&] {
-    w.promptEdit()->setText(cli.value(run));
-    if (cli.isSet(method)) w.methodBox()->setCurrentIndex(w.methodBox()->findData(cli.value(method)));
-    if (cli.isSet(seed)) {
-      w.randomSeedBox()->setChecked(false);
-      w.seedBox()->setValue(cli.value(seed).toInt());
-    }
-    start();
-  }, Qt::SingleShotConnection);
+  QObject::connect(
+      &w, &adtree::ui::MainWindow::modelReady, &w,
+      [&] {
+        w.promptEdit()->setText(cli.value(run));
+        if (cli.isSet(method))
+          w.methodBox()->setCurrentIndex(w.methodBox()->findData(cli.value(method)));
+        if (cli.isSet(seed)) {
+          w.randomSeedBox()->setChecked(false);
+          w.seedBox()->setValue(cli.value(seed).toInt());
+        }
+        start();
+      },
+      Qt::SingleShotConnection);
   QObject::connect(&w, &adtree::ui::MainWindow::modelLoadFailed, &w, [&](const QString& message) {
     std::fprintf(stderr, "adtree-studio: the model could not be loaded: %s\n", qPrintable(message));
     QCoreApplication::exit(1);
@@ -101,19 +113,20 @@ int main(int argc, char** argv) {
         app.stopTiming();
         // The decoding loop's own time, as the CLI reports it, to compare the two like for like.
         const double decode_ms = QJsonDocument::fromJson(w.lastStatsJson().toUtf8())
-                                     .object()["summary"].toObject()["wall_ms"].toDouble();
-        std::printf("{\"result\": \"%s\", \"gui_end_to_end_ms\": %.1f, \"engine_job_ms\": %.1f, "
-                    "\"decode_ms\": %.1f, \"decode_cpu_ms\": %.1f, "
-                    "\"max_tick_gap_ms\": %.1f, \"p99_tick_gap_ms\": %.1f, \"ticks\": %d, "
-                    "\"max_event_cpu_ms\": %.1f, \"max_event_wall_ms\": %.1f, \"gui_cpu_ms\": %.1f, "
-                    "\"slowest_event\": \"%s/%d\", \"heatmaps_replot_ms\": %.1f, "
-                    "\"plots_replot_ms\": %.1f}\n",
-                    how.toUtf8().constData(), total_ms, w.lastJobMs(), decode_ms, w.lastDecodeCpuMs(),
-                    meter.maxGapMs(),
-                    meter.quantileMs(0.99), meter.ticks(), app.maxEventCpuMs(),
-                    app.maxEventWallMs(), app.totalCpuMs(),
-                    app.slowestReceiver().toUtf8().constData(), app.slowestEventType(),
-                    w.heatmaps()->replotCostMs(), w.plots()->replotCostMs());
+                                     .object()["summary"]
+                                     .toObject()["wall_ms"]
+                                     .toDouble();
+        std::printf(
+            "{\"result\": \"%s\", \"gui_end_to_end_ms\": %.1f, \"engine_job_ms\": %.1f, "
+            "\"decode_ms\": %.1f, \"decode_cpu_ms\": %.1f, "
+            "\"max_tick_gap_ms\": %.1f, \"p99_tick_gap_ms\": %.1f, \"ticks\": %d, "
+            "\"max_event_cpu_ms\": %.1f, \"max_event_wall_ms\": %.1f, \"gui_cpu_ms\": %.1f, "
+            "\"slowest_event\": \"%s/%d\", \"heatmaps_replot_ms\": %.1f, "
+            "\"plots_replot_ms\": %.1f}\n",
+            how.toUtf8().constData(), total_ms, w.lastJobMs(), decode_ms, w.lastDecodeCpuMs(),
+            meter.maxGapMs(), meter.quantileMs(0.99), meter.ticks(), app.maxEventCpuMs(),
+            app.maxEventWallMs(), app.totalCpuMs(), app.slowestReceiver().toUtf8().constData(),
+            app.slowestEventType(), w.heatmaps()->replotCostMs(), w.plots()->replotCostMs());
         std::fflush(stdout);
         if (--runs_left > 0) {
           QTimer::singleShot(300, &w, start);  // a pause, like a person between two clicks

@@ -86,7 +86,7 @@ double peak_rss_mib() {
 int cmd_bench(int argc, char** argv) {
   Args a("bench", "Measure decoding speed: generations, forward cost by block size, memory.");
   add_model_options(a);
-  a.option("config", "NAME", "without --model: bench a random model of this size", "tiny")
+  a.option("config", "NAME", "bench a random model of this size (tiny, small, ...) instead")
       .option("prompts", "LIST", "semicolon-separated prompts (default: words of the model)")
       .option("seeds", "N", "seeds per prompt (0 .. N-1)", "2")
       .option("blocks", "LIST", "query-block sizes to time one forward for", "1,4,8,16,32,60")
@@ -96,13 +96,16 @@ int cmd_bench(int argc, char** argv) {
   add_sampling_options(a);
   if (!a.parse(argc, argv)) return 0;
 
-  std::string model_dir = a.given("model") ? a.str("model") : "";
+  if (a.given("model") && a.given("config")) throw Error("give --model or --config, not both");
+  // --model, else --config (a random model), else $ADTREE_MODEL / the shipped model, else tiny.
+  std::string model_dir = a.given("model") ? a.str("model") : a.given("config") ? "" : default_model_dir();
+  const std::string config = a.given("config") ? a.str("config") : "tiny";
   std::filesystem::path tmp;
   if (model_dir.empty()) {  // a random model of the named size, written to a temporary directory
     tmp = std::filesystem::temp_directory_path() / ("adtree-bench-" + std::to_string(getpid()));
-    auto g = model::GptConfig::preset(a.str("config"));
+    auto g = model::GptConfig::preset(config);
     model::write_random_model(tmp.string(), g, model::small_vq_config(g.vocab_size, g.grid_h), 0,
-                              "random-" + a.str("config"));
+                              "random-" + config);
     model_dir = tmp.string();
   }
   model::LoadOptions opts;
@@ -127,7 +130,7 @@ int cmd_bench(int argc, char** argv) {
   out["machine"] = {{"threads", intra_op_threads()},
                     {"device", a.str("device")},
                     {"dtype", a.str("dtype")}};
-  out["model"] = {{"dir", a.given("model") ? model_dir : "random " + a.str("config")},
+  out["model"] = {{"dir", tmp.empty() ? model_dir : "random " + config},
                   {"gpt", g.to_json()},
                   {"params", m.gpt->num_params()}};
   out["sampling"] = params.to_json();

@@ -34,15 +34,16 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 void print_train_usage() {
-  std::cout << "Usage: adtree train <stage> [OPTIONS]\n\n"
-               "Train the model's parts on a dataset file (from 'adtree data emoji'), in order:\n"
-               "  vq         the VQ tokenizer (pictures -> 16x16 codes)\n"
-               "  gpt        the caption-conditioned transformer over the codes (needs --vq RUN)\n"
-               "  drafter    the EAGLE draft head of a trained GPT (needs --gpt RUN)\n"
-               "  assemble   a model directory from finished runs (--vq, --gpt, --drafter)\n"
-               "  fidelity   prompt fidelity of a model: generated pictures vs nearest training ones\n\n"
-               "Every stage checkpoints into its --out folder and continues with --resume.\n"
-               "Run 'adtree train <stage> --help' for its options.\n";
+  std::cout
+      << "Usage: adtree train <stage> [OPTIONS]\n\n"
+         "Train the model's parts on a dataset file (from 'adtree data emoji'), in order:\n"
+         "  vq         the VQ tokenizer (pictures -> 16x16 codes)\n"
+         "  gpt        the caption-conditioned transformer over the codes (needs --vq RUN)\n"
+         "  drafter    the EAGLE draft head of a trained GPT (needs --gpt RUN)\n"
+         "  assemble   a model directory from finished runs (--vq, --gpt, --drafter)\n"
+         "  fidelity   prompt fidelity of a model: generated pictures vs nearest training ones\n\n"
+         "Every stage checkpoints into its --out folder and continues with --resume.\n"
+         "Run 'adtree train <stage> --help' for its options.\n";
 }
 
 // Training allocates the same large activation buffers every step. glibc would mmap and unmap
@@ -108,7 +109,8 @@ train::TrainOptions run_options(const Args& a, const std::string& stage, int arg
 }
 
 io::Dataset load_data(const Args& a) {
-  if (!a.given("data")) throw Error("give the dataset file with --data FILE (make one with 'adtree data emoji')");
+  if (!a.given("data"))
+    throw Error("give the dataset file with --data FILE (make one with 'adtree data emoji')");
   return io::Dataset::load(a.str("data"));
 }
 
@@ -178,7 +180,8 @@ int cmd_train(int argc, char** argv) {
     if (!a.parse(argc - 1, argv + 1)) return 0;
     if (!a.given("out")) throw Error("give the output folder with --out DIR");
     const auto split = a.str("split");
-    if (split != "train" && split != "validation") throw Error("--split must be train or validation");
+    if (split != "train" && split != "validation")
+      throw Error("--split must be train or validation");
     keep_allocations_on_heap();
     const auto m = load_model(a);
     const auto data = load_data(a);
@@ -197,7 +200,8 @@ int cmd_train(int argc, char** argv) {
     }
 #ifdef ADTREE_HAVE_IMAGING
     // Generated picture, then the nearest training picture (pixels), four pairs per row.
-    const auto pairs = at::stack({r.images, r.nearest}, 1).reshape({-1, r.images.size(1), r.images.size(2), 3});
+    const auto pairs =
+        at::stack({r.images, r.nearest}, 1).reshape({-1, r.images.size(1), r.images.size(2), 3});
     imaging::write_image(a.str("out") + "/samples.png", imaging::image_grid(pairs, 8, 2, 4));
     // The generated pictures alone with their prompts written under them (the docs' sample grid).
     imaging::write_image(a.str("out") + "/captioned.png",
@@ -207,7 +211,8 @@ int cmd_train(int argc, char** argv) {
     return 0;
   }
   if (stage != "vq" && stage != "gpt" && stage != "drafter") {
-    throw Error("unknown 'train' stage '" + stage + "' (known: vq, gpt, drafter, assemble, fidelity)");
+    throw Error("unknown 'train' stage '" + stage +
+                "' (known: vq, gpt, drafter, assemble, fidelity)");
   }
   Args a("train " + stage, stage == "vq"    ? "Train the VQ tokenizer."
                            : stage == "gpt" ? "Train the caption-conditioned GPT on VQ codes."
@@ -215,7 +220,8 @@ int cmd_train(int argc, char** argv) {
   add_run_options(a);
   if (stage == "gpt") {
     a.option("vq", "DIR", "finished 'train vq' run folder (or a model directory)")
-        .option("init-from", "DIR", "start from this finished 'train gpt' run's weights (a second stage)");
+        .option("init-from", "DIR",
+                "start from this finished 'train gpt' run's weights (a second stage)");
   }
   if (stage == "drafter") a.option("gpt", "DIR", "finished 'train gpt' run folder");
   if (!a.parse(argc - 1, argv + 1)) return 0;
@@ -241,7 +247,8 @@ int cmd_train(int argc, char** argv) {
       const auto vq = train::load_vq(opts.out);
       const auto sheet = imaging::image_grid(train::reconstruction_pairs(vq, data, rows), 8, 2, 4);
       imaging::write_image(opts.out + "/reconstructions.png", sheet);
-      std::cout << "wrote " << opts.out << "/reconstructions.png (original | reconstruction pairs)\n";
+      std::cout << "wrote " << opts.out
+                << "/reconstructions.png (original | reconstruction pairs)\n";
     }
 #endif
     print_result(stage, r, opts.out);

@@ -8,12 +8,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <ctime>
 #include <deque>
 #include <filesystem>
 #include <mutex>
 #include <optional>
 #include <thread>
-#include <ctime>
 
 #ifdef __linux__
 #include <sys/resource.h>
@@ -77,9 +77,11 @@ std::string license_summary(const nlohmann::json& lic) {
       std::string out;
       for (const auto& e : v) {
         std::string one = e.is_string() ? e.get<std::string>()
-                          : e.is_object() ? e.value("images_license", e.value("license", std::string("?")))
-                                          : std::string("?");
-        if (e.is_object() && e.contains("style")) one += " (" + e.value("style", std::string()) + ")";
+                          : e.is_object()
+                              ? e.value("images_license", e.value("license", std::string("?")))
+                              : std::string("?");
+        if (e.is_object() && e.contains("style"))
+          one += " (" + e.value("style", std::string()) + ")";
         out += (out.empty() ? "" : ", ") + one;
       }
       return out.empty() ? "unknown" : out;
@@ -113,10 +115,12 @@ ModelInfo describe(const model::ModelBundle& m, const LoadRequest& req) {
                    std::to_string(g.n_head) + " heads)";
   info.has_drafter = !m.drafter_weights.empty();
   const auto& prov = m.manifest.provenance;
-  info.random_weights = prov.is_object() && prov.value("tool", std::string()) == "adtree model random";
+  info.random_weights =
+      prov.is_object() && prov.value("tool", std::string()) == "adtree model random";
   info.vocabulary_is_classes = m.vocab.kind() == model::Vocabulary::Kind::Classes;
   info.vocabulary = m.vocab.entries();
-  info.default_sampling = m.manifest.sampling.is_null() ? nlohmann::json::object() : m.manifest.sampling;
+  info.default_sampling =
+      m.manifest.sampling.is_null() ? nlohmann::json::object() : m.manifest.sampling;
   info.license = license_summary(m.manifest.license);
   return info;
 }
@@ -131,7 +135,8 @@ RgbImage to_rgb(const at::Tensor& bytes_hw3) {
   return img;
 }
 
-// VQ decode of the raster prefix tokens[0..n): the engine's one place that turns tokens into pixels.
+// VQ decode of the raster prefix tokens[0..n): the engine's one place that turns tokens into
+// pixels.
 RgbImage decode_prefix(const model::ModelBundle& m, const std::vector<int64_t>& tokens, int64_t n) {
   if (!m.vq || n <= 0) return {};
   auto idx = at::tensor(std::vector<int64_t>(tokens.begin(), tokens.begin() + n),
@@ -158,7 +163,8 @@ std::vector<uint8_t> token_palette(const model::ModelBundle& m, double budget_ms
     auto img = model::VqModel::to_bytes(m.vq->decode(idx.to(m.gpt->device()), side, side))[0];
     auto mean = img.to(at::kFloat).reshape({side, f, side, f, 3}).mean({1, 3}).reshape({chunk, 3});
     auto bytes = mean.narrow(0, 0, n).round().clamp(0, 255).to(at::kByte).contiguous();
-    std::copy(bytes.data_ptr<uint8_t>(), bytes.data_ptr<uint8_t>() + n * 3, out.begin() + start * 3);
+    std::copy(bytes.data_ptr<uint8_t>(), bytes.data_ptr<uint8_t>() + n * 3,
+              out.begin() + start * 3);
     if (start == 0 && ms_since(t0) * double((v + chunk - 1) / chunk) > budget_ms) return {};
   }
   return out;
@@ -181,7 +187,8 @@ class PreviewWorker {
     if (thread_.joinable()) thread_.join();
   }
   // Starts decoding tokens (a raster prefix) unless a decode is in flight; false if busy.
-  bool request(std::shared_ptr<const model::ModelBundle> m, JobId job, std::vector<int64_t> tokens) {
+  bool request(std::shared_ptr<const model::ModelBundle> m, JobId job,
+               std::vector<int64_t> tokens) {
     std::lock_guard<std::mutex> lk(mu_);
     if (busy_ || stop_) return false;
     req_model_ = std::move(m);
@@ -427,7 +434,8 @@ struct Engine::Impl {
       }
       const auto p0 = Clock::now();
       auto img = decode_prefix(*m, res.tokens, int64_t(res.tokens.size()));
-      if (opts.previews) emit(JobPreview{t.id, img, int64_t(res.tokens.size()), true, ms_since(p0)});
+      if (opts.previews)
+        emit(JobPreview{t.id, img, int64_t(res.tokens.size()), true, ms_since(p0)});
       auto j = res.stats.to_json();
       j["tokens"] = res.tokens;
       j["settings"]["prompt"] = t.job.prompt;
@@ -451,7 +459,9 @@ Engine::Engine(Listener listener, EngineOptions opts) : impl_(std::make_unique<I
   impl_->worker = std::thread([this] { impl_->loop(); });
 }
 
-Engine::~Engine() { shutdown(); }
+Engine::~Engine() {
+  shutdown();
+}
 
 void Engine::load_model(LoadRequest request) {
   std::lock_guard<std::mutex> lk(impl_->mu);

@@ -61,7 +61,8 @@ at::Tensor captioned_grid(const at::Tensor& images, const std::vector<std::strin
     throw Error("captioned_grid: expected uint8 images [N, H, W, 3]");
   }
   const int64_t n = images.size(0);
-  if (int64_t(captions.size()) != n) throw Error("captioned_grid: one caption per picture is needed");
+  if (int64_t(captions.size()) != n)
+    throw Error("captioned_grid: one caption per picture is needed");
   if (cols <= 0 || scale <= 0 || caption_lines <= 0) throw Error("captioned_grid: bad layout");
   const int64_t h = images.size(1) * scale, w = images.size(2) * scale;
   const int cell_w = int(std::max<int64_t>(w, 96) + 2 * kPad);
@@ -83,8 +84,8 @@ at::Tensor captioned_grid(const at::Tensor& images, const std::vector<std::strin
     for (const auto& line : wrap_caption(captions[size_t(i)], cell_w - 2 * kPad, caption_lines)) {
       const int tx = x0 + (cell_w - text_width(line)) / 2;
       // The sheet is RGB like the pictures; dark grey text reads well on white.
-      cv::putText(sheet, line, cv::Point(tx, y), kFont, kFontScale, cv::Scalar(40, 40, 40), kThickness,
-                  cv::LINE_AA);
+      cv::putText(sheet, line, cv::Point(tx, y), kFont, kFontScale, cv::Scalar(40, 40, 40),
+                  kThickness, cv::LINE_AA);
       y += line_height();
     }
   }

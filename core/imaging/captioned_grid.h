@@ -10,7 +10,8 @@ namespace adtree::imaging {
 
 // images: uint8 [N, H, W, 3]; captions: N strings (wrapped to the cell width, at most
 // `caption_lines` lines, the last one ending in "..." when cut). Each picture is enlarged by the
-// integer `scale` (nearest neighbour). Returns uint8 RGB [rows * cell_h, cols * cell_w, 3] on white.
+// integer `scale` (nearest neighbour). Returns uint8 RGB [rows * cell_h, cols * cell_w, 3] on
+// white.
 at::Tensor captioned_grid(const at::Tensor& images, const std::vector<std::string>& captions,
                           int64_t cols, int64_t scale = 2, int64_t caption_lines = 3);
 

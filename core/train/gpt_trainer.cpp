@@ -41,7 +41,8 @@ json gpt_default_config() {
               {"checkpoint_every", 200}};
 }
 
-model::GptConfig gpt_model_config(const json& c, int64_t num_words, int64_t vocab_size, int64_t grid) {
+model::GptConfig gpt_model_config(const json& c, int64_t num_words, int64_t vocab_size,
+                                  int64_t grid) {
   model::GptConfig g;
   g.dim = c.at("dim").get<int64_t>();
   g.n_layer = c.at("n_layer").get<int64_t>();
@@ -127,11 +128,14 @@ model::Gpt::Output teacher_forced(const model::Gpt& gpt, const at::Tensor& token
   if (dropout > 0 && gen) {
     // LlamaGen drops the input embeddings (token_drop); its residual/FFN dropout lives inside the
     // shared forward, which stays as inference runs it.
-    auto keep = at::empty(x.sizes(), at::kFloat).bernoulli_(1.0 - dropout, *gen).to(x.device(), x.scalar_type());
+    auto keep = at::empty(x.sizes(), at::kFloat)
+                    .bernoulli_(1.0 - dropout, *gen)
+                    .to(x.device(), x.scalar_type());
     x = x * keep / (1.0 - dropout);
   }
   auto pos = at::arange(C + N - 1, at::TensorOptions().dtype(at::kLong));
-  auto key_valid = at::cat({cond.caption_mask, at::ones({B, N - 1}, cond.caption_mask.options())}, 1);
+  auto key_valid =
+      at::cat({cond.caption_mask, at::ones({B, N - 1}, cond.caption_mask.options())}, 1);
   return gpt.forward(x, pos, nullptr, {}, key_valid, N);
 }
 
@@ -141,12 +145,15 @@ double gpt_loss(const model::Gpt& gpt, const at::Tensor& tokens, const at::Tenso
   double sum = 0.0;
   int64_t count = 0;
   for (size_t i = 0; i < rows.size(); i += size_t(batch)) {
-    std::vector<int64_t> r(rows.begin() + long(i), rows.begin() + long(std::min(rows.size(), i + size_t(batch))));
+    std::vector<int64_t> r(rows.begin() + long(i),
+                           rows.begin() + long(std::min(rows.size(), i + size_t(batch))));
     auto idx = row_tensor(r);
     auto tok = tokens.index_select(0, idx).to(gpt.device());
     auto ids = word_ids.index_select(0, idx).to(gpt.device());
     at::Tensor null_rows;
-    if (uncond) null_rows = at::ones({int64_t(r.size())}, at::TensorOptions().dtype(at::kBool).device(gpt.device()));
+    if (uncond)
+      null_rows =
+          at::ones({int64_t(r.size())}, at::TensorOptions().dtype(at::kBool).device(gpt.device()));
     auto out = teacher_forced(gpt, tok, ids, null_rows);
     auto lp = at::log_softmax(out.logits, -1);
     sum += -lp.gather(2, tok.unsqueeze(-1)).sum().item<double>();
@@ -159,7 +166,8 @@ GptRun load_gpt_run(const std::string& dir) {
   const auto run_path = run_file(dir, "run.json");
   const auto w_path = run_file(dir, "gpt.safetensors");
   if (!fs::exists(run_path) || !fs::exists(w_path)) {
-    throw Error(dir + ": not a finished 'adtree train gpt' run folder (run.json and gpt.safetensors "
+    throw Error(dir +
+                ": not a finished 'adtree train gpt' run folder (run.json and gpt.safetensors "
                 "are needed)");
   }
   GptRun g;
@@ -176,7 +184,8 @@ GptRun load_gpt_run(const std::string& dir) {
   return g;
 }
 
-TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir, const TrainOptions& opts) {
+TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir,
+                      const TrainOptions& opts) {
   const std::string what = "train gpt";
   auto cfg = merge_config(gpt_default_config(), opts.config, what);
   if (opts.steps > 0) cfg["steps"] = opts.steps;
@@ -197,7 +206,8 @@ TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir, const 
   const auto vq = load_vq(vq_dir);
   const int64_t f = vq.config().downsample_factor();
   require(data.images.size(1) == data.images.size(2), what, "the pictures must be square");
-  require(data.images.size(1) % f == 0, what, "the picture size is not a multiple of the VQ's downsampling");
+  require(data.images.size(1) % f == 0, what,
+          "the picture size is not a multiple of the VQ's downsampling");
   const int64_t grid = data.images.size(1) / f;
   fs::create_directories(opts.out);
   const auto tokens = cached_tokens(data, vq, opts.out, log);
@@ -225,8 +235,8 @@ TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir, const 
   }
   const auto device = train_device(opts);
   Params params = Params::from(init, device);
-  AdamW opt(params, {cfg["lr"].get<double>(), cfg["beta1"].get<double>(), cfg["beta2"].get<double>(),
-                     1e-8, cfg["weight_decay"].get<double>()});
+  AdamW opt(params, {cfg["lr"].get<double>(), cfg["beta1"].get<double>(),
+                     cfg["beta2"].get<double>(), 1e-8, cfg["weight_decay"].get<double>()});
   // inference = false: the model keeps these very tensors, so autograd reaches `params`.
   model::Gpt gpt(gcfg, params.tensors, device, at::kFloat, /*inference=*/false);
   log << "GPT " << gcfg.dim << "x" << gcfg.n_layer << " (" << gcfg.n_head << " heads), "
@@ -256,7 +266,8 @@ TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir, const 
     auto gen = step_generator(opts.seed, 0, 99);
     auto p = at::randperm(int64_t(train_eval.size()), gen, at::TensorOptions().dtype(at::kLong));
     std::vector<int64_t> shuffled;
-    for (int64_t i = 0; i < p.size(0); ++i) shuffled.push_back(train_eval[size_t(p[i].item<int64_t>())]);
+    for (int64_t i = 0; i < p.size(0); ++i)
+      shuffled.push_back(train_eval[size_t(p[i].item<int64_t>())]);
     const int64_t n = cfg["train_eval_images"];
     if (n > 0 && int64_t(shuffled.size()) > n) shuffled.resize(size_t(n));
     train_eval = shuffled;
@@ -279,10 +290,14 @@ TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir, const 
     auto tok = tokens.index_select(0, idx).to(device);
     auto ids = caps.ids.index_select(0, idx).to(device);
     auto cgen = step_generator(opts.seed, step, kCaptionStream);
-    auto null_rows = at::empty({int64_t(rows.size())}, at::kFloat).uniform_(0.0, 1.0, cgen).lt(cap_drop).to(device);
+    auto null_rows = at::empty({int64_t(rows.size())}, at::kFloat)
+                         .uniform_(0.0, 1.0, cgen)
+                         .lt(cap_drop)
+                         .to(device);
     auto dgen = step_generator(opts.seed, step, kDropStream);
     auto out = teacher_forced(gpt, tok, ids, null_rows, dropout, &dgen);
-    auto loss = at::nll_loss(at::log_softmax(out.logits.reshape({-1, gcfg.vocab_size}), -1), tok.reshape(-1));
+    auto loss = at::nll_loss(at::log_softmax(out.logits.reshape({-1, gcfg.vocab_size}), -1),
+                             tok.reshape(-1));
     loss.backward();
     items += double(tok.numel());
     return loss.item<double>();
@@ -308,16 +323,15 @@ TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir, const 
   if (result.finished) {
     io::write_safetensors(run_file(opts.out, "gpt.safetensors"), params.detached(),
                           {{"format", "adtree"}, {"content", "GPT trained by adtree train gpt"}});
-    write_json_file(run_file(opts.out, "run.json"),
-                    {{"kind", "gpt"},
-                     {"config", cfg},
-                     {"gpt", gcfg.to_json()},
-                     {"params", params.count()},
-                     {"steps", steps},
-                     {"epochs", order.epoch_of(steps)},
-                     {"vq_dir", fs::absolute(vq_dir).string()},
-                     {"metrics", result.metrics},
-                     {"provenance", opts.provenance}});
+    write_json_file(run_file(opts.out, "run.json"), {{"kind", "gpt"},
+                                                     {"config", cfg},
+                                                     {"gpt", gcfg.to_json()},
+                                                     {"params", params.count()},
+                                                     {"steps", steps},
+                                                     {"epochs", order.epoch_of(steps)},
+                                                     {"vq_dir", fs::absolute(vq_dir).string()},
+                                                     {"metrics", result.metrics},
+                                                     {"provenance", opts.provenance}});
   }
   return result;
 }

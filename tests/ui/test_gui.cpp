@@ -1,6 +1,6 @@
 // The GUI driven as a person would (GUI.md "Tested as a person would"), on the offscreen platform:
-// type a prompt, press Generate, wait, check what is on screen; cancel; close mid-run; open a broken
-// model directory. Every wait is bounded, so a hang fails instead of blocking CI.
+// type a prompt, press Generate, wait, check what is on screen; cancel; close mid-run; open a
+// broken model directory. Every wait is bounded, so a hang fails instead of blocking CI.
 #include <QAbstractItemView>
 #include <QCheckBox>
 #include <QComboBox>
@@ -21,6 +21,7 @@
 
 #include <memory>
 
+#include "decode/method.h"
 #include "model/gpt_config.h"
 #include "model/random_model.h"
 #include "ui/engine_bridge.h"
@@ -29,7 +30,6 @@
 #include "ui/main_window.h"
 #include "ui/plot_panel.h"
 #include "ui/prompt_edit.h"
-#include "decode/method.h"
 #include "ui/settings_panel.h"
 #include "ui/stall_meter.h"
 #include "util/threads.h"

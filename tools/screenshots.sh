@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Screenshots of the desktop app for docs/screenshots (GUI issue): idle, mid-generation, finished
+# ADT-Tree run and a hovered cell, at 1280x800 and 1920x1080, on a virtual X server (Xvfb).
+# Usage: tools/screenshots.sh [MODEL_DIR] [PROMPT]
+# Needs xvfb, imagemagick (import) and xdotool. Timings (MID_S, FIN_S) are seconds after start;
+# the mid-generation shot wants the picture about half drawn, so it depends on the machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MODEL=${1:-resources/models/emoji}
+PROMPT=${2:-red apple noto}
+APP=build/release/bin/adtree-studio
+OUT=docs/screenshots
+mkdir -p "$OUT"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export XDG_CONFIG_HOME=$tmp/config XDG_DATA_HOME=$tmp/data XDG_RUNTIME_DIR=$tmp/runtime
+
+shoot() {  # W H
+  local W=$1 H=$2 xp ap
+  Xvfb :97 -screen 0 "${W}x${H}x24" -nolisten tcp >/dev/null 2>&1 &
+  xp=$!
+  sleep 1
+  export DISPLAY=:97
+  rm -rf "$XDG_CONFIG_HOME"
+  "$APP" --size "${W}x${H}" "$MODEL" >"$tmp/app.log" 2>&1 &
+  ap=$!
+  sleep "${IDLE_S:-4}"
+  import -window root "$OUT/idle-${W}x${H}.png"
+  kill "$ap"; wait "$ap" 2>/dev/null || true
+  "$APP" --size "${W}x${H}" "$MODEL" --run "$PROMPT" --method adt --seed "${SEED:-3}" \
+    >>"$tmp/app.log" 2>&1 &
+  ap=$!
+  sleep "${MID_S:-2.2}"
+  import -window root "$OUT/running-adt-${W}x${H}.png"
+  sleep "${FIN_S:-8}"
+  import -window root "$OUT/finished-adt-${W}x${H}.png"
+  # Hover a cell of the picture (upper-left quarter of the window holds the image view).
+  local hx=$((W * 3 / 16)) hy=$((H * 3 / 10))
+  xdotool mousemove "$hx" "$hy"; sleep 0.3; xdotool mousemove $((hx + 3)) "$hy"; sleep 1.5
+  import -window root "$OUT/hover-${W}x${H}.png"
+  kill "$ap"; wait "$ap" 2>/dev/null || true
+  kill "$xp"; wait "$xp" 2>/dev/null || true
+}
+
+shoot 1280 800
+shoot 1920 1080
+echo "wrote $OUT/{idle,running-adt,finished-adt,hover}-{1280x800,1920x1080}.png"
