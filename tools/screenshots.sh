@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${1:-resources/models/emoji}
-PROMPT=${2:-red apple noto}
+PROMPT=${2:-grinning face noto}
 APP=build/release/bin/adtree-studio
 OUT=docs/screenshots
 mkdir -p "$OUT"

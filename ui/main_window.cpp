@@ -530,7 +530,14 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
                                   QString::fromStdString(info.dtype)));
   if (!isRunning()) {
     // The empty canvas and maps of this model's grid, so the window shows what is coming.
-    run_.showEmpty(int(info.grid_h), int(info.grid_w));
+    // Colour scales already span what the current settings can produce, not a placeholder 0..1.
+    MapRanges ranges;
+    try {
+      ranges = ranges_for(settings_->request(method_->currentData().toString(), false, 0));
+    } catch (const std::exception&) {
+      // Invalid settings: the scales stay at their defaults until the next run says otherwise.
+    }
+    run_.showEmpty(int(info.grid_h), int(info.grid_w), ranges);
     image_->startRun(int(info.grid_h), int(info.grid_w), int(info.image_h), int(info.image_w));
     image_->setPlaceholder(tr("Type a prompt and press Generate (Ctrl+Return).\nThe image appears "
                               "here token by token."));

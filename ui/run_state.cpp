@@ -33,10 +33,11 @@ void RunState::clear() {
   ++version_;
 }
 
-void RunState::showEmpty(int gridH, int gridW) {
+void RunState::showEmpty(int gridH, int gridW, const MapRanges& ranges) {
   clear();
   grid_h_ = gridH;
   grid_w_ = gridW;
+  ranges_ = ranges;
   for (auto& m : maps_) m = QVector<double>(cells(), kNaN);
   ++version_;
 }

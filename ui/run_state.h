@@ -30,7 +30,7 @@ class RunState {
   void reset(const engine::JobStarted& started, const MapRanges& ranges);
   void clear();
   // No run, but the grid of the loaded model, all cells "not generated" (what an idle window shows).
-  void showEmpty(int gridH, int gridW);
+  void showEmpty(int gridH, int gridW, const MapRanges& ranges = {});
   void addSteps(const std::vector<engine::JobStep>& steps);
   void finish(const engine::JobFinished& finished);
 
