@@ -340,6 +340,20 @@ void Progress::print(int64_t step, double loss, double lr, const std::string& ex
 
 // ---- the loop ------------------------------------------------------------------------------------
 
+LoopSpec LoopSpec::from_config(const std::string& kind, const std::string& unit, const json& config) {
+  LoopSpec spec;
+  spec.kind = kind;
+  spec.unit = unit;
+  spec.config = config;
+  spec.steps = config["steps"];
+  spec.eval_every = config["eval_every"];
+  spec.checkpoint_every = config["checkpoint_every"];
+  spec.schedule = {config["lr"].get<double>(), config["warmup"].get<int64_t>(), spec.steps,
+                   config["min_lr_ratio"].get<double>(), config["schedule"].get<std::string>()};
+  spec.grad_clip = config["grad_clip"];
+  return spec;
+}
+
 TrainResult run_loop(const TrainOptions& opts, Params& params, AdamW& opt, const LoopSpec& spec) {
   const std::string what = "train " + spec.kind;
   require(spec.steps > 0, what, "the number of steps must be positive");

@@ -230,6 +230,11 @@ struct LoopSpec {
   std::function<void(const TensorMap&)> load_extra;
   // One short text for the progress line from the last eval (e.g. "val 3.21"); may be empty.
   std::function<std::string(const nlohmann::json&)> eval_text;
+
+  // The schedule and loop settings every stage reads from its resolved config (steps, lr, warmup,
+  // min_lr_ratio, schedule, eval_every, checkpoint_every, grad_clip); the callbacks stay empty.
+  static LoopSpec from_config(const std::string& kind, const std::string& unit,
+                              const nlohmann::json& config);
 };
 
 // Runs (or resumes) the loop. A loss that is not finite is an adtree::Error naming the step.

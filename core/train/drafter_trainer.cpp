@@ -220,16 +220,7 @@ TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir, c
   BatchOrder sample_order(sample_rows, batch, opts.seed + 1);
   const int64_t N = run.config.image_tokens();
 
-  LoopSpec spec;
-  spec.kind = "drafter";
-  spec.unit = "tok";
-  spec.config = cfg;
-  spec.steps = steps;
-  spec.eval_every = cfg["eval_every"];
-  spec.checkpoint_every = cfg["checkpoint_every"];
-  spec.schedule = {cfg["lr"].get<double>(), cfg["warmup"].get<int64_t>(), steps,
-                   cfg["min_lr_ratio"].get<double>(), cfg["schedule"].get<std::string>()};
-  spec.grad_clip = cfg["grad_clip"];
+  auto spec = LoopSpec::from_config("drafter", "tok", cfg);
   spec.step_fn = [&](int64_t step, double& items) {
     // Each row comes from the real pictures or from the target's samples.
     auto real_rows = order.rows_for_step(step);

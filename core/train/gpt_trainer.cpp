@@ -274,16 +274,7 @@ TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir,
   }
 
   BatchOrder order(train_rows, batch, opts.seed);
-  LoopSpec spec;
-  spec.kind = "gpt";
-  spec.unit = "tok";
-  spec.config = cfg;
-  spec.steps = steps;
-  spec.eval_every = cfg["eval_every"];
-  spec.checkpoint_every = cfg["checkpoint_every"];
-  spec.schedule = {cfg["lr"].get<double>(), cfg["warmup"].get<int64_t>(), steps,
-                   cfg["min_lr_ratio"].get<double>(), cfg["schedule"].get<std::string>()};
-  spec.grad_clip = cfg["grad_clip"];
+  auto spec = LoopSpec::from_config("gpt", "tok", cfg);
   spec.step_fn = [&](int64_t step, double& items) {
     const auto rows = order.rows_for_step(step);
     auto idx = row_tensor(rows);

@@ -193,16 +193,7 @@ TrainResult train_vq(const io::Dataset& data, const TrainOptions& opts) {
   const int64_t restart_until = int64_t(double(cfg["restart_until"]) * double(steps));
   json last_restart = json::object();
 
-  LoopSpec spec;
-  spec.kind = "vq";
-  spec.unit = "img";
-  spec.config = cfg;
-  spec.steps = steps;
-  spec.eval_every = cfg["eval_every"];
-  spec.checkpoint_every = cfg["checkpoint_every"];
-  spec.schedule = {cfg["lr"].get<double>(), cfg["warmup"].get<int64_t>(), steps,
-                   cfg["min_lr_ratio"].get<double>(), cfg["schedule"].get<std::string>()};
-  spec.grad_clip = cfg["grad_clip"];
+  auto spec = LoopSpec::from_config("vq", "img", cfg);
   spec.step_fn = [&](int64_t step, double& items) {
     const auto rows = order.rows_for_step(step);
     auto x = images_to_float(data, rows, device);
