@@ -75,3 +75,25 @@ run_fails("depth D must be >= 1" ${ADTREE} generate --model ${WORK}/model --prom
 run_fails("tree width K must be in" ${ADTREE} generate --model ${WORK}/model --prompt cat --method dynamic --width 99)
 run_fails("larger than the tree can hold" ${ADTREE} generate --model ${WORK}/model --prompt cat --method dynamic --budget 5000)
 run_fails("LANTERN delta must be in" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --relax lantern --lantern-k 4 --lantern-delta -1)
+
+# Outputs that cannot be written: a full disk (/dev/full behind a link), a missing folder, a name
+# without an image extension. Each is an error naming the file, not a silent truncated file.
+file(CREATE_LINK /dev/full ${WORK}/full.png SYMBOLIC)
+file(CREATE_LINK /dev/full ${WORK}/full.json SYMBOLIC)
+run_fails("full.png: cannot write the image (flush: No space left on device)"
+          ${ADTREE} generate --model ${WORK}/model --prompt cat --out ${WORK}/full.png)
+run_fails("full.json: cannot write the statistics file"
+          ${ADTREE} generate --model ${WORK}/model --prompt cat --out ${WORK}/ok.png --stats ${WORK}/full.json)
+run_fails("full.json: cannot write the results"
+          ${ADTREE} bench --model ${WORK}/model --seeds 1 --blocks 1 --reps 1 --json ${WORK}/full.json)
+run_fails("cannot write the image (open: No such file or directory)"
+          ${ADTREE} generate --model ${WORK}/model --prompt cat --out ${WORK}/no/such/dir/x.png)
+run_fails("give the file an extension"
+          ${ADTREE} generate --model ${WORK}/model --prompt cat --out ${WORK}/noext)
+run_fails("--runs and --every must be positive" ${ADTREE} soak --model ${WORK}/model --runs 0)
+run_ok(${ADTREE} soak --model ${WORK}/model --runs 12 --every 6 --warmup 6 --json ${WORK}/soak.json)
+file(READ "${WORK}/soak.json" sj)
+string(JSON sfailed GET "${sj}" failed)
+if(NOT sfailed EQUAL 0)
+  message(FATAL_ERROR "soak had failed jobs: ${sj}")
+endif()

@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "engine/engine.h"
+#include "engine/soak.h"
+#include "util/error.h"
 #include "model/gpt_config.h"
 #include "model/random_model.h"
 
@@ -496,3 +498,31 @@ TEST_F(EngineTest, AThrowingListenerDoesNotStopTheEngine) {
 }
 
 }  // namespace
+
+TEST_F(EngineTest, SoakMixesMethodsCancelsSomeAndKeepsMemoryFlat) {
+  // A short soak on a micro model (milliseconds per job): every method, cancellations, no
+  // failure, a sample per 10 runs. (The 1000-run soak on the shipped model is `adtree soak`;
+  // docs/reliability.md has its curve.)
+  const std::string micro = dir_ + "/micro";
+  auto g = adtree::model::GptConfig::preset("micro");
+  adtree::model::write_random_model(micro, g, adtree::model::small_vq_config(g.vocab_size, g.grid_h), 6,
+                                    "soak micro");
+  SoakOptions o;
+  o.model_dir = micro;
+  o.runs = 60;
+  o.every = 10;
+  o.warmup = 20;
+  o.cancel_share = 0.3;
+  const auto r = run_soak(o);
+  EXPECT_EQ(r.failed, 0) << (r.failures.empty() ? "" : r.failures.front());
+  EXPECT_EQ(r.finished + r.cancelled, 60);
+  EXPECT_GT(r.cancelled, 0);
+  ASSERT_EQ(r.samples.size(), 6u);
+  EXPECT_EQ(r.samples.back().run, 60);
+  EXPECT_GT(r.samples.back().rss_mib, 10.0);
+  EXPECT_LT(r.growth_after_warmup, 0.10);
+  EXPECT_TRUE(r.to_json().contains("rss_curve"));
+  auto missing = o;
+  missing.model_dir = micro + "/nowhere";
+  EXPECT_THROW(run_soak(missing), adtree::Error);
+}

@@ -16,6 +16,7 @@
 
 #include "commands.h"
 #include "decode/run.h"
+#include "io/file_write.h"
 #include "model/random_model.h"
 #include "util/error.h"
 #include "util/threads.h"
@@ -98,7 +99,9 @@ int cmd_bench(int argc, char** argv) {
 
   if (a.given("model") && a.given("config")) throw Error("give --model or --config, not both");
   // --model, else --config (a random model), else $ADTREE_MODEL / the shipped model, else tiny.
-  std::string model_dir = a.given("model") ? a.str("model") : a.given("config") ? "" : default_model_dir();
+  std::string model_dir = a.given("model")    ? a.str("model")
+                          : a.given("config") ? ""
+                                              : default_model_dir();
   const std::string config = a.given("config") ? a.str("config") : "tiny";
   std::filesystem::path tmp;
   if (model_dir.empty()) {  // a random model of the named size, written to a temporary directory
@@ -121,15 +124,15 @@ int cmd_bench(int argc, char** argv) {
   std::vector<std::string> prompts = split(a.str("prompts"), ';');
   if (prompts.empty()) {
     const auto& e = m.vocab.entries();
-    for (size_t i = 0; i < std::min<size_t>(2, e.size()); ++i) prompts.push_back(e[i + 1 < e.size() ? i + 1 : i]);
+    for (size_t i = 0; i < std::min<size_t>(2, e.size()); ++i)
+      prompts.push_back(e[i + 1 < e.size() ? i + 1 : i]);
   }
   const int64_t seeds = a.integer("seeds");
   const int reps = int(a.integer("reps"));
 
   nlohmann::json out;
-  out["machine"] = {{"threads", intra_op_threads()},
-                    {"device", a.str("device")},
-                    {"dtype", a.str("dtype")}};
+  out["machine"] = {
+      {"threads", intra_op_threads()}, {"device", a.str("device")}, {"dtype", a.str("dtype")}};
   out["model"] = {{"dir", tmp.empty() ? model_dir : "random " + config},
                   {"gpt", g.to_json()},
                   {"params", m.gpt->num_params()}};
@@ -148,7 +151,8 @@ int cmd_bench(int argc, char** argv) {
     // Positions must stay inside the image: prefix + q <= image tokens.
     const int64_t prefix = std::min<int64_t>(128, g.image_tokens() - q);
     if (prefix < 0) continue;
-    blocks.push_back({{"q", q}, {"prefix", prefix}, {"ms", forward_ms(*m.gpt, batch, q, prefix, reps, cond)}});
+    blocks.push_back(
+        {{"q", q}, {"prefix", prefix}, {"ms", forward_ms(*m.gpt, batch, q, prefix, reps, cond)}});
   }
   out["forward_by_block"] = blocks;
 
@@ -176,9 +180,13 @@ int cmd_bench(int argc, char** argv) {
         auto res = decode::run_decode(m, c, req);
         const auto& su = res.stats.summary;
         std::vector<double> step_ms;
-        for (const auto& r : res.stats.steps) step_ms.push_back(r.t_draft_ms + r.t_verify_ms + r.t_sample_ms + r.t_other_ms);
-        runs.push_back({{"method", method}, {"prompt", prompt}, {"seed", seed},
-                        {"summary", su.to_json()}, {"median_step_ms", median(step_ms)},
+        for (const auto& r : res.stats.steps)
+          step_ms.push_back(r.t_draft_ms + r.t_verify_ms + r.t_sample_ms + r.t_other_ms);
+        runs.push_back({{"method", method},
+                        {"prompt", prompt},
+                        {"seed", seed},
+                        {"summary", su.to_json()},
+                        {"median_step_ms", median(step_ms)},
                         {"depth_reach", res.stats.to_json()["depth_reach"]}});
         auto& g2 = agg[method];
         g2.wall.push_back(su.wall_ms);
@@ -196,12 +204,13 @@ int cmd_bench(int argc, char** argv) {
   out["peak_rss_mib"] = peak_rss_mib();  // before the bandwidth probe's 256 MiB buffer
   const double bw = measure_bandwidth_gbs();
   const double floor_ms = double(weight_bytes) / (bw * 1e9) * 1e3;
-  out["floor"] = {{"weight_bytes", weight_bytes}, {"bandwidth_gbs", bw}, {"step_floor_ms", floor_ms}};
+  out["floor"] = {
+      {"weight_bytes", weight_bytes}, {"bandwidth_gbs", bw}, {"step_floor_ms", floor_ms}};
 
   std::cout << std::fixed << std::setprecision(2);
   std::cout << "model " << out["model"]["dir"].get<std::string>() << ": " << g.dim << " x "
-            << g.n_layer << ", " << m.gpt->num_params() << " params, CFG batch " << batch
-            << ", " << intra_op_threads() << " thread(s)\n";
+            << g.n_layer << ", " << m.gpt->num_params() << " params, CFG batch " << batch << ", "
+            << intra_op_threads() << " thread(s)\n";
   std::cout << "bandwidth " << bw << " GB/s, weights " << double(weight_bytes) / 1e6
             << " MB -> step floor " << floor_ms << " ms\n\n";
   std::cout << "forward cost by block size (prefix " << blocks[0]["prefix"] << " tokens)\n";
@@ -209,9 +218,11 @@ int cmd_bench(int argc, char** argv) {
   const double ms1 = blocks.empty() ? 1 : blocks[0]["ms"].get<double>();
   for (const auto& b : blocks) {
     std::cout << "  " << std::setw(3) << b["q"].get<int64_t>() << "  " << std::setw(7)
-              << b["ms"].get<double>() << "  " << std::setw(6) << b["ms"].get<double>() / ms1 << "\n";
+              << b["ms"].get<double>() << "  " << std::setw(6) << b["ms"].get<double>() / ms1
+              << "\n";
   }
-  std::cout << "\nmethod      tau  drafted/step  target fwd   wall ms  tokens/s  speed-up  outside fwd  ms/step\n";
+  std::cout << "\nmethod      tau  drafted/step  target fwd   wall ms  tokens/s  speed-up  outside "
+               "fwd  ms/step\n";
   nlohmann::json summary = nlohmann::json::object();
   const double ar_wall = median(agg["ar"].wall);
   for (const auto& method : methods) {
@@ -221,9 +232,14 @@ int cmd_bench(int argc, char** argv) {
     const double drafted = g2.steps > 0 ? g2.drafted / g2.steps : 0;
     const double outside = g2.total_ms > 0 ? 1.0 - g2.forward_ms / g2.total_ms : 0;
     const double tps = 1000.0 * double(g.image_tokens()) / wall;
-    summary[method] = {{"tau", tau}, {"drafted_per_step", drafted}, {"target_forwards_per_run", g2.forwards / double(g2.wall.size())},
-                       {"median_wall_ms", wall}, {"tokens_per_s", tps}, {"speedup_vs_ar", ar_wall / wall},
-                       {"share_outside_forwards", outside}, {"median_step_ms", step},
+    summary[method] = {{"tau", tau},
+                       {"drafted_per_step", drafted},
+                       {"target_forwards_per_run", g2.forwards / double(g2.wall.size())},
+                       {"median_wall_ms", wall},
+                       {"tokens_per_s", tps},
+                       {"speedup_vs_ar", ar_wall / wall},
+                       {"share_outside_forwards", outside},
+                       {"median_step_ms", step},
                        {"step_over_floor", step / floor_ms}};
     std::cout << std::left << std::setw(9) << method << std::right << std::setw(6) << tau
               << std::setw(14) << drafted << std::setw(12) << g2.forwards / double(g2.wall.size())
@@ -233,9 +249,7 @@ int cmd_bench(int argc, char** argv) {
   out["summary"] = summary;
   std::cout << "peak RSS " << out["peak_rss_mib"].get<double>() << " MiB\n";
   if (a.given("json")) {
-    std::ofstream f(a.str("json"));
-    if (!f) throw Error(a.str("json") + ": cannot write the results");
-    f << out.dump(2) << "\n";
+    io::write_file(a.str("json"), out.dump(2) + "\n", "the results");
   }
   return 0;
 }

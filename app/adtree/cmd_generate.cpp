@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "decode/run.h"
+#include "io/file_write.h"
 #include "util/error.h"
 #include "util/resource_paths.h"
 #include "util/threads.h"
@@ -37,8 +38,9 @@ void add_sampling_options(Args& a) {
 model::ModelBundle load_model(const Args& a, bool load_vq) {
   std::string dir = a.given("model") ? a.str("model") : default_model_dir();
   if (dir.empty()) {
-    throw Error("no model given and no shipped model found: pass --model DIR (make one with "
-                "'adtree model random --out DIR')");
+    throw Error(
+        "no model given and no shipped model found: pass --model DIR (make one with "
+        "'adtree model random --out DIR')");
   }
   model::LoadOptions opts;
   opts.device = a.str("device");
@@ -102,9 +104,7 @@ int cmd_generate(int argc, char** argv) {
   if (a.given("stats")) {
     auto j = res.stats.to_json();
     j["tokens"] = res.tokens;
-    std::ofstream out(a.str("stats"));
-    if (!out) throw Error(a.str("stats") + ": cannot write the statistics file");
-    out << j.dump(1) << "\n";
+    io::write_file(a.str("stats"), j.dump(1) + "\n", "the statistics file");
   }
   if (!a.flag_set("quiet")) {
     const auto& s = res.stats.summary;

@@ -1,8 +1,11 @@
 #include "imaging/image_io.h"
 
 #include <opencv2/imgcodecs.hpp>
+#include <string>
+#include <vector>
 #include <opencv2/imgproc.hpp>
 
+#include "io/file_write.h"
 #include "util/error.h"
 
 namespace adtree::imaging {
@@ -21,13 +24,21 @@ void write_image(const std::string& path, const at::Tensor& rgb_in) {
   cv::Mat view(int(rgb.size(0)), int(rgb.size(1)), CV_8UC3, rgb.data_ptr<uint8_t>());
   cv::Mat bgr;
   cv::cvtColor(view, bgr, cv::COLOR_RGB2BGR);
+  // Encoded in memory, then written with checked writes: cv::imwrite does not notice a full disk.
+  const auto dot = path.find_last_of('.');
+  const auto slash = path.find_last_of('/');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) {
+    throw Error(path + ": cannot write the image: give the file an extension (.png, .jpg)");
+  }
+  std::vector<uchar> bytes;
   bool ok = false;
   try {
-    ok = cv::imwrite(path, bgr);
-  } catch (const cv::Exception& e) {
-    throw Error(path + ": cannot write the image: " + e.what());
+    ok = cv::imencode(path.substr(dot), bgr, bytes);
+  } catch (const cv::Exception&) {
+    throw Error(path + ": cannot write the image: unsupported format '" + path.substr(dot) + "'");
   }
-  if (!ok) throw Error(path + ": cannot write the image (unknown extension or unwritable path)");
+  if (!ok) throw Error(path + ": cannot encode the image as '" + path.substr(dot) + "'");
+  io::write_file(path, std::string(bytes.begin(), bytes.end()), "the image");
 }
 
 at::Tensor read_image(const std::string& path) {

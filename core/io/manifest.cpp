@@ -2,6 +2,7 @@
 
 #include <fstream>
 
+#include "io/file_write.h"
 #include "util/error.h"
 
 namespace adtree::io {
@@ -25,10 +26,7 @@ nlohmann::json Manifest::to_json() const {
 
 void Manifest::save(const std::string& dir) const {
   const std::string path = dir + "/model.json";
-  std::ofstream out(path);
-  if (!out) throw Error(path + ": cannot write the manifest");
-  out << to_json().dump(2) << "\n";
-  if (!out) throw Error(path + ": write failed");
+  write_file(path, to_json().dump(2) + "\n", "the manifest");
 }
 
 Manifest Manifest::load(const std::string& dir) {
@@ -55,7 +53,9 @@ Manifest Manifest::load(const std::string& dir) {
   };
   auto is_obj = [](const nlohmann::json& v) { return v.is_object(); };
   auto is_str = [](const nlohmann::json& v) { return v.is_string(); };
-  auto is_int = [](const nlohmann::json& v) { return v.is_number_integer() && v.get<int64_t>() > 0; };
+  auto is_int = [](const nlohmann::json& v) {
+    return v.is_number_integer() && v.get<int64_t>() > 0;
+  };
   auto is_grid = [](const nlohmann::json& v) {
     return v.is_array() && v.size() == 2 && v[0].is_number_integer() && v[1].is_number_integer() &&
            v[0].get<int64_t>() > 0 && v[1].get<int64_t>() > 0;
@@ -65,8 +65,8 @@ Manifest Manifest::load(const std::string& dir) {
   if (j.value("format", std::string()) != "adtree-model") {
     problems.push_back("'format' must be \"adtree-model\"");
   }
-  if (j.contains("format_version") &&
-      (!j["format_version"].is_number_integer() || j["format_version"].get<int>() > kFormatVersion)) {
+  if (j.contains("format_version") && (!j["format_version"].is_number_integer() ||
+                                       j["format_version"].get<int>() > kFormatVersion)) {
     problems.push_back("'format_version' is newer than this program understands (" +
                        std::to_string(kFormatVersion) + ")");
   }
@@ -85,12 +85,16 @@ Manifest Manifest::load(const std::string& dir) {
   if (need("gpt", is_obj, "an object")) m.gpt = j["gpt"];
   if (need("vq", is_obj, "an object")) m.vq = j["vq"];
   if (j.contains("drafter") && !j["drafter"].is_null()) {
-    if (j["drafter"].is_object()) m.drafter = j["drafter"];
-    else problems.push_back("'drafter' must be an object");
+    if (j["drafter"].is_object())
+      m.drafter = j["drafter"];
+    else
+      problems.push_back("'drafter' must be an object");
   }
   if (j.contains("sampling")) {
-    if (j["sampling"].is_object()) m.sampling = j["sampling"];
-    else problems.push_back("'sampling' must be an object");
+    if (j["sampling"].is_object())
+      m.sampling = j["sampling"];
+    else
+      problems.push_back("'sampling' must be an object");
   }
   m.license = j.value("license", nlohmann::json());
   m.provenance = j.value("provenance", nlohmann::json());

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "io/file_write.h"
 #include "util/error.h"
 
 namespace adtree::model {
@@ -41,7 +42,8 @@ Vocabulary Vocabulary::load(const std::string& path) {
   try {
     auto j = nlohmann::json::parse(in);
     const auto kind = j.at("kind").get<std::string>();
-    if (kind == "words") return Vocabulary(Kind::Words, j.at("words").get<std::vector<std::string>>());
+    if (kind == "words")
+      return Vocabulary(Kind::Words, j.at("words").get<std::vector<std::string>>());
     if (kind == "classes") {
       return Vocabulary(Kind::Classes, j.at("classes").get<std::vector<std::string>>());
     }
@@ -57,9 +59,7 @@ nlohmann::json Vocabulary::to_json() const {
 }
 
 void Vocabulary::save(const std::string& path) const {
-  std::ofstream out(path);
-  if (!out) throw Error(path + ": cannot write the vocabulary file");
-  out << to_json().dump(1) << "\n";
+  io::write_file(path, to_json().dump(1) + "\n", "the vocabulary file");
 }
 
 std::vector<int64_t> Vocabulary::encode_words(const std::string& prompt) const {
@@ -108,8 +108,8 @@ std::vector<std::string> Vocabulary::complete(const std::string& prefix, size_t 
 Condition condition_from_words(const Gpt& gpt, const std::vector<int64_t>& ids, bool cfg) {
   const auto& c = gpt.config();
   if (int64_t(ids.size()) > c.cond_len) {
-    throw Error("the prompt has " + std::to_string(ids.size()) + " words; this model reads at most " +
-                std::to_string(c.cond_len));
+    throw Error("the prompt has " + std::to_string(ids.size()) +
+                " words; this model reads at most " + std::to_string(c.cond_len));
   }
   // Left padding, as LlamaGen's t2i captions: the words sit right before the first image token.
   std::vector<int64_t> padded(size_t(c.cond_len - int64_t(ids.size())), -1);

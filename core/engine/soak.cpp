@@ -1,0 +1,178 @@
+#include "engine/soak.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <ostream>
+
+#include "engine/engine.h"
+#include "model/conditioning.h"
+#include "util/error.h"
+#include "util/rng.h"
+
+namespace adtree::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Events of the worker thread, handed to the soak loop in order.
+class EventQueue {
+ public:
+  void push(Event e) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      q_.push_back(std::move(e));
+    }
+    cv_.notify_one();
+  }
+  // The next event, or false after `timeout_s` without one.
+  bool pop(Event& out, double timeout_s) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                      [&] { return !q_.empty(); })) {
+      return false;
+    }
+    out = std::move(q_.front());
+    q_.pop_front();
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Event> q_;
+};
+
+size_t pick(Rng& rng, size_t n) {
+  return size_t(rng.uniform() * double(n)) % n;
+}
+
+// A prompt of 1-3 words of the model's vocabulary (class models: one class name).
+std::string random_prompt(Rng& rng, const ModelInfo& info) {
+  const auto& words = info.vocabulary;
+  if (words.empty()) return "";
+  if (info.vocabulary_is_classes) return words[pick(rng, words.size())];
+  std::string p;
+  const size_t n = 1 + pick(rng, 3);
+  for (size_t i = 0; i < n; ++i) p += (i ? " " : "") + words[pick(rng, words.size())];
+  return p;
+}
+
+// Settings that vary what the engine exercises: greedy and sampled, CFG on and off, top-k,
+// LANTERN on tree methods, ADT modes, small and large trees.
+decode::DecodeRequest random_request(Rng& rng, const std::string& method, const ModelInfo& info,
+                                     uint64_t seed) {
+  decode::DecodeRequest r;
+  r.seed = seed;
+  r.method.method = method;
+  r.sampling = decode::SamplingParams::from_json(info.default_sampling, decode::SamplingParams{});
+  const double u = rng.uniform();
+  if (u < 0.25) r.sampling.temperature = 0.0;
+  if (rng.uniform() < 0.25) r.sampling.cfg_scale = 1.0;
+  const int64_t V = info.codebook_size;
+  if (rng.uniform() < 0.25) r.sampling.top_k = std::max<int64_t>(1, std::min<int64_t>(50, V / 2));
+  const bool tree = method == "static" || method == "dynamic" || method == "adt";
+  if (tree && rng.uniform() < 0.3) {
+    r.method.acceptance = decode::Acceptance::Lantern;
+    r.method.lantern.k = std::min<int64_t>(r.method.lantern.k, V - 1);
+  }
+  if (method == "static" && rng.uniform() < 0.5) r.method.static_tree.preset = "eagle57";
+  if (method == "dynamic" || method == "adt")
+    r.method.dynamic_tree.budget = rng.uniform() < 0.5 ? 8 : 58;
+  if (method == "adt" && rng.uniform() < 0.5) r.method.adt.mode = decode::AdtMode::Step;
+  if (method == "pathspec" && rng.uniform() < 0.3) r.method.jacobi.path_relax = 0.01;
+  return r;
+}
+
+}  // namespace
+
+double resident_mib() {
+  std::ifstream f("/proc/self/statm");
+  long pages_total = 0, pages_resident = 0;
+  if (!(f >> pages_total >> pages_resident)) return 0.0;
+  return double(pages_resident) * double(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+nlohmann::json SoakReport::to_json() const {
+  nlohmann::json curve = nlohmann::json::array();
+  for (const auto& s : samples)
+    curve.push_back({{"run", s.run}, {"rss_mib", s.rss_mib}, {"elapsed_s", s.elapsed_s}});
+  return {{"finished", finished}, {"cancelled", cancelled},
+          {"failed", failed},     {"failures", failures},
+          {"rss_curve", curve},   {"growth_after_warmup", growth_after_warmup}};
+}
+
+SoakReport run_soak(const SoakOptions& opts, std::ostream* progress) {
+  if (opts.runs <= 0 || opts.every <= 0) throw Error("soak: runs and every must be positive");
+  if (opts.methods.empty()) throw Error("soak: no methods to run");
+  EventQueue events;
+  Engine engine([&](Event e) { events.push(std::move(e)); });
+  engine.load_model({opts.model_dir});
+  ModelInfo info;
+  for (Event e;;) {
+    if (!events.pop(e, opts.job_timeout_s)) throw Error("soak: the model did not load in time");
+    if (auto* ok = std::get_if<ModelLoaded>(&e)) {
+      info = ok->info;
+      break;
+    }
+    if (auto* bad = std::get_if<LoadFailed>(&e)) throw Error("soak: " + bad->message);
+  }
+
+  Rng rng(opts.seed);
+  SoakReport report;
+  const auto t0 = Clock::now();
+  double warm_rss = 0;
+  for (int64_t run = 0; run < opts.runs; ++run) {
+    const auto& method = opts.methods[size_t(run) % opts.methods.size()];
+    const auto request = random_request(rng, method, info, opts.seed * 1000003 + uint64_t(run));
+    const bool cancel = rng.uniform() < opts.cancel_share;
+    const int64_t cancel_after =
+        1 + int64_t(pick(rng, 6));  // steps: early, so short jobs count too
+    const JobId id = engine.submit({random_prompt(rng, info), request});
+    int64_t steps = 0;
+    for (bool ended = false; !ended;) {
+      Event e;
+      if (!events.pop(e, opts.job_timeout_s)) {
+        throw Error("soak: job " + std::to_string(run) + " (" + method + ") did not end within " +
+                    std::to_string(int(opts.job_timeout_s)) + " s");
+      }
+      if (job_of(e) != id) continue;
+      if (std::holds_alternative<JobStep>(e) && cancel && ++steps == cancel_after)
+        engine.cancel(id);
+      if (std::holds_alternative<JobFinished>(e)) {
+        ++report.finished;
+        ended = true;
+      } else if (std::holds_alternative<JobCancelled>(e)) {
+        ++report.cancelled;
+        ended = true;
+      } else if (auto* f = std::get_if<JobFailed>(&e)) {
+        ++report.failed;
+        if (report.failures.size() < 5) report.failures.push_back(method + ": " + f->message);
+        ended = true;
+      }
+    }
+    const int64_t done = run + 1;
+    if (done % opts.every == 0 || done == opts.runs) {
+      const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+      report.samples.push_back({done, resident_mib(), secs});
+      if (warm_rss == 0 && done >= opts.warmup) warm_rss = report.samples.back().rss_mib;
+      if (progress) {
+        *progress << "soak " << done << "/" << opts.runs << ": RSS "
+                  << report.samples.back().rss_mib << " MiB, " << report.finished << " finished, "
+                  << report.cancelled << " cancelled, " << report.failed << " failed, " << secs
+                  << " s" << std::endl;
+      }
+    }
+  }
+  engine.shutdown();
+  if (warm_rss > 0)
+    report.growth_after_warmup = (report.samples.back().rss_mib - warm_rss) / warm_rss;
+  return report;
+}
+
+}  // namespace adtree::engine
