@@ -11,13 +11,14 @@ PKGS=(
   libopencv-dev                                         # PNG I/O, resizing, colour maps (core/imaging)
   libgtest-dev libgmock-dev                             # unit tests
   qt6-base-dev libqcustomplot-dev                       # the desktop GUI and its plots
+  qt6-svg-dev                                           # tree view export as SVG (QSvgGenerator)
   xvfb xauth                                            # headless GUI tests and screenshots
   help2man dpkg-dev                                     # man pages from --help; the .deb (shlibdeps)
   appstream desktop-file-utils                          # validate the metainfo and desktop entry
   nodejs npm                                            # `npm pack` fetches the emoji training data
 )
 if [[ "${ADTREE_NO_GUI:-0}" == 1 ]]; then
-  PKGS=("${PKGS[@]/qt6-base-dev/}"); PKGS=("${PKGS[@]/libqcustomplot-dev/}")
+  PKGS=("${PKGS[@]/qt6-base-dev/}"); PKGS=("${PKGS[@]/libqcustomplot-dev/}"); PKGS=("${PKGS[@]/qt6-svg-dev/}")
 fi
 
 missing=()

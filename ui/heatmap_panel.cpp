@@ -270,12 +270,24 @@ void HeatmapPanel::setHoverText(const QString& text) {
                                  : text);
 }
 
+bool HeatmapPanel::saveMapPng(RunState::Map m, const QString& path) const {
+  auto* plot = maps_[m].plot;
+  // At least a legible size even when the panel is small on screen; twice that for documents.
+  return plot->savePng(path, std::max(320, plot->width()), std::max(260, plot->height()), 2.0);
+}
+
+int HeatmapPanel::cellAt(RunState::Map m, const QPointF& pos) const {
+  const QCustomPlot* plot = maps_[m].plot;
+  if (grid_w_ <= 0 || !plot->axisRect()->rect().contains(pos.toPoint())) return -1;
+  const int c = int(std::lround(plot->xAxis->pixelToCoord(pos.x())));
+  const int r = int(std::lround(plot->yAxis->pixelToCoord(pos.y())));
+  return c >= 0 && c < grid_w_ && r >= 0 && r < grid_h_ ? r * grid_w_ + c : -1;
+}
+
 void HeatmapPanel::hoverAt(QCustomPlot* plot, const QPointF& pos) {
   int cell = -1;
-  if (grid_w_ > 0 && plot->axisRect()->rect().contains(pos.toPoint())) {
-    const int c = int(std::lround(plot->xAxis->pixelToCoord(pos.x())));
-    const int r = int(std::lround(plot->yAxis->pixelToCoord(pos.y())));
-    if (c >= 0 && c < grid_w_ && r >= 0 && r < grid_h_) cell = r * grid_w_ + c;
+  for (int m = 0; m < RunState::MapCount; ++m) {
+    if (maps_[m].plot == plot) cell = cellAt(RunState::Map(m), pos);
   }
   if (cell != hovered_) {
     hovered_ = cell;
@@ -288,6 +300,10 @@ bool HeatmapPanel::eventFilter(QObject* watched, QEvent* event) {
   if (plot) {
     if (event->type() == QEvent::MouseMove) {
       hoverAt(plot, static_cast<QMouseEvent*>(event)->position());
+    } else if (event->type() == QEvent::MouseButtonPress &&
+               static_cast<QMouseEvent*>(event)->button() == Qt::LeftButton) {
+      hoverAt(plot, static_cast<QMouseEvent*>(event)->position());
+      if (hovered_ >= 0) Q_EMIT cellClicked(hovered_);
     } else if (event->type() == QEvent::Leave && hovered_ != -1) {
       hovered_ = -1;
       Q_EMIT cellHovered(-1);

@@ -30,11 +30,16 @@ class HeatmapPanel : public QWidget {
   // Cells drawn in map m (for tests): NaN-free cells of the colour map's data.
   int filledCells(RunState::Map m) const;
   QCustomPlot* plot(RunState::Map m) const { return maps_[m].plot; }
+  // The cell under a point of map m's plot (-1 outside the grid), as a click there would pick it.
+  int cellAt(RunState::Map m, const QPointF& pos) const;
+  // Writes map m (title, colour scale) as PNG at twice its size on screen; false if not written.
+  bool saveMapPng(RunState::Map m, const QString& path) const;
   // Sum over the maps of QCustomPlot's average replot time (ms): the cost of one refresh.
   double replotCostMs() const;
 
  Q_SIGNALS:
   void cellHovered(int cell);
+  void cellClicked(int cell);  // left click on a cell of any map (the token distribution view)
 
  protected:
   bool eventFilter(QObject* watched, QEvent* event) override;

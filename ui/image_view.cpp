@@ -244,4 +244,10 @@ void ImageView::wheelEvent(QWheelEvent* e) {
 
 void ImageView::mouseDoubleClickEvent(QMouseEvent*) { setZoom(0); }
 
+void ImageView::mousePressEvent(QMouseEvent* e) {
+  if (e->button() != Qt::LeftButton) return QWidget::mousePressEvent(e);
+  const int cell = cellAt(e->position());
+  if (cell >= 0) Q_EMIT cellClicked(cell);
+}
+
 }  // namespace adtree::ui

@@ -48,6 +48,7 @@ class ImageView : public QWidget {
 
  Q_SIGNALS:
   void cellHovered(int cell);  // -1 when the mouse leaves the grid
+  void cellClicked(int cell);  // a left click on a cell (the token distribution view)
   void zoomChanged(int zoom);
 
  protected:
@@ -56,11 +57,14 @@ class ImageView : public QWidget {
   void leaveEvent(QEvent*) override;
   void wheelEvent(QWheelEvent* e) override;
   void mouseDoubleClickEvent(QMouseEvent*) override;
+  void mousePressEvent(QMouseEvent* e) override;
+
+ public:
+  int cellAt(const QPointF& pos) const;  // -1 outside the grid
+  QRectF cellRect(int cell) const;       // in widget coordinates
 
  private:
   QRectF imageRect() const;
-  int cellAt(const QPointF& pos) const;
-  QRectF cellRect(int cell) const;
 
   QImage image_;
   QPixmap scaled_;  // image_ at the size on screen: 30 repaints a second become plain copies

@@ -14,12 +14,14 @@
 #include <QFileInfo>
 #include <QFontDatabase>
 #include <QHBoxLayout>
+#include <QInputDialog>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRandomGenerator>
+#include <QSaveFile>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
@@ -32,10 +34,17 @@
 
 #include "decode/method.h"
 #include "engine/engine.h"
+#include "ui/compare_window.h"
 #include "ui/default_model.h"
+#include "ui/distribution_view.h"
+#include "ui/histogram_panel.h"
+#include "ui/history_panel.h"
+#include "ui/replay_panel.h"
+#include "ui/tree_view.h"
 #include "ui/engine_bridge.h"
 #include "ui/heatmap_panel.h"
 #include "ui/image_view.h"
+#include "ui/method_names.h"
 #include "ui/plot_panel.h"
 #include "ui/prompt_edit.h"
 #include "ui/settings_panel.h"
@@ -50,63 +59,6 @@ namespace {
 constexpr int kFrameMs = 33;
 constexpr int kPlotEveryFrames = 6;
 constexpr int kMaxRecent = 8;
-
-QString method_label(const QString& m) {
-  if (m == "ar") return QObject::tr("Autoregressive (AR)");
-  if (m == "static") return QObject::tr("Static tree (EAGLE-1)");
-  if (m == "dynamic") return QObject::tr("Dynamic tree (EAGLE-2)");
-  if (m == "adt") return QObject::tr("ADT-Tree");
-  if (m == "sjd") return QObject::tr("SJD (Jacobi)");
-  if (m == "pathspec") return QObject::tr("PathSpec (Jacobi)");
-  return m;
-}
-
-QString method_help(const QString& m) {
-  if (m == "ar") return QObject::tr("One target forward per token: the baseline, always available.");
-  if (m == "static") return QObject::tr("A fixed draft tree from the EAGLE head, verified in one forward.");
-  if (m == "dynamic") return QObject::tr("EAGLE-2: the draft tree grows where the head is confident.");
-  if (m == "adt") {
-    return QObject::tr("Adjacency-adaptive dynamic draft tree: each tree's depth and width start "
-                       "from the neighbouring token's and adapt to how much was accepted.");
-  }
-  if (m == "sjd") return QObject::tr("Speculative Jacobi decoding: training-free, no draft head.");
-  if (m == "pathspec") {
-    return QObject::tr("Several Jacobi chains in parallel; the longest accepted one wins. With more "
-                       "than one chain or PathRelax on it is lossy (see the Jacobi settings).");
-  }
-  return {};
-}
-
-bool is_tree_method(const QString& m) { return m == "static" || m == "dynamic" || m == "adt"; }
-
-// Map ranges known from the settings, so colours mean the same from the first token to the last.
-MapRanges ranges_for(const decode::DecodeRequest& r) {
-  MapRanges g;
-  const auto& m = r.method;
-  if (m.method == "adt") {
-    g.depth_max = double(m.adt.d_max);
-    g.accept_max = double(m.adt.d_max + 1);
-    g.tree_d_min = double(m.adt.d_min);
-    g.tree_d_max = double(m.adt.d_max);
-    g.tree_k_min = double(m.adt.k_min);
-    g.tree_k_max = double(m.adt.k_max);
-  } else if (m.method == "dynamic") {
-    const double d = double(m.dynamic_tree.depth + 1);
-    g.depth_max = d;
-    g.accept_max = d + 1;
-    g.tree_d_min = g.tree_d_max = d;
-    g.tree_k_min = g.tree_k_max = double(m.dynamic_tree.width);
-  } else if (m.method == "static") {
-    g.depth_max = 5;  // both presets have depth 5
-    g.accept_max = 6;
-  } else if (m.method == "sjd" || m.method == "pathspec") {
-    // Depth = position in the window (SJD) or along the winning chain (PathSpec).
-    const auto n = m.method == "pathspec" ? m.jacobi.path_length : m.jacobi.window;
-    g.depth_max = double(n);
-    g.accept_max = double(n + 1);
-  }
-  return g;
-}
 
 QString format_seconds(double s) {
   if (s < 0) return QStringLiteral("–");
@@ -286,6 +238,20 @@ void MainWindow::buildUi() {
   scroll->setMinimumWidth(settings_->sizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() + 4);
   addDockWidget(Qt::LeftDockWidgetArea, settings_dock_);
 
+  // The teaching and research views (GUI.md "Beyond a single run"): docks, so a class can show
+  // just the replay and the tree, and a researcher can float the inspector next to the maps.
+  replay_ = new ReplayPanel;
+  replay_dock_ = addDock(tr("Replay and draft tree"), "replayDock", replay_, Qt::BottomDockWidgetArea);
+  inspector_ = new DistributionView;
+  inspector_dock_ = addDock(tr("Token distribution"), "inspectorDock", inspector_, Qt::RightDockWidgetArea);
+  histograms_ = new HistogramPanel;
+  histogram_dock_ = addDock(tr("Acceptance histograms"), "histogramDock", histograms_, Qt::RightDockWidgetArea);
+  history_panel_ = new HistoryPanel;
+  history_dock_ = addDock(tr("History"), "historyDock", history_panel_, Qt::RightDockWidgetArea);
+  tabifyDockWidget(inspector_dock_, histogram_dock_);
+  tabifyDockWidget(histogram_dock_, history_dock_);
+  inspector_dock_->raise();
+
   model_label_ = new QLabel(this);
   device_label_ = new QLabel(this);
   statusBar()->addPermanentWidget(model_label_);
@@ -298,6 +264,35 @@ void MainWindow::buildUi() {
   connect(lantern_, &QCheckBox::toggled, this, &MainWindow::onMethodChanged);
   connect(image_, &ImageView::cellHovered, this, &MainWindow::onCellHovered);
   connect(heatmaps_, &HeatmapPanel::cellHovered, this, &MainWindow::onCellHovered);
+  connect(image_, &ImageView::cellClicked, this, &MainWindow::inspectCell);
+  connect(heatmaps_, &HeatmapPanel::cellClicked, this, &MainWindow::inspectCell);
+  connect(replay_, &ReplayPanel::stepChanged, this, &MainWindow::onReplayStep);
+  connect(replay_->treeView(), &TreeView::cellActivated, this, &MainWindow::inspectCell);
+  connect(history_panel_, &HistoryPanel::runSelected, this, &MainWindow::showHistoryRun);
+  connect(history_panel_, &HistoryPanel::compareRequested, this, [this](int a, int b) {
+    const RunRecord *ra = nullptr, *rb = nullptr;
+    for (const auto& r : history_) {
+      if (r.id == a) ra = &r;
+      if (r.id == b) rb = &r;
+    }
+    if (!ra || !rb) return;
+    // Older run on the left: "B over A" then reads as "the newer configuration over the older".
+    if (ra->id > rb->id) std::swap(ra, rb);
+    compareWindow()->showRecords(*ra, *rb);
+    compare_->show();
+    compare_->raise();
+  });
+}
+
+QDockWidget* MainWindow::addDock(const QString& title, const QString& name, QWidget* w,
+                                 Qt::DockWidgetArea area) {
+  auto* d = new QDockWidget(title, this);
+  d->setObjectName(name);
+  d->setWidget(w);
+  d->setFeatures(QDockWidget::DockWidgetClosable | QDockWidget::DockWidgetMovable |
+                 QDockWidget::DockWidgetFloatable);
+  addDockWidget(area, d);
+  return d;
 }
 
 void MainWindow::createActions() {
@@ -311,9 +306,19 @@ void MainWindow::createActions() {
   act_open_->setToolTip(tr("Open a model directory (model.json, gpt/vq.safetensors, text.json)"));
   recent_menu_ = file->addMenu(tr("Open &Recent"));
   file->addSeparator();
-  act_save_image_ = file->addAction(tr("&Save Image…"), this, &MainWindow::saveImage);
+  file->addAction(tr("Open R&un…"), this, &MainWindow::openRunDialog)
+      ->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
+  act_save_run_ = file->addAction(tr("Save Ru&n…"), this, &MainWindow::saveRunDialog);
+  act_save_run_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
+  act_save_run_->setToolTip(tr("One file with the settings, tokens, per-step records, trees and the "
+                               "picture: reopen it here, share it, or reproduce it from its settings"));
+  auto* exp = file->addMenu(tr("&Export"));
+  act_save_image_ = exp->addAction(tr("&Image as PNG…"), this, &MainWindow::saveImage);
   act_save_image_->setShortcut(QKeySequence::Save);
-  act_save_stats_ = file->addAction(tr("Save S&tatistics…"), this, &MainWindow::saveStats);
+  act_save_maps_ = exp->addAction(tr("&Maps as PNG…"), this, &MainWindow::saveMaps);
+  act_save_stats_ = exp->addAction(tr("Statistics as &JSON…"), this, &MainWindow::saveStats);
+  act_save_csv_ = exp->addAction(tr("Statistics as &CSV…"), this, &MainWindow::saveStatsCsv);
+  act_save_tree_ = exp->addAction(tr("Draft &Tree as SVG or PNG…"), this, &MainWindow::saveTree);
   file->addSeparator();
   auto* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence::Quit);
@@ -323,6 +328,19 @@ void MainWindow::createActions() {
   act_generate_->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_Return), QKeySequence(Qt::CTRL | Qt::Key_Enter)});
   act_cancel_ = run->addAction(tr("&Cancel"), this, &MainWindow::cancel);
   act_cancel_->setShortcut(QKeySequence(Qt::Key_Escape));
+  run->addSeparator();
+  run->addAction(tr("C&ompare Two Configurations…"), this, &MainWindow::openCompare)
+      ->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_K));
+  act_trace_ = run->addAction(tr("Record Step &Traces"));
+  act_trace_->setCheckable(true);
+  act_trace_->setChecked(true);
+  act_trace_->setToolTip(tr("Keep every step's draft tree and target distributions for replay and "
+                            "the token inspector (a few hundred kB per run)"));
+  run->addSeparator();
+  act_step_back_ = run->addAction(tr("Replay: Previous Step"), replay_, &ReplayPanel::stepBack);
+  act_step_back_->setShortcut(QKeySequence(Qt::ALT | Qt::Key_Left));
+  act_step_fwd_ = run->addAction(tr("Replay: Next Step"), replay_, &ReplayPanel::stepForward);
+  act_step_fwd_->setShortcut(QKeySequence(Qt::ALT | Qt::Key_Right));
 
   auto* model = menuBar()->addMenu(tr("&Model"));
   auto* dev = model->addMenu(tr("&Device"));
@@ -360,6 +378,10 @@ void MainWindow::createActions() {
   toggle->setText(tr("&Settings Panel"));
   toggle->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Comma));
   view->addAction(toggle);
+  for (auto* d : {replay_dock_, inspector_dock_, histogram_dock_, history_dock_}) {
+    view->addAction(d->toggleViewAction());
+  }
+  view->addSeparator();
   auto* fit = view->addAction(tr("Zoom to &Fit"), image_, [this] { image_->setZoom(0); });
   fit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
   view->addAction(tr("Zoom &In"), image_, [this] {
@@ -408,6 +430,7 @@ void MainWindow::loadSettings() {
   const int idx = method_->findData(s.value("run/method", "adt").toString());
   if (idx >= 0) method_->setCurrentIndex(idx);
   lantern_->setChecked(s.value("run/lantern", false).toBool());
+  act_trace_->setChecked(s.value("run/trace", true).toBool());
   settings_->restoreState(s.value("run/settings").toString());
   device_ = s.value("model/device", "cpu").toString();
   dtype_ = s.value("model/dtype", "fp32").toString();
@@ -433,6 +456,7 @@ void MainWindow::saveSettings() const {
   s.setValue("run/randomSeed", random_seed_->isChecked());
   s.setValue("run/method", method_->currentData().toString());
   s.setValue("run/lantern", lantern_->isChecked());
+  s.setValue("run/trace", act_trace_->isChecked());
   s.setValue("run/settings", settings_->saveState());
   s.setValue("model/device", device_);
   s.setValue("model/dtype", dtype_);
@@ -550,6 +574,7 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
   // Every model a user opened is worth a shortcut, except the automatic random fallback.
   if (QDir(dir) != QDir(randomModelDir())) addRecent(dir);
   setWindowTitle(tr("ADT-Tree Studio — %1").arg(QString::fromStdString(info.name)));
+  if (compare_) compare_->setModel(info);
   setBusyUi();
   Q_EMIT modelReady();
 }
@@ -618,8 +643,15 @@ void MainWindow::setBusyUi() {
   act_generate_->setEnabled(can_generate);
   cancel_button_->setEnabled(isRunning());
   act_cancel_->setEnabled(isRunning());
-  act_save_image_->setEnabled(!last_image_.isNull());
-  act_save_stats_->setEnabled(!last_stats_json_.isEmpty());
+  const bool shown = shownRecord() != nullptr && !isRunning();
+  act_save_image_->setEnabled(!last_image_.isNull() && !isRunning());
+  act_save_stats_->setEnabled(!last_stats_json_.isEmpty() && !isRunning());
+  act_save_csv_->setEnabled(shown);
+  act_save_maps_->setEnabled(shown);
+  act_save_run_->setEnabled(shown);
+  act_save_tree_->setEnabled(shown && run_.hasTraces());
+  act_step_back_->setEnabled(shown);
+  act_step_fwd_->setEnabled(shown);
 }
 
 void MainWindow::generate() {
@@ -640,6 +672,7 @@ void MainWindow::generate() {
     showError(tr("Invalid settings"), tr("The settings do not form a valid request."), e.what());
     return;
   }
+  request.trace.enabled = act_trace_->isChecked();
   pending_ranges_ = ranges_for(request);
   current_job_ = bridge_->submit(prompt, request);
   job_clock_.start();
@@ -662,6 +695,10 @@ void MainWindow::cancel() {
 void MainWindow::onJobStarted(const engine::JobStarted& s) {
   if (s.job != current_job_) return;
   run_.reset(s, pending_ranges_);
+  shown_id_ = 0;
+  inspected_cell_ = -1;
+  inspector_->clear();
+  replay_->clearRun(tr("Replay is available when the run has finished."));
   image_->startRun(int(s.grid_h), int(s.grid_w), int(s.image_h), int(s.image_w));
   image_->setRunning(true);
   heatmaps_->setHoverText({});
@@ -694,6 +731,17 @@ void MainWindow::onFinished(const engine::JobFinished& f) {
   last_stats_json_ = QString::fromStdString(f.stats_json);
   last_job_ms_ = f.elapsed_ms;
   last_decode_cpu_ms_ = f.decode_cpu_ms;
+  try {
+    RunRecord r = recordFromFinished(f);
+    r.id = next_run_id_++;
+    shown_id_ = r.id;
+    addToHistory(std::move(r));
+  } catch (const std::exception& e) {
+    // The run is on screen either way; only its history entry and replay are missing.
+    statusBar()->showMessage(tr("The run's statistics could not be read back: %1").arg(e.what()), 10000);
+  }
+  replay_->setRun(run_);
+  onReplayStep(replay_->step());
   const auto& s = f.summary;
   endRun("finished", tr("Done: %1 tokens in %2 (%3 tokens/s), τ = %4, %5 steps")
                          .arg(s.tokens)
@@ -778,32 +826,312 @@ void MainWindow::showError(const QString& title, const QString& text, const QStr
   box->open();
 }
 
+// ---- history, replay, inspector ---------------------------------------------------------------
+
+const RunRecord* MainWindow::shownRecord() const {
+  for (const auto& r : history_) {
+    if (r.id == shown_id_) return &r;
+  }
+  return nullptr;
+}
+
+namespace {
+HistogramRun histogram_of(const RunRecord& r) {
+  HistogramRun h;
+  h.label = QStringLiteral("#%1 %2 · %3").arg(r.id).arg(r.label, r.prompt.left(24));
+  for (const auto& st : r.stats.steps) h.acceptLengths.push_back(int(st.committed));
+  for (size_t c = 0; c < r.tokens.size(); ++c) {
+    const auto& cs = r.stats.grids.at(int64_t(c));
+    if (cs.depth > 0) h.acceptedRanks.push_back(cs.rank);
+  }
+  return h;
+}
+}  // namespace
+
+void MainWindow::addToHistory(RunRecord r) {
+  // A session keeps its last 50 runs: ~1 MB each with traces.
+  constexpr int kMaxHistory = 50;
+  while (history_.size() >= kMaxHistory) {
+    history_panel_->removeRun(history_.front().id);
+    histograms_->removeRun(history_.front().id);
+    history_.removeFirst();
+  }
+  history_panel_->addRun(r);
+  histograms_->setRun(r.id, histogram_of(r));
+  history_.push_back(std::move(r));
+  setBusyUi();
+}
+
+void MainWindow::showHistoryRun(int id) {
+  if (isRunning()) {
+    statusBar()->showMessage(tr("A run is in progress: earlier runs can be shown when it ends."), 5000);
+    return;
+  }
+  for (const auto& r : history_) {
+    if (r.id == id) {
+      showRecord(r);
+      return;
+    }
+  }
+}
+
+void MainWindow::showRecord(const RunRecord& r) {
+  shown_id_ = r.id;
+  MapRanges ranges;
+  try {
+    ranges = ranges_for(decode::DecodeRequest{
+        decode::MethodSettings::from_json(r.stats.settings.value("method_settings", nlohmann::json::object())),
+        {}, 0, {}});
+  } catch (const std::exception&) {
+    // Settings from another version: the ranges grow to what the run holds.
+  }
+  run_.restore(r.stats, r.tokens, r.elapsedMs, ranges);
+  last_image_ = r.image;
+  last_stats_json_ = QString::fromStdString(r.json.dump(1));
+  last_job_ms_ = r.elapsedMs;
+  const int h = r.gridH(), w = r.gridW();
+  image_->startRun(h, w, r.image.isNull() ? h * 8 : r.image.height(), r.image.isNull() ? w * 8 : r.image.width());
+  if (!r.image.isNull()) image_->setPreview(r.image, int(r.tokens.size()));
+  image_->setCommitted(run_.committed(), run_.tokens());
+  image_->refresh();
+  heatmaps_->refresh(run_);
+  plots_->refresh(run_);
+  progress_->setRange(0, std::max(1, run_.cells()));
+  updateProgress();
+  inspected_cell_ = -1;
+  inspector_->clear();
+  replay_->setRun(run_);
+  onReplayStep(replay_->step());
+  history_panel_->setCurrent(r.id);
+  histograms_->setRun(r.id, histogram_of(r));
+  statusBar()->showMessage(tr("Showing run #%1: “%2”, %3").arg(r.id).arg(r.prompt, r.summaryLine()), 8000);
+  setBusyUi();
+}
+
+void MainWindow::onReplayStep(int step) {
+  if (isRunning() || step < 0 || run_.steps() == 0) return;
+  run_.setViewStep(step);
+  const int shown = run_.committed();
+  if (!last_image_.isNull()) image_->setPreview(last_image_, shown);
+  image_->setCommitted(shown, run_.tokens());
+  // The step's first new cell is outlined, so the eye finds what this step added.
+  const int first = run_.stepFirstCell(step);
+  image_->setHighlight(first < run_.cells() ? first : -1);
+  heatmaps_->setHighlight(first < run_.cells() ? first : -1);
+  image_->refresh();
+  heatmaps_->refresh(run_);
+  updateProgress();
+  const RunRecord* rec = shownRecord();
+  const decode::StepRecord* sr =
+      rec && step < int(rec->stats.steps.size()) ? &rec->stats.steps[size_t(step)] : nullptr;
+  replay_->showTrace(run_.trace(step), sr);
+  setBusyUi();
+}
+
+void MainWindow::inspectCell(int cell) {
+  if (cell < 0 || cell >= run_.cells()) return;
+  inspected_cell_ = cell;
+  inspector_dock_->show();
+  inspector_dock_->raise();
+  if (const auto* c = run_.cellTrace(cell); c && run_.filled(cell)) {
+    inspector_->setCell(*c, run_.gridW(), method_label(run_.method()));
+  } else {
+    inspector_->clear();
+    statusBar()->showMessage(
+        !run_.filled(cell) ? tr("Cell (%1, %2) is not generated yet.").arg(cell / run_.gridW()).arg(cell % run_.gridW())
+                           : tr("This run has no step traces (Run ▸ Record Step Traces), so the "
+                                "distribution at a cell was not kept."),
+        6000);
+  }
+}
+
+// ---- files and exports ------------------------------------------------------------------------
+
+void MainWindow::openRunDialog() {
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open a run"), QDir::homePath(),
+                                                    tr("ADT-Tree runs (*.adtrun.json *.json)"));
+  if (!path.isEmpty()) openRunFile(path);
+}
+
+bool MainWindow::openRunFile(const QString& path) {
+  if (isRunning()) {
+    showError(tr("A run is in progress"), tr("Wait for the run to finish (or cancel it) first."));
+    return false;
+  }
+  QString error;
+  auto r = loadRunFile(path, &error);
+  if (!r) {
+    showError(tr("Could not open the run"), tr("%1 could not be opened as a run.").arg(path.toHtmlEscaped()), error);
+    return false;
+  }
+  r->id = next_run_id_++;
+  if (r->image.isNull()) {
+    statusBar()->showMessage(tr("The file has no picture (a CLI statistics file): tokens are shown in "
+                                "their codes' colours."), 8000);
+  }
+  addToHistory(*r);
+  showRecord(history_.back());
+  return true;
+}
+
+void MainWindow::saveRunDialog() {
+  const RunRecord* r = shownRecord();
+  if (!r) return;
+  const QString path = QFileDialog::getSaveFileName(
+      this, tr("Save run"), QDir::home().filePath(QStringLiteral("adtree-run-%1.adtrun.json").arg(r->id)),
+      tr("ADT-Tree runs (*.adtrun.json)"));
+  if (!path.isEmpty()) saveRunFile(path);
+}
+
+bool MainWindow::saveRunFile(const QString& path) {
+  const RunRecord* r = shownRecord();
+  if (!r) return false;
+  QString error;
+  if (!ui::saveRunFile(*r, path, &error)) {
+    showError(tr("Could not save the run"), tr("The run was not saved."), error);
+    return false;
+  }
+  statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
+  return true;
+}
+
 void MainWindow::saveImage() {
   if (last_image_.isNull()) return;
-  const QString path = QFileDialog::getSaveFileName(this, tr("Save image"), QDir::home().filePath("adtree.png"),
+  bool ok = false;
+  // Small images are worth enlarging with crisp pixels for slides; offer the common factors.
+  const QStringList scales{"1", "2", "4", "8", "16"};
+  const int suggested = std::clamp(512 / std::max(1, last_image_.width()), 1, 16);
+  int current = 0;
+  for (int i = 0; i < scales.size(); ++i) {
+    if (scales[i].toInt() <= suggested) current = i;
+  }
+  const QString pick = QInputDialog::getItem(this, tr("Export image"),
+                                             tr("Upscale (nearest neighbour, crisp tokens):"), scales,
+                                             current, false, &ok);
+  if (!ok) return;
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export image"), QDir::home().filePath("adtree.png"),
                                                     tr("PNG images (*.png)"));
-  if (path.isEmpty()) return;
-  // Small images are saved enlarged with crisp pixels as well, so they are usable in slides.
-  const int scale = std::max(1, 512 / std::max(1, last_image_.width()));
+  if (!path.isEmpty()) exportImage(path, pick.toInt());
+}
+
+bool MainWindow::exportImage(const QString& path, int scale) {
+  if (last_image_.isNull()) return false;
+  scale = std::clamp(scale, 1, 64);
   const QImage big = last_image_.scaled(last_image_.size() * scale, Qt::IgnoreAspectRatio, Qt::FastTransformation);
   if (!big.save(path, "PNG")) {
     showError(tr("Could not save"), tr("Could not write %1.").arg(path.toHtmlEscaped()));
-  } else {
-    statusBar()->showMessage(tr("Saved %1 (%2×%3)").arg(path).arg(big.width()).arg(big.height()), 5000);
+    return false;
   }
+  statusBar()->showMessage(tr("Saved %1 (%2×%3)").arg(path).arg(big.width()).arg(big.height()), 5000);
+  return true;
+}
+
+void MainWindow::saveMaps() {
+  const QString dir = QFileDialog::getExistingDirectory(this, tr("Export the maps into a folder"), QDir::homePath());
+  if (dir.isEmpty()) return;
+  const RunRecord* r = shownRecord();
+  exportMaps(dir, r ? QStringLiteral("adtree-run-%1").arg(r->id) : QStringLiteral("adtree"));
+}
+
+bool MainWindow::exportMaps(const QString& dir, const QString& prefix) {
+  static const char* kNames[RunState::MapCount] = {"depth", "top1", "accept-length", "tree-depth", "tree-width"};
+  QStringList written;
+  for (int m = 0; m < RunState::MapCount; ++m) {
+    const QString path = QDir(dir).filePath(QStringLiteral("%1-%2.png").arg(prefix, kNames[m]));
+    if (!heatmaps_->saveMapPng(RunState::Map(m), path)) {
+      showError(tr("Could not save"), tr("Could not write %1.").arg(path.toHtmlEscaped()));
+      return false;
+    }
+    written << QFileInfo(path).fileName();
+  }
+  statusBar()->showMessage(tr("Saved %1 in %2").arg(written.join(", "), dir), 8000);
+  return true;
 }
 
 void MainWindow::saveStats() {
   if (last_stats_json_.isEmpty()) return;
   const QString path = QFileDialog::getSaveFileName(this, tr("Save statistics"), QDir::home().filePath("adtree-stats.json"),
                                                     tr("JSON (*.json)"));
-  if (path.isEmpty()) return;
-  QFile f(path);
-  if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(last_stats_json_.toUtf8()) < 0) {
+  if (!path.isEmpty()) exportStatsJson(path);
+}
+
+namespace {
+bool write_text(const QString& path, const QByteArray& data) {
+  QSaveFile f(path);
+  return f.open(QIODevice::WriteOnly) && f.write(data) == data.size() && f.commit();
+}
+}  // namespace
+
+bool MainWindow::exportStatsJson(const QString& path) {
+  if (last_stats_json_.isEmpty()) return false;
+  if (!write_text(path, last_stats_json_.toUtf8())) {
     showError(tr("Could not save"), tr("Could not write %1.").arg(path.toHtmlEscaped()));
-    return;
+    return false;
   }
   statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
+  return true;
+}
+
+void MainWindow::saveStatsCsv() {
+  const QString path = QFileDialog::getSaveFileName(this, tr("Save statistics as CSV"),
+                                                    QDir::home().filePath("adtree-cells.csv"), tr("CSV (*.csv)"));
+  if (!path.isEmpty()) exportStatsCsv(path);
+}
+
+bool MainWindow::exportStatsCsv(const QString& path) {
+  const RunRecord* r = shownRecord();
+  if (!r) return false;
+  if (!write_text(path, cellsCsv(*r).toUtf8())) {
+    showError(tr("Could not save"), tr("Could not write %1.").arg(path.toHtmlEscaped()));
+    return false;
+  }
+  statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
+  return true;
+}
+
+void MainWindow::saveTree() {
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export the draft tree"),
+                                                    QDir::home().filePath(QStringLiteral("adtree-tree-step-%1.svg").arg(replay_->step())),
+                                                    tr("SVG (*.svg);;PNG (*.png)"));
+  if (!path.isEmpty()) exportTree(path);
+}
+
+bool MainWindow::exportTree(const QString& path) {
+  const bool svg = path.endsWith(".svg", Qt::CaseInsensitive);
+  const bool ok = svg ? replay_->treeView()->saveSvg(path) : replay_->treeView()->savePng(path);
+  if (!ok) {
+    showError(tr("Could not save"), tr("Could not write %1.").arg(path.toHtmlEscaped()));
+    return false;
+  }
+  statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
+  return true;
+}
+
+// ---- compare ----------------------------------------------------------------------------------
+
+CompareWindow* MainWindow::compareWindow() {
+  if (!compare_) {
+    compare_ = new CompareWindow(bridge_, this);
+    if (model_) compare_->setModel(*model_);
+    // Start from the main window's configuration against AR: the first question a user asks.
+    compare_->setSide(0, "ar", false);
+    try {
+      const auto req = settings_->request(method_->currentData().toString(), lantern_->isChecked(), 0);
+      compare_->setSide(1, method_->currentData().toString(), lantern_->isChecked() && lantern_->isEnabled(), &req);
+    } catch (const std::exception&) {
+      compare_->setSide(1, method_->currentData().toString(), false);
+    }
+  }
+  compare_->setPrompt(prompt_->text().trimmed());
+  compare_->setSeed(quint64(seed_->value()));
+  return compare_;
+}
+
+void MainWindow::openCompare() {
+  auto* c = compareWindow();
+  c->show();
+  c->raise();
+  c->activateWindow();
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {

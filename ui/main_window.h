@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "engine/events.h"
+#include "ui/run_record.h"
 #include "ui/run_state.h"
 
 class QAction;
@@ -27,8 +28,13 @@ class QSplitter;
 
 namespace adtree::ui {
 
+class CompareWindow;
+class DistributionView;
 class EngineBridge;
 class HeatmapPanel;
+class HistogramPanel;
+class HistoryPanel;
+class ReplayPanel;
 class ImageView;
 class PlotPanel;
 class PromptEdit;
@@ -71,6 +77,32 @@ class MainWindow : public QMainWindow {
   SettingsPanel* settingsPanel() const { return settings_; }
   QLabel* bannerLabel() const { return banner_; }
   QLabel* progressLabel() const { return progress_text_; }
+  ReplayPanel* replayPanel() const { return replay_; }
+  DistributionView* distributionView() const { return inspector_; }
+  HistoryPanel* historyPanel() const { return history_panel_; }
+  HistogramPanel* histogramPanel() const { return histograms_; }
+  CompareWindow* compareWindow();  // created on first use
+  QAction* traceAction() const { return act_trace_; }
+
+  // The session's finished (or opened) runs, oldest first, and the one on screen (null = none).
+  const QVector<RunRecord>& history() const { return history_; }
+  const RunRecord* shownRecord() const;
+  // The cell whose distribution the inspector shows (-1 = none).
+  int inspectedCell() const { return inspected_cell_; }
+
+  // What the menu commands do after their file dialogs (tests and scripts call them directly).
+  // Each returns false after showing a readable error.
+  bool openRunFile(const QString& path);
+  bool saveRunFile(const QString& path);
+  bool exportImage(const QString& path, int scale);
+  bool exportMaps(const QString& dir, const QString& prefix);
+  bool exportStatsJson(const QString& path);
+  bool exportStatsCsv(const QString& path);
+  bool exportTree(const QString& path);  // .svg or .png by suffix
+  // Shows history entry `id` (as a click in the gallery does).
+  void showHistoryRun(int id);
+  // The token distribution view for `cell` (as a click on the image or a map does).
+  void inspectCell(int cell);
 
  public Q_SLOTS:
   void generate();
@@ -103,6 +135,16 @@ class MainWindow : public QMainWindow {
   void showModelCard();
   void saveImage();
   void saveStats();
+  void saveStatsCsv();
+  void saveMaps();
+  void saveTree();
+  void openRunDialog();
+  void saveRunDialog();
+  void openCompare();
+  void onReplayStep(int step);
+  void addToHistory(RunRecord r);
+  void showRecord(const RunRecord& r);
+  QDockWidget* addDock(const QString& title, const QString& name, QWidget* w, Qt::DockWidgetArea area);
   void reloadWithDevice();
 
   void onModelLoaded(const engine::ModelLoaded& loaded);
@@ -144,6 +186,17 @@ class MainWindow : public QMainWindow {
   PlotPanel* plots_ = nullptr;
   SettingsPanel* settings_ = nullptr;
   QDockWidget* settings_dock_ = nullptr;
+  ReplayPanel* replay_ = nullptr;
+  DistributionView* inspector_ = nullptr;
+  HistoryPanel* history_panel_ = nullptr;
+  HistogramPanel* histograms_ = nullptr;
+  CompareWindow* compare_ = nullptr;
+  QDockWidget *replay_dock_ = nullptr, *inspector_dock_ = nullptr, *history_dock_ = nullptr,
+              *histogram_dock_ = nullptr;
+  QVector<RunRecord> history_;
+  int shown_id_ = 0;
+  int next_run_id_ = 1;
+  int inspected_cell_ = -1;
   QSplitter* top_split_ = nullptr;
   QSplitter* main_split_ = nullptr;
   QLabel* model_label_ = nullptr;
@@ -154,6 +207,13 @@ class MainWindow : public QMainWindow {
   QAction* act_cancel_ = nullptr;
   QAction* act_save_image_ = nullptr;
   QAction* act_save_stats_ = nullptr;
+  QAction* act_save_csv_ = nullptr;
+  QAction* act_save_maps_ = nullptr;
+  QAction* act_save_tree_ = nullptr;
+  QAction* act_save_run_ = nullptr;
+  QAction* act_trace_ = nullptr;
+  QAction* act_step_back_ = nullptr;
+  QAction* act_step_fwd_ = nullptr;
   QActionGroup* device_group_ = nullptr;
   QActionGroup* dtype_group_ = nullptr;
   QMenu* recent_menu_ = nullptr;

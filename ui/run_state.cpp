@@ -1,5 +1,6 @@
 #include "ui/run_state.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -26,6 +27,13 @@ void RunState::clear() {
   step_seconds_.clear();
   step_rate_.clear();
   accept_hist_.clear();
+  traces_.clear();
+  step_first_.clear();
+  step_cum_.clear();
+  view_step_ = -1;
+  view_committed_ = 0;
+  for (auto& m : view_maps_) m.clear();
+  view_tokens_.clear();
   forwards_ = 0;
   elapsed_ms_ = 0;
   finished_ = false;
@@ -90,6 +98,9 @@ void RunState::addSteps(const std::vector<engine::JobStep>& steps) {
     step_d_.push_back(double(r.tree_depth));
     step_k_.push_back(double(r.tree_width));
     step_seconds_.push_back(t);
+    step_first_.push_back(int(r.first_cell));
+    step_cum_.push_back(int(r.cum_tokens));
+    traces_.push_back(s.trace);
     ++accept_hist_[int(r.committed)];
     // Sliding-window speed: tokens committed in the last kRateWindowS seconds (or since the start).
     int j = int(step_seconds_.size()) - 1;
@@ -107,6 +118,88 @@ void RunState::finish(const engine::JobFinished& f) {
   finished_ = true;
   final_tokens_per_s_ = f.summary.tokens_per_s;
   ++version_;
+}
+
+void RunState::restore(const decode::RunStats& stats, const std::vector<int64_t>& tokens,
+                       double elapsedMs, const MapRanges& ranges) {
+  engine::JobStarted st;
+  // A job id the engine never hands out (it counts up from 1), so late engine events never match.
+  static engine::JobId restored = ~engine::JobId(0) >> 1;
+  st.job = ++restored;
+  st.method = stats.method;
+  st.grid_h = stats.grids.h();
+  st.grid_w = stats.grids.w();
+  st.total_tokens = st.grid_h * st.grid_w;
+  reset(st, ranges);
+  std::vector<engine::JobStep> steps;
+  double ms = 0, total_ms = 0;
+  for (const auto& r : stats.steps) total_ms += r.t_draft_ms + r.t_verify_ms + r.t_sample_ms + r.t_other_ms;
+  // Spread the recorded wall time over the steps in proportion to their measured parts.
+  const double scale = total_ms > 0 && elapsedMs > 0 ? elapsedMs / total_ms : 1.0;
+  for (size_t i = 0; i < stats.steps.size(); ++i) {
+    const auto& r = stats.steps[i];
+    engine::JobStep js;
+    js.job = st.job;
+    js.record = r;
+    for (int64_t c = r.first_cell; c < r.first_cell + r.committed; ++c) {
+      if (c < 0 || c >= int64_t(tokens.size()) || c >= stats.grids.h() * stats.grids.w()) break;
+      js.tokens.push_back(tokens[size_t(c)]);
+      js.cells.push_back(stats.grids.filled(c) ? stats.grids.at(c) : decode::CellStats{});
+    }
+    ms += (r.t_draft_ms + r.t_verify_ms + r.t_sample_ms + r.t_other_ms) * scale;
+    js.elapsed_ms = ms;
+    if (i < stats.traces.size()) js.trace = std::make_shared<const decode::StepTrace>(stats.traces[i]);
+    steps.push_back(std::move(js));
+  }
+  addSteps(steps);
+  engine::JobFinished f;
+  f.job = st.job;
+  f.summary = stats.summary;
+  finish(f);
+  elapsed_ms_ = elapsedMs > 0 ? elapsedMs : stats.summary.wall_ms;
+}
+
+void RunState::setViewStep(int step) {
+  if (step >= steps() - 1) step = -1;  // the last step is the whole run
+  if (step == view_step_) return;
+  view_step_ = step;
+  if (step >= 0) {
+    view_committed_ = std::min(step_cum_.value(step, 0), cells());
+    for (int m = 0; m < MapCount; ++m) {
+      view_maps_[m] = maps_[m];
+      for (int c = view_committed_; c < view_maps_[m].size(); ++c) view_maps_[m][c] = kNaN;
+    }
+    view_tokens_ = tokens_;
+    for (int c = view_committed_; c < view_tokens_.size(); ++c) view_tokens_[c] = -1;
+  }
+  ++version_;
+}
+
+bool RunState::hasTraces() const {
+  for (const auto& t : traces_) {
+    if (t) return true;
+  }
+  return false;
+}
+
+const decode::StepTrace* RunState::trace(int step) const {
+  return step >= 0 && step < traces_.size() ? traces_[step].get() : nullptr;
+}
+
+int RunState::stepOfCell(int cell) const {
+  if (cell < 0 || cell >= committed_) return -1;
+  // step_cum_ is increasing: the first step whose cumulative count passes the cell.
+  auto it = std::upper_bound(step_cum_.begin(), step_cum_.end(), cell);
+  return it == step_cum_.end() ? -1 : int(it - step_cum_.begin());
+}
+
+const decode::CellTrace* RunState::cellTrace(int cell) const {
+  const auto* t = trace(stepOfCell(cell));
+  if (!t) return nullptr;
+  for (const auto& c : t->cells) {
+    if (c.cell == cell) return &c;
+  }
+  return nullptr;
 }
 
 double RunState::tokensPerSecond() const {

@@ -7,6 +7,7 @@
 #include <QString>
 #include <QVector>
 
+#include <memory>
 #include <vector>
 
 #include "engine/events.h"
@@ -33,22 +34,41 @@ class RunState {
   void showEmpty(int gridH, int gridW, const MapRanges& ranges = {});
   void addSteps(const std::vector<engine::JobStep>& steps);
   void finish(const engine::JobFinished& finished);
+  // A finished run read back (history, a saved run file): the same state addSteps would have built.
+  void restore(const decode::RunStats& stats, const std::vector<int64_t>& tokens, double elapsedMs,
+               const MapRanges& ranges);
+
+  // Replay: show the run as it was after `step` (-1 = everything). Maps, tokens and committed()
+  // then describe that moment; the per-step series stay whole (the plots mark the step instead).
+  void setViewStep(int step);
+  int viewStep() const { return view_step_; }
+  bool finished() const { return finished_; }
+  // Step traces (empty pointers when the run was made without tracing).
+  bool hasTraces() const;
+  const decode::StepTrace* trace(int step) const;
+  // The step that committed `cell` (-1 if none yet) and the cell's trace, if recorded.
+  int stepOfCell(int cell) const;
+  const decode::CellTrace* cellTrace(int cell) const;
+  int stepFirstCell(int step) const { return step_first_.value(step, 0); }
+  int stepCumTokens(int step) const { return step_cum_.value(step, 0); }
 
   bool active() const { return job_ != 0; }
   engine::JobId job() const { return job_; }
   int gridH() const { return grid_h_; }
   int gridW() const { return grid_w_; }
   int cells() const { return grid_h_ * grid_w_; }
-  int committed() const { return committed_; }
+  int committed() const { return view_step_ < 0 ? committed_ : view_committed_; }
   const QString& method() const { return method_; }
   const MapRanges& ranges() const { return ranges_; }
   // Bumped by every change; a panel repaints only when it differs from the one it last drew.
   quint64 version() const { return version_; }
 
-  const QVector<double>& map(Map m) const { return maps_[m]; }
-  bool filled(int cell) const { return cell >= 0 && cell < committed_; }
-  qint64 token(int cell) const { return tokens_.value(cell, -1); }
-  const QVector<qint64>& tokens() const { return tokens_; }  // -1 for cells not generated
+  const QVector<double>& map(Map m) const { return view_step_ < 0 ? maps_[m] : view_maps_[m]; }
+  bool filled(int cell) const { return cell >= 0 && cell < committed(); }
+  qint64 token(int cell) const { return tokens().value(cell, -1); }
+  // -1 for cells not generated (or not yet generated at the replayed step).
+  const QVector<qint64>& tokens() const { return view_step_ < 0 ? tokens_ : view_tokens_; }
+  int totalCommitted() const { return committed_; }
   int rank(int cell) const { return ranks_.value(cell, 0); }
   // Steps, one entry each.
   const QVector<double>& stepIndex() const { return step_index_; }
@@ -82,6 +102,11 @@ class RunState {
   QVector<int> ranks_;
   QVector<double> step_index_, step_committed_, step_d_, step_k_, step_seconds_, step_rate_;
   QMap<int, int> accept_hist_;
+  QVector<std::shared_ptr<const decode::StepTrace>> traces_;
+  QVector<int> step_first_, step_cum_;
+  int view_step_ = -1, view_committed_ = 0;
+  QVector<double> view_maps_[MapCount];
+  QVector<qint64> view_tokens_;
   qint64 forwards_ = 0;
   double elapsed_ms_ = 0;
   bool finished_ = false;

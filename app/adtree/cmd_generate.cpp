@@ -71,8 +71,12 @@ int cmd_generate(int argc, char** argv) {
   a.option("out", "FILE", "output image (PNG)", "adtree.png")
       .option("scale", "N", "upscale the PNG N times with crisp pixels", "1")
       .option("stats", "FILE", "write per-step and per-cell statistics as JSON")
+      .flag("trace",
+            "also record every step's draft tree, verification and target distributions in the "
+            "--stats file (the studio opens it with File > Open Run)")
       .flag("quiet", "print nothing but errors");
   if (!a.parse(argc, argv)) return 0;
+  if (a.flag_set("trace") && !a.given("stats")) throw Error("--trace needs --stats FILE to write to");
   const std::string prompt = a.given("class") ? a.str("class") : a.str("prompt");
   if (prompt.empty()) throw Error("give a prompt with --prompt TEXT (or --class for c2i models)");
   const int64_t scale = a.integer("scale");
@@ -85,6 +89,7 @@ int cmd_generate(int argc, char** argv) {
   decode::DecodeRequest req;
   req.method = method_from(a, a.str("method"));
   req.seed = seed;
+  req.trace.enabled = a.flag_set("trace");
   auto m = load_model(a);
   req.sampling = sampling_from(a, m);
   auto cond = model::make_condition(*m.gpt, m.vocab, prompt, req.sampling.uses_cfg());

@@ -25,8 +25,30 @@ TreeShape AdtPolicy::adapt(const AdtSettings& s, TreeShape t, double alpha) {
   return n;
 }
 
-TreeShape AdtPolicy::shape_for(int64_t root_cell) const {
-  if (s_.adjacency == Adjacency::None) return last_;
+std::string AdtPolicy::describe(const AdtSettings& s, double alpha) {
+  const bool positive = alpha >= s.beta;
+  std::string r = positive ? "alpha >= beta: deeper and narrower" : "alpha < beta: shallower and wider";
+  if (s.mode == AdtMode::Bisect) {
+    r += positive ? " (d halfway to d_max = " + std::to_string(s.d_max) + ", k halfway to k_min = " +
+                        std::to_string(s.k_min) + ")"
+                  : " (d halfway to d_min = " + std::to_string(s.d_min) + ", k halfway to k_max = " +
+                        std::to_string(s.k_max) + ")";
+  } else {
+    r += positive ? " (d + " + std::to_string(s.step_d) + ", k - " + std::to_string(s.step_k) + ")"
+                  : " (d - " + std::to_string(s.step_d) + ", k + " + std::to_string(s.step_k) + ")";
+  }
+  return r;
+}
+
+TreeShape AdtPolicy::shape_for(int64_t root_cell, std::string* origin) const {
+  auto say = [&](const std::string& s) {
+    if (origin) *origin = s;
+  };
+  auto rc = [](int64_t r, int64_t c) { return "(" + std::to_string(r) + ", " + std::to_string(c) + ")"; };
+  if (s_.adjacency == Adjacency::None) {
+    say("the previous step (no adjacency)");
+    return last_;
+  }
   const int64_t r = root_cell / w_, c = root_cell % w_;
   auto stored = [&](int64_t rr, int64_t cc) -> const TreeShape* {
     if (rr < 0 || cc < 0 || rr >= h_ || cc >= w_) return nullptr;
@@ -38,11 +60,19 @@ TreeShape AdtPolicy::shape_for(int64_t root_cell) const {
     const TreeShape* up = stored(r - 1, c);
     if (left && up) {
       // Average of the two neighbours, rounded half up.
+      say("average of left " + rc(r, c - 1) + " and up " + rc(r - 1, c));
       return TreeShape{(left->d + up->d + 1) / 2, (left->k + up->k + 1) / 2};
     }
-    if (up) return *up;
+    if (up) {
+      say("up neighbour " + rc(r - 1, c));
+      return *up;
+    }
   }
-  if (left) return *left;
+  if (left) {
+    say(c > 0 ? "left neighbour " + rc(r, c - 1) : "row start: the cell above " + rc(r - 1, 0));
+    return *left;
+  }
+  say("the initial shape (d0, k0)");
   return TreeShape{s_.d0, s_.k0};  // the very first tree
 }
 

@@ -4,6 +4,7 @@
 // shallower-and-wider. Every committed cell stores the post-update state of the step that made it.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "decode/method.h"
@@ -19,14 +20,17 @@ class AdtPolicy {
  public:
   AdtPolicy(const AdtSettings& s, int64_t grid_h, int64_t grid_w);
 
-  // The shape of the tree whose root is the token at `root_cell`.
-  TreeShape shape_for(int64_t root_cell) const;
+  // The shape of the tree whose root is the token at `root_cell`; `origin` (optional) says where it
+  // came from ("left neighbour (r, c)", ...), for step traces.
+  TreeShape shape_for(int64_t root_cell, std::string* origin = nullptr) const;
   // After verifying a tree of shape `used` that accepted `accepted` draft tokens: the post-update
   // shape, stored into every cell in `cells` (the cells this step committed).
   TreeShape update(TreeShape used, int64_t accepted, const std::vector<int64_t>& cells);
 
   // The bisection / step rule alone, for a given alpha.
   static TreeShape adapt(const AdtSettings& s, TreeShape t, double alpha);
+  // The rule adapt() applied, in words ("alpha >= beta: deeper and narrower, halfway to ...").
+  static std::string describe(const AdtSettings& s, double alpha);
 
  private:
   AdtSettings s_;

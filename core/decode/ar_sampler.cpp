@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "decode/trace_record.h"
 #include "util/error.h"
 
 namespace adtree::decode {
@@ -17,7 +18,7 @@ double ms_since(Clock::time_point t0) {
 
 DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
                          const SamplingParams& params, uint64_t seed, const StepCallback& on_step,
-                         const std::atomic<bool>* cancel) {
+                         const std::atomic<bool>* cancel, const TraceOptions& trace) {
   c10::InferenceMode guard;
   const auto& cfg = gpt.config();
   params.validate(cfg.vocab_size);
@@ -66,10 +67,19 @@ DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
     cs.accept_len = 1;
     res.stats.grids.set(n, cs);
     res.stats.add_step(rec);
+    if (trace.enabled) {
+      StepTrace st;
+      st.step = n;
+      st.has_bonus = true;
+      st.bonus = tok;
+      st.cells.push_back(trace_cell(p.view[0], n, tok, false, nullptr, -1, trace));
+      res.stats.traces.push_back(std::move(st));
+    }
     if (on_step) {
       std::vector<int64_t> toks{tok};
       std::vector<CellStats> cells{cs};
-      on_step(StepEvent{res.stats.steps.back(), toks, cells});
+      on_step(StepEvent{res.stats.steps.back(), toks, cells,
+                        trace.enabled ? &res.stats.traces.back() : nullptr});
     }
     if (n + 1 < n_tokens) {  // the last token needs no forward: nothing comes after it
       t0 = Clock::now();

@@ -18,10 +18,12 @@ struct DecodeResult {
 };
 
 // `cond` is the batch [cond; uncond] when params.uses_cfg(), else a batch of 1.
-// `cancel` (optional) is checked between steps.
+// `cancel` (optional) is checked between steps. With trace.enabled, every step's distribution is
+// recorded (stats.traces, StepEvent::trace).
 DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
                          const SamplingParams& params, uint64_t seed,
                          const StepCallback& on_step = {},
-                         const std::atomic<bool>* cancel = nullptr);
+                         const std::atomic<bool>* cancel = nullptr,
+                         const TraceOptions& trace = {});
 
 }  // namespace adtree::decode

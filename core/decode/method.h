@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "decode/sampling.h"
+#include "decode/trace.h"
 
 namespace adtree::decode {
 
@@ -85,6 +86,7 @@ struct DecodeRequest {
   MethodSettings method;
   SamplingParams sampling;
   uint64_t seed = 0;
+  TraceOptions trace;  // record per-step trees and distributions (replay, inspector); off by default
 };
 
 }  // namespace adtree::decode

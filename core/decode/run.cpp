@@ -41,7 +41,7 @@ DecodeResult run_decode(const model::ModelBundle& model, const model::Condition&
   DecodeResult res;
   if (m.method == "ar") {
     if (m.acceptance == Acceptance::Lantern) throw Error("LANTERN applies to draft-tree methods, not to ar");
-    res = generate_ar(*model.gpt, cond, request.sampling, request.seed, on_step, cancel);
+    res = generate_ar(*model.gpt, cond, request.sampling, request.seed, on_step, cancel, request.trace);
   } else if (m.needs_drafter()) {
     if (!model.drafter) {
       throw Error("method '" + m.method + "' needs a draft head, and this model has none " +

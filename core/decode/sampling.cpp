@@ -95,6 +95,7 @@ Processed LogitsProcessor::process_rows(const at::Tensor& logits,
     auto sm = at::softmax(mixed, -1);
     out.top1 = std::get<0>(sm.max(-1));
     out.probs = at::zeros_like(sm).scatter_(-1, mixed.argmax(-1, true), 1.0);
+    out.view = sm;
     return out;
   }
   auto scaled = params_.temperature == 1.0 ? mixed : mixed / params_.temperature;
@@ -103,6 +104,7 @@ Processed LogitsProcessor::process_rows(const at::Tensor& logits,
   const bool filters = (params_.top_k > 0 && params_.top_k < scaled.size(-1)) || params_.top_p < 1.0;
   out.probs = filters ? at::softmax(top_p_filter(top_k_filter(scaled, params_.top_k), params_.top_p), -1)
                       : full;  // one softmax serves both when nothing is filtered
+  out.view = out.probs;
   return out;
 }
 

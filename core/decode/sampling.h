@@ -38,6 +38,7 @@ at::Tensor top_p_filter(const at::Tensor& logits, double p);
 struct Processed {
   at::Tensor probs;  // [rows, V] fp32: the target distribution p (one-hot at the argmax if greedy)
   at::Tensor top1;   // [rows] max probability after CFG and temperature (T = 1 when greedy)
+  at::Tensor view;   // [rows, V] what a person inspects: probs, or the T = 1 softmax when greedy
 };
 
 class LogitsProcessor {

@@ -8,6 +8,7 @@
 #include "decode/acceptance.h"
 #include "decode/adt_policy.h"
 #include "decode/jacobi.h"
+#include "decode/trace_record.h"
 #include "decode/tree_builder.h"
 #include "util/error.h"
 
@@ -55,6 +56,7 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
   const int64_t budget = jacobi ? jacobi->paths() * jacobi->length() : opts.budget;
   if (m.method != "static" && budget < 1) throw Error("the verification budget N must be resolved (> 0)");
   Rng rng(request.seed);
+  const TraceOptions& tr = request.trace;
 
   DecodeResult res;
   const bool lossless = !opts.lantern && (!jacobi || jacobi->lossless());
@@ -94,10 +96,17 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
     cs.accept_len = 1;
     res.stats.grids.set(0, cs);
     res.stats.add_step(rec);
+    if (tr.enabled) {
+      StepTrace st;  // the prefill: no tree, the target samples the first token
+      st.has_bonus = true;
+      st.bonus = tokens[0];
+      st.cells.push_back(trace_cell(p0.view[0], 0, tokens[0], false, nullptr, -1, tr));
+      res.stats.traces.push_back(std::move(st));
+    }
     if (on_step) {
       std::vector<int64_t> tk{tokens[0]};
       std::vector<CellStats> cells{cs};
-      on_step(StepEvent{res.stats.steps.back(), tk, cells});
+      on_step(StepEvent{res.stats.steps.back(), tk, cells, tr.enabled ? &res.stats.traces.back() : nullptr});
     }
   }
   if (source) {
@@ -123,6 +132,7 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
     // Draft.
     t0 = Clock::now();
     TreeShape shape{m.dynamic_tree.depth + 1, m.dynamic_tree.width};
+    std::string adt_origin;
     DraftTree tree;
     if (jacobi) {
       // No draft model: the window's guesses, K chains of d levels (d = 0 inside a margin).
@@ -135,7 +145,7 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
         tree = build_static_tree(ctx, static_spec, rule == ChildRule::WithoutReplacement, rng);
         shape = TreeShape{tree.levels, tree.width};
       } else {
-        if (m.method == "adt") shape = adt.shape_for(n);
+        if (m.method == "adt") shape = adt.shape_for(n, tr.enabled ? &adt_origin : nullptr);
         tree = build_dynamic_tree(ctx, shape.d, shape.k, budget);
       }
       source->end_step();
@@ -203,8 +213,9 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
       new_cells.push_back(cell);
       cells.push_back(cs);
     }
+    TreeShape next_shape;
     if (m.method == "adt") {
-      adt.update(shape, a, new_cells);
+      next_shape = adt.update(shape, a, new_cells);
     }
     rec.committed = committed;
     rec.alpha = shape.d > 0 ? double(a) / double(shape.d) : 0;
@@ -220,7 +231,20 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
     }
     rec.t_other_ms = ms_since(t0) + bookkeeping_ms;
     res.stats.add_step(rec);
-    if (on_step) on_step(StepEvent{res.stats.steps.back(), new_tokens, cells});
+    if (tr.enabled) {
+      // After the timings: tracing is for inspection and must not colour the step's time split.
+      auto st = trace_tree_step(rec.step, tree, proc.view, acc, n + 1, tr);
+      if (m.method == "adt") {
+        st.has_adt = true;
+        st.adt = AdtTrace{shape.d, shape.k, adt_origin, a, rec.alpha, m.adt.beta, next_shape.d,
+                          next_shape.k, AdtPolicy::describe(m.adt, rec.alpha)};
+      }
+      res.stats.traces.push_back(std::move(st));
+    }
+    if (on_step) {
+      on_step(StepEvent{res.stats.steps.back(), new_tokens, cells,
+                        tr.enabled ? &res.stats.traces.back() : nullptr});
+    }
   }
   res.stats.finish(ms_since(t_start));
   return res;

@@ -105,9 +105,105 @@ nlohmann::json RunStats::to_json() const {
                      {"steps", depth_reach[j]},
                      {"share", steps.empty() ? 0.0 : double(depth_reach[j]) / double(steps.size())}});
   }
-  return {{"format", "adtree-stats"}, {"version", 1},     {"method", method},
-          {"settings", settings},     {"summary", summary.to_json()},
-          {"depth_reach", reach},     {"grids", grids.to_json()}, {"steps", st}};
+  nlohmann::json j = {{"format", "adtree-stats"}, {"version", 1},     {"method", method},
+                      {"settings", settings},     {"summary", summary.to_json()},
+                      {"depth_reach", reach},     {"grids", grids.to_json()}, {"steps", st}};
+  if (!traces.empty()) {
+    nlohmann::json tr = nlohmann::json::array();
+    for (const auto& t : traces) tr.push_back(decode::to_json(t));
+    j["traces"] = std::move(tr);
+  }
+  return j;
+}
+
+CellGrids CellGrids::from_json(const nlohmann::json& j) {
+  const int64_t h = j.at("h").get<int64_t>(), w = j.at("w").get<int64_t>();
+  if (h <= 0 || w <= 0 || h > 4096 || w > 4096) throw Error("the statistics grid has an invalid size");
+  CellGrids g(h, w);
+  auto value = [&](const char* key, int64_t r, int64_t c) -> const nlohmann::json& {
+    const auto& rows = j.at(key);
+    if (!rows.is_array() || int64_t(rows.size()) != h || !rows.at(size_t(r)).is_array() ||
+        int64_t(rows.at(size_t(r)).size()) != w) {
+      throw Error(std::string("the statistics grid '") + key + "' does not match its size");
+    }
+    return rows.at(size_t(r)).at(size_t(c));
+  };
+  for (int64_t r = 0; r < h; ++r) {
+    for (int64_t c = 0; c < w; ++c) {
+      if (value("depth", r, c).is_null()) continue;
+      CellStats s;
+      s.depth = value("depth", r, c).get<int32_t>();
+      s.top1 = value("top1", r, c).get<float>();
+      s.accept_len = value("accept_len", r, c).get<int32_t>();
+      s.tree_depth = value("tree_depth", r, c).get<int32_t>();
+      s.tree_width = value("tree_width", r, c).get<int32_t>();
+      s.rank = value("rank", r, c).get<int32_t>();
+      g.set(r * w + c, s);
+    }
+  }
+  return g;
+}
+
+RunSummary RunSummary::from_json(const nlohmann::json& j) {
+  RunSummary s;
+  s.tokens = j.at("tokens").get<int64_t>();
+  s.steps = j.at("steps").get<int64_t>();
+  s.target_forwards = j.at("target_forwards").get<int64_t>();
+  s.tau = j.at("tau").get<double>();
+  s.mean_drafted = j.at("mean_drafted").get<double>();
+  s.wall_ms = j.at("wall_ms").get<double>();
+  s.tokens_per_s = j.at("tokens_per_s").get<double>();
+  const auto& t = j.at("time_ms");
+  s.t_draft_ms = t.at("draft").get<double>();
+  s.t_verify_ms = t.at("verify").get<double>();
+  s.t_sample_ms = t.at("sample").get<double>();
+  s.t_other_ms = t.at("other").get<double>();
+  return s;
+}
+
+StepRecord step_record_from_json(const nlohmann::json& j) {
+  StepRecord r;
+  r.step = j.at("step").get<int64_t>();
+  r.method = j.at("method").get<std::string>();
+  const auto& t = j.at("tree");
+  r.tree_depth = t.at("d").get<int64_t>();
+  r.tree_width = t.at("k").get<int64_t>();
+  r.budget = t.at("N").get<int64_t>();
+  r.drafted = j.at("drafted").get<int64_t>();
+  r.committed = j.at("committed").get<int64_t>();
+  r.alpha = j.at("alpha").get<double>();
+  r.first_cell = j.at("first_cell").get<int64_t>();
+  r.cum_tokens = j.at("cum_tokens").get<int64_t>();
+  r.target_forwards = j.at("target_forwards").get<int64_t>();
+  const auto& tm = j.at("time_ms");
+  r.t_draft_ms = tm.at("draft").get<double>();
+  r.t_verify_ms = tm.at("verify").get<double>();
+  r.t_sample_ms = tm.at("sample").get<double>();
+  r.t_other_ms = tm.at("other").get<double>();
+  if (r.committed < 0 || r.first_cell < 0) throw Error("a step record has negative counts");
+  return r;
+}
+
+RunStats RunStats::from_json(const nlohmann::json& j) {
+  RunStats s;
+  try {
+    if (!j.is_object() || j.value("format", "") != "adtree-stats") {
+      throw Error("not an ADT-Tree statistics file (no \"format\": \"adtree-stats\")");
+    }
+    if (j.at("version").get<int>() != 1) throw Error("unsupported statistics version");
+    s.method = j.at("method").get<std::string>();
+    s.settings = j.at("settings");
+    s.grids = CellGrids::from_json(j.at("grids"));
+    for (const auto& r : j.at("steps")) s.add_step(step_record_from_json(r));
+    s.summary = RunSummary::from_json(j.at("summary"));
+    if (j.contains("traces")) {
+      for (const auto& t : j.at("traces")) s.traces.push_back(step_trace_from_json(t));
+      if (s.traces.size() != s.steps.size()) throw Error("the run has a trace for some steps only");
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("invalid statistics: ") + e.what());
+  }
+  return s;
 }
 
 }  // namespace adtree::decode

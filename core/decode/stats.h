@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "decode/trace.h"
+
 namespace adtree::decode {
 
 struct StepRecord {
@@ -46,6 +48,7 @@ class CellGrids {
   bool all_filled() const;
   const CellStats& at(int64_t cell) const { return cells_.at(size_t(cell)); }
   nlohmann::json to_json() const;  // one h x w array per quantity; unfilled cells are null
+  static CellGrids from_json(const nlohmann::json& j);
 
  private:
   int64_t h_ = 0, w_ = 0;
@@ -63,6 +66,7 @@ struct RunSummary {
   double tokens_per_s = 0;
   double t_draft_ms = 0, t_verify_ms = 0, t_sample_ms = 0, t_other_ms = 0;
   nlohmann::json to_json() const;
+  static RunSummary from_json(const nlohmann::json& j);
 };
 
 struct RunStats {
@@ -72,10 +76,13 @@ struct RunStats {
   CellGrids grids;
   std::vector<int64_t> depth_reach;  // [j] = steps whose accepted path reached depth j
   RunSummary summary;
+  std::vector<StepTrace> traces;     // one per step when DecodeRequest::trace is enabled, else empty
 
   void add_step(const StepRecord& r);  // appends and updates depth_reach (path depth = committed-1)
   void finish(double wall_ms);         // fills the summary from the steps
   nlohmann::json to_json() const;
+  // The inverse of to_json (a saved run read back): throws adtree::Error naming what is wrong.
+  static RunStats from_json(const nlohmann::json& j);
 };
 
 // Streamed after every step: the record plus the newly committed cells, in order.
@@ -83,9 +90,11 @@ struct StepEvent {
   const StepRecord& record;
   const std::vector<int64_t>& tokens;     // committed tokens, cells first_cell ...
   const std::vector<CellStats>& cells;    // their statistics
+  const StepTrace* trace = nullptr;       // the step's trace when tracing is on
 };
 using StepCallback = std::function<void(const StepEvent&)>;
 
 nlohmann::json to_json(const StepRecord& r);
+StepRecord step_record_from_json(const nlohmann::json& j);
 
 }  // namespace adtree::decode

@@ -394,7 +394,8 @@ struct Engine::Impl {
       auto next_preview = Clock::now();  // the first committed step is shown at once
       auto on_step = [&](const decode::StepEvent& ev) {
         tokens.insert(tokens.end(), ev.tokens.begin(), ev.tokens.end());
-        emit(JobStep{t.id, ev.record, ev.tokens, ev.cells, ms_since(t0)});
+        emit(JobStep{t.id, ev.record, ev.tokens, ev.cells, ms_since(t0),
+                     ev.trace ? std::make_shared<const decode::StepTrace>(*ev.trace) : nullptr});
         if (!opts.previews) return;
         if (auto p = previews->take(t.id)) emit(std::move(*p));
         if (int64_t(tokens.size()) >= g.image_tokens() || Clock::now() < next_preview) return;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -74,6 +75,9 @@ struct JobStep {
   std::vector<int64_t> tokens;             // the newly committed tokens, raster order
   std::vector<decode::CellStats> cells;    // their statistics
   double elapsed_ms = 0;                   // since the job started running
+  // The step's tree, verification and distributions when the request asked for traces (shared:
+  // events are copied through queues, the trace is not).
+  std::shared_ptr<const decode::StepTrace> trace;
 };
 struct JobPreview {
   JobId job = 0;

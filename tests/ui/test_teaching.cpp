@@ -1,0 +1,373 @@
+// The teaching and research views (issue: compare, replay + draft-tree inspector, token
+// distribution, histograms, history, export), driven as a person would on the offscreen platform:
+// run, scrub, click cells, restore, save and reopen, export, compare. Every wait is bounded.
+#include <QAction>
+#include <QComboBox>
+#include <QCheckBox>
+#include <QDir>
+#include <QFile>
+#include <QImage>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSettings>
+#include <QSignalSpy>
+#include <QSlider>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <memory>
+
+#include "model/gpt_config.h"
+#include "model/random_model.h"
+#include "ui/compare_window.h"
+#include "ui/distribution_view.h"
+#include "ui/heatmap_panel.h"
+#include "ui/histogram_panel.h"
+#include "ui/history_panel.h"
+#include "ui/image_view.h"
+#include "ui/main_window.h"
+#include "ui/prompt_edit.h"
+#include "ui/qcp.h"
+#include "ui/replay_panel.h"
+#include "ui/tree_view.h"
+#include "util/threads.h"
+
+using adtree::ui::MainWindow;
+using adtree::ui::RunState;
+
+namespace {
+
+constexpr int kLoadMs = 60000;
+constexpr int kRunMs = 60000;
+
+void selectMethod(MainWindow& w, const QString& key) {
+  const int i = w.methodBox()->findData(key);
+  QVERIFY(i >= 0);
+  w.methodBox()->setCurrentIndex(i);
+}
+
+QMessageBox* visibleErrorDialog(QWidget* parent) {
+  for (auto* box : parent->findChildren<QMessageBox*>("errorDialog")) {
+    if (box->isVisible()) return box;
+  }
+  return nullptr;
+}
+
+void closeErrorDialogs(QWidget* parent) {
+  for (auto* box : parent->findChildren<QMessageBox*>("errorDialog")) box->close();
+}
+
+}  // namespace
+
+class TeachingTest : public QObject {
+  Q_OBJECT
+
+ private:
+  QTemporaryDir tmp_;
+  QString micro_;
+
+  std::unique_ptr<MainWindow> openWindow() {
+    auto w = std::make_unique<MainWindow>();
+    w->show();
+    QSignalSpy ready(w.get(), &MainWindow::modelReady);
+    w->openModel(micro_);
+    if (!ready.wait(kLoadMs)) return nullptr;
+    w->randomSeedBox()->setChecked(false);
+    w->seedBox()->setValue(11);
+    return w;
+  }
+
+  QString runOnce(MainWindow& w, const QString& method, const QString& prompt = "a red") {
+    selectMethod(w, method);
+    w.promptEdit()->setText(prompt);
+    QSignalSpy ended(&w, &MainWindow::generationEnded);
+    QTest::mouseClick(w.generateButton(), Qt::LeftButton);
+    if (!ended.wait(kRunMs)) return "timeout";
+    return ended.first().first().toString();
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(tmp_.isValid());
+    QStandardPaths::setTestModeEnabled(true);
+    QSettings().clear();
+    micro_ = tmp_.filePath("micro");
+    auto g = adtree::model::GptConfig::preset("micro");
+    adtree::model::write_random_model(micro_.toStdString(), g,
+                                      adtree::model::small_vq_config(g.vocab_size, g.grid_h), 5,
+                                      "teaching micro");
+  }
+
+  // Scrub the steps with the slider and the keyboard; the image, maps and tree follow.
+  void replayScrubsStepsAndDrawsEachTree() {
+    auto w = openWindow();
+    QVERIFY(w);
+    QVERIFY(w->traceAction()->isChecked());  // traces are on by default in the GUI
+    QCOMPARE(runOnce(*w, "adt"), QString("finished"));
+    auto* replay = w->replayPanel();
+    const int steps = w->run().steps();
+    QVERIFY(steps > 1);
+    QCOMPARE(replay->steps(), steps);
+    QVERIFY(replay->slider()->isEnabled());
+    QCOMPARE(replay->step(), steps - 1);  // a finished run shows its end
+
+    replay->setStep(0);  // the prefill: one token, no tree
+    QCOMPARE(w->run().committed(), 1);
+    QCOMPARE(w->heatmaps()->filledCells(RunState::Depth), 1);
+    QCOMPARE(w->imageView()->committed(), 1);
+    QCOMPARE(replay->treeView()->nodeItems(), 0);
+    QVERIFY(replay->treeView()->caption().contains("AR step"));
+
+    replay->setStep(1);  // the first tree: drawn with its nodes, path and ADT's decision
+    const auto* rec = w->shownRecord();
+    QVERIFY(rec);
+    const auto& st = rec->stats.steps[1];
+    QCOMPARE(w->run().committed(), int(st.cum_tokens));
+    QCOMPARE(w->heatmaps()->filledCells(RunState::Depth), int(st.cum_tokens));
+    auto* tree = replay->treeView();
+    QCOMPARE(tree->nodeItems(), int(st.drafted) + 1);
+    QCOMPARE(tree->acceptedItems(), int(st.committed) - (rec->stats.traces[1].has_bonus ? 1 : 0) + 1);
+    QVERIFY2(tree->caption().contains("ADT"), qPrintable(tree->caption()));
+    QVERIFY(tree->caption().contains("initial shape"));
+    QVERIFY(!tree->nodeToolTip(1).isEmpty());
+
+    // Keyboard: the slider's arrows, and Alt+Right / Alt+Left anywhere in the window.
+    replay->slider()->setFocus();
+    QTest::keyClick(replay->slider(), Qt::Key_Right);
+    QCOMPARE(replay->step(), 2);
+    QTest::keyClick(w.get(), Qt::Key_Left, Qt::AltModifier);
+    QCOMPARE(replay->step(), 1);
+    QTest::keyClick(replay->slider(), Qt::Key_End);
+    QCOMPARE(replay->step(), steps - 1);
+    QCOMPARE(w->run().committed(), 16);
+    QCOMPARE(w->heatmaps()->filledCells(RunState::Depth), 16);
+  }
+
+  // Clicking a cell of the image (or a map) shows the target distribution there.
+  void clickingACellShowsItsDistribution() {
+    auto w = openWindow();
+    QVERIFY(w);
+    QCOMPARE(runOnce(*w, "dynamic"), QString("finished"));
+    auto* view = w->imageView();
+    const int cell = 5;  // row 1, col 1 of the 4 x 4 grid
+    QTest::mouseClick(view, Qt::LeftButton, {}, view->cellRect(cell).center().toPoint());
+    QCOMPARE(w->inspectedCell(), cell);
+    auto* dist = w->distributionView();
+    QVERIFY(dist->barCount() > 0);
+    QVERIFY2(dist->headline().contains("(1, 1)"), qPrintable(dist->headline()));
+    const auto* c = w->run().cellTrace(cell);
+    QVERIFY(c);
+    QCOMPARE(dist->barCount(), int(c->top_tokens.size()));
+    QCOMPARE(dist->candidateRows(), int(c->cand_tokens.size()));
+    QVERIFY(dist->headline().contains(c->top1 >= 0.5f ? "simple" : "complex"));
+    // A map click picks the same cell.
+    auto* map = w->heatmaps()->plot(RunState::Top1);
+    QPoint at;
+    for (int y = 0; y < map->height() && at.isNull(); y += 2) {
+      for (int x = 0; x < map->width(); x += 2) {
+        if (w->heatmaps()->cellAt(RunState::Top1, QPointF(x, y)) == 10) {
+          at = QPoint(x, y);
+          break;
+        }
+      }
+    }
+    QVERIFY(!at.isNull());
+    QTest::mouseClick(map, Qt::LeftButton, {}, at);
+    QCOMPARE(w->inspectedCell(), 10);
+  }
+
+  // The gallery keeps every run; selecting one restores its picture, maps and replay.
+  void historyRestoresEarlierRunsAndFeedsTheHistograms() {
+    auto w = openWindow();
+    QVERIFY(w);
+    QCOMPARE(runOnce(*w, "ar"), QString("finished"));
+    const auto first_tokens = w->run().tokens();
+    const QImage first_image = w->imageView()->image();
+    QCOMPARE(runOnce(*w, "adt", "a blue"), QString("finished"));
+    QCOMPARE(w->historyPanel()->count(), 2);
+    QCOMPARE(w->histogramPanel()->runCount(), 2);
+    QVERIFY(w->historyPanel()->itemText(0).contains("adt"));  // newest first
+    const int first_id = w->history().front().id;
+    w->historyPanel()->select(first_id);
+    QCOMPARE(w->shownRecord()->id, first_id);
+    QCOMPARE(w->run().method(), QString("ar"));
+    QCOMPARE(w->run().tokens(), first_tokens);
+    QCOMPARE(w->imageView()->image(), first_image);
+    QCOMPARE(w->replayPanel()->steps(), 16);  // AR: one step per token
+    QCOMPARE(w->histogramPanel()->currentRun(), first_id);
+    QCOMPARE(w->histogramPanel()->lengthBars(), 1);  // AR commits 1 token per step
+    QCOMPARE(w->histogramPanel()->rankBars(), 0);    // and accepts no draft token
+  }
+
+  // A run saved to one file opens again, with its tokens, picture, steps and trees.
+  void runFilesRoundTripAndBadFilesAreRefused() {
+    auto w = openWindow();
+    QVERIFY(w);
+    QCOMPARE(runOnce(*w, "adt"), QString("finished"));
+    const auto tokens = w->shownRecord()->tokens;
+    const QImage image = w->shownRecord()->image;
+    const QString path = tmp_.filePath("one.adtrun.json");
+    QVERIFY(w->saveRunFile(path));
+    QVERIFY(w->openRunFile(path));
+    QCOMPARE(w->historyPanel()->count(), 2);
+    const auto* back = w->shownRecord();
+    QCOMPARE(back->tokens, tokens);
+    QCOMPARE(back->image, image);
+    QCOMPARE(back->stats.traces.size(), back->stats.steps.size());
+    w->replayPanel()->setStep(1);
+    QVERIFY(w->replayPanel()->treeView()->nodeItems() > 1);
+
+    // The CLI's statistics file (no picture) opens too.
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    auto doc = QJsonDocument::fromJson(f.readAll());
+    f.close();
+    auto obj = doc.object();
+    obj.remove("studio");
+    const QString cli = tmp_.filePath("cli-stats.json");
+    QFile g(cli);
+    QVERIFY(g.open(QIODevice::WriteOnly));
+    g.write(QJsonDocument(obj).toJson());
+    g.close();
+    QVERIFY(w->openRunFile(cli));
+    QVERIFY(w->shownRecord()->image.isNull());
+    QCOMPARE(w->shownRecord()->tokens, tokens);
+
+    // Broken files: a clear error, and nothing in the history changes.
+    const int before = w->historyPanel()->count();
+    const QString bad = tmp_.filePath("bad.adtrun.json");
+    QFile b(bad);
+    QVERIFY(b.open(QIODevice::WriteOnly));
+    b.write("{\"format\": \"adtree-stats\", \"version\": 1, \"truncated");
+    b.close();
+    QVERIFY(!w->openRunFile(bad));
+    auto* box = visibleErrorDialog(w.get());
+    QVERIFY(box);
+    QVERIFY2(box->informativeText().contains("not valid JSON"), qPrintable(box->informativeText()));
+    closeErrorDialogs(w.get());
+    obj["tokens"] = QJsonArray{1, 2, 3};
+    QFile m(bad);
+    QVERIFY(m.open(QIODevice::WriteOnly));
+    m.write(QJsonDocument(obj).toJson());
+    m.close();
+    QVERIFY(!w->openRunFile(bad));
+    box = visibleErrorDialog(w.get());
+    QVERIFY(box);
+    QVERIFY2(box->informativeText().contains("steps and tokens disagree"), qPrintable(box->informativeText()));
+    closeErrorDialogs(w.get());
+    QVERIFY(!w->openRunFile(tmp_.filePath("missing.adtrun.json")));
+    closeErrorDialogs(w.get());
+    QCOMPARE(w->historyPanel()->count(), before);
+  }
+
+  void exportsWriteEveryFile() {
+    auto w = openWindow();
+    QVERIFY(w);
+    QCOMPARE(runOnce(*w, "adt"), QString("finished"));
+    QDir out(tmp_.filePath("export"));
+    QVERIFY(out.mkpath("."));
+    QVERIFY(w->exportImage(out.filePath("img.png"), 4));
+    QImage img(out.filePath("img.png"));
+    QCOMPARE(img.size(), w->imageView()->image().size() * 4);
+    QVERIFY(w->exportMaps(out.path(), "run"));
+    for (const char* n : {"depth", "top1", "accept-length", "tree-depth", "tree-width"}) {
+      QImage map(out.filePath(QStringLiteral("run-%1.png").arg(n)));
+      QVERIFY2(!map.isNull() && map.width() >= 320, n);
+    }
+    QVERIFY(w->exportStatsJson(out.filePath("stats.json")));
+    QFile js(out.filePath("stats.json"));
+    QVERIFY(js.open(QIODevice::ReadOnly));
+    const auto stats = QJsonDocument::fromJson(js.readAll()).object();
+    QVERIFY(stats.contains("traces"));
+    QVERIFY(stats["settings"].toObject().contains("method_settings"));  // reproducible
+    QVERIFY(w->exportStatsCsv(out.filePath("cells.csv")));
+    QFile csv(out.filePath("cells.csv"));
+    QVERIFY(csv.open(QIODevice::ReadOnly));
+    const auto lines = QString::fromUtf8(csv.readAll()).split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 1 + 16);
+    QVERIFY(lines[0].startsWith("cell,row,col,token,depth,top1"));
+    QCOMPARE(lines[6].split(',').size(), lines[0].split(',').size());
+    w->replayPanel()->setStep(1);
+    QVERIFY(w->exportTree(out.filePath("tree.svg")));
+    QFile svg(out.filePath("tree.svg"));
+    QVERIFY(svg.open(QIODevice::ReadOnly));
+    QVERIFY(svg.readAll().contains("<svg"));
+    QVERIFY(w->exportTree(out.filePath("tree.png")));
+    QVERIFY(!QImage(out.filePath("tree.png")).isNull());
+    // An unwritable place: a readable error, no crash.
+    QVERIFY(!w->exportStatsCsv("/nonexistent-dir/cells.csv"));
+    QVERIFY(visibleErrorDialog(w.get()));
+    closeErrorDialogs(w.get());
+    QVERIFY(!w->exportImage("/nonexistent-dir/img.png", 2));
+    closeErrorDialogs(w.get());
+  }
+
+  // Two configurations side by side; lossless methods at greedy must agree token for token.
+  void compareChecksIdentityAndShowsDifferences() {
+    auto w = openWindow();
+    QVERIFY(w);
+    w->promptEdit()->setText("a red");
+    auto* c = w->compareWindow();
+    c->show();
+    QVERIFY(c->greedyBox()->isChecked());
+    c->setSide(0, "ar", false);
+    c->setSide(1, "adt", false);
+    QVERIFY(c->runButton()->isEnabled());
+    QSignalSpy done(c, &adtree::ui::CompareWindow::comparisonFinished);
+    QTest::mouseClick(c->runButton(), Qt::LeftButton);
+    QVERIFY(done.wait(kRunMs));
+    QCOMPARE(c->differingCells(), 0);
+    QVERIFY2(c->identityLabel()->text().contains("Identical tokens"), qPrintable(c->identityLabel()->text()));
+    QVERIFY(c->speedLabel()->text().contains("speed-up of B over A"));
+    QCOMPARE(c->imageView(0)->validCells(), 16);
+    QCOMPARE(c->imageView(1)->validCells(), 16);
+    QCOMPARE(c->result(0)->tokens, c->result(1)->tokens);
+
+    // Relaxed acceptance on B: no identity promise, the difference map is the evidence instead.
+    c->setSide(1, "adt", true);
+    QSignalSpy again(c, &adtree::ui::CompareWindow::comparisonFinished);
+    QTest::mouseClick(c->runButton(), Qt::LeftButton);
+    QVERIFY(again.wait(kRunMs));
+    QVERIFY(c->result(1)->label.contains("lantern"));
+    QVERIFY2(c->identityLabel()->text().contains("No token-identity check"), qPrintable(c->identityLabel()->text()));
+    QVERIFY(c->differingCells() >= 0);
+    // The main window's runs are untouched by the comparison's jobs.
+    QCOMPARE(w->historyPanel()->count(), 0);
+  }
+
+  // With traces off the run still works; the tree and distributions say why they are missing.
+  void withoutTracesReplayStillScrubs() {
+    auto w = openWindow();
+    QVERIFY(w);
+    w->traceAction()->setChecked(false);
+    QCOMPARE(runOnce(*w, "adt"), QString("finished"));
+    QVERIFY(!w->run().hasTraces());
+    w->replayPanel()->setStep(1);
+    QCOMPARE(w->replayPanel()->treeView()->nodeItems(), 0);
+    QVERIFY(w->run().committed() < 16);
+    w->inspectCell(3);
+    QCOMPARE(w->distributionView()->barCount(), 0);
+  }
+};
+
+int main(int argc, char** argv) {
+  adtree::configure_threads();
+  const QString runtime = qEnvironmentVariable("XDG_RUNTIME_DIR");
+  if (!runtime.isEmpty()) {
+    QDir().mkpath(runtime);
+    QFile::setPermissions(runtime, QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner);
+  }
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName("adtree-test");
+  QApplication::setApplicationName("test-teaching");
+  TeachingTest t;
+  return QTest::qExec(&t, argc, argv);
+}
+
+#include "test_teaching.moc"

@@ -1,0 +1,63 @@
+#include "ui/method_names.h"
+
+#include <QObject>
+
+namespace adtree::ui {
+
+QString method_label(const QString& m) {
+  if (m == "ar") return QObject::tr("Autoregressive (AR)");
+  if (m == "static") return QObject::tr("Static tree (EAGLE-1)");
+  if (m == "dynamic") return QObject::tr("Dynamic tree (EAGLE-2)");
+  if (m == "adt") return QObject::tr("ADT-Tree");
+  if (m == "sjd") return QObject::tr("SJD (Jacobi)");
+  if (m == "pathspec") return QObject::tr("PathSpec (Jacobi)");
+  return m;
+}
+
+QString method_help(const QString& m) {
+  if (m == "ar") return QObject::tr("One target forward per token: the baseline, always available.");
+  if (m == "static") return QObject::tr("A fixed draft tree from the EAGLE head, verified in one forward.");
+  if (m == "dynamic") return QObject::tr("EAGLE-2: the draft tree grows where the head is confident.");
+  if (m == "adt") {
+    return QObject::tr("Adjacency-adaptive dynamic draft tree: each tree's depth and width start "
+                       "from the neighbouring token's and adapt to how much was accepted.");
+  }
+  if (m == "sjd") return QObject::tr("Speculative Jacobi decoding: training-free, no draft head.");
+  if (m == "pathspec") {
+    return QObject::tr("Several Jacobi chains in parallel; the longest accepted one wins. With more "
+                       "than one chain or PathRelax on it is lossy (see the Jacobi settings).");
+  }
+  return {};
+}
+
+bool is_tree_method(const QString& m) { return m == "static" || m == "dynamic" || m == "adt"; }
+
+MapRanges ranges_for(const decode::DecodeRequest& r) {
+  MapRanges g;
+  const auto& m = r.method;
+  if (m.method == "adt") {
+    g.depth_max = double(m.adt.d_max);
+    g.accept_max = double(m.adt.d_max + 1);
+    g.tree_d_min = double(m.adt.d_min);
+    g.tree_d_max = double(m.adt.d_max);
+    g.tree_k_min = double(m.adt.k_min);
+    g.tree_k_max = double(m.adt.k_max);
+  } else if (m.method == "dynamic") {
+    const double d = double(m.dynamic_tree.depth + 1);
+    g.depth_max = d;
+    g.accept_max = d + 1;
+    g.tree_d_min = g.tree_d_max = d;
+    g.tree_k_min = g.tree_k_max = double(m.dynamic_tree.width);
+  } else if (m.method == "static") {
+    g.depth_max = 5;  // both presets have depth 5
+    g.accept_max = 6;
+  } else if (m.method == "sjd" || m.method == "pathspec") {
+    // Depth = position in the window (SJD) or along the winning chain (PathSpec).
+    const auto n = m.method == "pathspec" ? m.jacobi.path_length : m.jacobi.window;
+    g.depth_max = double(n);
+    g.accept_max = double(n + 1);
+  }
+  return g;
+}
+
+}  // namespace adtree::ui

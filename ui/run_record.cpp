@@ -1,0 +1,156 @@
+#include "ui/run_record.h"
+
+#include <QBuffer>
+#include <QFile>
+#include <QFileInfo>
+#include <QSaveFile>
+
+#include "util/error.h"
+
+namespace adtree::ui {
+
+namespace {
+// Run files larger than this are not runs (a 32x32 traced run is ~1 MB).
+constexpr qint64 kMaxRunFileBytes = 256ll << 20;
+}  // namespace
+
+bool RunRecord::lossless() const {
+  const auto& s = stats.settings;
+  return s.is_object() && s.value("lossless", method == "ar");
+}
+
+bool RunRecord::greedy() const {
+  const auto& s = stats.settings;
+  if (!s.is_object() || !s.contains("sampling") || !s["sampling"].is_object()) return false;
+  return s["sampling"].value("temperature", 1.0) <= 0.0;
+}
+
+QString RunRecord::summaryLine() const {
+  return QStringLiteral("%1 · τ %2 · %3 s · seed %4")
+      .arg(label)
+      .arg(stats.summary.tau, 0, 'f', 2)
+      .arg(elapsedMs / 1000.0, 0, 'f', 2)
+      .arg(seed);
+}
+
+RunRecord recordFromJson(const nlohmann::json& j) {
+  RunRecord r;
+  r.stats = decode::RunStats::from_json(j);
+  const auto& s = r.stats.settings;
+  if (!s.is_object()) throw Error("the run's settings are not an object");
+  r.method = QString::fromStdString(s.value("method", std::string()));
+  if (r.method.isEmpty()) throw Error("the run does not say which method made it");
+  r.label = QString::fromStdString(r.stats.method);
+  r.prompt = QString::fromStdString(s.value("prompt", std::string()));
+  r.model = QString::fromStdString(s.value("model", std::string()));
+  r.seed = s.value("seed", uint64_t(0));
+  if (!j.contains("tokens")) throw Error("the run has no tokens");
+  r.tokens = j.at("tokens").get<std::vector<int64_t>>();
+  const int64_t cells = r.stats.grids.h() * r.stats.grids.w();
+  if (int64_t(r.tokens.size()) > cells) throw Error("the run has more tokens than its grid has cells");
+  int64_t committed = 0;
+  for (const auto& st : r.stats.steps) {
+    if (st.first_cell != committed) throw Error("the run's steps do not follow each other");
+    committed += st.committed;
+  }
+  if (committed != int64_t(r.tokens.size())) throw Error("the run's steps and tokens disagree");
+  r.elapsedMs = r.stats.summary.wall_ms;
+  if (j.contains("studio") && j["studio"].is_object()) {
+    const auto& st = j["studio"];
+    r.elapsedMs = st.value("elapsed_ms", r.elapsedMs);
+    const std::string b64 = st.value("image_png_base64", std::string());
+    if (!b64.empty()) {
+      const QByteArray png = QByteArray::fromBase64(QByteArray::fromStdString(b64));
+      if (!r.image.loadFromData(png, "PNG")) throw Error("the run's picture is not a readable PNG");
+      r.image = r.image.convertToFormat(QImage::Format_RGB888);
+    }
+  }
+  r.json = j;
+  r.json.erase("studio");
+  return r;
+}
+
+RunRecord recordFromFinished(const engine::JobFinished& f) {
+  RunRecord r = recordFromJson(nlohmann::json::parse(f.stats_json));
+  r.elapsedMs = f.elapsed_ms;
+  if (!f.image.empty()) {
+    const auto& im = f.image;
+    r.image = QImage(im.pixels.data(), im.width, im.height, im.width * 3, QImage::Format_RGB888).copy();
+  }
+  return r;
+}
+
+bool saveRunFile(const RunRecord& r, const QString& path, QString* error) {
+  auto fail = [&](const QString& why) {
+    if (error) *error = why;
+    return false;
+  };
+  nlohmann::json j = r.json;
+  nlohmann::json studio = {{"version", 1}, {"elapsed_ms", r.elapsedMs}};
+  if (!r.image.isNull()) {
+    QByteArray png;
+    QBuffer buf(&png);
+    buf.open(QIODevice::WriteOnly);
+    if (!r.image.save(&buf, "PNG")) return fail(QObject::tr("The picture could not be encoded as PNG."));
+    studio["image_png_base64"] = png.toBase64().toStdString();
+  }
+  j["studio"] = studio;
+  QSaveFile f(path);
+  if (!f.open(QIODevice::WriteOnly)) {
+    return fail(QObject::tr("Could not create %1: %2.").arg(path, f.errorString()));
+  }
+  const std::string text = j.dump(1) + "\n";
+  if (f.write(text.data(), qint64(text.size())) != qint64(text.size()) || !f.commit()) {
+    return fail(QObject::tr("Could not write %1: %2 (nothing was changed).").arg(path, f.errorString()));
+  }
+  return true;
+}
+
+std::optional<RunRecord> loadRunFile(const QString& path, QString* error) {
+  auto fail = [&](const QString& why) -> std::optional<RunRecord> {
+    if (error) *error = why;
+    return std::nullopt;
+  };
+  QFile f(path);
+  if (!f.open(QIODevice::ReadOnly)) return fail(QObject::tr("Could not open %1: %2.").arg(path, f.errorString()));
+  if (f.size() > kMaxRunFileBytes) return fail(QObject::tr("%1 is too large to be a run file.").arg(path));
+  const QByteArray data = f.readAll();
+  try {
+    auto j = nlohmann::json::parse(data.constBegin(), data.constEnd());
+    return recordFromJson(j);
+  } catch (const nlohmann::json::exception& e) {
+    return fail(QObject::tr("%1 is not valid JSON: %2").arg(QFileInfo(path).fileName(), e.what()));
+  } catch (const std::exception& e) {
+    return fail(QObject::tr("%1 is not a run: %2").arg(QFileInfo(path).fileName(), e.what()));
+  }
+}
+
+QString cellsCsv(const RunRecord& r) {
+  QString out = QStringLiteral(
+      "cell,row,col,token,depth,top1,accept_len,tree_depth,tree_width,rank,step,step_drafted,"
+      "step_alpha\n");
+  const int w = std::max(1, r.gridW());
+  size_t step = 0;
+  for (size_t c = 0; c < r.tokens.size(); ++c) {
+    while (step + 1 < r.stats.steps.size() && r.stats.steps[step + 1].first_cell <= int64_t(c)) ++step;
+    const auto& st = r.stats.steps.at(step);
+    const auto& cs = r.stats.grids.at(int64_t(c));
+    out += QStringLiteral("%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13\n")
+               .arg(c)
+               .arg(int(c) / w)
+               .arg(int(c) % w)
+               .arg(r.tokens[c])
+               .arg(cs.depth)
+               .arg(double(cs.top1), 0, 'g', 6)
+               .arg(cs.accept_len)
+               .arg(cs.tree_depth)
+               .arg(cs.tree_width)
+               .arg(cs.rank)
+               .arg(st.step)
+               .arg(st.drafted)
+               .arg(st.alpha, 0, 'g', 6);
+  }
+  return out;
+}
+
+}  // namespace adtree::ui

@@ -1,0 +1,405 @@
+#include "ui/tree_view.h"
+
+#include <QApplication>
+#include <QBuffer>
+#include <QGraphicsPathItem>
+#include <QGraphicsScene>
+#include <QGraphicsSimpleTextItem>
+#include <QImage>
+#include <QMouseEvent>
+#include <QPainter>
+#include <QPainterPath>
+#include <QSaveFile>
+#include <QSvgGenerator>
+#include <QWheelEvent>
+#include <algorithm>
+#include <cmath>
+
+namespace adtree::ui {
+
+namespace {
+// Fixed colours, not the palette's: the scene is a figure on white, in a dark theme as well, so an
+// export looks like the screen.
+const QColor kInk(0x1f, 0x29, 0x37);
+const QColor kAcceptFill(0x16, 0xa3, 0x4a), kAcceptBorder(0x14, 0x53, 0x2d);
+const QColor kRootFill(0x16, 0x65, 0x34);
+const QColor kRejectFill(0xe5, 0xe7, 0xeb), kRejectBorder(0x9c, 0xa3, 0xaf),
+    kRejectText(0x6b, 0x72, 0x80);
+const QColor kBonusFill(0xf9, 0x73, 0x16), kBonusBorder(0x9a, 0x34, 0x12);
+
+constexpr double kMaxFitScale = 1.5;  // fitting never blows a 3-node tree up to fill the screen
+constexpr double kMinZoom = 0.05, kMaxZoom = 8;
+constexpr double kPadX = 8, kPadY = 4, kMinBoxW = 34, kColGap = 40, kRowGap = 8, kMargin = 12;
+constexpr double kCaptionGap = 14;
+constexpr int kCellKey = 0;  // QGraphicsItem::data key: the cell a node proposed a token for
+// Exported images stay under this many pixels a side (a 256-leaf tree is ~7000 px tall at 1x).
+constexpr double kMaxExportSide = 16000;
+
+QString num(double v) {
+  return QString::number(v, 'g', 4);
+}
+
+QString cellName(int64_t cell, int gridW) {
+  if (cell < 0) return QStringLiteral("unknown");
+  if (gridW <= 0) return QString::number(cell);
+  return QStringLiteral("(%1, %2)").arg(cell / gridW).arg(cell % gridW);
+}
+
+QString adtLine(const decode::AdtTrace& a) {
+  QString s = QStringLiteral("ADT: (d, k) = (%1, %2)").arg(a.d).arg(a.k);
+  if (!a.origin.empty()) s += QStringLiteral(" from %1").arg(QString::fromStdString(a.origin));
+  s += QStringLiteral("; alpha = a/d = %1 %2 beta %3")
+           .arg(a.alpha, 0, 'f', 2)
+           .arg(a.alpha >= a.beta ? QStringLiteral(">=") : QStringLiteral("<"))
+           .arg(a.beta, 0, 'f', 2);
+  if (!a.rule.empty()) s += QStringLiteral(" -> %1").arg(QString::fromStdString(a.rule));
+  s += QStringLiteral("; next (d, k) = (%1, %2)").arg(a.next_d).arg(a.next_k);
+  return s;
+}
+
+QGraphicsPathItem* makeBox(QGraphicsScene* scene, const QString& label, double w, double h,
+                           const QColor& fill, const QColor& border, const QColor& text, bool bold,
+                           const QFont& base) {
+  QPainterPath shape;
+  shape.addRoundedRect(QRectF(-w / 2, -h / 2, w, h), 6, 6);
+  auto* box = scene->addPath(shape, QPen(border, 1.2), QBrush(fill));
+  box->setZValue(1);
+  auto* t = new QGraphicsSimpleTextItem(label, box);
+  QFont f = base;
+  f.setBold(bold);
+  t->setFont(f);
+  t->setBrush(text);
+  const QRectF r = t->boundingRect();
+  t->setPos(-r.width() / 2, -r.height() / 2);
+  return box;
+}
+}  // namespace
+
+TreeView::TreeView(QWidget* parent) : QGraphicsView(parent) {
+  scene_ = new QGraphicsScene(this);
+  scene_->setBackgroundBrush(Qt::white);
+  setScene(scene_);
+  setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing);
+  setDragMode(QGraphicsView::ScrollHandDrag);
+  setTransformationAnchor(QGraphicsView::AnchorUnderMouse);
+  setResizeAnchor(QGraphicsView::AnchorViewCenter);
+  setToolTip(QString());
+  clear();
+}
+
+void TreeView::resetScene() {
+  scene_->clear();
+  nodes_.clear();
+  bonus_ = nullptr;
+  accepted_ = 0;
+  caption_.clear();
+  user_zoomed_ = false;
+}
+
+void TreeView::clear() {
+  resetScene();
+  caption_ = tr("No step selected.");
+  addCaption(caption_, 0, 0);
+  finishScene();
+}
+
+void TreeView::setTrace(const decode::StepTrace& t, int gridW) {
+  resetScene();
+  if (t.nodes.empty()) {
+    buildArStep(t);
+  } else {
+    buildTree(t, gridW);
+  }
+  finishScene();
+}
+
+void TreeView::buildArStep(const decode::StepTrace& t) {
+  QString token = QStringLiteral("?");
+  if (!t.cells.empty()) {
+    token = QString::number(t.cells.front().token);
+  } else if (t.has_bonus) {
+    token = QString::number(t.bonus);
+  }
+  caption_ =
+      tr("Step %1\nAR step: no draft tree; the target sampled token %2").arg(t.step).arg(token);
+  if (t.has_adt) caption_ += QLatin1Char('\n') + adtLine(t.adt);
+  addCaption(caption_, 0, 0);
+}
+
+void TreeView::buildTree(const decode::StepTrace& t, int gridW) {
+  const auto& nodes = t.nodes;
+  const int n = int(nodes.size());
+  const int64_t rootCell = t.cells.empty() ? -1 : t.cells.front().cell - 1;
+
+  // Children by rank. A parent index outside the trace leaves the node unreachable, so a malformed
+  // trace draws less instead of looping.
+  QVector<QVector<int>> kids(n + 1);
+  for (int i = 1; i < n; ++i) {
+    const int64_t p = nodes[size_t(i)].parent;
+    if (p >= 0 && p < n && p != i) kids[int(p)].push_back(i);
+  }
+  for (auto& k : kids) {
+    std::stable_sort(k.begin(), k.end(),
+                     [&](int a, int b) { return nodes[size_t(a)].rank < nodes[size_t(b)].rank; });
+  }
+  // The bonus is laid out as one more child (index n) of the last accepted node, after the drafted
+  // ones: the tidy layout then keeps it clear of that node's rejected children.
+  if (t.has_bonus) {
+    int last = 0;
+    if (!t.path.empty() && t.path.back() > 0 && t.path.back() < n) {
+      last = int(t.path.back());
+    } else {
+      for (int i = 1; i < n; ++i) {
+        const auto& nd = nodes[size_t(i)];
+        if (nd.accepted && nd.depth > nodes[size_t(last)].depth) last = i;
+      }
+    }
+    kids[last].push_back(n);
+  }
+
+  // Pre-order from the root: leaves take consecutive rows top to bottom; a parent then sits midway
+  // between its first and last child (reverse pre-order sees children before parents).
+  QVector<int> depth(n + 1, -1), parentOf(n + 1, -1), order;
+  QVector<double> row(n + 1, 0);
+  QVector<int> stack{0};
+  depth[0] = 0;
+  while (!stack.isEmpty()) {
+    const int v = stack.takeLast();
+    order.push_back(v);
+    for (int j = int(kids[v].size()) - 1; j >= 0; --j) {
+      const int c = kids[v][j];
+      if (depth[c] >= 0) continue;
+      depth[c] = depth[v] + 1;
+      parentOf[c] = v;
+      stack.push_back(c);
+    }
+  }
+  int slot = 0;
+  for (int v : order) {
+    if (kids[v].isEmpty()) row[v] = slot++;
+  }
+  for (auto it = order.crbegin(); it != order.crend(); ++it) {
+    if (!kids[*it].isEmpty()) row[*it] = (row[kids[*it].front()] + row[kids[*it].back()]) / 2;
+  }
+
+  // Labels first: the widest and tallest set the column and row pitch.
+  const QFont base = font();
+  QFont bold = base;
+  bold.setBold(true);
+  auto label = [&](int v) {
+    return v == n ? tr("bonus %1").arg(t.bonus) : QString::number(nodes[size_t(v)].token);
+  };
+  QVector<QSizeF> size(n + 1);
+  double maxW = kMinBoxW, maxH = 0;
+  for (int v : order) {
+    const bool strong = v == n || nodes[size_t(v)].accepted;
+    QGraphicsSimpleTextItem probe(label(v));
+    probe.setFont(strong ? bold : base);
+    const QRectF r = probe.boundingRect();
+    size[v] = QSizeF(std::max(kMinBoxW, r.width() + 2 * kPadX), r.height() + 2 * kPadY);
+    maxW = std::max(maxW, size[v].width());
+    maxH = std::max(maxH, size[v].height());
+  }
+  const double colPitch = maxW + kColGap, rowPitch = maxH + kRowGap;
+  auto centre = [&](int v) { return QPointF(depth[v] * colPitch + maxW / 2, row[v] * rowPitch); };
+
+  nodes_ = QVector<QGraphicsPathItem*>(n, nullptr);
+  for (int v : order) {
+    const QPointF c = centre(v);
+    const int64_t cell = rootCell < 0 ? -1 : rootCell + depth[v];
+    QGraphicsPathItem* box = nullptr;
+    QString tip;
+    if (v == n) {
+      box = makeBox(scene_, label(v), size[v].width(), size[v].height(), kBonusFill, kBonusBorder,
+                    Qt::white, true, base);
+      tip = tr("bonus token %1, cell %2\nsampled by the target after the accepted path")
+                .arg(t.bonus)
+                .arg(cellName(cell, gridW));
+      bonus_ = box;
+    } else {
+      const auto& nd = nodes[size_t(v)];
+      const bool root = v == 0;
+      if (root || nd.accepted) ++accepted_;
+      if (root) {
+        box = makeBox(scene_, label(v), size[v].width(), size[v].height(), kRootFill, kAcceptBorder,
+                      Qt::white, true, base);
+        tip = tr("root: the last committed token %1, cell %2")
+                  .arg(nd.token)
+                  .arg(cellName(cell, gridW));
+      } else {
+        box = nd.accepted ? makeBox(scene_, label(v), size[v].width(), size[v].height(),
+                                    kAcceptFill, kAcceptBorder, Qt::white, true, base)
+                          : makeBox(scene_, label(v), size[v].width(), size[v].height(),
+                                    kRejectFill, kRejectBorder, kRejectText, false, base);
+        tip = tr("token %1, cell %2\ndepth %3, rank %4 (0 = the draft's best)\ndraft q = %5\n"
+                 "cumulative score (sum of log q) = %6\ntarget p = %7\n%8")
+                  .arg(nd.token)
+                  .arg(cellName(cell, gridW))
+                  .arg(nd.depth)
+                  .arg(nd.rank)
+                  .arg(num(nd.q))
+                  .arg(num(nd.score))
+                  .arg(num(nd.p))
+                  .arg(nd.accepted ? tr("accepted") : tr("rejected"));
+      }
+      nodes_[v] = box;
+    }
+    box->setPos(c);
+    box->setToolTip(tip);
+    if (cell >= 0) box->setData(kCellKey, qint64(cell));
+
+    // The edge from the parent's right side to this node's left side.
+    if (const int p = parentOf[v]; p >= 0) {
+      const QPointF pc = centre(p);
+      const QLineF line(pc.x() + size[p].width() / 2, pc.y(), c.x() - size[v].width() / 2, c.y());
+      QPen pen(kRejectBorder, 1);
+      if (v == n) {
+        pen = QPen(kBonusFill, 2.5, Qt::DashLine);
+      } else if (nodes[size_t(v)].accepted && (p == 0 || nodes[size_t(p)].accepted)) {
+        pen = QPen(kAcceptFill, 3.5);
+      }
+      pen.setCapStyle(Qt::RoundCap);
+      scene_->addLine(line, pen)->setZValue(0);
+    }
+  }
+
+  const int drawn = int(nodes_.size() - std::count(nodes_.begin(), nodes_.end(), nullptr));
+  const int64_t committed =
+      t.cells.empty() ? int64_t(t.path.size()) + (t.has_bonus ? 1 : 0) : int64_t(t.cells.size());
+  caption_ = tr("Step %1: %2 nodes drawn").arg(t.step).arg(drawn);
+  if (t.nodes_dropped > 0) caption_ += tr(" (+ %1 dropped)").arg(t.nodes_dropped);
+  caption_ += tr("; accepted length %1").arg(t.path.size());
+  if (t.has_bonus) caption_ += tr(" + bonus %1").arg(t.bonus);
+  caption_ += tr(" -> %1 tokens committed").arg(committed);
+  if (rootCell >= 0) caption_ += tr("; root at cell %1").arg(cellName(rootCell, gridW));
+  if (t.has_adt) caption_ += QLatin1Char('\n') + adtLine(t.adt);
+  addCaption(caption_, scene_->itemsBoundingRect().top(), 0);
+}
+
+void TreeView::addCaption(const QString& text, double bottom, double left) {
+  auto* item = scene_->addSimpleText(text, font());
+  item->setBrush(kInk);
+  item->setPos(left, bottom - kCaptionGap - item->boundingRect().height());
+}
+
+void TreeView::finishScene() {
+  scene_->setSceneRect(scene_->itemsBoundingRect().adjusted(-kMargin, -kMargin, kMargin, kMargin));
+  fitScene();
+}
+
+void TreeView::fitScene() {
+  const QRectF r = scene_->sceneRect();
+  if (r.isEmpty()) return;
+  fitInView(r, Qt::KeepAspectRatio);
+  if (transform().m11() > kMaxFitScale) {
+    setTransform(QTransform::fromScale(kMaxFitScale, kMaxFitScale));
+    centerOn(r.center());
+  }
+}
+
+int TreeView::nodeItems() const {
+  return int(nodes_.size() - std::count(nodes_.begin(), nodes_.end(), nullptr));
+}
+int TreeView::acceptedItems() const {
+  return accepted_;
+}
+int TreeView::rejectedItems() const {
+  return nodeItems() - accepted_;
+}
+
+QString TreeView::nodeToolTip(int nodeIndex) const {
+  if (nodeIndex < 0 || nodeIndex >= nodes_.size() || !nodes_[nodeIndex]) return {};
+  return nodes_[nodeIndex]->toolTip();
+}
+
+bool TreeView::savePng(const QString& path, int scale) {
+  const QRectF src = scene_->sceneRect();
+  if (src.isEmpty()) return false;
+  scale = std::clamp(scale, 1, 8);
+  while (scale > 1 && std::max(src.width(), src.height()) * scale > kMaxExportSide) --scale;
+  const QSize px(int(std::ceil(src.width() * scale)), int(std::ceil(src.height() * scale)));
+  QImage img(px, QImage::Format_ARGB32_Premultiplied);
+  if (img.isNull()) return false;
+  img.fill(Qt::white);
+  {
+    QPainter p(&img);
+    p.setRenderHints(QPainter::Antialiasing | QPainter::TextAntialiasing);
+    scene_->render(&p, QRectF(img.rect()), src, Qt::KeepAspectRatio);
+  }
+  // QSaveFile: a failed write leaves no half-written file behind.
+  QSaveFile f(path);
+  if (!f.open(QIODevice::WriteOnly)) return false;
+  if (!img.save(&f, "PNG")) {
+    f.cancelWriting();
+    return false;
+  }
+  return f.commit();
+}
+
+bool TreeView::saveSvg(const QString& path) {
+  const QRectF src = scene_->sceneRect();
+  if (src.isEmpty()) return false;
+  // Rendered into memory first: QSvgGenerator only warns when its file cannot be opened, so the
+  // file is written (and its errors seen) here.
+  QBuffer buf;
+  buf.open(QIODevice::WriteOnly);
+  {
+    QSvgGenerator gen;
+    gen.setOutputDevice(&buf);
+    gen.setSize(src.size().toSize());
+    gen.setViewBox(QRectF(QPointF(0, 0), src.size()));
+    gen.setTitle(tr("ADT-Tree Studio draft tree"));
+    gen.setDescription(caption_);
+    QPainter p;
+    if (!p.begin(&gen)) return false;
+    p.fillRect(QRectF(QPointF(0, 0), src.size()), Qt::white);
+    scene_->render(&p, QRectF(QPointF(0, 0), src.size()), src, Qt::KeepAspectRatio);
+    p.end();
+  }
+  QSaveFile f(path);
+  if (!f.open(QIODevice::WriteOnly)) return false;
+  if (f.write(buf.data()) != buf.data().size()) {
+    f.cancelWriting();
+    return false;
+  }
+  return f.commit();
+}
+
+void TreeView::wheelEvent(QWheelEvent* event) {
+  if (!(event->modifiers() & Qt::ControlModifier)) {
+    QGraphicsView::wheelEvent(event);
+    return;
+  }
+  const double now = transform().m11();
+  const double want =
+      std::clamp(now * std::pow(1.15, event->angleDelta().y() / 120.0), kMinZoom, kMaxZoom);
+  if (now > 0) scale(want / now, want / now);
+  user_zoomed_ = true;
+  event->accept();
+}
+
+void TreeView::resizeEvent(QResizeEvent* event) {
+  QGraphicsView::resizeEvent(event);
+  if (!user_zoomed_) fitScene();
+}
+
+void TreeView::mousePressEvent(QMouseEvent* event) {
+  press_pos_ = event->pos();
+  QGraphicsView::mousePressEvent(event);
+}
+
+void TreeView::mouseReleaseEvent(QMouseEvent* event) {
+  QGraphicsView::mouseReleaseEvent(event);
+  // A click, not the end of a hand drag.
+  if (event->button() != Qt::LeftButton ||
+      (event->pos() - press_pos_).manhattanLength() >= QApplication::startDragDistance()) {
+    return;
+  }
+  QGraphicsItem* item = itemAt(event->pos());
+  if (!item) return;
+  item = item->topLevelItem();
+  const QVariant cell = item->data(kCellKey);
+  if (cell.isValid()) Q_EMIT cellActivated(int(cell.toLongLong()));
+}
+
+}  // namespace adtree::ui
