@@ -48,7 +48,8 @@ DistributionView::DistributionView(QWidget* parent) : QWidget(parent) {
   headline_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   col->addWidget(headline_);
 
-  auto* split = new QSplitter(Qt::Vertical, this);
+  // Chart beside table: the view lives in a wide, short dock under the maps.
+  auto* split = new QSplitter(Qt::Horizontal, this);
   col->addWidget(split, 1);
   auto* top = new QWidget(split);
   auto* topCol = new QVBoxLayout(top);
@@ -128,12 +129,14 @@ DistributionView::DistributionView(QWidget* parent) : QWidget(parent) {
   split->addWidget(top);
   split->addWidget(table_);
   split->setStretchFactor(0, 3);
-  split->setStretchFactor(1, 1);
+  split->setStretchFactor(1, 2);
+  split->setChildrenCollapsible(false);
   clear();
 }
 
 void DistributionView::clear() {
-  headline_->setText(tr("No cell selected."));
+  headline_->setText(tr("Click a cell of the image or of a map: the target's distribution there, "
+                        "and what the draft offered, appear here."));
   others_->data()->clear();
   committed_->data()->clear();
   cands_->data()->clear();

@@ -240,14 +240,17 @@ void MainWindow::buildUi() {
 
   // The teaching and research views (GUI.md "Beyond a single run"): docks, so a class can show
   // just the replay and the tree, and a researcher can float the inspector next to the maps.
+  // All under the maps: the replay strip, and beside it the inspector, histograms and history as
+  // tabs, so the image and maps keep the window's full width.
   replay_ = new ReplayPanel;
   replay_dock_ = addDock(tr("Replay and draft tree"), "replayDock", replay_, Qt::BottomDockWidgetArea);
   inspector_ = new DistributionView;
-  inspector_dock_ = addDock(tr("Token distribution"), "inspectorDock", inspector_, Qt::RightDockWidgetArea);
+  inspector_dock_ = addDock(tr("Token distribution"), "inspectorDock", inspector_, Qt::BottomDockWidgetArea);
+  splitDockWidget(replay_dock_, inspector_dock_, Qt::Horizontal);
   histograms_ = new HistogramPanel;
-  histogram_dock_ = addDock(tr("Acceptance histograms"), "histogramDock", histograms_, Qt::RightDockWidgetArea);
+  histogram_dock_ = addDock(tr("Acceptance histograms"), "histogramDock", histograms_, Qt::BottomDockWidgetArea);
   history_panel_ = new HistoryPanel;
-  history_dock_ = addDock(tr("History"), "historyDock", history_panel_, Qt::RightDockWidgetArea);
+  history_dock_ = addDock(tr("History"), "historyDock", history_panel_, Qt::BottomDockWidgetArea);
   tabifyDockWidget(inspector_dock_, histogram_dock_);
   tabifyDockWidget(histogram_dock_, history_dock_);
   inspector_dock_->raise();
@@ -420,7 +423,7 @@ void MainWindow::loadSettings() {
   QSettings s;
   // First start: a size that shows the image, the maps and the plots together.
   if (!restoreGeometry(s.value("window/geometry").toByteArray())) resize(1280, 800);
-  restoreState(s.value("window/state").toByteArray());
+  first_layout_ = !restoreState(s.value("window/state").toByteArray());
   // First start: image 40%, maps 60%; maps and plots 5:2 in height.
   if (!top_split_->restoreState(s.value("window/topSplit").toByteArray())) top_split_->setSizes({400, 600});
   if (!main_split_->restoreState(s.value("window/mainSplit").toByteArray())) main_split_->setSizes({500, 200});
@@ -909,7 +912,8 @@ void MainWindow::showRecord(const RunRecord& r) {
 }
 
 void MainWindow::onReplayStep(int step) {
-  if (isRunning() || step < 0 || run_.steps() == 0) return;
+  // Only a finished (or restored) run can be replayed; a live one is still growing.
+  if (step < 0 || run_.steps() == 0 || !run_.finished()) return;
   run_.setViewStep(step);
   const int shown = run_.committed();
   if (!last_image_.isNull()) image_->setPreview(last_image_, shown);
@@ -943,6 +947,18 @@ void MainWindow::inspectCell(int cell) {
                                 "distribution at a cell was not kept."),
         6000);
   }
+}
+
+void MainWindow::raiseDock(const QString& name) {
+  QDockWidget* d = name == "inspector"    ? inspector_dock_
+                   : name == "histograms" ? histogram_dock_
+                   : name == "history"    ? history_dock_
+                   : name == "replay"     ? replay_dock_
+                   : name == "settings"   ? settings_dock_
+                                          : nullptr;
+  if (!d) return;
+  d->show();
+  d->raise();
 }
 
 // ---- files and exports ------------------------------------------------------------------------
@@ -1132,6 +1148,16 @@ void MainWindow::openCompare() {
   c->show();
   c->raise();
   c->activateWindow();
+}
+
+void MainWindow::showEvent(QShowEvent* e) {
+  QMainWindow::showEvent(e);
+  if (!first_layout_) return;
+  first_layout_ = false;
+  // First start, at the window's real size: the replay strip and the inspector share the bottom
+  // third and leave the image, maps and plots the rest.
+  resizeDocks({replay_dock_, inspector_dock_}, {width() * 55 / 100, width() * 45 / 100}, Qt::Horizontal);
+  resizeDocks({replay_dock_}, {std::max(220, height() * 30 / 100)}, Qt::Vertical);
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {

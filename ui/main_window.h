@@ -103,6 +103,8 @@ class MainWindow : public QMainWindow {
   void showHistoryRun(int id);
   // The token distribution view for `cell` (as a click on the image or a map does).
   void inspectCell(int cell);
+  // Brings a dock to the front: "inspector", "histograms", "history", "replay" or "settings".
+  void raiseDock(const QString& name);
 
  public Q_SLOTS:
   void generate();
@@ -116,6 +118,7 @@ class MainWindow : public QMainWindow {
 
  protected:
   void closeEvent(QCloseEvent* e) override;
+  void showEvent(QShowEvent* e) override;
 
  private:
   void buildUi();
@@ -197,6 +200,7 @@ class MainWindow : public QMainWindow {
   int shown_id_ = 0;
   int next_run_id_ = 1;
   int inspected_cell_ = -1;
+  bool first_layout_ = false;  // no saved layout: size the docks when first shown
   QSplitter* top_split_ = nullptr;
   QSplitter* main_split_ = nullptr;
   QLabel* model_label_ = nullptr;

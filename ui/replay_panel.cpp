@@ -3,6 +3,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QSlider>
+#include <QStyle>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -16,16 +17,16 @@ ReplayPanel::ReplayPanel(QWidget* parent) : QWidget(parent) {
   v->setSpacing(4);
   auto* row = new QHBoxLayout;
   row->setSpacing(4);
-  auto button = [&](const QString& text, const QString& tip) {
+  auto button = [&](QStyle::StandardPixmap icon, const QString& tip) {
     auto* b = new QToolButton(this);
-    b->setText(text);
+    b->setIcon(style()->standardIcon(icon));
     b->setToolTip(tip);
     b->setAutoRaise(true);
     row->addWidget(b);
     return b;
   };
-  first_ = button(QStringLiteral("⏮"), tr("First step (Home)"));
-  back_ = button(QStringLiteral("◀"), tr("Previous step (Alt+Left)"));
+  first_ = button(QStyle::SP_MediaSkipBackward, tr("First step (Home)"));
+  back_ = button(QStyle::SP_MediaSeekBackward, tr("Previous step (Alt+Left)"));
   slider_ = new QSlider(Qt::Horizontal, this);
   slider_->setObjectName("replaySlider");
   slider_->setToolTip(tr("Scrub through the run's steps; arrows, PageUp/PageDown, Home and End "
@@ -33,13 +34,18 @@ ReplayPanel::ReplayPanel(QWidget* parent) : QWidget(parent) {
   slider_->setPageStep(10);
   slider_->setTickPosition(QSlider::NoTicks);
   row->addWidget(slider_, 1);
-  fwd_ = button(QStringLiteral("▶"), tr("Next step (Alt+Right)"));
-  last_ = button(QStringLiteral("⏭"), tr("Last step: the whole run (End)"));
+  fwd_ = button(QStyle::SP_MediaSeekForward, tr("Next step (Alt+Right)"));
+  last_ = button(QStyle::SP_MediaSkipForward, tr("Last step: the whole run (End)"));
   label_ = new QLabel(this);
   label_->setObjectName("replayLabel");
   label_->setMinimumWidth(260);
   row->addWidget(label_);
   v->addLayout(row);
+  detail_ = new QLabel(this);
+  detail_->setObjectName("replayDetail");
+  detail_->setWordWrap(true);
+  detail_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  v->addWidget(detail_);
   tree_ = new TreeView(this);
   tree_->setObjectName("treeView");
   v->addWidget(tree_, 1);
@@ -80,6 +86,7 @@ void ReplayPanel::clearRun(const QString& why) {
   }
   label_->setText(why);
   tree_->clear();
+  detail_->clear();
 }
 
 void ReplayPanel::setStep(int step) {
@@ -98,14 +105,20 @@ QString ReplayPanel::stepText() const {
   return tr("Step %1 of %2%3").arg(s).arg(steps_ - 1).arg(s == steps_ - 1 ? tr(" (end)") : QString());
 }
 
+QString ReplayPanel::detailText() const { return detail_->text(); }
+
 void ReplayPanel::showTrace(const decode::StepTrace* trace, const decode::StepRecord* record) {
   if (!trace) {
     tree_->clear();
-    label_->setText(stepText() + (record ? tr(" · no trace recorded: the tree cannot be drawn")
-                                         : QString()));
+    detail_->setText(record ? tr("Step %1 committed %2 token(s). No trace was recorded for this run "
+                                 "(Run ▸ Record Step Traces), so its tree cannot be drawn.")
+                                  .arg(record->step)
+                                  .arg(record->committed)
+                            : QString());
     return;
   }
   tree_->setTrace(*trace, grid_w_);
+  detail_->setText(tree_->caption());
 }
 
 }  // namespace adtree::ui

@@ -35,6 +35,7 @@ class ReplayPanel : public QWidget {
   QSlider* slider() const { return slider_; }
   TreeView* treeView() const { return tree_; }
   QString stepText() const;
+  QString detailText() const;
 
  public Q_SLOTS:
   void stepBack();
@@ -47,6 +48,7 @@ class ReplayPanel : public QWidget {
   QSlider* slider_ = nullptr;
   QToolButton *first_ = nullptr, *back_ = nullptr, *fwd_ = nullptr, *last_ = nullptr;
   QLabel* label_ = nullptr;
+  QLabel* detail_ = nullptr;  // the tree's caption at a readable size, whatever the zoom
   TreeView* tree_ = nullptr;
   int steps_ = 0;
   int grid_w_ = 1;

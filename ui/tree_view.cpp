@@ -29,7 +29,18 @@ const QColor kBonusFill(0xf9, 0x73, 0x16), kBonusBorder(0x9a, 0x34, 0x12);
 
 constexpr double kMaxFitScale = 1.5;  // fitting never blows a 3-node tree up to fill the screen
 constexpr double kMinZoom = 0.05, kMaxZoom = 8;
-constexpr double kPadX = 8, kPadY = 4, kMinBoxW = 34, kColGap = 40, kRowGap = 8, kMargin = 12;
+// Shows the exported caption for the duration of one export.
+struct CaptionShown {
+  explicit CaptionShown(QGraphicsItem* item) : item_(item) {
+    if (item_) item_->setVisible(true);
+  }
+  ~CaptionShown() {
+    if (item_) item_->setVisible(false);
+  }
+  QGraphicsItem* item_;
+};
+constexpr double kMinReadScale = 0.8;  // below this, node labels are hard to read
+constexpr double kPadX = 8, kPadY = 4, kMinBoxW = 34, kSiblingGap = 4, kLevelGap = 24, kMargin = 12;
 constexpr double kCaptionGap = 14;
 constexpr int kCellKey = 0;  // QGraphicsItem::data key: the cell a node proposed a token for
 // Exported images stay under this many pixels a side (a 256-leaf tree is ~7000 px tall at 1x).
@@ -88,6 +99,8 @@ TreeView::TreeView(QWidget* parent) : QGraphicsView(parent) {
 }
 
 void TreeView::resetScene() {
+  has_focus_ = false;
+  export_caption_ = nullptr;
   scene_->clear();
   nodes_.clear();
   bonus_ = nullptr;
@@ -98,7 +111,7 @@ void TreeView::resetScene() {
 
 void TreeView::clear() {
   resetScene();
-  caption_ = tr("No step selected.");
+  caption_ = tr("No step selected: finish a run, then scrub with the slider above.");
   addCaption(caption_, 0, 0);
   finishScene();
 }
@@ -157,7 +170,7 @@ void TreeView::buildTree(const decode::StepTrace& t, int gridW) {
     kids[last].push_back(n);
   }
 
-  // Pre-order from the root: leaves take consecutive rows top to bottom; a parent then sits midway
+  // Pre-order from the root: leaves take consecutive slots left to right; a parent then sits midway
   // between its first and last child (reverse pre-order sees children before parents).
   QVector<int> depth(n + 1, -1), parentOf(n + 1, -1), order;
   QVector<double> row(n + 1, 0);
@@ -200,8 +213,10 @@ void TreeView::buildTree(const decode::StepTrace& t, int gridW) {
     maxW = std::max(maxW, size[v].width());
     maxH = std::max(maxH, size[v].height());
   }
-  const double colPitch = maxW + kColGap, rowPitch = maxH + kRowGap;
-  auto centre = [&](int v) { return QPointF(depth[v] * colPitch + maxW / 2, row[v] * rowPitch); };
+  // Top-down: depth runs down the view, siblings side by side. Draft trees are wide and shallow
+  // (tens of leaves, at most ~10 levels) and the replay dock is wide and short, so this fills it.
+  const double slotPitch = maxW + kSiblingGap, levelPitch = maxH + kLevelGap;
+  auto centre = [&](int v) { return QPointF(row[v] * slotPitch + maxW / 2, depth[v] * levelPitch); };
 
   nodes_ = QVector<QGraphicsPathItem*>(n, nullptr);
   for (int v : order) {
@@ -246,12 +261,18 @@ void TreeView::buildTree(const decode::StepTrace& t, int gridW) {
     }
     box->setPos(c);
     box->setToolTip(tip);
+    // The view opens on the end of the accepted path (the bonus, else the deepest accepted node).
+    if (v == n || (v > 0 && nodes[size_t(v)].accepted && !bonus_ &&
+                   (!has_focus_ || c.y() >= focus_.y()))) {
+      focus_ = c;
+      has_focus_ = true;
+    }
     if (cell >= 0) box->setData(kCellKey, qint64(cell));
 
-    // The edge from the parent's right side to this node's left side.
+    // The edge from the parent's bottom to this node's top.
     if (const int p = parentOf[v]; p >= 0) {
       const QPointF pc = centre(p);
-      const QLineF line(pc.x() + size[p].width() / 2, pc.y(), c.x() - size[v].width() / 2, c.y());
+      const QLineF line(pc.x(), pc.y() + size[p].height() / 2, c.x(), c.y() - size[v].height() / 2);
       QPen pen(kRejectBorder, 1);
       if (v == n) {
         pen = QPen(kBonusFill, 2.5, Qt::DashLine);
@@ -273,26 +294,52 @@ void TreeView::buildTree(const decode::StepTrace& t, int gridW) {
   caption_ += tr(" -> %1 tokens committed").arg(committed);
   if (rootCell >= 0) caption_ += tr("; root at cell %1").arg(cellName(rootCell, gridW));
   if (t.has_adt) caption_ += QLatin1Char('\n') + adtLine(t.adt);
-  addCaption(caption_, scene_->itemsBoundingRect().top(), 0);
+  // On screen the replay panel shows the caption at a readable size; the scene keeps it, hidden,
+  // for exported figures (PNG, SVG), which must explain themselves.
+  export_caption_ = addCaption(caption_, scene_->itemsBoundingRect().top(), 0);
+  export_caption_->setVisible(false);
 }
 
-void TreeView::addCaption(const QString& text, double bottom, double left) {
+QGraphicsSimpleTextItem* TreeView::addCaption(const QString& text, double bottom, double left) {
   auto* item = scene_->addSimpleText(text, font());
   item->setBrush(kInk);
   item->setPos(left, bottom - kCaptionGap - item->boundingRect().height());
+  return item;
 }
 
 void TreeView::finishScene() {
-  scene_->setSceneRect(scene_->itemsBoundingRect().adjusted(-kMargin, -kMargin, kMargin, kMargin));
+  QRectF r;
+  for (auto* item : scene_->items()) {
+    if (item != export_caption_) r |= item->sceneBoundingRect();
+  }
+  scene_->setSceneRect(r.adjusted(-kMargin, -kMargin, kMargin, kMargin));
   fitScene();
+}
+
+QRectF TreeView::exportRect() const {
+  QRectF r = scene_->sceneRect();
+  if (export_caption_) r |= export_caption_->sceneBoundingRect().adjusted(-kMargin, -kMargin, kMargin, kMargin);
+  return r;
 }
 
 void TreeView::fitScene() {
   const QRectF r = scene_->sceneRect();
   if (r.isEmpty()) return;
-  fitInView(r, Qt::KeepAspectRatio);
-  if (transform().m11() > kMaxFitScale) {
-    setTransform(QTransform::fromScale(kMaxFitScale, kMaxFitScale));
+  const QSizeF vp = viewport()->size();
+  const double fit = std::min(vp.width() / r.width(), vp.height() / r.height());
+  // A wide tree (40+ leaves) fitted whole would shrink its labels below reading size: then fit
+  // its height instead (up to kMinReadScale) and scroll sideways. Children are ordered by draft
+  // rank, so the accepted path runs down the left: the view starts there.
+  double scale = std::min(fit, kMaxFitScale);
+  if (scale < kMinReadScale) scale = std::max(scale, std::min(kMinReadScale, vp.height() / r.height()));
+  setTransform(QTransform::fromScale(scale, scale));
+  if (scale > fit + 1e-9) {
+    // Horizontally on the accepted path's end, kept inside the scene.
+    const double half = vp.width() / (2 * scale);
+    const double x = has_focus_ ? std::clamp(focus_.x(), r.left() + half, r.right() - half)
+                                : r.left() + half;
+    centerOn(QPointF(x, r.center().y()));
+  } else {
     centerOn(r.center());
   }
 }
@@ -313,7 +360,8 @@ QString TreeView::nodeToolTip(int nodeIndex) const {
 }
 
 bool TreeView::savePng(const QString& path, int scale) {
-  const QRectF src = scene_->sceneRect();
+  const QRectF src = exportRect();
+  const CaptionShown shown(export_caption_);
   if (src.isEmpty()) return false;
   scale = std::clamp(scale, 1, 8);
   while (scale > 1 && std::max(src.width(), src.height()) * scale > kMaxExportSide) --scale;
@@ -337,7 +385,8 @@ bool TreeView::savePng(const QString& path, int scale) {
 }
 
 bool TreeView::saveSvg(const QString& path) {
-  const QRectF src = scene_->sceneRect();
+  const QRectF src = exportRect();
+  const CaptionShown shown(export_caption_);
   if (src.isEmpty()) return false;
   // Rendered into memory first: QSvgGenerator only warns when its file cannot be opened, so the
   // file is written (and its errors seen) here.

@@ -1,5 +1,5 @@
 // TreeView: one decoding step's draft tree (GUI.md "Beyond a single run", replay), drawn from the
-// step's plain StepTrace: depth grows to the right, siblings stack by draft rank, the accepted path
+// step's plain StepTrace: depth grows downwards, siblings sit side by side by draft rank, the accepted path
 // and the bonus token stand out, and what ADT-Tree decided for the step is spelled out above. The
 // scene is a figure (white, fixed colours), so what is exported as PNG or SVG is what is shown.
 #pragma once
@@ -11,6 +11,7 @@
 
 class QGraphicsScene;
 class QGraphicsPathItem;
+class QGraphicsSimpleTextItem;
 
 namespace adtree::ui {
 
@@ -55,7 +56,8 @@ class TreeView : public QGraphicsView {
   void resetScene();
   void buildTree(const decode::StepTrace& t, int gridW);
   void buildArStep(const decode::StepTrace& t);
-  void addCaption(const QString& text, double bottom, double left);
+  QGraphicsSimpleTextItem* addCaption(const QString& text, double bottom, double left);
+  QRectF exportRect() const;  // the scene plus the caption drawn into exports
   void finishScene();
   void fitScene();
 
@@ -63,6 +65,9 @@ class TreeView : public QGraphicsView {
   QVector<QGraphicsPathItem*> nodes_;  // by trace node index; nullptr where not drawn
   QGraphicsPathItem* bonus_ = nullptr;
   QString caption_;
+  QGraphicsSimpleTextItem* export_caption_ = nullptr;  // a tree's caption: hidden on screen
+  QPointF focus_;          // where a scrolled view is centred: the accepted path's end
+  bool has_focus_ = false;
   int accepted_ = 0;
   bool user_zoomed_ = false;  // Ctrl+wheel used since the last setTrace: resizing keeps the zoom
   QPoint press_pos_;

@@ -16,10 +16,12 @@
 #include <QTimer>
 #include <cstdio>
 
+#include "ui/compare_window.h"
 #include "ui/heatmap_panel.h"
 #include "ui/main_window.h"
 #include "ui/plot_panel.h"
 #include "ui/prompt_edit.h"
+#include "ui/replay_panel.h"
 #include "ui/stall_meter.h"
 #include "util/threads.h"
 
@@ -57,7 +59,20 @@ int main(int argc, char** argv) {
                              "milliseconds between live previews of the "
                              "partial image (0 = none)",
                              "MS", "100");
-  cli.addOptions({run, method, seed, bench, size, preview, stall});
+  QCommandLineOption replay("replay-step",
+                            "with --run: when it finishes, show step N in the replay "
+                            "(demos, teaching, screenshots)",
+                            "N");
+  QCommandLineOption inspect("inspect",
+                             "with --run: when it finishes, open the token distribution of "
+                             "cell N (raster order)",
+                             "N");
+  QCommandLineOption dock("show-dock",
+                          "raise this dock first: inspector, histograms or history", "NAME");
+  QCommandLineOption compare("compare",
+                             "with --run: also open the compare window, AR against --method, "
+                             "and run both");
+  cli.addOptions({run, method, seed, bench, size, preview, stall, replay, inspect, dock, compare});
   cli.process(app);
 
   adtree::ui::MainWindow w(cli.value(preview).toDouble());
@@ -103,6 +118,23 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "adtree-studio: the model could not be loaded: %s\n", qPrintable(message));
     QCoreApplication::exit(1);
   });
+  if (cli.isSet(replay) || cli.isSet(inspect) || cli.isSet(dock) || cli.isSet(compare)) {
+    QObject::connect(
+        &w, &adtree::ui::MainWindow::generationFinished, &w,
+        [&] {
+          // The cell first: a replayed step hides the cells committed after it.
+          if (cli.isSet(inspect)) w.inspectCell(cli.value(inspect).toInt());
+          if (cli.isSet(replay)) w.replayPanel()->setStep(cli.value(replay).toInt());
+          if (cli.isSet(dock)) w.raiseDock(cli.value(dock));
+          if (cli.isSet(compare)) {
+            auto* c = w.compareWindow();
+            c->setSide(0, "ar", false);
+            c->show();
+            c->runBoth();
+          }
+        },
+        Qt::SingleShotConnection);
+  }
   if (benchmark) {
     QObject::connect(&w, &adtree::ui::MainWindow::generationEnded, &w, [&](const QString& how) {
       // Measured to the end of the event-loop turn that paints the final state: end-to-end means

@@ -167,20 +167,20 @@ class ViewsTest : public QObject {
     const QPointF root = pos("root"), c1 = pos("token 101,"), c2 = pos("token 102,"),
                   c3 = pos("token 103,"), g1 = pos("token 201,"), g2 = pos("token 202,"),
                   bonus = pos("bonus token 300");
-    // Depth to the right, one column per depth.
-    QVERIFY(root.x() < c1.x());
-    QCOMPARE(c1.x(), c2.x());
-    QCOMPARE(c2.x(), c3.x());
-    QVERIFY(c1.x() < g1.x());
-    QCOMPARE(g1.x(), g2.x());
-    QVERIFY(bonus.x() > g1.x());  // after the last accepted node
-    // Siblings by rank top to bottom, parents centred on their children.
-    QVERIFY(c1.y() < c2.y() && c2.y() < c3.y());
-    QVERIFY(g1.y() < g2.y());
-    QCOMPARE(root.y(), (c1.y() + c3.y()) / 2);
-    QCOMPARE(c1.y(), (g1.y() + g2.y()) / 2);
-    // The bonus is the last accepted node's only child: on its row.
-    QCOMPARE(bonus.y(), g1.y());
+    // Depth downwards, one row per depth.
+    QVERIFY(root.y() < c1.y());
+    QCOMPARE(c1.y(), c2.y());
+    QCOMPARE(c2.y(), c3.y());
+    QVERIFY(c1.y() < g1.y());
+    QCOMPARE(g1.y(), g2.y());
+    QVERIFY(bonus.y() > g1.y());  // after the last accepted node
+    // Siblings by rank left to right, parents centred on their children.
+    QVERIFY(c1.x() < c2.x() && c2.x() < c3.x());
+    QVERIFY(g1.x() < g2.x());
+    QCOMPARE(root.x(), (c1.x() + c3.x()) / 2);
+    QCOMPARE(c1.x(), (g1.x() + g2.x()) / 2);
+    // The bonus is the last accepted node's only child: in its column.
+    QCOMPARE(bonus.x(), g1.x());
   }
 
   void treeCaptionAndTooltips() {
