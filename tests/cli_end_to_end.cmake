@@ -55,6 +55,26 @@ foreach(method static dynamic adt sjd pathspec)
     message(FATAL_ERROR "greedy ${method} tokens differ from AR:\n${toks_${method}}\n${toks_ar}")
   endif()
 endforeach()
+# --trace: every step's tree and distributions go into the statistics (what the studio opens).
+run_ok(${ADTREE} generate --model ${WORK}/model --prompt "a red cat" --seed 1 --method adt
+       --out ${WORK}/traced.png --stats ${WORK}/traced.json --trace --quiet)
+file(READ "${WORK}/traced.json" js)
+string(JSON n_steps LENGTH "${js}" steps)
+string(JSON n_traces LENGTH "${js}" traces)
+if(NOT n_steps EQUAL n_traces)
+  message(FATAL_ERROR "--trace wrote ${n_traces} traces for ${n_steps} steps")
+endif()
+string(JSON adt_rule GET "${js}" traces 1 adt rule)
+string(JSON n_top LENGTH "${js}" traces 1 cells 0 top_tokens)
+if(NOT adt_rule MATCHES "alpha" OR n_top LESS 2)
+  message(FATAL_ERROR "the trace of step 1 lacks its ADT rule or distribution: ${adt_rule} ${n_top}")
+endif()
+string(JSON has_traces ERROR_VARIABLE no_traces GET "${stats}" traces)
+if(NOT no_traces)
+  message(FATAL_ERROR "statistics without --trace carry traces")
+endif()
+run_fails("--trace needs --stats" ${ADTREE} generate --model ${WORK}/model --prompt cat --trace
+          --out ${WORK}/x.png)
 run_ok(${ADTREE} generate --model ${WORK}/model --prompt "a red cat" --method static --relax lantern
        --lantern-k 8 --out ${WORK}/lantern.png --quiet)
 run_ok(${ADTREE} bench --model ${WORK}/model --method ar,adt --seeds 1 --blocks 1,2 --reps 1

@@ -1,6 +1,6 @@
-// Step traces (decode/trace.h): recording them changes nothing, they describe exactly what each step
-// did (tree, accepted path, committed cells, the target distribution), they are size-bounded, and
-// they survive a JSON round trip while a corrupt one is rejected with a clear error.
+// Step traces (decode/trace.h): recording them changes nothing, they describe exactly what each
+// step did (tree, accepted path, committed cells, the target distribution), they are size-bounded,
+// and they survive a JSON round trip while a corrupt one is rejected with a clear error.
 #include <gtest/gtest.h>
 
 #include "decode/adt_policy.h"
@@ -105,7 +105,8 @@ TEST(Trace, EachStepDescribesItsTreeAndTheCellsItCommitted) {
         EXPECT_EQ(c.top_tokens[0], c.token);
         EXPECT_FLOAT_EQ(c.top1, c.top_probs[0]);
         EXPECT_NEAR(c.top1, res.stats.grids.at(cell).top1, 1e-6);
-        for (size_t k = 1; k < c.top_probs.size(); ++k) EXPECT_LE(c.top_probs[k], c.top_probs[k - 1]);
+        for (size_t k = 1; k < c.top_probs.size(); ++k)
+          EXPECT_LE(c.top_probs[k], c.top_probs[k - 1]);
         // Drafted cells came from a tree node; its candidates include the committed token.
         if (c.drafted) {
           bool found = false;

@@ -34,14 +34,37 @@ shoot() {  # W H
   import -window root "$OUT/running-adt-${W}x${H}.png"
   sleep "${FIN_S:-8}"
   import -window root "$OUT/finished-adt-${W}x${H}.png"
-  # Hover a cell of the picture (upper-left quarter of the window holds the image view).
-  local hx=$((W * 3 / 16)) hy=$((H * 3 / 10))
+  # Hover a cell of the picture (the image view is left of centre, in the upper half).
+  local hx=$((W * 35 / 100)) hy=$((H * 3 / 10))
   xdotool mousemove "$hx" "$hy"; sleep 0.3; xdotool mousemove $((hx + 3)) "$hy"; sleep 1.5
   import -window root "$OUT/hover-${W}x${H}.png"
   kill "$ap"; wait "$ap" 2>/dev/null || true
   kill "$xp"; wait "$xp" 2>/dev/null || true
 }
 
+# The teaching and research views (docs/teaching.md): a finished run replayed at one step with a
+# cell's distribution open; three methods in the history with their histograms; compare.
+teach() {  # W H NAME WAIT ARGS...
+  local W=$1 H=$2 name=$3 wait=$4 xp ap
+  shift 4
+  Xvfb :97 -screen 0 "${W}x${H}x24" -nolisten tcp >/dev/null 2>&1 &
+  xp=$!
+  sleep 1
+  export DISPLAY=:97
+  rm -rf "$XDG_CONFIG_HOME"
+  "$APP" --size "${W}x${H}" "$MODEL" --run "$PROMPT" --seed "${SEED:-3}" "$@" >>"$tmp/app.log" 2>&1 &
+  ap=$!
+  sleep "$wait"
+  import -window root "$OUT/$name-${W}x${H}.png"
+  kill "$ap"; wait "$ap" 2>/dev/null || true
+  kill "$xp"; wait "$xp" 2>/dev/null || true
+}
+
 shoot 1280 800
 shoot 1920 1080
-echo "wrote $OUT/{idle,running-adt,finished-adt,hover}-{1280x800,1920x1080}.png"
+teach 1920 1080 replay-inspector "${FIN_S:-8}" --method adt --replay-step 41 --inspect 30
+teach 1280 800 replay-inspector "${FIN_S:-8}" --method adt --replay-step 41 --inspect 30
+teach 1920 1080 histograms "$((${FIN_S:-8} * 2))" --method ar --methods dynamic,adt --show-dock histograms
+teach 1920 1080 history "$((${FIN_S:-8} * 2))" --method ar --methods dynamic,adt --show-dock history
+teach 1920 1080 compare "$((${FIN_S:-8} * 2))" --method adt --compare
+echo "wrote $OUT/{idle,running-adt,finished-adt,hover}-{1280x800,1920x1080}.png and the teaching views"

@@ -42,8 +42,9 @@ CompareWindow::CompareWindow(EngineBridge* bridge, QWidget* parent)
   seed_->setToolTip(tr("Both sides use this seed."));
   greedy_ = new QCheckBox(tr("Greedy on both sides (temperature 0)"), this);
   greedy_->setObjectName("compareGreedy");
-  greedy_->setToolTip(tr("Overrides both sides' temperature with 0. Lossless methods must then "
-                         "produce exactly the tokens of AR: the check below shows it."));
+  greedy_->setToolTip(
+      tr("Overrides both sides' temperature with 0. Lossless methods must then "
+         "produce exactly the tokens of AR: the check below shows it."));
   greedy_->setChecked(true);
   run_button_ = new QPushButton(tr("Run both"), this);
   run_button_->setObjectName("compareRun");
@@ -82,10 +83,15 @@ CompareWindow::CompareWindow(EngineBridge* bridge, QWidget* parent)
   bottom->addLayout(text, 2);
   diff_plot_ = new QCustomPlot(this);
   diff_plot_->setObjectName("compareDiff");
-  diff_plot_->setMinimumSize(200, 170);
-  diff_plot_->setToolTip(tr("Cells where B's token differs from A's (dark = same, yellow = differs)."));
+  // About square, like the grid it maps.
+  diff_plot_->setMinimumSize(220, 200);
+  diff_plot_->setMaximumWidth(260);
+  diff_plot_->setToolTip(
+      tr("Cells where B's token differs from A's (dark = same, yellow = differs)."));
   diff_plot_->plotLayout()->insertRow(0);
-  diff_plot_->plotLayout()->addElement(0, 0, new QCPTextElement(diff_plot_, tr("B ≠ A per cell"), QFont(font().family(), 9, QFont::Bold)));
+  diff_plot_->plotLayout()->addElement(
+      0, 0,
+      new QCPTextElement(diff_plot_, tr("B ≠ A per cell"), QFont(font().family(), 9, QFont::Bold)));
   diff_map_ = new QCPColorMap(diff_plot_->xAxis, diff_plot_->yAxis);
   diff_map_->setGradient(viridisGradient());
   diff_map_->setInterpolate(false);
@@ -93,7 +99,7 @@ CompareWindow::CompareWindow(EngineBridge* bridge, QWidget* parent)
   diff_plot_->yAxis->setRangeReversed(true);
   diff_plot_->xAxis->setTicks(false);
   diff_plot_->yAxis->setTicks(false);
-  bottom->addWidget(diff_plot_, 1);
+  bottom->addWidget(diff_plot_);
   v->addLayout(bottom);
 
   connect(run_button_, &QPushButton::clicked, this, &CompareWindow::runBoth);
@@ -177,7 +183,8 @@ QWidget* CompareWindow::buildSide(int side) {
 void CompareWindow::setModel(const engine::ModelInfo& info) {
   model_ = info;
   for (int s = 0; s < 2; ++s) {
-    settings_[s]->setModel(info.default_sampling, info.codebook_size, info.grid_h * info.grid_w, true);
+    settings_[s]->setModel(info.default_sampling, info.codebook_size, info.grid_h * info.grid_w,
+                           true);
     image_[s]->setTokenColors(info.token_colors);
     method_[s]->setEnabled(true);
   }
@@ -191,7 +198,9 @@ void CompareWindow::setPrompt(const QString& prompt) {
   updateBusy();
 }
 
-void CompareWindow::setSeed(quint64 seed) { seed_->setValue(int(seed)); }
+void CompareWindow::setSeed(quint64 seed) {
+  seed_->setValue(int(seed));
+}
 
 void CompareWindow::setSide(int side, const QString& method, bool lantern,
                             const decode::DecodeRequest* settings) {
@@ -212,7 +221,8 @@ void CompareWindow::runBoth() {
                                      lantern_[s]->isChecked() && lantern_[s]->isEnabled(),
                                      quint64(seed_->value()));
     } catch (const std::exception& e) {
-      status_->setText(tr("Side %1: invalid settings: %2").arg(kSideName[s], QString::fromUtf8(e.what())));
+      status_->setText(
+          tr("Side %1: invalid settings: %2").arg(kSideName[s], QString::fromUtf8(e.what())));
       return;
     }
     if (greedy_->isChecked()) req[s].sampling.temperature = 0;
@@ -222,7 +232,8 @@ void CompareWindow::runBoth() {
   for (int s = 0; s < 2; ++s) {
     result_[s].reset();
     summary_[s]->clear();
-    image_[s]->startRun(int(model_->grid_h), int(model_->grid_w), int(model_->image_h), int(model_->image_w));
+    image_[s]->startRun(int(model_->grid_h), int(model_->grid_w), int(model_->image_h),
+                        int(model_->image_w));
     run_[s].showEmpty(int(model_->grid_h), int(model_->grid_w), ranges_[s]);
     maps_[s]->refresh(run_[s]);
   }

@@ -41,7 +41,8 @@ class CompareWindow : public QWidget {
   void setPrompt(const QString& prompt);
   void setSeed(quint64 seed);
   // Side 0 (A) or 1 (B): its method, LANTERN switch and settings.
-  void setSide(int side, const QString& method, bool lantern, const decode::DecodeRequest* settings = nullptr);
+  void setSide(int side, const QString& method, bool lantern,
+               const decode::DecodeRequest* settings = nullptr);
   // Shows two finished runs (e.g. from the history) without running anything.
   void showRecords(const RunRecord& a, const RunRecord& b);
 

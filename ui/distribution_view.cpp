@@ -105,8 +105,14 @@ DistributionView::DistributionView(QWidget* parent) : QWidget(parent) {
   legend->setVisible(true);
   legend->setFont(QFont(font().family(), std::max(6, font().pointSize() - 2)));
   legend->setBrush(QColor(255, 255, 255, 200));
-  legend->setBorderPen(QPen(mid));
-  plot_->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+  legend->setBorderPen(Qt::NoPen);
+  // One row under the title, not inside the axes: in a short dock an inset legend hides bars.
+  plot_->axisRect()->insetLayout()->take(legend);
+  legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
+  plot_->plotLayout()->insertRow(1);
+  plot_->plotLayout()->addElement(1, 0, legend);
+  plot_->plotLayout()->setRowStretchFactor(1, 0.001);
+  plot_->plotLayout()->setRowSpacing(0);
   topCol->addWidget(plot_, 1);
 
   log_box_ = new QCheckBox(tr("Log scale"), top);

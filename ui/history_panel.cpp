@@ -35,7 +35,8 @@ HistoryPanel::HistoryPanel(QWidget* parent) : QWidget(parent) {
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(4, 4, 4, 4);
   empty_ = new QLabel(tr("Finished runs of this session appear here. Click one to bring it back; "
-                         "File ▸ Save Run keeps it."), this);
+                         "File ▸ Save Run keeps it."),
+                      this);
   empty_->setWordWrap(true);
   empty_->setStyleSheet("color: #666;");
   model_ = new QStandardItemModel(this);
@@ -78,11 +79,10 @@ int HistoryPanel::rowOf(int id) const {
 void HistoryPanel::addRun(const RunRecord& r) {
   QString prompt = r.prompt.isEmpty() ? tr("(no prompt)") : r.prompt;
   if (prompt.size() > 28) prompt = prompt.left(27) + "…";
-  auto* item = new QStandardItem(thumbnail(r.image),
-                                 QStringLiteral("%1\n%2 · τ %3 · %4 s")
-                                     .arg(prompt, r.method)
-                                     .arg(r.stats.summary.tau, 0, 'f', 2)
-                                     .arg(r.elapsedMs / 1000.0, 0, 'f', 1));
+  auto* item = new QStandardItem(thumbnail(r.image), QStringLiteral("%1\n%2 · τ %3 · %4 s")
+                                                         .arg(prompt, r.method)
+                                                         .arg(r.stats.summary.tau, 0, 'f', 2)
+                                                         .arg(r.elapsedMs / 1000.0, 0, 'f', 1));
   item->setData(r.id, kIdRole);
   item->setToolTip(QStringLiteral("<b>%1</b><br>%2<br>%3 tokens in %4 steps, %5 target forwards")
                        .arg(r.prompt.toHtmlEscaped(), r.summaryLine().toHtmlEscaped())
@@ -93,7 +93,8 @@ void HistoryPanel::addRun(const RunRecord& r) {
   const int old = rowOf(r.id);
   if (old >= 0) model_->removeRow(old);
   model_->insertRow(0, item);
-  view_->selectionModel()->setCurrentIndex(model_->index(0, 0), QItemSelectionModel::ClearAndSelect);
+  view_->selectionModel()->setCurrentIndex(model_->index(0, 0),
+                                           QItemSelectionModel::ClearAndSelect);
   quiet_ = false;
   empty_->setVisible(false);
 }
@@ -109,7 +110,9 @@ void HistoryPanel::clear() {
   empty_->setVisible(true);
 }
 
-int HistoryPanel::count() const { return model_->rowCount(); }
+int HistoryPanel::count() const {
+  return model_->rowCount();
+}
 
 int HistoryPanel::selectedId() const {
   const auto cur = view_->selectionModel()->currentIndex();
@@ -123,14 +126,16 @@ void HistoryPanel::select(int id) {
     Q_EMIT runSelected(id);  // already current: no currentChanged, but the caller wants it shown
     return;
   }
-  view_->selectionModel()->setCurrentIndex(model_->index(r, 0), QItemSelectionModel::ClearAndSelect);
+  view_->selectionModel()->setCurrentIndex(model_->index(r, 0),
+                                           QItemSelectionModel::ClearAndSelect);
 }
 
 void HistoryPanel::setCurrent(int id) {
   const int r = rowOf(id);
   if (r < 0) return;
   quiet_ = true;
-  view_->selectionModel()->setCurrentIndex(model_->index(r, 0), QItemSelectionModel::ClearAndSelect);
+  view_->selectionModel()->setCurrentIndex(model_->index(r, 0),
+                                           QItemSelectionModel::ClearAndSelect);
   quiet_ = false;
 }
 

@@ -24,9 +24,9 @@ class HistoryPanel : public QWidget {
   void removeRun(int id);
   void clear();
   int count() const;
-  int selectedId() const;  // 0 = none
-  void select(int id);     // emits runSelected like a click
-  void setCurrent(int id); // marks the entry the window shows, without emitting
+  int selectedId() const;   // 0 = none
+  void select(int id);      // emits runSelected like a click
+  void setCurrent(int id);  // marks the entry the window shows, without emitting
   QListView* view() const { return view_; }
   QString itemText(int row) const;
 

@@ -9,6 +9,9 @@
 #include <QCursor>
 #include <QDir>
 #include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QMimeData>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -78,6 +81,7 @@ MainWindow::MainWindow(QWidget* parent) : MainWindow(engine::EngineOptions{}.pre
 
 MainWindow::MainWindow(double previewIntervalMs, QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(tr("ADT-Tree Studio"));
+  setAcceptDrops(true);
   engine::EngineOptions opts;
   opts.previews = previewIntervalMs > 0;
   opts.preview_interval_ms = previewIntervalMs;
@@ -793,6 +797,14 @@ void MainWindow::onFrame() {
 
 void MainWindow::updateProgress() {
   progress_->setValue(run_.committed());
+  if (run_.viewStep() >= 0) {
+    // Replaying: the numbers of the run so far, up to the chosen step.
+    progress_text_->setText(tr("replay: step %1 of %2  ·  %3 tokens committed so far")
+                                .arg(run_.viewStep())
+                                .arg(run_.steps() - 1)
+                                .arg(run_.committed()));
+    return;
+  }
   const double elapsed = isRunning() ? job_clock_.elapsed() / 1000.0 : run_.elapsedMs() / 1000.0;
   const double eta = run_.etaSeconds();
   const QString eta_text = isRunning() ? tr("ETA %1").arg(format_seconds(eta), 7)
@@ -919,7 +931,8 @@ void MainWindow::onReplayStep(int step) {
   if (!last_image_.isNull()) image_->setPreview(last_image_, shown);
   image_->setCommitted(shown, run_.tokens());
   // The step's first new cell is outlined, so the eye finds what this step added.
-  const int first = run_.stepFirstCell(step);
+  // (Not at the end of the run: there the whole picture is the point.)
+  const int first = run_.viewStep() >= 0 ? run_.stepFirstCell(step) : -1;
   image_->setHighlight(first < run_.cells() ? first : -1);
   heatmaps_->setHighlight(first < run_.cells() ? first : -1);
   image_->refresh();
@@ -1148,6 +1161,30 @@ void MainWindow::openCompare() {
   c->show();
   c->raise();
   c->activateWindow();
+}
+
+// Drag and drop: a model directory or a run file from the file manager.
+void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
+  const auto urls = e->mimeData()->urls();
+  if (urls.size() == 1 && urls.first().isLocalFile()) e->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* e) {
+  const auto urls = e->mimeData()->urls();
+  if (urls.size() != 1 || !urls.first().isLocalFile()) return;
+  e->acceptProposedAction();
+  openDropped(urls.first().toLocalFile());
+}
+
+bool MainWindow::openDropped(const QString& path) {
+  const QFileInfo fi(path);
+  if (fi.isDir()) {
+    openModel(fi.absoluteFilePath());
+    return true;
+  }
+  if (fi.isFile()) return openRunFile(fi.absoluteFilePath());
+  showError(tr("Nothing to open"), tr("%1 is neither a model directory nor a run file.").arg(path.toHtmlEscaped()));
+  return false;
 }
 
 void MainWindow::showEvent(QShowEvent* e) {

@@ -93,6 +93,8 @@ class MainWindow : public QMainWindow {
   // What the menu commands do after their file dialogs (tests and scripts call them directly).
   // Each returns false after showing a readable error.
   bool openRunFile(const QString& path);
+  // A dropped path: a directory opens as a model, a file as a run (drag and drop calls this).
+  bool openDropped(const QString& path);
   bool saveRunFile(const QString& path);
   bool exportImage(const QString& path, int scale);
   bool exportMaps(const QString& dir, const QString& prefix);
@@ -119,6 +121,8 @@ class MainWindow : public QMainWindow {
  protected:
   void closeEvent(QCloseEvent* e) override;
   void showEvent(QShowEvent* e) override;
+  void dragEnterEvent(QDragEnterEvent* e) override;
+  void dropEvent(QDropEvent* e) override;
 
  private:
   void buildUi();

@@ -15,22 +15,29 @@ QString method_label(const QString& m) {
 }
 
 QString method_help(const QString& m) {
-  if (m == "ar") return QObject::tr("One target forward per token: the baseline, always available.");
-  if (m == "static") return QObject::tr("A fixed draft tree from the EAGLE head, verified in one forward.");
-  if (m == "dynamic") return QObject::tr("EAGLE-2: the draft tree grows where the head is confident.");
+  if (m == "ar")
+    return QObject::tr("One target forward per token: the baseline, always available.");
+  if (m == "static")
+    return QObject::tr("A fixed draft tree from the EAGLE head, verified in one forward.");
+  if (m == "dynamic")
+    return QObject::tr("EAGLE-2: the draft tree grows where the head is confident.");
   if (m == "adt") {
-    return QObject::tr("Adjacency-adaptive dynamic draft tree: each tree's depth and width start "
-                       "from the neighbouring token's and adapt to how much was accepted.");
+    return QObject::tr(
+        "Adjacency-adaptive dynamic draft tree: each tree's depth and width start "
+        "from the neighbouring token's and adapt to how much was accepted.");
   }
   if (m == "sjd") return QObject::tr("Speculative Jacobi decoding: training-free, no draft head.");
   if (m == "pathspec") {
-    return QObject::tr("Several Jacobi chains in parallel; the longest accepted one wins. With more "
-                       "than one chain or PathRelax on it is lossy (see the Jacobi settings).");
+    return QObject::tr(
+        "Several Jacobi chains in parallel; the longest accepted one wins. With more "
+        "than one chain or PathRelax on it is lossy (see the Jacobi settings).");
   }
   return {};
 }
 
-bool is_tree_method(const QString& m) { return m == "static" || m == "dynamic" || m == "adt"; }
+bool is_tree_method(const QString& m) {
+  return m == "static" || m == "dynamic" || m == "adt";
+}
 
 MapRanges ranges_for(const decode::DecodeRequest& r) {
   MapRanges g;

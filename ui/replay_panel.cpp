@@ -29,8 +29,9 @@ ReplayPanel::ReplayPanel(QWidget* parent) : QWidget(parent) {
   back_ = button(QStyle::SP_MediaSeekBackward, tr("Previous step (Alt+Left)"));
   slider_ = new QSlider(Qt::Horizontal, this);
   slider_->setObjectName("replaySlider");
-  slider_->setToolTip(tr("Scrub through the run's steps; arrows, PageUp/PageDown, Home and End "
-                         "work while it has focus."));
+  slider_->setToolTip(
+      tr("Scrub through the run's steps; arrows, PageUp/PageDown, Home and End "
+         "work while it has focus."));
   slider_->setPageStep(10);
   slider_->setTickPosition(QSlider::NoTicks);
   row->addWidget(slider_, 1);
@@ -67,9 +68,9 @@ void ReplayPanel::setRun(const RunState& run) {
   const QSignalBlocker block(slider_);
   slider_->setRange(0, std::max(0, steps_ - 1));
   slider_->setValue(std::max(0, steps_ - 1));
-  for (QWidget* w : {static_cast<QWidget*>(slider_), static_cast<QWidget*>(first_),
-                     static_cast<QWidget*>(back_), static_cast<QWidget*>(fwd_),
-                     static_cast<QWidget*>(last_)}) {
+  for (QWidget* w :
+       {static_cast<QWidget*>(slider_), static_cast<QWidget*>(first_), static_cast<QWidget*>(back_),
+        static_cast<QWidget*>(fwd_), static_cast<QWidget*>(last_)}) {
     w->setEnabled(steps_ > 0);
   }
   label_->setText(stepText());
@@ -79,9 +80,9 @@ void ReplayPanel::clearRun(const QString& why) {
   steps_ = 0;
   const QSignalBlocker block(slider_);
   slider_->setRange(0, 0);
-  for (QWidget* w : {static_cast<QWidget*>(slider_), static_cast<QWidget*>(first_),
-                     static_cast<QWidget*>(back_), static_cast<QWidget*>(fwd_),
-                     static_cast<QWidget*>(last_)}) {
+  for (QWidget* w :
+       {static_cast<QWidget*>(slider_), static_cast<QWidget*>(first_), static_cast<QWidget*>(back_),
+        static_cast<QWidget*>(fwd_), static_cast<QWidget*>(last_)}) {
     w->setEnabled(false);
   }
   label_->setText(why);
@@ -94,27 +95,39 @@ void ReplayPanel::setStep(int step) {
   slider_->setValue(std::clamp(step, 0, steps_ - 1));
 }
 
-int ReplayPanel::step() const { return steps_ > 0 ? slider_->value() : -1; }
+int ReplayPanel::step() const {
+  return steps_ > 0 ? slider_->value() : -1;
+}
 
-void ReplayPanel::stepBack() { setStep(step() - 1); }
-void ReplayPanel::stepForward() { setStep(step() + 1); }
+void ReplayPanel::stepBack() {
+  setStep(step() - 1);
+}
+void ReplayPanel::stepForward() {
+  setStep(step() + 1);
+}
 
 QString ReplayPanel::stepText() const {
   if (steps_ <= 0) return {};
   const int s = slider_->value();
-  return tr("Step %1 of %2%3").arg(s).arg(steps_ - 1).arg(s == steps_ - 1 ? tr(" (end)") : QString());
+  return tr("Step %1 of %2%3")
+      .arg(s)
+      .arg(steps_ - 1)
+      .arg(s == steps_ - 1 ? tr(" (end)") : QString());
 }
 
-QString ReplayPanel::detailText() const { return detail_->text(); }
+QString ReplayPanel::detailText() const {
+  return detail_->text();
+}
 
 void ReplayPanel::showTrace(const decode::StepTrace* trace, const decode::StepRecord* record) {
   if (!trace) {
     tree_->clear();
-    detail_->setText(record ? tr("Step %1 committed %2 token(s). No trace was recorded for this run "
-                                 "(Run ▸ Record Step Traces), so its tree cannot be drawn.")
-                                  .arg(record->step)
-                                  .arg(record->committed)
-                            : QString());
+    detail_->setText(record
+                         ? tr("Step %1 committed %2 token(s). No trace was recorded for this run "
+                              "(Run ▸ Record Step Traces), so its tree cannot be drawn.")
+                               .arg(record->step)
+                               .arg(record->committed)
+                         : QString());
     return;
   }
   tree_->setTrace(*trace, grid_w_);

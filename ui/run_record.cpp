@@ -47,7 +47,8 @@ RunRecord recordFromJson(const nlohmann::json& j) {
   if (!j.contains("tokens")) throw Error("the run has no tokens");
   r.tokens = j.at("tokens").get<std::vector<int64_t>>();
   const int64_t cells = r.stats.grids.h() * r.stats.grids.w();
-  if (int64_t(r.tokens.size()) > cells) throw Error("the run has more tokens than its grid has cells");
+  if (int64_t(r.tokens.size()) > cells)
+    throw Error("the run has more tokens than its grid has cells");
   int64_t committed = 0;
   for (const auto& st : r.stats.steps) {
     if (st.first_cell != committed) throw Error("the run's steps do not follow each other");
@@ -75,7 +76,8 @@ RunRecord recordFromFinished(const engine::JobFinished& f) {
   r.elapsedMs = f.elapsed_ms;
   if (!f.image.empty()) {
     const auto& im = f.image;
-    r.image = QImage(im.pixels.data(), im.width, im.height, im.width * 3, QImage::Format_RGB888).copy();
+    r.image =
+        QImage(im.pixels.data(), im.width, im.height, im.width * 3, QImage::Format_RGB888).copy();
   }
   return r;
 }
@@ -91,7 +93,8 @@ bool saveRunFile(const RunRecord& r, const QString& path, QString* error) {
     QByteArray png;
     QBuffer buf(&png);
     buf.open(QIODevice::WriteOnly);
-    if (!r.image.save(&buf, "PNG")) return fail(QObject::tr("The picture could not be encoded as PNG."));
+    if (!r.image.save(&buf, "PNG"))
+      return fail(QObject::tr("The picture could not be encoded as PNG."));
     studio["image_png_base64"] = png.toBase64().toStdString();
   }
   j["studio"] = studio;
@@ -101,7 +104,8 @@ bool saveRunFile(const RunRecord& r, const QString& path, QString* error) {
   }
   const std::string text = j.dump(1) + "\n";
   if (f.write(text.data(), qint64(text.size())) != qint64(text.size()) || !f.commit()) {
-    return fail(QObject::tr("Could not write %1: %2 (nothing was changed).").arg(path, f.errorString()));
+    return fail(
+        QObject::tr("Could not write %1: %2 (nothing was changed).").arg(path, f.errorString()));
   }
   return true;
 }
@@ -112,8 +116,10 @@ std::optional<RunRecord> loadRunFile(const QString& path, QString* error) {
     return std::nullopt;
   };
   QFile f(path);
-  if (!f.open(QIODevice::ReadOnly)) return fail(QObject::tr("Could not open %1: %2.").arg(path, f.errorString()));
-  if (f.size() > kMaxRunFileBytes) return fail(QObject::tr("%1 is too large to be a run file.").arg(path));
+  if (!f.open(QIODevice::ReadOnly))
+    return fail(QObject::tr("Could not open %1: %2.").arg(path, f.errorString()));
+  if (f.size() > kMaxRunFileBytes)
+    return fail(QObject::tr("%1 is too large to be a run file.").arg(path));
   const QByteArray data = f.readAll();
   try {
     auto j = nlohmann::json::parse(data.constBegin(), data.constEnd());
@@ -132,7 +138,8 @@ QString cellsCsv(const RunRecord& r) {
   const int w = std::max(1, r.gridW());
   size_t step = 0;
   for (size_t c = 0; c < r.tokens.size(); ++c) {
-    while (step + 1 < r.stats.steps.size() && r.stats.steps[step + 1].first_cell <= int64_t(c)) ++step;
+    while (step + 1 < r.stats.steps.size() && r.stats.steps[step + 1].first_cell <= int64_t(c))
+      ++step;
     const auto& st = r.stats.steps.at(step);
     const auto& cs = r.stats.grids.at(int64_t(c));
     out += QStringLiteral("%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13\n")

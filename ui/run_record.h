@@ -1,9 +1,9 @@
-// RunRecord: one finished run as the studio keeps it (history, compare, export) and as it is saved to
-// and opened from a run file. The file is the engine's statistics JSON, the same as
-// `adtree generate --stats FILE --trace` writes (settings, summary, grids, steps, traces, tokens),
-// with a "studio" object added for the picture (PNG, base64) and the engine's wall time. So a run
-// is one shareable, human-readable file, the CLI's files open in the studio, and the settings in
-// it reproduce the run.
+// RunRecord: one finished run as the studio keeps it (history, compare, export) and as it is saved
+// to and opened from a run file. The file is the engine's statistics JSON, the same as `adtree
+// generate --stats FILE --trace` writes (settings, summary, grids, steps, traces, tokens), with a
+// "studio" object added for the picture (PNG, base64) and the engine's wall time. So a run is one
+// shareable, human-readable file, the CLI's files open in the studio, and the settings in it
+// reproduce the run.
 #pragma once
 #include <QImage>
 #include <QString>
@@ -17,22 +17,22 @@
 namespace adtree::ui {
 
 struct RunRecord {
-  int id = 0;                 // the session's history number (0 = not in the history)
+  int id = 0;  // the session's history number (0 = not in the history)
   QString prompt;
-  QString method;             // the method key ("adt", ...)
-  QString label;              // the statistics' method label ("adt+lantern", "pathspec (lossy)")
-  QString model;              // the model directory it ran on
+  QString method;  // the method key ("adt", ...)
+  QString label;   // the statistics' method label ("adt+lantern", "pathspec (lossy)")
+  QString model;   // the model directory it ran on
   quint64 seed = 0;
-  decode::RunStats stats;     // with traces when recorded
+  decode::RunStats stats;  // with traces when recorded
   std::vector<int64_t> tokens;
-  QImage image;               // null when the file had none (a CLI statistics file)
-  double elapsedMs = 0;       // the engine's time: conditioning, decoding, final VQ decode
-  nlohmann::json json;        // the full statistics JSON (what Save Statistics writes)
+  QImage image;          // null when the file had none (a CLI statistics file)
+  double elapsedMs = 0;  // the engine's time: conditioning, decoding, final VQ decode
+  nlohmann::json json;   // the full statistics JSON (what Save Statistics writes)
 
   int gridH() const { return int(stats.grids.h()); }
   int gridW() const { return int(stats.grids.w()); }
-  bool lossless() const;      // settings.lossless (AR is lossless)
-  bool greedy() const;        // settings.sampling.temperature == 0
+  bool lossless() const;  // settings.lossless (AR is lossless)
+  bool greedy() const;    // settings.sampling.temperature == 0
   // One line for lists: "adt · τ 2.41 · 1.8 s · seed 3".
   QString summaryLine() const;
 };

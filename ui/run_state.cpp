@@ -1,5 +1,7 @@
 #include "ui/run_state.h"
 
+#include <QObject>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -233,6 +235,7 @@ QString RunState::describeCell(int cell) const {
   } else {
     s += QStringLiteral("\nno draft tree (%1)").arg(method_);
   }
+  if (cellTrace(cell)) s += QObject::tr("\nclick: the target's distribution here");
   return s;
 }
 

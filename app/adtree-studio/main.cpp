@@ -72,7 +72,13 @@ int main(int argc, char** argv) {
   QCommandLineOption compare("compare",
                              "with --run: also open the compare window, AR against --method, "
                              "and run both");
-  cli.addOptions({run, method, seed, bench, size, preview, stall, replay, inspect, dock, compare});
+  QCommandLineOption methods("methods",
+                             "with --run: after the first run, run the same prompt and seed "
+                             "with each of these methods in turn (comma-separated), filling "
+                             "the history and the histograms",
+                             "LIST");
+  cli.addOptions(
+      {run, method, seed, bench, size, preview, stall, replay, inspect, dock, compare, methods});
   cli.process(app);
 
   adtree::ui::MainWindow w(cli.value(preview).toDouble());
@@ -118,10 +124,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "adtree-studio: the model could not be loaded: %s\n", qPrintable(message));
     QCoreApplication::exit(1);
   });
+  QStringList queue = cli.value(methods).split(',', Qt::SkipEmptyParts);
+  if (!queue.isEmpty()) {
+    QObject::connect(&w, &adtree::ui::MainWindow::generationFinished, &w, [&] {
+      if (queue.isEmpty()) return;
+      const QString next = queue.takeFirst();
+      w.methodBox()->setCurrentIndex(w.methodBox()->findData(next));
+      QTimer::singleShot(200, &w, [&] { w.generate(); });
+    });
+  }
   if (cli.isSet(replay) || cli.isSet(inspect) || cli.isSet(dock) || cli.isSet(compare)) {
     QObject::connect(
         &w, &adtree::ui::MainWindow::generationFinished, &w,
         [&] {
+          if (!queue.isEmpty()) return;  // after the last of --methods
           // The cell first: a replayed step hides the cells committed after it.
           if (cli.isSet(inspect)) w.inspectCell(cli.value(inspect).toInt());
           if (cli.isSet(replay)) w.replayPanel()->setStep(cli.value(replay).toInt());
@@ -132,8 +148,8 @@ int main(int argc, char** argv) {
             c->show();
             c->runBoth();
           }
-        },
-        Qt::SingleShotConnection);
+          QObject::disconnect(&w, &adtree::ui::MainWindow::generationFinished, &w, nullptr);
+        });
   }
   if (benchmark) {
     QObject::connect(&w, &adtree::ui::MainWindow::generationEnded, &w, [&](const QString& how) {

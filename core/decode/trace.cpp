@@ -6,10 +6,11 @@ namespace adtree::decode {
 
 nlohmann::json to_json(const StepTrace& t) {
   // Nodes as parallel arrays: a tree of 60 nodes is one short line per field, not 60 objects.
-  nlohmann::json nodes = {{"token", nlohmann::json::array()},  {"parent", nlohmann::json::array()},
-                          {"depth", nlohmann::json::array()},  {"rank", nlohmann::json::array()},
-                          {"score", nlohmann::json::array()},  {"q", nlohmann::json::array()},
-                          {"p", nlohmann::json::array()},      {"accepted", nlohmann::json::array()}};
+  nlohmann::json nodes = {
+      {"token", nlohmann::json::array()}, {"parent", nlohmann::json::array()},
+      {"depth", nlohmann::json::array()}, {"rank", nlohmann::json::array()},
+      {"score", nlohmann::json::array()}, {"q", nlohmann::json::array()},
+      {"p", nlohmann::json::array()},     {"accepted", nlohmann::json::array()}};
   for (const auto& n : t.nodes) {
     nodes["token"].push_back(n.token);
     nodes["parent"].push_back(n.parent);
@@ -33,13 +34,16 @@ nlohmann::json to_json(const StepTrace& t) {
                      {"cand_q", c.cand_q},
                      {"cand_p", c.cand_p}});
   }
-  nlohmann::json j = {{"step", t.step},   {"nodes", nodes},         {"nodes_dropped", t.nodes_dropped},
-                      {"path", t.path},   {"has_bonus", t.has_bonus}, {"bonus", t.bonus},
-                      {"cells", cells}};
+  nlohmann::json j = {
+      {"step", t.step}, {"nodes", nodes},           {"nodes_dropped", t.nodes_dropped},
+      {"path", t.path}, {"has_bonus", t.has_bonus}, {"bonus", t.bonus},
+      {"cells", cells}};
   if (t.has_adt) {
-    j["adt"] = {{"d", t.adt.d},           {"k", t.adt.k},         {"origin", t.adt.origin},
-                {"accepted", t.adt.accepted}, {"alpha", t.adt.alpha}, {"beta", t.adt.beta},
-                {"next_d", t.adt.next_d}, {"next_k", t.adt.next_k}, {"rule", t.adt.rule}};
+    j["adt"] = {{"d", t.adt.d},           {"k", t.adt.k},
+                {"origin", t.adt.origin}, {"accepted", t.adt.accepted},
+                {"alpha", t.adt.alpha},   {"beta", t.adt.beta},
+                {"next_d", t.adt.next_d}, {"next_k", t.adt.next_k},
+                {"rule", t.adt.rule}};
   }
   return j;
 }
@@ -67,8 +71,8 @@ StepTrace step_trace_from_json(const nlohmann::json& j) {
     const auto score = vec<float>(n, "score"), q = vec<float>(n, "q"), p = vec<float>(n, "p");
     const auto acc = vec<int>(n, "accepted");
     const size_t count = token.size();
-    for (size_t s : {parent.size(), depth.size(), rank.size(), score.size(), q.size(), p.size(),
-                     acc.size()}) {
+    for (size_t s :
+         {parent.size(), depth.size(), rank.size(), score.size(), q.size(), p.size(), acc.size()}) {
       if (s != count) throw Error("the trace's node arrays differ in length");
     }
     for (size_t i = 0; i < count; ++i) {
@@ -80,7 +84,8 @@ StepTrace step_trace_from_json(const nlohmann::json& j) {
       t.nodes.push_back(nd);
     }
     for (auto id : t.path) {
-      if (id <= 0 || id >= int64_t(count)) throw Error("the trace's accepted path names a missing node");
+      if (id <= 0 || id >= int64_t(count))
+        throw Error("the trace's accepted path names a missing node");
     }
     for (const auto& c : j.at("cells")) {
       CellTrace ct;
@@ -94,8 +99,8 @@ StepTrace step_trace_from_json(const nlohmann::json& j) {
       ct.cand_tokens = vec<int64_t>(c, "cand_tokens");
       ct.cand_q = vec<float>(c, "cand_q");
       ct.cand_p = vec<float>(c, "cand_p");
-      if (ct.top_tokens.size() != ct.top_probs.size() || ct.cand_tokens.size() != ct.cand_q.size() ||
-          ct.cand_tokens.size() != ct.cand_p.size()) {
+      if (ct.top_tokens.size() != ct.top_probs.size() ||
+          ct.cand_tokens.size() != ct.cand_q.size() || ct.cand_tokens.size() != ct.cand_p.size()) {
         throw Error("a traced cell's token and probability lists differ in length");
       }
       t.cells.push_back(std::move(ct));
@@ -103,10 +108,10 @@ StepTrace step_trace_from_json(const nlohmann::json& j) {
     if (j.contains("adt")) {
       const auto& a = j.at("adt");
       t.has_adt = true;
-      t.adt = AdtTrace{a.at("d").get<int64_t>(),      a.at("k").get<int64_t>(),
+      t.adt = AdtTrace{a.at("d").get<int64_t>(),          a.at("k").get<int64_t>(),
                        a.at("origin").get<std::string>(), a.at("accepted").get<int64_t>(),
-                       a.at("alpha").get<double>(),   a.at("beta").get<double>(),
-                       a.at("next_d").get<int64_t>(), a.at("next_k").get<int64_t>(),
+                       a.at("alpha").get<double>(),       a.at("beta").get<double>(),
+                       a.at("next_d").get<int64_t>(),     a.at("next_k").get<int64_t>(),
                        a.at("rule").get<std::string>()};
     }
   } catch (const nlohmann::json::exception& e) {
@@ -115,6 +120,8 @@ StepTrace step_trace_from_json(const nlohmann::json& j) {
   return t;
 }
 
-const char* region_character(float top1) { return top1 >= 0.5f ? "simple" : "complex"; }
+const char* region_character(float top1) {
+  return top1 >= 0.5f ? "simple" : "complex";
+}
 
 }  // namespace adtree::decode

@@ -23,25 +23,25 @@ struct TraceNode {
   int64_t token = 0;
   int64_t parent = -1;
   int32_t depth = 0;
-  int32_t rank = 0;        // among its parent's children (0 = the draft's best)
-  float score = 0;         // cumulative log q (what dynamic trees rank by)
-  float q = 1;             // draft probability under the parent's draft distribution
-  float p = 0;             // target probability of this token at its parent (what verify saw)
-  bool accepted = false;   // on the accepted path (the root counts as accepted)
+  int32_t rank = 0;       // among its parent's children (0 = the draft's best)
+  float score = 0;        // cumulative log q (what dynamic trees rank by)
+  float q = 1;            // draft probability under the parent's draft distribution
+  float p = 0;            // target probability of this token at its parent (what verify saw)
+  bool accepted = false;  // on the accepted path (the root counts as accepted)
 };
 
 // The target's distribution where one cell was committed, and what the draft offered there.
 struct CellTrace {
   int64_t cell = 0;
-  int64_t token = 0;                   // the committed token
-  bool drafted = false;                // true: an accepted draft node; false: sampled by the target
-  float top1 = 0;                      // the distribution's largest probability
-  int32_t target_rank = 0;             // rank of `token` in the target distribution (0 = top-1)
-  std::vector<int64_t> top_tokens;     // the top-N target tokens, most likely first
+  int64_t token = 0;                // the committed token
+  bool drafted = false;             // true: an accepted draft node; false: sampled by the target
+  float top1 = 0;                   // the distribution's largest probability
+  int32_t target_rank = 0;          // rank of `token` in the target distribution (0 = top-1)
+  std::vector<int64_t> top_tokens;  // the top-N target tokens, most likely first
   std::vector<float> top_probs;
-  std::vector<int64_t> cand_tokens;    // the draft's candidates here (children of the parent node)
-  std::vector<float> cand_q;           // their draft probabilities
-  std::vector<float> cand_p;           // their target probabilities
+  std::vector<int64_t> cand_tokens;  // the draft's candidates here (children of the parent node)
+  std::vector<float> cand_q;         // their draft probabilities
+  std::vector<float> cand_p;         // their target probabilities
 };
 
 // ADT-Tree's decision for the step (SPEC_DECODING.md 5): where the shape came from, the outcome,

@@ -88,7 +88,8 @@ StepTrace trace_tree_step(int64_t step, const DraftTree& tree, const at::Tensor&
     t.cells.push_back(trace_cell(vw[parent], cell++, nd.token, true, &tree, parent, o));
     parent = id;
   }
-  if (acc.has_bonus) t.cells.push_back(trace_cell(vw[parent], cell, acc.bonus, false, &tree, parent, o));
+  if (acc.has_bonus)
+    t.cells.push_back(trace_cell(vw[parent], cell, acc.bonus, false, &tree, parent, o));
   return t;
 }
 

@@ -2,8 +2,8 @@
 // distribution, histograms, history, export), driven as a person would on the offscreen platform:
 // run, scrub, click cells, restore, save and reopen, export, compare. Every wait is bounded.
 #include <QAction>
-#include <QComboBox>
 #include <QCheckBox>
+#include <QComboBox>
 #include <QDir>
 #include <QFile>
 #include <QImage>
@@ -132,7 +132,8 @@ class TeachingTest : public QObject {
     QCOMPARE(w->heatmaps()->filledCells(RunState::Depth), int(st.cum_tokens));
     auto* tree = replay->treeView();
     QCOMPARE(tree->nodeItems(), int(st.drafted) + 1);
-    QCOMPARE(tree->acceptedItems(), int(st.committed) - (rec->stats.traces[1].has_bonus ? 1 : 0) + 1);
+    QCOMPARE(tree->acceptedItems(),
+             int(st.committed) - (rec->stats.traces[1].has_bonus ? 1 : 0) + 1);
     QVERIFY2(tree->caption().contains("ADT"), qPrintable(tree->caption()));
     QVERIFY(tree->caption().contains("initial shape"));
     QVERIFY(!tree->nodeToolTip(1).isEmpty());
@@ -259,11 +260,22 @@ class TeachingTest : public QObject {
     QVERIFY(!w->openRunFile(bad));
     box = visibleErrorDialog(w.get());
     QVERIFY(box);
-    QVERIFY2(box->informativeText().contains("steps and tokens disagree"), qPrintable(box->informativeText()));
+    QVERIFY2(box->informativeText().contains("steps and tokens disagree"),
+             qPrintable(box->informativeText()));
     closeErrorDialogs(w.get());
     QVERIFY(!w->openRunFile(tmp_.filePath("missing.adtrun.json")));
     closeErrorDialogs(w.get());
     QCOMPARE(w->historyPanel()->count(), before);
+
+    // Dropped from a file manager: a run file opens as a run, a directory as a model.
+    QVERIFY(w->openDropped(path));
+    QCOMPARE(w->historyPanel()->count(), before + 1);
+    QSignalSpy ready(w.get(), &MainWindow::modelReady);
+    QVERIFY(w->openDropped(micro_));
+    QVERIFY(ready.wait(kLoadMs));
+    QVERIFY(!w->openDropped(tmp_.filePath("no-such-thing")));
+    QVERIFY(visibleErrorDialog(w.get()));
+    closeErrorDialogs(w.get());
   }
 
   void exportsWriteEveryFile() {
@@ -323,7 +335,8 @@ class TeachingTest : public QObject {
     QTest::mouseClick(c->runButton(), Qt::LeftButton);
     QVERIFY(done.wait(kRunMs));
     QCOMPARE(c->differingCells(), 0);
-    QVERIFY2(c->identityLabel()->text().contains("Identical tokens"), qPrintable(c->identityLabel()->text()));
+    QVERIFY2(c->identityLabel()->text().contains("Identical tokens"),
+             qPrintable(c->identityLabel()->text()));
     QVERIFY(c->speedLabel()->text().contains("speed-up of B over A"));
     QCOMPARE(c->imageView(0)->validCells(), 16);
     QCOMPARE(c->imageView(1)->validCells(), 16);
@@ -335,7 +348,8 @@ class TeachingTest : public QObject {
     QTest::mouseClick(c->runButton(), Qt::LeftButton);
     QVERIFY(again.wait(kRunMs));
     QVERIFY(c->result(1)->label.contains("lantern"));
-    QVERIFY2(c->identityLabel()->text().contains("No token-identity check"), qPrintable(c->identityLabel()->text()));
+    QVERIFY2(c->identityLabel()->text().contains("No token-identity check"),
+             qPrintable(c->identityLabel()->text()));
     QVERIFY(c->differingCells() >= 0);
     // The main window's runs are untouched by the comparison's jobs.
     QCOMPARE(w->historyPanel()->count(), 0);
