@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include "engine/engine.h"
@@ -525,4 +526,106 @@ TEST_F(EngineTest, SoakMixesMethodsCancelsSomeAndKeepsMemoryFlat) {
   auto missing = o;
   missing.model_dir = micro + "/nowhere";
   EXPECT_THROW(run_soak(missing), adtree::Error);
+}
+
+// The cancel storm (reliability issue): 200 jobs of mixed methods, each cancelled at a random step
+// (or while still queued, or not at all), more jobs queued while others run, and the model switched
+// in the middle. Nothing hangs, every job ends exactly once and nothing follows its end, a
+// cancelled job does not take another step, and the engine still runs a job to the end afterwards.
+TEST_F(EngineTest, CancelStormOfTwoHundredJobsWithAModelSwitch) {
+  auto g = adtree::model::GptConfig::preset("micro");
+  const std::string micro = dir_ + "/storm-micro";
+  adtree::model::write_random_model(micro, g, adtree::model::small_vq_config(g.vocab_size, g.grid_h),
+                                    6, "storm micro");
+  auto e = loaded_engine();
+  std::mutex mu;
+  std::map<JobId, int> cancel_at;  // step at which the listener cancels
+  std::map<JobId, int> seen_steps;
+  rec.set_hook([&](const Event& ev) {
+    if (!std::holds_alternative<JobStep>(ev)) return;
+    const JobId id = job_of(ev);
+    bool cancel_now = false;
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      const int n = ++seen_steps[id];
+      auto it = cancel_at.find(id);
+      cancel_now = it != cancel_at.end() && it->second == n;
+    }
+    if (cancel_now) e->cancel(id);
+  });
+  std::mt19937 rng(2026);
+  const char* methods[] = {"ar", "static", "dynamic", "adt", "sjd", "pathspec"};
+  std::vector<JobId> ids;
+  std::map<JobId, std::string> kind;
+  for (int i = 0; i < 200; ++i) {
+    auto j = job(i % 2 ? "a red cat" : "a blue dog", uint64_t(i));
+    j.request.method.method = methods[rng() % 6];
+    j.request.method.dynamic_tree.budget = 8;
+    const int r = int(rng() % 10);
+    // Registered before submit, under the lock the hook takes, so the first step already sees it.
+    std::unique_lock<std::mutex> lk(mu);
+    const JobId id = e->submit(j);
+    ASSERT_NE(id, 0u);
+    ids.push_back(id);
+    // The first 60 jobs run on the tiny model (256 tokens), the rest on micro (16 tokens).
+    const int max_step = i < 60 ? 40 : 5;
+    if (r < 6) {
+      cancel_at[id] = 1 + int(rng() % unsigned(max_step));  // mid-run, at a random step
+      kind[id] = "step";
+    } else if (r < 8) {
+      kind[id] = "queued";                   // cancelled at once, usually before it starts
+    } else {
+      kind[id] = "none";                     // runs to the end
+    }
+    lk.unlock();
+    if (kind[id] == "queued") e->cancel(id);
+    if (i == 59) {
+      // The model switch, queued behind the running and waiting jobs: the rest run on micro.
+      e->load_model({micro});
+    }
+    // Keep a few jobs queued at any time, so cancels hit queued and running jobs alike.
+    if (i % 4 == 3) {
+      ASSERT_TRUE(rec.wait_terminal(ids[size_t(i - 2)], 120s)) << "job " << i - 2;
+    }
+  }
+  for (auto id : ids) ASSERT_TRUE(rec.wait_terminal(id, 120s)) << "job " << id << " hangs";
+  rec.set_hook({});
+  std::this_thread::sleep_for(100ms);  // anything late would show up here
+  const auto all = rec.events();
+  expect_well_formed(all);
+  int cancelled_mid = 0, finished = 0, loads = 0;
+  for (auto id : ids) {
+    const auto ev = rec.of_job(id);
+    const Event& last = ev.back();
+    const int steps = count<JobStep>(ev);
+    if (kind[id] == "step" && cancel_at[id] <= steps && std::holds_alternative<JobCancelled>(last)) {
+      // Cancelled from the listener at step k: no step k + 1.
+      EXPECT_EQ(steps, cancel_at[id]) << "job " << id << " stepped after its cancel";
+      ++cancelled_mid;
+    }
+    if (kind[id] == "none") {
+      EXPECT_TRUE(std::holds_alternative<JobFinished>(last)) << "job " << id;
+    }
+    finished += std::holds_alternative<JobFinished>(last) ? 1 : 0;
+  }
+  for (const auto& ev : all) loads += std::holds_alternative<ModelLoaded>(ev) ? 1 : 0;
+  EXPECT_EQ(loads, 1) << "the switch to the micro model loaded once";
+  EXPECT_GT(cancelled_mid, 50) << "most cancels should hit running jobs";
+  EXPECT_GT(finished, 20);
+  // The switch took effect: jobs after it ran on the 4 x 4 micro grid.
+  const auto last_started = [&] {
+    JobStarted s;
+    for (const auto& ev : all) {
+      if (const auto* p = std::get_if<JobStarted>(&ev)) s = *p;
+    }
+    return s;
+  }();
+  EXPECT_EQ(last_started.total_tokens, 16);
+  // And the engine still works: one more job, run to the end.
+  rec.clear();
+  const JobId after = e->submit(job("a red cat", 7));
+  ASSERT_TRUE(rec.wait_terminal(after, 60s));
+  const auto fin = rec.of_job(after);
+  ASSERT_TRUE(std::holds_alternative<JobFinished>(fin.back()));
+  EXPECT_EQ(std::get<JobFinished>(fin.back()).tokens.size(), 16u);
 }

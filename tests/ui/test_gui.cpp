@@ -20,6 +20,7 @@
 #include <QTest>
 
 #include <memory>
+#include <random>
 
 #include "decode/method.h"
 #include "model/gpt_config.h"
@@ -249,6 +250,50 @@ class GuiTest : public QObject {
     QVERIFY(w->close());
     w.reset();  // destroys the bridge and the engine: joins the worker mid-job
     QVERIFY2(t.elapsed() < 3000, "closing waits at most about one decoding step");
+  }
+
+  // Opening another model mid-run cancels the run (its picture would be meaningless), loads the
+  // model, and the next run works on it.
+  void switchingTheModelMidRunCancelsAndTheNextRunWorks() {
+    auto w = openWindow(tiny_);
+    QVERIFY(w);
+    selectMethod(*w, "ar");
+    QTest::keyClicks(w->promptEdit(), "a red cat");
+    QSignalSpy ended(w.get(), &MainWindow::generationEnded);
+    QSignalSpy ready(w.get(), &MainWindow::modelReady);
+    QTest::mouseClick(w->generateButton(), Qt::LeftButton);
+    QTRY_VERIFY_WITH_TIMEOUT(w->run().committed() >= 5, kRunMs);
+    w->openModel(micro_);
+    QVERIFY(ended.wait(kRunMs));
+    QCOMPARE(ended.first().first().toString(), QString("cancelled"));
+    QTRY_VERIFY_WITH_TIMEOUT(ready.count() == 1, kLoadMs);
+    QCOMPARE(w->model()->grid_h, 4);
+    QCOMPARE(runOnce(*w, "a red"), QString("finished"));
+    QCOMPARE(w->run().committed(), 16);
+  }
+
+  // Generate and cancel 30 times in quick succession, at random moments (some before the first
+  // step): every run ends exactly once, the buttons follow, and a last run goes to the end.
+  void generateCancelStorm() {
+    auto w = openWindow(tiny_);
+    QVERIFY(w);
+    selectMethod(*w, "adt");
+    QTest::keyClicks(w->promptEdit(), "a red cat");
+    std::mt19937 rng(5);
+    for (int i = 0; i < 30; ++i) {
+      QSignalSpy ended(w.get(), &MainWindow::generationEnded);
+      QTest::mouseClick(w->generateButton(), Qt::LeftButton);
+      QVERIFY(w->isRunning());
+      QTest::qWait(int(rng() % 40));
+      QTest::keyClick(w.get(), Qt::Key_Escape);
+      QVERIFY2(ended.wait(kRunMs), qPrintable(QString("cycle %1 never ended").arg(i)));
+      QTest::qWait(5);  // a second terminal event would arrive here
+      QCOMPARE(ended.count(), 1);
+      QVERIFY(!w->isRunning());
+      QVERIFY(w->generateButton()->isEnabled());
+    }
+    QCOMPARE(runOnce(*w, "a blue dog"), QString("finished"));
+    QCOMPARE(w->run().committed(), 256);
   }
 
   void corruptModelShowsAnErrorAndTheAppKeepsWorking() {
