@@ -73,6 +73,25 @@ string(JSON has_traces ERROR_VARIABLE no_traces GET "${stats}" traces)
 if(NOT no_traces)
   message(FATAL_ERROR "statistics without --trace carry traces")
 endif()
+# adtree sweep: two shards merged hold every (setting, prompt, seed) row once.
+foreach(i 0 1)
+  run_ok(${ADTREE} sweep --model ${WORK}/model --method adt,ar --temperatures 0,1 --seeds 2
+         --prompts "a red cat" --budget 8 --shard ${i}/2 --out ${WORK}/shard${i}.jsonl)
+endforeach()
+run_ok(${ADTREE} sweep merge --inputs ${WORK}/shard0.jsonl,${WORK}/shard1.jsonl
+       --out ${WORK}/sweep.jsonl --summary ${WORK}/sweep.md)
+file(STRINGS "${WORK}/sweep.jsonl" sweep_rows)
+list(LENGTH sweep_rows n_rows)
+if(NOT n_rows EQUAL 8)
+  message(FATAL_ERROR "merged sweep has ${n_rows} rows, expected 8 (2 methods x 2 T x 2 seeds)")
+endif()
+file(READ "${WORK}/sweep.md" sweep_md)
+if(NOT sweep_md MATCHES "adt T=0")
+  message(FATAL_ERROR "the sweep summary lacks its settings:\n${sweep_md}")
+endif()
+run_fails("--shard i/n needs 0 <= i < n" ${ADTREE} sweep --model ${WORK}/model --shard 2/2
+          --out ${WORK}/x.jsonl)
+run_fails("--betas" ${ADTREE} sweep --model ${WORK}/model --betas 0.5,high --out ${WORK}/x.jsonl)
 run_fails("--trace needs --stats" ${ADTREE} generate --model ${WORK}/model --prompt cat --trace
           --out ${WORK}/x.png)
 run_ok(${ADTREE} generate --model ${WORK}/model --prompt "a red cat" --method static --relax lantern

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "decode/acceptance.h"
 #include "decode/adt_policy.h"
@@ -79,6 +80,60 @@ TEST(AdtPolicy, AdjacencyFirstTreeLeftRowStartAndLeftUpAverage) {
   auto s = lu.shape_for(W + 1);   // left (1, 0) = (3, 8), up (0, 1) = (6, 4)
   EXPECT_EQ(s.d, 5);              // (3 + 6 + 1) / 2
   EXPECT_EQ(s.k, 6);              // (8 + 4 + 1) / 2
+}
+
+// The ablation baselines (docs/adt-tree.md): a random shape per tree within the bounds, the same for
+// the same seed and cell; a shape from the draft's confidence, deep-narrow when sure.
+TEST(AdtPolicy, RandomAndConfidenceBaselinesStayInBoundsWithoutAdjacency) {
+  const auto s = settings(AdtMode::Bisect, Adjacency::Random);
+  AdtPolicy a(s, 8, 8, 7), b(s, 8, 8, 7), c(s, 8, 8, 8);
+  std::set<std::pair<int64_t, int64_t>> seen;
+  int differs = 0;
+  for (int64_t cell = 0; cell < 64; ++cell) {
+    const auto t = a.shape_for(cell);
+    EXPECT_GE(t.d, s.d_min);
+    EXPECT_LE(t.d, s.d_max);
+    EXPECT_GE(t.k, s.k_min);
+    EXPECT_LE(t.k, s.k_max);
+    EXPECT_EQ(t.d, b.shape_for(cell).d);  // reproducible
+    EXPECT_EQ(t.k, b.shape_for(cell).k);
+    differs += c.shape_for(cell).d != t.d ? 1 : 0;
+    seen.insert({t.d, t.k});
+    a.update(t, 0, {cell});  // outcomes do not steer it
+  }
+  EXPECT_GT(seen.size(), 20u) << "shapes should spread over the 7 x 9 box";
+  EXPECT_GT(differs, 20) << "another seed, other shapes";
+
+  AdtPolicy conf(settings(AdtMode::Bisect, Adjacency::Confidence), 4, 4);
+  std::string origin;
+  const auto sure = conf.shape_for(5, &origin, 1.0);
+  EXPECT_EQ(sure.d, 8);
+  EXPECT_EQ(sure.k, 2);
+  EXPECT_NE(origin.find("confidence"), std::string::npos);
+  const auto unsure = conf.shape_for(5, nullptr, 0.0);
+  EXPECT_EQ(unsure.d, 2);
+  EXPECT_EQ(unsure.k, 10);
+  const auto half = conf.shape_for(5, nullptr, 0.5);
+  EXPECT_EQ(half.d, 5);
+  EXPECT_EQ(half.k, 6);
+}
+
+TEST(AdtPolicy, BaselinesAreLosslessAtGreedy) {
+  adtree::testing::SpecFixture f(adtree::testing::SpecFixture::micro());
+  auto c = f.cond({1, 5}, true);
+  DecodeRequest r;
+  r.method.method = "adt";
+  r.sampling.cfg_scale = 2.0;
+  r.sampling.temperature = 0;
+  auto ar = generate_ar(*f.target, c, r.sampling, 0);
+  for (auto adj : {Adjacency::Random, Adjacency::Confidence}) {
+    r.method.adt.adjacency = adj;
+    auto src = make_eagle_source(*f.head, *f.target, 2);
+    SpecOptions o;
+    o.budget = 20;
+    auto res = generate_speculative(*f.target, *src, c, r, o);
+    EXPECT_EQ(res.tokens, ar.tokens) << to_string(adj);
+  }
 }
 
 namespace {

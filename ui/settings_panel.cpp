@@ -89,11 +89,13 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
                         tr("How (d, k) move after each step.\nbisect: half-way to the bound "
                            "(fast adaptation, the paper's 'bisectional' rule);\nstep: by fixed "
                            "increments (gentler)."));
-  adt_adjacency_ = addChoice(f, tr("Adjacency"), {"left", "left+up", "none"},
+  adt_adjacency_ = addChoice(f, tr("Adjacency"), {"left", "left+up", "none", "random", "confidence"},
                              tr("Where each tree's starting shape comes from.\nleft: the cell to "
                                 "the left (the paper's horizontal adjacency; the cell above at a "
                                 "row start);\nleft+up: the average of the left and upper "
-                                "neighbours;\nnone: carry the last shape (pure bisection)."));
+                                "neighbours;\nnone: carry the last shape (pure bisection).\nrandom, confidence: ablation "
+                                "baselines without adjacency (a random shape per tree; a shape "
+                                "from the draft's own top-1 confidence)."));
   adt_d0_ = addInt(f, tr("Start depth d0"), 1, 64, tr("Draft levels of the very first tree."));
   adt_k0_ = addInt(f, tr("Start width k0"), 1, 1 << 16, tr("Width of the very first tree."));
   adt_dmin_ = addInt(f, tr("Depth min"), 1, 64, tr("Lower bound on the draft levels d."));

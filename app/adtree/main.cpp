@@ -18,7 +18,8 @@ void print_usage() {
                "  model      make model directories (model random)\n"
                "  data       build training datasets (data emoji)\n"
                "  train      train models (train vq|gpt|drafter, assemble, fidelity)\n"
-               "  soak       many generations through the engine: memory and hang check\n\n"
+               "  soak       many generations through the engine: memory and hang check\n"
+               "  sweep      ablation grids of decoding settings (JSONL rows, shards, merge)\n\n"
                "Run 'adtree <command> --help' for a command's options.\n";
 }
 }  // namespace
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
     if (verb == "data") return adtree::cli::cmd_data(argc - 2, argv + 2);
     if (verb == "train") return adtree::cli::cmd_train(argc - 2, argv + 2);
     if (verb == "soak") return adtree::cli::cmd_soak(argc - 2, argv + 2);
+    if (verb == "sweep") return adtree::cli::cmd_sweep(argc - 2, argv + 2);
     std::cerr << "adtree: unknown command '" << verb << "' (see 'adtree --help')\n";
     return 2;
   } catch (const adtree::Error& e) {

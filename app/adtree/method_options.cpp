@@ -41,7 +41,7 @@ void add_method_options(Args& a, bool list) {
       .option("adt-mode", "MODE", "ADT: bisect (half-way to the bound) or step", to_string(d.adt.mode))
       .option("adt-step-d", "N", "ADT step mode: depth change per step", str(d.adt.step_d))
       .option("adt-step-k", "N", "ADT step mode: width change per step", str(d.adt.step_k))
-      .option("adt-adjacency", "SRC", "ADT: initial shape from none, left or left+up", to_string(d.adt.adjacency))
+      .option("adt-adjacency", "SRC", "ADT: initial shape from left, left+up or none; random / confidence are ablation baselines", to_string(d.adt.adjacency))
       .option("relax", "RULE", "acceptance: lossless or lantern (relaxed, lossy)", "lossless")
       .option("lantern-mode", "MODE", "LANTERN: delta (TVD budget) or lambda (ratio, LANTERN++)", "delta")
       .option("lantern-k", "K", "LANTERN: latent neighbours per draft token", str(d.lantern.k))

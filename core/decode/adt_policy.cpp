@@ -1,11 +1,23 @@
 #include "decode/adt_policy.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace adtree::decode {
 
-AdtPolicy::AdtPolicy(const AdtSettings& s, int64_t grid_h, int64_t grid_w)
-    : s_(s), h_(grid_h), w_(grid_w), cell_(size_t(grid_h * grid_w)), last_{s.d0, s.k0} {}
+AdtPolicy::AdtPolicy(const AdtSettings& s, int64_t grid_h, int64_t grid_w, uint64_t seed)
+    : s_(s), h_(grid_h), w_(grid_w), seed_(seed), cell_(size_t(grid_h * grid_w)), last_{s.d0, s.k0} {}
+
+namespace {
+// SplitMix64: a well-mixed hash of (seed, cell), so the random baseline's shape for a cell does
+// not depend on how many steps came before (and needs no RNG state the sampler could disturb).
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+}  // namespace
 
 TreeShape AdtPolicy::adapt(const AdtSettings& s, TreeShape t, double alpha) {
   auto ceil_half = [](int64_t a, int64_t b) { return (a + b + 1) / 2; };
@@ -40,10 +52,23 @@ std::string AdtPolicy::describe(const AdtSettings& s, double alpha) {
   return r;
 }
 
-TreeShape AdtPolicy::shape_for(int64_t root_cell, std::string* origin) const {
+TreeShape AdtPolicy::shape_for(int64_t root_cell, std::string* origin, double confidence) const {
   auto say = [&](const std::string& s) {
     if (origin) *origin = s;
   };
+  if (s_.adjacency == Adjacency::Random) {
+    const uint64_t h = mix(seed_ ^ mix(uint64_t(root_cell)));
+    say("random (baseline)");
+    return TreeShape{s_.d_min + int64_t(h % uint64_t(s_.d_max - s_.d_min + 1)),
+                     s_.k_min + int64_t((h >> 32) % uint64_t(s_.k_max - s_.k_min + 1))};
+  }
+  if (s_.adjacency == Adjacency::Confidence) {
+    // Confident draft: deep and narrow; unsure: shallow and wide (linear in the top-1 q).
+    const double c = std::clamp(confidence, 0.0, 1.0);
+    say("draft confidence " + std::to_string(c).substr(0, 4) + " (baseline)");
+    return TreeShape{s_.d_min + int64_t(std::lround(c * double(s_.d_max - s_.d_min))),
+                     s_.k_max - int64_t(std::lround(c * double(s_.k_max - s_.k_min)))};
+  }
   auto rc = [](int64_t r, int64_t c) { return "(" + std::to_string(r) + ", " + std::to_string(c) + ")"; };
   if (s_.adjacency == Adjacency::None) {
     say("the previous step (no adjacency)");

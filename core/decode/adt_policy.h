@@ -18,11 +18,14 @@ struct TreeShape {
 
 class AdtPolicy {
  public:
-  AdtPolicy(const AdtSettings& s, int64_t grid_h, int64_t grid_w);
+  // `seed` makes the random-shape baseline reproducible (Adjacency::Random).
+  AdtPolicy(const AdtSettings& s, int64_t grid_h, int64_t grid_w, uint64_t seed = 0);
 
   // The shape of the tree whose root is the token at `root_cell`; `origin` (optional) says where it
   // came from ("left neighbour (r, c)", ...), for step traces.
-  TreeShape shape_for(int64_t root_cell, std::string* origin = nullptr) const;
+  // `confidence`: the draft head's top-1 probability at the root (Adjacency::Confidence only).
+  TreeShape shape_for(int64_t root_cell, std::string* origin = nullptr,
+                      double confidence = 0) const;
   // After verifying a tree of shape `used` that accepted `accepted` draft tokens: the post-update
   // shape, stored into every cell in `cells` (the cells this step committed).
   TreeShape update(TreeShape used, int64_t accepted, const std::vector<int64_t>& cells);
@@ -35,6 +38,7 @@ class AdtPolicy {
  private:
   AdtSettings s_;
   int64_t h_, w_;
+  uint64_t seed_;
   std::vector<TreeShape> cell_;  // d == 0: not committed yet
   TreeShape last_;               // "none": the last post-update shape, carried globally
 };

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
+#include "util/json_int.h"
 
 namespace adtree::decode {
 
@@ -22,6 +23,10 @@ std::string to_string(Adjacency a) {
       return "none";
     case Adjacency::Left:
       return "left";
+    case Adjacency::Random:
+      return "random";
+    case Adjacency::Confidence:
+      return "confidence";
     case Adjacency::LeftUp:
       return "left+up";
   }
@@ -38,7 +43,10 @@ Adjacency adjacency_from_string(const std::string& s) {
   if (s == "none") return Adjacency::None;
   if (s == "left") return Adjacency::Left;
   if (s == "left+up" || s == "left-up" || s == "leftup") return Adjacency::LeftUp;
-  throw Error("unknown adjacency source '" + s + "' (expected none, left or left+up)");
+  if (s == "random") return Adjacency::Random;
+  if (s == "confidence") return Adjacency::Confidence;
+  throw Error("unknown adjacency source '" + s +
+              "' (expected left, left+up, none, random or confidence)");
 }
 
 void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
@@ -57,7 +65,9 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
   }
   const auto& d = dynamic_tree;
   if (tree) {
-    if (d.depth < 1) bad("dynamic tree depth D must be >= 1");
+    // 64 rounds is far deeper than any tree worth verifying; the bound keeps the node count below
+    // from overflowing (reliability.md, Fuzzing).
+    if (d.depth < 1 || d.depth > 64) bad("dynamic tree depth D must be >= 1 and at most 64");
     if (d.width < 1 || d.width > vocab_size) {
       bad("tree width K must be in 1.." + std::to_string(vocab_size) + " (the vocabulary)");
     }
@@ -70,7 +80,8 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
   }
   const auto& a = adt;
   if (method == "adt") {
-    if (a.d_min < 1 || a.d_min > a.d_max) bad("ADT depth bounds need 1 <= d_min <= d_max");
+    if (a.d_min < 1 || a.d_min > a.d_max || a.d_max > 64)
+      bad("ADT depth bounds need 1 <= d_min <= d_max <= 64");
     if (a.k_min < 1 || a.k_min > a.k_max) bad("ADT width bounds need 1 <= k_min <= k_max");
     if (a.k_max > vocab_size) bad("ADT k_max exceeds the vocabulary");
     if (a.d0 < a.d_min || a.d0 > a.d_max) bad("ADT d0 must lie in [d_min, d_max]");
@@ -99,7 +110,9 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
         bad("PathRelax lambda must be a number >= 0 (0 = off)");
     }
     if (j.start_margin < 0 || j.stop_margin < 0) bad("Jacobi start/stop margins must be >= 0");
-    if (j.start_margin + j.stop_margin >= image_tokens)
+    // Each below image_tokens first, so that the sum cannot overflow (reliability.md, Fuzzing).
+    if (j.start_margin >= image_tokens || j.stop_margin >= image_tokens ||
+        j.start_margin + j.stop_margin >= image_tokens)
       bad("Jacobi start + stop margins must leave tokens to draft (< " + std::to_string(image_tokens) + ")");
   }
 }
@@ -147,19 +160,19 @@ MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
       m.static_tree.preset = j["static_tree"].value("preset", m.static_tree.preset);
     if (j.contains("dynamic_tree")) {
       const auto& d = j["dynamic_tree"];
-      m.dynamic_tree.depth = d.value("depth", m.dynamic_tree.depth);
-      m.dynamic_tree.width = d.value("width", m.dynamic_tree.width);
-      m.dynamic_tree.budget = d.value("budget", m.dynamic_tree.budget);
+      m.dynamic_tree.depth = json_int(d, "depth", m.dynamic_tree.depth);
+      m.dynamic_tree.width = json_int(d, "width", m.dynamic_tree.width);
+      m.dynamic_tree.budget = json_int(d, "budget", m.dynamic_tree.budget);
     }
     if (j.contains("adt")) {
       const auto& a = j["adt"];
       auto& t = m.adt;
-      t.d0 = a.value("d0", t.d0), t.k0 = a.value("k0", t.k0);
-      t.d_min = a.value("d_min", t.d_min), t.d_max = a.value("d_max", t.d_max);
-      t.k_min = a.value("k_min", t.k_min), t.k_max = a.value("k_max", t.k_max);
+      t.d0 = json_int(a, "d0", t.d0), t.k0 = json_int(a, "k0", t.k0);
+      t.d_min = json_int(a, "d_min", t.d_min), t.d_max = json_int(a, "d_max", t.d_max);
+      t.k_min = json_int(a, "k_min", t.k_min), t.k_max = json_int(a, "k_max", t.k_max);
       t.beta = a.value("beta", t.beta);
       t.mode = adt_mode_from_string(a.value("mode", to_string(t.mode)));
-      t.step_d = a.value("step_d", t.step_d), t.step_k = a.value("step_k", t.step_k);
+      t.step_d = json_int(a, "step_d", t.step_d), t.step_k = json_int(a, "step_k", t.step_k);
       t.adjacency = adjacency_from_string(a.value("adjacency", to_string(t.adjacency)));
     }
     const auto acc = j.value("acceptance", std::string("lossless"));
@@ -174,19 +187,19 @@ MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
       const auto mode = l.value("mode", std::string("delta"));
       if (mode != "delta" && mode != "lambda") throw Error("LANTERN mode must be delta or lambda");
       m.lantern.mode = mode == "delta" ? LanternMode::Delta : LanternMode::Lambda;
-      m.lantern.k = l.value("k", m.lantern.k);
+      m.lantern.k = json_int(l, "k", m.lantern.k);
       m.lantern.delta = l.value("delta", m.lantern.delta);
       m.lantern.lambda = l.value("lambda", m.lantern.lambda);
     }
     if (j.contains("jacobi")) {
       const auto& a = j["jacobi"];
-      m.jacobi.window = a.value("window", m.jacobi.window);
+      m.jacobi.window = json_int(a, "window", m.jacobi.window);
       m.jacobi.spatial_init = a.value("spatial_init", m.jacobi.spatial_init);
-      m.jacobi.paths = a.value("paths", m.jacobi.paths);
-      m.jacobi.path_length = a.value("path_length", m.jacobi.path_length);
+      m.jacobi.paths = json_int(a, "paths", m.jacobi.paths);
+      m.jacobi.path_length = json_int(a, "path_length", m.jacobi.path_length);
       m.jacobi.path_relax = a.value("path_relax", m.jacobi.path_relax);
-      m.jacobi.start_margin = a.value("start_margin", m.jacobi.start_margin);
-      m.jacobi.stop_margin = a.value("stop_margin", m.jacobi.stop_margin);
+      m.jacobi.start_margin = json_int(a, "start_margin", m.jacobi.start_margin);
+      m.jacobi.stop_margin = json_int(a, "stop_margin", m.jacobi.stop_margin);
     }
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("invalid method settings: ") + e.what());

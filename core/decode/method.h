@@ -26,7 +26,11 @@ struct DynamicTreeSettings {
 };
 
 enum class AdtMode { Bisect, Step };
-enum class Adjacency { None, Left, LeftUp };
+// Where a tree's starting shape comes from. Left / LeftUp are ADT-Tree's adjacency; None carries
+// the previous step's shape; Random and Confidence are the ablation baselines (docs/adt-tree.md):
+// a uniformly random shape per tree, and a shape set from the draft head's own top-1 confidence at
+// the root, both without adjacency.
+enum class Adjacency { None, Left, LeftUp, Random, Confidence };
 
 struct AdtSettings {  // SPEC_DECODING.md section 5
   int64_t d0 = 4, k0 = 6;         // the very first tree

@@ -49,7 +49,7 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
                                                               : ChildRule::WithoutReplacement;
   const StaticTreeSpec static_spec =
       m.method == "static" ? StaticTreeSpec::preset(m.static_tree.preset) : StaticTreeSpec{};
-  AdtPolicy adt(m.adt, cfg.grid_h, cfg.grid_w);
+  AdtPolicy adt(m.adt, cfg.grid_h, cfg.grid_w, request.seed);
   std::unique_ptr<JacobiState> jacobi;
   if (!source) jacobi = std::make_unique<JacobiState>(m.method, m.jacobi, cfg.grid_h, cfg.grid_w, cfg.vocab_size, n_img);
   // Jacobi steps verify at most K chains of their length; the trees verify N.
@@ -145,7 +145,11 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
         tree = build_static_tree(ctx, static_spec, rule == ChildRule::WithoutReplacement, rng);
         shape = TreeShape{tree.levels, tree.width};
       } else {
-        if (m.method == "adt") shape = adt.shape_for(n, tr.enabled ? &adt_origin : nullptr);
+        if (m.method == "adt") {
+          const double conf =
+              m.adt.adjacency == Adjacency::Confidence ? root_confidence(ctx) : 0.0;
+          shape = adt.shape_for(n, tr.enabled ? &adt_origin : nullptr, conf);
+        }
         tree = build_dynamic_tree(ctx, shape.d, shape.k, budget);
       }
       source->end_step();

@@ -164,6 +164,11 @@ DraftTree build_static_tree(DraftContext& ctx, const StaticTreeSpec& spec, bool 
   return tree;
 }
 
+double root_confidence(const DraftContext& ctx) {
+  auto q = draft_probs(ctx.draft_proc, ctx.root_logits.unsqueeze(1), {ctx.root_index + 1})[0];
+  return q.max().item<double>();
+}
+
 DraftTree build_dynamic_tree(DraftContext& ctx, int64_t levels, int64_t width, int64_t budget) {
   levels = std::min(levels, ctx.max_levels);
   // All recorded candidates; each remembers whether it was expanded (has a draft row and q).

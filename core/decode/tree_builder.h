@@ -30,6 +30,10 @@ struct DraftContext {
   int64_t max_levels = 0;  // draft levels that still fit in the image
 };
 
+// The draft head's top-1 probability for the token after the root: its own confidence, which the
+// confidence-only shape baseline (Adjacency::Confidence) turns into (d, k).
+double root_confidence(const DraftContext& ctx);
+
 // Children of each node are its top ranks (greedy) or drawn without replacement from q (sampling).
 DraftTree build_static_tree(DraftContext& ctx, const StaticTreeSpec& spec, bool sample_children,
                             Rng& rng);

@@ -1,0 +1,187 @@
+// adtree sweep: ablation grids over decoding settings (research bench, docs/adt-tree.md), one JSONL
+// row per (setting, prompt, seed); `--shard i/n` splits a sweep across machines and
+// `adtree sweep merge` joins the shards (docs/cluster.md runs them as Slurm / Kubernetes arrays).
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "commands.h"
+#include "io/file_write.h"
+#include "research/sweep.h"
+#include "util/error.h"
+
+namespace adtree::cli {
+
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, sep);) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::vector<double> reals(const Args& a, const std::string& name, bool allow_off = false) {
+  std::vector<double> out;
+  if (!a.given(name)) return out;
+  for (const auto& v : split(a.str(name), ',')) {
+    if (allow_off && v == "off") {
+      out.push_back(-1);
+      continue;
+    }
+    try {
+      size_t used = 0;
+      const double d = std::stod(v, &used);
+      if (used != v.size()) throw std::invalid_argument(v);
+      out.push_back(d);
+    } catch (const std::exception&) {
+      throw Error("--" + name + ": '" + v + "' is not a number");
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> ints(const Args& a, const std::string& name, bool allow_auto = false) {
+  std::vector<int64_t> out;
+  for (double d : reals(a, name)) {
+    if (d != double(int64_t(d)) || (d < 1 && !(allow_auto && d == 0))) {
+      throw Error("--" + name + " takes positive whole numbers" + (allow_auto ? " (0 = auto)" : ""));
+    }
+    out.push_back(int64_t(d));
+  }
+  return out;
+}
+
+std::vector<std::string> words(const Args& a, const std::string& name) {
+  return a.given(name) ? split(a.str(name), ',') : std::vector<std::string>{};
+}
+
+int cmd_merge(int argc, char** argv) {
+  Args a("sweep merge", "Join sweep shards into one JSONL file and summarise it per setting.");
+  a.option("inputs", "LIST", "comma-separated shard files (JSONL rows of adtree sweep)")
+      .option("out", "FILE", "merged rows (JSONL, one per setting, prompt and seed)")
+      .option("summary", "FILE", "per-setting summary as a Markdown table")
+      .option("json", "FILE", "per-setting summary as JSON");
+  if (!a.parse(argc, argv)) return 0;
+  const auto inputs = words(a, "inputs");
+  if (inputs.empty()) throw Error("give the shard files with --inputs A.jsonl,B.jsonl,...");
+  std::vector<std::vector<nlohmann::json>> shards;
+  size_t total = 0;
+  for (const auto& f : inputs) {
+    shards.push_back(research::read_jsonl(f));
+    total += shards.back().size();
+  }
+  const auto rows = research::merge_rows(shards);
+  if (a.given("out")) {
+    std::string text;
+    for (const auto& r : rows) text += r.dump() + "\n";
+    io::write_file(a.str("out"), text, "the merged rows");
+  }
+  const auto summary = research::summarize(rows);
+  const std::string table = research::markdown_table(summary);
+  if (a.given("summary")) io::write_file(a.str("summary"), table, "the summary table");
+  if (a.given("json")) {
+    io::write_file(a.str("json"), nlohmann::json(summary).dump(1) + "\n", "the summary");
+  }
+  std::cout << inputs.size() << " shard(s), " << total << " rows read, " << rows.size()
+            << " after merging\n"
+            << table;
+  return 0;
+}
+
+}  // namespace
+
+int cmd_sweep(int argc, char** argv) {
+  if (argc >= 1 && std::string(argv[0]) == "merge") return cmd_merge(argc - 1, argv + 1);
+  Args a("sweep",
+         "Run a grid of decoding settings on a prompt set with fixed seeds: one JSONL row per "
+         "(setting, prompt, seed) with tau, drafted tokens, forwards, time, speed-up over AR "
+         "(same process) and the target's NLL of the tokens. 'adtree sweep merge --help' joins "
+         "shards.");
+  add_model_options(a);
+  add_method_options(a, /*list=*/true);
+  add_sampling_options(a);
+  a.option("prompts", "LIST", "semicolon-separated prompts (default: 4 prompts of the shipped model)")
+      .option("seeds", "N", "seeds 0 .. N-1 per prompt", "2")
+      .option("temperatures", "LIST", "axis: sampling temperatures (0 = greedy)")
+      .option("betas", "LIST", "axis (adt): beta thresholds")
+      .option("updates", "LIST", "axis (adt): bisect, step")
+      .option("l-d", "LIST", "axis (adt, step mode): depth steps l_d")
+      .option("l-k", "LIST", "axis (adt, step mode): width steps l_k")
+      .option("d-maxes", "LIST", "axis (adt): depth bounds d_max")
+      .option("k-maxes", "LIST", "axis (adt): width bounds k_max")
+      .option("adjacencies", "LIST", "axis (adt): left, left+up, none, random, confidence")
+      .option("budgets", "LIST", "axis (dynamic, adt): verification budgets N (0 = auto)")
+      .option("lantern-deltas", "LIST", "axis (tree methods): LANTERN delta values, 'off' = lossless")
+      .flag("match-drafted", "after every adt row, EAGLE-2 with N = ADT-Tree's mean drafted tokens")
+      .option("shard", "I/N", "run only units i, i+n, i+2n, ... of the sweep (0-based)", "0/1")
+      .option("out", "FILE", "JSONL rows (appended; with --resume, rows already there are skipped)")
+      .flag("resume", "skip the (setting, prompt, seed) rows already in --out")
+      .flag("dry-run", "list the settings and units, run nothing")
+      .option("summary", "FILE", "also write this run's per-setting summary (Markdown)");
+  if (!a.parse(argc, argv)) return 0;
+  if (!a.given("out") && !a.flag_set("dry-run")) throw Error("give --out FILE.jsonl for the rows");
+
+  research::SweepGrid g;
+  g.methods = split(a.str("method"), ',');
+  g.base = method_from(a, g.methods.empty() ? "adt" : g.methods.front());
+  g.temperature = reals(a, "temperatures");
+  g.beta = reals(a, "betas");
+  g.update = words(a, "updates");
+  g.step_d = ints(a, "l-d");
+  g.step_k = ints(a, "l-k");
+  g.d_max = ints(a, "d-maxes");
+  g.k_max = ints(a, "k-maxes");
+  g.adjacency = words(a, "adjacencies");
+  g.budget = ints(a, "budgets", /*allow_auto=*/true);
+  g.lantern_delta = reals(a, "lantern-deltas", /*allow_off=*/true);
+
+  research::SweepOptions o;
+  o.prompts = a.given("prompts")
+                  ? split(a.str("prompts"), ';')
+                  : std::vector<std::string>{"grinning face noto", "red apple noto",
+                                             "rocket twemoji", "blue heart twemoji"};
+  o.seeds = a.integer("seeds");
+  o.shard = research::Shard::parse(a.str("shard"));
+  o.match_drafted = a.flag_set("match-drafted");
+
+  auto m = load_model(a);
+  g.sampling = sampling_from(a, m);
+  const auto points = research::expand(g);
+  const int64_t units = int64_t(points.size() * o.prompts.size()) * o.seeds;
+  int64_t mine = 0;
+  for (int64_t u = 0; u < units; ++u) mine += o.shard.owns(u) ? 1 : 0;
+  std::cout << points.size() << " setting(s) x " << o.prompts.size() << " prompt(s) x " << o.seeds
+            << " seed(s) = " << units << " units; shard " << a.str("shard") << " runs " << mine
+            << "\n";
+  if (a.flag_set("dry-run")) {
+    for (const auto& p : points) std::cout << "  " << p.label << "\n";
+    return 0;
+  }
+  if (a.flag_set("resume")) {
+    std::ifstream probe(a.str("out"));
+    if (probe) {
+      for (const auto& r : research::read_jsonl(a.str("out"))) o.skip_keys.push_back(research::row_key(r));
+      std::cout << o.skip_keys.size() << " row(s) already in " << a.str("out") << ": skipped\n";
+    }
+  }
+  // Appended row by row and flushed: a sweep killed by a scheduler keeps what it finished, and
+  // --resume picks up from there.
+  std::ofstream out(a.str("out"), a.flag_set("resume") ? std::ios::app : std::ios::trunc);
+  if (!out) throw Error("cannot write " + a.str("out"));
+  std::vector<nlohmann::json> rows;
+  research::run_sweep(m, points, o, [&](const nlohmann::json& r) {
+    out << r.dump() << "\n";
+    out.flush();
+    if (!out) throw Error("writing " + a.str("out") + " failed (disk full?)");
+    rows.push_back(r);
+  }, &std::cout);
+  const auto table = research::markdown_table(research::summarize(rows));
+  if (a.given("summary")) io::write_file(a.str("summary"), table, "the summary table");
+  std::cout << rows.size() << " row(s) written to " << a.str("out") << "\n" << table;
+  return 0;
+}
+
+}  // namespace adtree::cli

@@ -1,0 +1,383 @@
+#include "research/sweep.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+#include "decode/likelihood.h"
+#include "decode/run.h"
+#include "model/conditioning.h"
+#include "util/error.h"
+
+namespace adtree::research {
+
+namespace {
+
+bool is_tree(const std::string& m) { return m == "static" || m == "dynamic" || m == "adt"; }
+
+std::string num(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+// Applies one axis value to every point so far: the cartesian product, axis by axis.
+template <typename T, typename F>
+void axis(std::vector<SweepPoint>& pts, const std::vector<T>& values, F apply) {
+  if (values.empty()) return;
+  std::vector<SweepPoint> out;
+  for (const auto& p : pts) {
+    for (const auto& v : values) {
+      SweepPoint q = p;
+      apply(q, v);
+      out.push_back(std::move(q));
+    }
+  }
+  pts = std::move(out);
+}
+
+void add_label(SweepPoint& p, const std::string& part) { p.label += " " + part; }
+
+}  // namespace
+
+nlohmann::json SweepPoint::to_json() const {
+  return {{"label", label}, {"method", method.to_json()}, {"sampling", sampling.to_json()}};
+}
+
+std::vector<SweepPoint> expand(const SweepGrid& g) {
+  if (g.methods.empty()) throw Error("a sweep needs at least one method");
+  std::vector<SweepPoint> pts;
+  for (const auto& m : g.methods) {
+    SweepPoint p;
+    p.method = g.base;
+    p.method.method = m;
+    p.sampling = g.sampling;
+    p.label = m;
+    pts.push_back(p);
+  }
+  // Each axis only touches (and labels) the methods that read it; the rest pass through
+  // unchanged, and the duplicates that makes are removed below.
+  axis(pts, g.temperature, [](SweepPoint& p, double t) {
+    p.sampling.temperature = t;
+    add_label(p, "T=" + num(t));
+  });
+  axis(pts, g.budget, [](SweepPoint& p, int64_t n) {
+    if (p.method.method != "dynamic" && p.method.method != "adt") return;
+    p.method.dynamic_tree.budget = n;
+    add_label(p, "N=" + (n == 0 ? std::string("auto") : std::to_string(n)));
+  });
+  axis(pts, g.beta, [](SweepPoint& p, double b) {
+    if (p.method.method != "adt") return;
+    p.method.adt.beta = b;
+    add_label(p, "beta=" + num(b));
+  });
+  axis(pts, g.update, [](SweepPoint& p, const std::string& u) {
+    if (p.method.method != "adt") return;
+    p.method.adt.mode = decode::adt_mode_from_string(u);
+    add_label(p, "update=" + u);
+  });
+  axis(pts, g.step_d, [](SweepPoint& p, int64_t v) {
+    if (p.method.method != "adt" || p.method.adt.mode != decode::AdtMode::Step) return;
+    p.method.adt.step_d = v;
+    add_label(p, "l_d=" + std::to_string(v));
+  });
+  axis(pts, g.step_k, [](SweepPoint& p, int64_t v) {
+    if (p.method.method != "adt" || p.method.adt.mode != decode::AdtMode::Step) return;
+    p.method.adt.step_k = v;
+    add_label(p, "l_k=" + std::to_string(v));
+  });
+  axis(pts, g.d_max, [](SweepPoint& p, int64_t v) {
+    if (p.method.method != "adt") return;
+    p.method.adt.d_max = v;
+    p.method.adt.d0 = std::min(p.method.adt.d0, v);
+    add_label(p, "d_max=" + std::to_string(v));
+  });
+  axis(pts, g.k_max, [](SweepPoint& p, int64_t v) {
+    if (p.method.method != "adt") return;
+    p.method.adt.k_max = v;
+    p.method.adt.k0 = std::min(p.method.adt.k0, v);
+    add_label(p, "k_max=" + std::to_string(v));
+  });
+  axis(pts, g.adjacency, [](SweepPoint& p, const std::string& a) {
+    if (p.method.method != "adt") return;
+    p.method.adt.adjacency = decode::adjacency_from_string(a);
+    add_label(p, "adjacency=" + a);
+  });
+  axis(pts, g.lantern_delta, [](SweepPoint& p, double d) {
+    if (!is_tree(p.method.method)) return;
+    if (d < 0) {
+      p.method.acceptance = decode::Acceptance::Lossless;
+      return;
+    }
+    p.method.acceptance = decode::Acceptance::Lantern;
+    p.method.lantern.mode = decode::LanternMode::Delta;
+    p.method.lantern.delta = d;
+    add_label(p, "lantern=" + num(d));
+  });
+  // One run per distinct setting, in first-seen order.
+  std::vector<SweepPoint> out;
+  std::set<std::string> seen;
+  for (auto& p : pts) {
+    if (seen.insert(p.method.to_json().dump() + p.sampling.to_json().dump()).second) {
+      out.push_back(std::move(p));
+    }
+  }
+  return out;
+}
+
+Shard Shard::parse(const std::string& s) {
+  Shard sh;
+  const auto slash = s.find('/');
+  try {
+    if (slash == std::string::npos) throw std::invalid_argument("no slash");
+    size_t used = 0;
+    sh.index = std::stoll(s.substr(0, slash), &used);
+    if (used != slash) throw std::invalid_argument("index");
+    const std::string rest = s.substr(slash + 1);
+    sh.count = std::stoll(rest, &used);
+    if (used != rest.size()) throw std::invalid_argument("count");
+  } catch (const std::exception&) {
+    throw Error("--shard must look like i/n (e.g. 0/4), got '" + s + "'");
+  }
+  if (sh.count < 1 || sh.index < 0 || sh.index >= sh.count) {
+    throw Error("--shard i/n needs 0 <= i < n, got '" + s + "'");
+  }
+  return sh;
+}
+
+std::string row_key(const nlohmann::json& row) {
+  return row.at("label").get<std::string>() + "|" + row.at("prompt").get<std::string>() + "|" +
+         std::to_string(row.at("seed").get<uint64_t>());
+}
+
+namespace {
+
+struct ArBaseline {
+  double wall_ms = 0, nll = 0;
+  std::vector<int64_t> tokens;
+};
+
+nlohmann::json make_row(const SweepPoint& p, const std::string& prompt, uint64_t seed,
+                        const decode::DecodeResult& res, double nll, const ArBaseline& ar,
+                        const Shard& shard) {
+  const auto& s = res.stats.summary;
+  const bool lossless = res.stats.settings.value("lossless", true);
+  nlohmann::json row = {{"label", p.label},
+                        {"method", p.method.method},
+                        {"prompt", prompt},
+                        {"seed", seed},
+                        {"temperature", p.sampling.temperature},
+                        {"lossless", lossless},
+                        {"tau", s.tau},
+                        {"mean_drafted", s.mean_drafted},
+                        {"target_forwards", s.target_forwards},
+                        {"steps", s.steps},
+                        {"tokens", s.tokens},
+                        {"wall_ms", s.wall_ms},
+                        {"ar_wall_ms", ar.wall_ms},
+                        {"speedup", s.wall_ms > 0 ? ar.wall_ms / s.wall_ms : 0.0},
+                        {"nll", nll},
+                        {"ar_nll", ar.nll},
+                        {"nll_delta", nll - ar.nll},
+                        {"identical_to_ar", res.tokens == ar.tokens},
+                        {"setting", p.to_json()},
+                        {"shard", std::to_string(shard.index) + "/" + std::to_string(shard.count)}};
+  return row;
+}
+
+}  // namespace
+
+void run_sweep(const model::ModelBundle& model, const std::vector<SweepPoint>& points,
+               const SweepOptions& opts, const std::function<void(const nlohmann::json&)>& row,
+               std::ostream* log) {
+  if (opts.prompts.empty()) throw Error("a sweep needs at least one prompt");
+  if (opts.seeds < 1) throw Error("--seeds must be at least 1");
+  // Validate every point before the first (long) run.
+  for (const auto& p : points) {
+    p.method.validate(model.gpt_config.vocab_size, model.gpt_config.image_tokens());
+    p.sampling.validate(model.gpt_config.vocab_size);
+    if (p.method.needs_drafter() && !model.drafter) {
+      throw Error("'" + p.label + "' needs a draft head, and this model has none");
+    }
+  }
+  const std::set<std::string> skip(opts.skip_keys.begin(), opts.skip_keys.end());
+  std::map<std::string, ArBaseline> ar_cache;  // per prompt, seed and sampling, in this process
+  auto condition = [&](const std::string& prompt, const decode::SamplingParams& sp) {
+    return model::make_condition(*model.gpt, model.vocab, prompt, sp.uses_cfg());
+  };
+  int64_t unit = -1;
+  for (const auto& prompt : opts.prompts) {
+    for (int64_t s = 0; s < opts.seeds; ++s) {
+      for (const auto& p : points) {
+        ++unit;
+        if (!opts.shard.owns(unit)) continue;
+        const uint64_t seed = uint64_t(s);
+        const std::string key = p.label + "|" + prompt + "|" + std::to_string(seed);
+        if (skip.count(key)) continue;
+        const auto cond = condition(prompt, p.sampling);
+        const std::string ar_key = prompt + "|" + std::to_string(seed) + "|" + p.sampling.to_json().dump();
+        auto it = ar_cache.find(ar_key);
+        if (it == ar_cache.end()) {
+          decode::DecodeRequest ar_req;
+          ar_req.method.method = "ar";
+          ar_req.sampling = p.sampling;
+          ar_req.seed = seed;
+          auto ar = decode::run_decode(model, cond, ar_req);
+          ArBaseline b;
+          b.wall_ms = ar.stats.summary.wall_ms;
+          b.nll = decode::sequence_nll(*model.gpt, cond, ar.tokens, p.sampling);
+          b.tokens = ar.tokens;
+          it = ar_cache.emplace(ar_key, std::move(b)).first;
+        }
+        decode::DecodeRequest req;
+        req.method = p.method;
+        req.sampling = p.sampling;
+        req.seed = seed;
+        auto res = decode::run_decode(model, cond, req);
+        const double nll = decode::sequence_nll(*model.gpt, cond, res.tokens, p.sampling);
+        auto r = make_row(p, prompt, seed, res, nll, it->second, opts.shard);
+        if (log) {
+          *log << std::fixed << std::setprecision(2) << "[" << unit << "] " << p.label << " | "
+               << prompt << " | seed " << seed << ": tau " << r["tau"].get<double>()
+               << ", drafted " << r["mean_drafted"].get<double>() << ", speed-up "
+               << r["speedup"].get<double>() << "\n";
+        }
+        row(r);
+        if (opts.match_drafted && p.method.method == "adt") {
+          // EAGLE-2 at equal mean draft size: its budget N set to what ADT-Tree drafted per step
+          // here, on the same prompt and seed (its D and K stay EAGLE-2's defaults).
+          SweepPoint q = p;
+          q.method.method = "dynamic";
+          q.method.dynamic_tree.budget =
+              std::max<int64_t>(1, std::llround(res.stats.summary.mean_drafted));
+          q.label = "dynamic@drafted-of(" + p.label + ")";
+          if (!skip.count(q.label + "|" + prompt + "|" + std::to_string(seed))) {
+            req.method = q.method;
+            auto dyn = decode::run_decode(model, cond, req);
+            const double dn = decode::sequence_nll(*model.gpt, cond, dyn.tokens, q.sampling);
+            auto dr = make_row(q, prompt, seed, dyn, dn, it->second, opts.shard);
+            dr["matched_budget"] = q.method.dynamic_tree.budget;
+            if (log) {
+              *log << "      " << q.label << ": N " << q.method.dynamic_tree.budget << ", tau "
+                   << dr["tau"].get<double>() << ", speed-up " << dr["speedup"].get<double>() << "\n";
+            }
+            row(dr);
+          }
+        }
+      }
+    }
+  }
+}
+
+std::vector<nlohmann::json> read_jsonl(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot read " + path);
+  std::vector<nlohmann::json> rows;
+  std::string line;
+  int64_t n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    try {
+      auto j = nlohmann::json::parse(line);
+      row_key(j);  // has label, prompt, seed
+      rows.push_back(std::move(j));
+    } catch (const std::exception& e) {
+      throw Error(path + " line " + std::to_string(n) + " is not a sweep row: " + e.what());
+    }
+  }
+  return rows;
+}
+
+std::vector<nlohmann::json> merge_rows(const std::vector<std::vector<nlohmann::json>>& shards) {
+  std::map<std::string, nlohmann::json> by_key;
+  for (const auto& rows : shards) {
+    for (const auto& r : rows) by_key[row_key(r)] = r;
+  }
+  std::vector<nlohmann::json> out;
+  for (auto& [k, r] : by_key) out.push_back(std::move(r));
+  return out;
+}
+
+std::vector<nlohmann::json> summarize(const std::vector<nlohmann::json>& rows) {
+  struct Acc {
+    int64_t n = 0, greedy = 0, identical = 0;
+    double tau = 0, drafted = 0, speedup = 0, smin = 1e300, smax = 0, dnll = 0, nll = 0;
+    bool lossless = true;
+    std::string method;
+    double temperature = 0;
+  };
+  std::map<std::string, Acc> acc;
+  std::vector<std::string> order;
+  for (const auto& r : rows) {
+    const std::string label = r.at("label");
+    if (!acc.count(label)) order.push_back(label);
+    auto& a = acc[label];
+    ++a.n;
+    a.method = r.at("method");
+    a.temperature = r.at("temperature");
+    a.lossless = a.lossless && r.at("lossless").get<bool>();
+    a.tau += r.at("tau").get<double>();
+    a.drafted += r.at("mean_drafted").get<double>();
+    const double sp = r.at("speedup").get<double>();
+    a.speedup += sp;
+    a.smin = std::min(a.smin, sp);
+    a.smax = std::max(a.smax, sp);
+    a.nll += r.at("nll").get<double>();
+    a.dnll += r.at("nll_delta").get<double>();
+    if (r.at("temperature").get<double>() <= 0) {
+      ++a.greedy;
+      a.identical += r.at("identical_to_ar").get<bool>() ? 1 : 0;
+    }
+  }
+  std::vector<nlohmann::json> out;
+  for (const auto& label : order) {
+    const auto& a = acc[label];
+    const double n = double(a.n);
+    nlohmann::json j = {{"label", label},
+                        {"method", a.method},
+                        {"temperature", a.temperature},
+                        {"runs", a.n},
+                        {"lossless", a.lossless},
+                        {"tau", a.tau / n},
+                        {"mean_drafted", a.drafted / n},
+                        {"speedup", a.speedup / n},
+                        {"speedup_min", a.smin},
+                        {"speedup_max", a.smax},
+                        {"nll", a.nll / n},
+                        {"nll_delta", a.dnll / n}};
+    if (a.greedy > 0) j["identical_to_ar"] = double(a.identical) / double(a.greedy);
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::string markdown_table(const std::vector<nlohmann::json>& summary) {
+  std::ostringstream s;
+  s << "| setting | runs | tau | drafted/step | speed-up vs AR (min-max) | NLL - AR NLL | greedy = AR |\n"
+    << "|---|---:|---:|---:|---|---:|---:|\n";
+  s << std::fixed;
+  for (const auto& r : summary) {
+    s << "| " << r.at("label").get<std::string>() << (r.at("lossless").get<bool>() ? "" : " (lossy)")
+      << " | " << r.at("runs").get<int64_t>() << " | " << std::setprecision(2)
+      << r.at("tau").get<double>() << " | " << std::setprecision(1) << r.at("mean_drafted").get<double>()
+      << " | " << std::setprecision(2) << r.at("speedup").get<double>() << "x ("
+      << r.at("speedup_min").get<double>() << "-" << r.at("speedup_max").get<double>() << ") | "
+      << std::showpos << std::setprecision(3) << r.at("nll_delta").get<double>() << std::noshowpos
+      << " | ";
+    if (r.contains("identical_to_ar")) {
+      s << std::setprecision(0) << 100.0 * r.at("identical_to_ar").get<double>() << "%";
+    } else {
+      s << "-";
+    }
+    s << " |\n";
+  }
+  return s.str();
+}
+
+}  // namespace adtree::research
