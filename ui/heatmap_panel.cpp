@@ -185,10 +185,13 @@ void HeatmapPanel::fitSquare(MapView& v) {
 void HeatmapPanel::applyRange(RunState::Map m, double lo, double hi, bool integer) {
   auto& v = maps_[m];
   if (integer) {
-    // One flat colour per integer value: bands centred on the integers.
-    const int levels = std::max(2, int(std::lround(hi - lo)) + 1);
+    // One flat colour per integer value, bands centred on the integers. QCustomPlot picks level
+    // int((x - lower) * (levels - 1) / range): with n values over [lo - 0.5, hi + 0.5] (width n),
+    // n + 1 levels make that int(x - lo + 0.5), i.e. value lo + j -> level j, each its own colour
+    // (n levels would give n values only n - 1 colours: the top two shared one).
+    const int values = std::max(2, int(std::lround(hi - lo)) + 1);
     auto g = viridisGradient();
-    g.setLevelCount(std::max(2, levels));
+    g.setLevelCount(values + 1);
     v.map->setGradient(g);
     v.map->setDataRange(QCPRange(lo - 0.5, hi + 0.5));
     QSharedPointer<QCPAxisTickerFixed> t(new QCPAxisTickerFixed);

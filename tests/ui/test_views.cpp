@@ -19,6 +19,7 @@
 
 #include "decode/trace.h"
 #include "ui/distribution_view.h"
+#include "ui/heatmap_panel.h"
 #include "ui/histogram_panel.h"
 #include "ui/qcp.h"
 #include "ui/tree_view.h"
@@ -127,6 +128,40 @@ class ViewsTest : public QObject {
   Q_OBJECT
 
  private Q_SLOTS:
+  // Integer maps give every value its own colour (a QCustomPlot level-rounding trap once gave
+  // the two largest depths one colour).
+  void heatmapIntegerValuesGetDistinctColours() {
+    adtree::ui::RunState run;
+    adtree::engine::JobStarted st;
+    st.job = 1;
+    st.grid_h = 1;
+    st.grid_w = 9;
+    adtree::ui::MapRanges ranges;
+    ranges.depth_max = 8;
+    run.reset(st, ranges);
+    adtree::engine::JobStep step;
+    step.job = 1;
+    step.record.cum_tokens = 9;
+    for (int j = 0; j <= 8; ++j) {
+      adtree::decode::CellStats c;
+      c.depth = j;
+      c.accept_len = 1;
+      step.cells.push_back(c);
+      step.tokens.push_back(j);
+    }
+    run.addSteps({step});
+    adtree::ui::HeatmapPanel panel;
+    panel.refresh(run);
+    auto* map = qobject_cast<QCPColorMap*>(panel.plot(adtree::ui::RunState::Depth)->plottable(1));
+    QVERIFY(map);
+    QSet<QRgb> colours;
+    for (int j = 0; j <= 8; ++j) {
+      const double x = map->data()->cell(j, 0);
+      colours.insert(map->gradient().color(x, map->dataRange()));
+    }
+    QCOMPARE(colours.size(), 9);
+  }
+
   void treeCountsAndColours() {
     TreeView v;
     v.setTrace(smallTree(), kGridW);
