@@ -725,3 +725,39 @@ TEST_F(SafetensorsTest, TruncationsAndHeaderCorruptionsNeverEscapeAsOtherErrors)
 }
 
 }  // namespace
+
+// The in-memory reader (used by fuzz/fuzz_safetensors.cpp) runs the same validation as the file
+// reader: same tensors and metadata for a good file, the same error for a bad one.
+TEST_F(SafetensorsTest, MemoryReaderMatchesFileReader) {
+  const std::string p = path("m.safetensors");
+  write_safetensors(p, {{"a", at::arange(6, at::kFloat).reshape({2, 3})}, {"b", at::ones({0})}},
+                    {{"k", "v"}});
+  const std::string bytes = read_bytes(p);
+  const SafetensorsReader file(p);
+  const SafetensorsReader mem(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "mem");
+  EXPECT_EQ(mem.path(), "mem");
+  EXPECT_EQ(mem.metadata(), file.metadata());
+  ASSERT_EQ(mem.tensors().size(), file.tensors().size());
+  for (const auto& t : file.tensors()) {
+    expect_bit_identical(file.tensor(t.name), mem.tensor(t.name), t.name);
+  }
+
+  for (size_t cut : {size_t(0), size_t(5), bytes.size() / 2, bytes.size() - 1}) {
+    const std::string part = bytes.substr(0, cut);
+    write_bytes(path("cut.safetensors"), part);
+    std::string file_msg, mem_msg;
+    try {
+      SafetensorsReader r(path("cut.safetensors"));
+    } catch (const adtree::Error& e) {
+      file_msg = e.what();
+    }
+    try {
+      SafetensorsReader r(reinterpret_cast<const uint8_t*>(part.data()), part.size(),
+                          path("cut.safetensors"));
+    } catch (const adtree::Error& e) {
+      mem_msg = e.what();
+    }
+    EXPECT_FALSE(mem_msg.empty()) << "cut at " << cut;
+    EXPECT_EQ(mem_msg, file_msg) << "cut at " << cut;
+  }
+}

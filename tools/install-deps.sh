@@ -17,6 +17,10 @@ PKGS=(
   appstream desktop-file-utils                          # validate the metainfo and desktop entry
   nodejs npm                                            # `npm pack` fetches the emoji training data
 )
+# Fuzzing (tools/fuzz.sh) needs clang and its libFuzzer runtime; CI does not fuzz, so on request.
+if [[ "${ADTREE_FUZZ_DEPS:-0}" == 1 ]]; then
+  PKGS+=(clang-14 libclang-rt-14-dev)
+fi
 if [[ "${ADTREE_NO_GUI:-0}" == 1 ]]; then
   PKGS=("${PKGS[@]/qt6-base-dev/}"); PKGS=("${PKGS[@]/libqcustomplot-dev/}"); PKGS=("${PKGS[@]/qt6-svg-dev/}")
 fi

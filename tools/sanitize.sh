@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
-SUITES=(test_safetensors test_model test_vq test_decode test_speculative test_jacobi test_engine)
+SUITES=(test_safetensors test_model test_vq test_decode test_speculative test_jacobi test_engine
+        test_fuzz_regressions)
 cmake --preset sanitize >/dev/null
 cmake --build --preset sanitize -j "${ADTREE_JOBS:-2}" --target "${SUITES[@]}"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:check_initialization_order=1

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
+#include "util/json_int.h"
 
 namespace adtree::decode {
 
@@ -36,9 +37,9 @@ SamplingParams SamplingParams::from_json(const nlohmann::json& j, const Sampling
     for (auto it = j.begin(); it != j.end(); ++it) {
       const auto& k = it.key();
       if (k == "cfg_scale") p.cfg_scale = it->get<double>();
-      else if (k == "cfg_interval") p.cfg_interval = it->get<int64_t>();
+      else if (k == "cfg_interval") p.cfg_interval = json_int(*it, k);
       else if (k == "temperature") p.temperature = it->get<double>();
-      else if (k == "top_k") p.top_k = it->get<int64_t>();
+      else if (k == "top_k") p.top_k = json_int(*it, k);
       else if (k == "top_p") p.top_p = it->get<double>();
       else throw Error("unknown sampling setting '" + k + "'");
     }

@@ -1,6 +1,7 @@
 #include "decode/stats.h"
 
 #include "util/error.h"
+#include "util/json_int.h"
 
 namespace adtree::decode {
 
@@ -117,27 +118,34 @@ nlohmann::json RunStats::to_json() const {
 }
 
 CellGrids CellGrids::from_json(const nlohmann::json& j) {
-  const int64_t h = j.at("h").get<int64_t>(), w = j.at("w").get<int64_t>();
+  const int64_t h = json_int<int64_t>(j.at("h"), "h"), w = json_int<int64_t>(j.at("w"), "w");
   if (h <= 0 || w <= 0 || h > 4096 || w > 4096) throw Error("the statistics grid has an invalid size");
+  // Every grid must really hold h x w values before h x w cells are allocated: a file claiming a
+  // 4096 x 4096 grid in a few bytes must not cost 400 MB (reliability.md, Fuzzing).
+  static constexpr const char* kGrids[] = {"depth",      "top1",       "accept_len",
+                                           "tree_depth", "tree_width", "rank"};
+  for (const char* key : kGrids) {
+    const auto& rows = j.at(key);
+    bool ok = rows.is_array() && int64_t(rows.size()) == h;
+    for (size_t r = 0; ok && r < rows.size(); ++r) {
+      ok = rows[r].is_array() && int64_t(rows[r].size()) == w;
+    }
+    if (!ok) throw Error(std::string("the statistics grid '") + key + "' does not match its size");
+  }
   CellGrids g(h, w);
   auto value = [&](const char* key, int64_t r, int64_t c) -> const nlohmann::json& {
-    const auto& rows = j.at(key);
-    if (!rows.is_array() || int64_t(rows.size()) != h || !rows.at(size_t(r)).is_array() ||
-        int64_t(rows.at(size_t(r)).size()) != w) {
-      throw Error(std::string("the statistics grid '") + key + "' does not match its size");
-    }
-    return rows.at(size_t(r)).at(size_t(c));
+    return j.at(key).at(size_t(r)).at(size_t(c));
   };
   for (int64_t r = 0; r < h; ++r) {
     for (int64_t c = 0; c < w; ++c) {
       if (value("depth", r, c).is_null()) continue;
       CellStats s;
-      s.depth = value("depth", r, c).get<int32_t>();
+      s.depth = json_int<int32_t>(value("depth", r, c), "depth");
       s.top1 = value("top1", r, c).get<float>();
-      s.accept_len = value("accept_len", r, c).get<int32_t>();
-      s.tree_depth = value("tree_depth", r, c).get<int32_t>();
-      s.tree_width = value("tree_width", r, c).get<int32_t>();
-      s.rank = value("rank", r, c).get<int32_t>();
+      s.accept_len = json_int<int32_t>(value("accept_len", r, c), "accept_len");
+      s.tree_depth = json_int<int32_t>(value("tree_depth", r, c), "tree_depth");
+      s.tree_width = json_int<int32_t>(value("tree_width", r, c), "tree_width");
+      s.rank = json_int<int32_t>(value("rank", r, c), "rank");
       g.set(r * w + c, s);
     }
   }
@@ -146,9 +154,9 @@ CellGrids CellGrids::from_json(const nlohmann::json& j) {
 
 RunSummary RunSummary::from_json(const nlohmann::json& j) {
   RunSummary s;
-  s.tokens = j.at("tokens").get<int64_t>();
-  s.steps = j.at("steps").get<int64_t>();
-  s.target_forwards = j.at("target_forwards").get<int64_t>();
+  s.tokens = json_int<int64_t>(j.at("tokens"), "tokens");
+  s.steps = json_int<int64_t>(j.at("steps"), "steps");
+  s.target_forwards = json_int<int64_t>(j.at("target_forwards"), "target_forwards");
   s.tau = j.at("tau").get<double>();
   s.mean_drafted = j.at("mean_drafted").get<double>();
   s.wall_ms = j.at("wall_ms").get<double>();
@@ -163,18 +171,18 @@ RunSummary RunSummary::from_json(const nlohmann::json& j) {
 
 StepRecord step_record_from_json(const nlohmann::json& j) {
   StepRecord r;
-  r.step = j.at("step").get<int64_t>();
+  r.step = json_int<int64_t>(j.at("step"), "step");
   r.method = j.at("method").get<std::string>();
   const auto& t = j.at("tree");
-  r.tree_depth = t.at("d").get<int64_t>();
-  r.tree_width = t.at("k").get<int64_t>();
-  r.budget = t.at("N").get<int64_t>();
-  r.drafted = j.at("drafted").get<int64_t>();
-  r.committed = j.at("committed").get<int64_t>();
+  r.tree_depth = json_int<int64_t>(t.at("d"), "d");
+  r.tree_width = json_int<int64_t>(t.at("k"), "k");
+  r.budget = json_int<int64_t>(t.at("N"), "N");
+  r.drafted = json_int<int64_t>(j.at("drafted"), "drafted");
+  r.committed = json_int<int64_t>(j.at("committed"), "committed");
   r.alpha = j.at("alpha").get<double>();
-  r.first_cell = j.at("first_cell").get<int64_t>();
-  r.cum_tokens = j.at("cum_tokens").get<int64_t>();
-  r.target_forwards = j.at("target_forwards").get<int64_t>();
+  r.first_cell = json_int<int64_t>(j.at("first_cell"), "first_cell");
+  r.cum_tokens = json_int<int64_t>(j.at("cum_tokens"), "cum_tokens");
+  r.target_forwards = json_int<int64_t>(j.at("target_forwards"), "target_forwards");
   const auto& tm = j.at("time_ms");
   r.t_draft_ms = tm.at("draft").get<double>();
   r.t_verify_ms = tm.at("verify").get<double>();
@@ -190,11 +198,25 @@ RunStats RunStats::from_json(const nlohmann::json& j) {
     if (!j.is_object() || j.value("format", "") != "adtree-stats") {
       throw Error("not an ADT-Tree statistics file (no \"format\": \"adtree-stats\")");
     }
-    if (j.at("version").get<int>() != 1) throw Error("unsupported statistics version");
+    if (json_int<int>(j.at("version"), "version") != 1) {
+      throw Error("unsupported statistics version");
+    }
     s.method = j.at("method").get<std::string>();
     s.settings = j.at("settings");
     s.grids = CellGrids::from_json(j.at("grids"));
-    for (const auto& r : j.at("steps")) s.add_step(step_record_from_json(r));
+    // add_step sizes depth_reach by `committed` and counts up to it: bound the steps by the grid
+    // first (a few bytes claiming 10^15 committed tokens). A run never commits
+    // more tokens than the grid has cells.
+    const int64_t cells = s.grids.h() * s.grids.w();
+    int64_t total = 0;
+    for (const auto& r : j.at("steps")) {
+      const StepRecord step = step_record_from_json(r);
+      if (step.committed > cells - total || step.first_cell > cells) {
+        throw Error("the run's steps commit more tokens than its grid has cells");
+      }
+      total += step.committed;
+      s.add_step(step);
+    }
     s.summary = RunSummary::from_json(j.at("summary"));
     if (j.contains("traces")) {
       for (const auto& t : j.at("traces")) s.traces.push_back(step_trace_from_json(t));
@@ -204,6 +226,28 @@ RunStats RunStats::from_json(const nlohmann::json& j) {
     throw Error(std::string("invalid statistics: ") + e.what());
   }
   return s;
+}
+
+std::vector<int64_t> run_tokens_from_json(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("tokens")) throw Error("the run has no tokens");
+  try {
+    return json_ints<int64_t>(j.at("tokens"), "tokens");
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("the run's tokens are not a list of integers: ") + e.what());
+  }
+}
+
+void validate_run(const RunStats& stats, const std::vector<int64_t>& tokens) {
+  const int64_t cells = stats.grids.h() * stats.grids.w();
+  if (int64_t(tokens.size()) > cells) {
+    throw Error("the run has more tokens than its grid has cells");
+  }
+  int64_t committed = 0;
+  for (const auto& st : stats.steps) {
+    if (st.first_cell != committed) throw Error("the run's steps do not follow each other");
+    committed += st.committed;
+  }
+  if (committed != int64_t(tokens.size())) throw Error("the run's steps and tokens disagree");
 }
 
 }  // namespace adtree::decode

@@ -97,4 +97,13 @@ using StepCallback = std::function<void(const StepEvent&)>;
 nlohmann::json to_json(const StepRecord& r);
 StepRecord step_record_from_json(const nlohmann::json& j);
 
+// A saved run (the statistics JSON with "tokens", as `adtree generate --stats --trace` and the
+// studio's run files hold it): the committed image tokens. Throws adtree::Error.
+std::vector<int64_t> run_tokens_from_json(const nlohmann::json& j);
+// The consistency of a run read back, beyond what RunStats::from_json checks by itself: no more
+// tokens than grid cells, steps that follow each other (each starts where the last one ended) and
+// commit exactly the tokens. Throws adtree::Error naming the first problem. The studio opens run
+// files through this (ui/run_record.cpp); fuzz/fuzz_run_file.cpp fuzzes it.
+void validate_run(const RunStats& stats, const std::vector<int64_t>& tokens);
+
 }  // namespace adtree::decode

@@ -1,6 +1,7 @@
 #include "decode/trace.h"
 
 #include "util/error.h"
+#include "util/json_int.h"
 
 namespace adtree::decode {
 
@@ -52,7 +53,11 @@ namespace {
 template <typename T>
 std::vector<T> vec(const nlohmann::json& j, const char* key) {
   if (!j.contains(key)) throw Error(std::string("the trace has no '") + key + "'");
-  return j.at(key).get<std::vector<T>>();
+  if constexpr (std::is_integral_v<T>) {
+    return json_ints<T>(j.at(key), key);
+  } else {
+    return j.at(key).get<std::vector<T>>();
+  }
 }
 }  // namespace
 
@@ -60,11 +65,11 @@ StepTrace step_trace_from_json(const nlohmann::json& j) {
   StepTrace t;
   try {
     if (!j.is_object()) throw Error("a step trace must be a JSON object");
-    t.step = j.at("step").get<int64_t>();
-    t.nodes_dropped = j.value("nodes_dropped", int64_t(0));
+    t.step = json_int<int64_t>(j.at("step"), "step");
+    t.nodes_dropped = json_int(j, "nodes_dropped", int64_t(0));
     t.path = vec<int64_t>(j, "path");
     t.has_bonus = j.at("has_bonus").get<bool>();
-    t.bonus = j.at("bonus").get<int64_t>();
+    t.bonus = json_int<int64_t>(j.at("bonus"), "bonus");
     const auto& n = j.at("nodes");
     const auto token = vec<int64_t>(n, "token"), parent = vec<int64_t>(n, "parent");
     const auto depth = vec<int32_t>(n, "depth"), rank = vec<int32_t>(n, "rank");
@@ -89,11 +94,11 @@ StepTrace step_trace_from_json(const nlohmann::json& j) {
     }
     for (const auto& c : j.at("cells")) {
       CellTrace ct;
-      ct.cell = c.at("cell").get<int64_t>();
-      ct.token = c.at("token").get<int64_t>();
+      ct.cell = json_int<int64_t>(c.at("cell"), "cell");
+      ct.token = json_int<int64_t>(c.at("token"), "token");
       ct.drafted = c.at("drafted").get<bool>();
       ct.top1 = c.at("top1").get<float>();
-      ct.target_rank = c.at("target_rank").get<int32_t>();
+      ct.target_rank = json_int<int32_t>(c.at("target_rank"), "target_rank");
       ct.top_tokens = vec<int64_t>(c, "top_tokens");
       ct.top_probs = vec<float>(c, "top_probs");
       ct.cand_tokens = vec<int64_t>(c, "cand_tokens");
@@ -108,10 +113,14 @@ StepTrace step_trace_from_json(const nlohmann::json& j) {
     if (j.contains("adt")) {
       const auto& a = j.at("adt");
       t.has_adt = true;
-      t.adt = AdtTrace{a.at("d").get<int64_t>(),          a.at("k").get<int64_t>(),
-                       a.at("origin").get<std::string>(), a.at("accepted").get<int64_t>(),
-                       a.at("alpha").get<double>(),       a.at("beta").get<double>(),
-                       a.at("next_d").get<int64_t>(),     a.at("next_k").get<int64_t>(),
+      t.adt = AdtTrace{json_int<int64_t>(a.at("d"), "d"),
+                       json_int<int64_t>(a.at("k"), "k"),
+                       a.at("origin").get<std::string>(),
+                       json_int<int64_t>(a.at("accepted"), "accepted"),
+                       a.at("alpha").get<double>(),
+                       a.at("beta").get<double>(),
+                       json_int<int64_t>(a.at("next_d"), "next_d"),
+                       json_int<int64_t>(a.at("next_k"), "next_k"),
                        a.at("rule").get<std::string>()};
     }
   } catch (const nlohmann::json::exception& e) {

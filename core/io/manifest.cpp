@@ -1,6 +1,7 @@
 #include "io/manifest.h"
 
 #include <fstream>
+#include <sstream>
 
 #include "io/file_write.h"
 #include "util/error.h"
@@ -31,11 +32,18 @@ void Manifest::save(const std::string& dir) const {
 
 Manifest Manifest::load(const std::string& dir) {
   const std::string path = dir + "/model.json";
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot open the model manifest (is this a model directory?)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw Error(path + ": cannot read the model manifest");
+  return parse(text.str(), path);
+}
+
+Manifest Manifest::parse(const std::string& text, const std::string& path) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw Error(path + ": not valid JSON: " + e.what());
   }
@@ -62,11 +70,14 @@ Manifest Manifest::load(const std::string& dir) {
   };
   if (!j.is_object()) throw Error(path + ": the manifest must be a JSON object");
   Manifest m;
-  if (j.value("format", std::string()) != "adtree-model") {
+  // Not j.value("format", ...): that throws a JSON type error when "format" is not a string
+  // (found by fuzzing, docs/reliability.md "Fuzzing").
+  const auto format = j.find("format");
+  if (format == j.end() || !format->is_string() || *format != "adtree-model") {
     problems.push_back("'format' must be \"adtree-model\"");
   }
   if (j.contains("format_version") && (!j["format_version"].is_number_integer() ||
-                                       j["format_version"].get<int>() > kFormatVersion)) {
+                                       j["format_version"].get<int64_t>() > kFormatVersion)) {
     problems.push_back("'format_version' is newer than this program understands (" +
                        std::to_string(kFormatVersion) + ")");
   }

@@ -22,6 +22,8 @@ struct Manifest {
 
   // Reads <dir>/model.json; throws adtree::Error naming the file and every structural problem.
   static Manifest load(const std::string& dir);
+  // The same checks on model.json text already read; `path` names the file in messages.
+  static Manifest parse(const std::string& text, const std::string& path);
   void save(const std::string& dir) const;
   nlohmann::json to_json() const;
 };

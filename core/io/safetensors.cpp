@@ -322,96 +322,14 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
     }
     if (!S_ISREG(st.st_mode)) fail(path, "it is not a regular file");
     file_size_ = static_cast<uint64_t>(st.st_size);
-    if (file_size_ < 8) {
-      fail(path, "file is " + std::to_string(file_size_) +
-                     " bytes, shorter than the 8-byte header length field (truncated or empty)");
-    }
+    if (file_size_ < 8) parse();  // reports the short file (mmap cannot map 0 bytes)
     void* m = ::mmap(nullptr, file_size_, PROT_READ, MAP_PRIVATE, fd_, 0);
     if (m == MAP_FAILED) {
       const int err = errno;
       throw Error("Cannot map safetensors file " + quoted(path) + ": " + errno_text(err) + ".");
     }
     map_ = static_cast<const uint8_t*>(m);
-
-    uint64_t header_len = 0;
-    for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | map_[i];
-    if (header_len > kMaxHeaderBytes) {
-      fail(path, "header length " + std::to_string(header_len) + " is absurdly large (limit " +
-                     std::to_string(kMaxHeaderBytes) + " bytes)");
-    }
-    if (header_len > file_size_ - 8) {
-      fail(path, "header length " + std::to_string(header_len) + " is beyond the file size (" +
-                     std::to_string(file_size_) + " bytes, so at most " +
-                     std::to_string(file_size_ - 8) + " header bytes)");
-    }
-    data_start_ = 8 + header_len;
-    const uint64_t data_size = file_size_ - data_start_;
-
-    const char* header = reinterpret_cast<const char*>(map_ + 8);
-    // nlohmann stops at a NUL byte as if the input ended there, which would let anything after
-    // it through unchecked; a NUL cannot occur in valid JSON.
-    if (const void* nul = std::memchr(header, '\0', header_len)) {
-      fail(path, "header is not valid JSON (NUL byte at header offset " +
-                     std::to_string(static_cast<const char*>(nul) - header) + ")");
-    }
-    if (max_json_depth(header, header_len) > kMaxJsonDepth) {
-      fail(path,
-           "header JSON is nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
-    }
-    // nlohmann keeps only one of two equal keys; record top-level keys to reject duplicates,
-    // which would otherwise silently hide a tensor.
-    std::set<std::string> keys;
-    std::string duplicate;
-    json root;
-    try {
-      root = json::parse(header, header + header_len,
-                         [&](int depth, json::parse_event_t event, json& parsed) {
-                           if (depth == 1 && event == json::parse_event_t::key) {
-                             const std::string& k = parsed.get_ref<const std::string&>();
-                             if (!keys.insert(k).second && duplicate.empty()) duplicate = k;
-                           }
-                           return true;
-                         });
-    } catch (const json::exception& e) {
-      fail(path, std::string("header is not valid JSON (") + e.what() + ")");
-    }
-    if (!root.is_object()) {
-      fail(path, "header must be a JSON object, but it is a " + json_type(root));
-    }
-    if (!duplicate.empty())
-      fail(path, "header names '" + duplicate + "' more than once (duplicate key)");
-
-    for (const auto& [key, value] : root.items()) {
-      if (key == kMetadataKey) {
-        metadata_ = parse_metadata(path, value);
-        continue;
-      }
-      TensorInfo info = parse_entry(path, key, value);
-      if (info.end > data_size) {
-        fail_tensor(path, key,
-                    "data_offsets end " + std::to_string(info.end) + " is beyond the data area (" +
-                        std::to_string(data_size) +
-                        " bytes; offsets out of range, the file may be truncated)");
-      }
-      tensors_.push_back(std::move(info));
-    }
-
-    std::sort(tensors_.begin(), tensors_.end(), [](const TensorInfo& a, const TensorInfo& b) {
-      return std::tie(a.begin, a.end, a.name) < std::tie(b.begin, b.end, b.name);
-    });
-    // Empty tensors occupy no bytes, so they cannot overlap anything.
-    const TensorInfo* prev = nullptr;
-    for (const TensorInfo& t : tensors_) {
-      if (t.begin == t.end) continue;
-      if (prev != nullptr && t.begin < prev->end) {
-        fail_tensor(path, t.name,
-                    "bytes [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
-                        ") overlap tensor '" + prev->name + "' at [" + std::to_string(prev->begin) +
-                        ", " + std::to_string(prev->end) + ")");
-      }
-      prev = &t;
-    }
-    for (size_t i = 0; i < tensors_.size(); ++i) index_.emplace(tensors_[i].name, i);
+    parse();
   } catch (...) {
     if (map_ != nullptr) ::munmap(const_cast<uint8_t*>(map_), file_size_);
     if (fd_ >= 0) ::close(fd_);
@@ -421,9 +339,102 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
   }
 }
 
+SafetensorsReader::SafetensorsReader(const uint8_t* bytes, size_t size, const std::string& name)
+    : path_(name), map_(bytes), file_size_(bytes == nullptr ? 0 : size) {
+  parse();
+}
+
+void SafetensorsReader::parse() {
+  const std::string& path = path_;
+  if (file_size_ < 8) {
+    fail(path, "file is " + std::to_string(file_size_) +
+                   " bytes, shorter than the 8-byte header length field (truncated or empty)");
+  }
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | map_[i];
+  if (header_len > kMaxHeaderBytes) {
+    fail(path, "header length " + std::to_string(header_len) + " is absurdly large (limit " +
+                   std::to_string(kMaxHeaderBytes) + " bytes)");
+  }
+  if (header_len > file_size_ - 8) {
+    fail(path, "header length " + std::to_string(header_len) + " is beyond the file size (" +
+                   std::to_string(file_size_) + " bytes, so at most " +
+                   std::to_string(file_size_ - 8) + " header bytes)");
+  }
+  data_start_ = 8 + header_len;
+  const uint64_t data_size = file_size_ - data_start_;
+
+  const char* header = reinterpret_cast<const char*>(map_ + 8);
+  // nlohmann stops at a NUL byte as if the input ended there, which would let anything after
+  // it through unchecked; a NUL cannot occur in valid JSON.
+  if (const void* nul = std::memchr(header, '\0', header_len)) {
+    fail(path, "header is not valid JSON (NUL byte at header offset " +
+                   std::to_string(static_cast<const char*>(nul) - header) + ")");
+  }
+  if (max_json_depth(header, header_len) > kMaxJsonDepth) {
+    fail(path,
+         "header JSON is nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
+  }
+  // nlohmann keeps only one of two equal keys; record top-level keys to reject duplicates,
+  // which would otherwise silently hide a tensor.
+  std::set<std::string> keys;
+  std::string duplicate;
+  json root;
+  try {
+    root = json::parse(header, header + header_len,
+                       [&](int depth, json::parse_event_t event, json& parsed) {
+                         if (depth == 1 && event == json::parse_event_t::key) {
+                           const std::string& k = parsed.get_ref<const std::string&>();
+                           if (!keys.insert(k).second && duplicate.empty()) duplicate = k;
+                         }
+                         return true;
+                       });
+  } catch (const json::exception& e) {
+    fail(path, std::string("header is not valid JSON (") + e.what() + ")");
+  }
+  if (!root.is_object()) {
+    fail(path, "header must be a JSON object, but it is a " + json_type(root));
+  }
+  if (!duplicate.empty())
+    fail(path, "header names '" + duplicate + "' more than once (duplicate key)");
+
+  for (const auto& [key, value] : root.items()) {
+    if (key == kMetadataKey) {
+      metadata_ = parse_metadata(path, value);
+      continue;
+    }
+    TensorInfo info = parse_entry(path, key, value);
+    if (info.end > data_size) {
+      fail_tensor(path, key,
+                  "data_offsets end " + std::to_string(info.end) + " is beyond the data area (" +
+                      std::to_string(data_size) +
+                      " bytes; offsets out of range, the file may be truncated)");
+    }
+    tensors_.push_back(std::move(info));
+  }
+
+  std::sort(tensors_.begin(), tensors_.end(), [](const TensorInfo& a, const TensorInfo& b) {
+    return std::tie(a.begin, a.end, a.name) < std::tie(b.begin, b.end, b.name);
+  });
+  // Empty tensors occupy no bytes, so they cannot overlap anything.
+  const TensorInfo* prev = nullptr;
+  for (const TensorInfo& t : tensors_) {
+    if (t.begin == t.end) continue;
+    if (prev != nullptr && t.begin < prev->end) {
+      fail_tensor(path, t.name,
+                  "bytes [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
+                      ") overlap tensor '" + prev->name + "' at [" + std::to_string(prev->begin) +
+                      ", " + std::to_string(prev->end) + ")");
+    }
+    prev = &t;
+  }
+  for (size_t i = 0; i < tensors_.size(); ++i) index_.emplace(tensors_[i].name, i);
+}
+
 SafetensorsReader::~SafetensorsReader() {
+  if (fd_ < 0) return;  // a borrowed buffer
   if (map_ != nullptr) ::munmap(const_cast<uint8_t*>(map_), file_size_);
-  if (fd_ >= 0) ::close(fd_);
+  ::close(fd_);
 }
 
 const TensorInfo* SafetensorsReader::find(const std::string& name) const {

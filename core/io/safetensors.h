@@ -1,7 +1,9 @@
 // safetensors files (https://github.com/huggingface/safetensors format): an 8-byte little-endian
 // header length N, N bytes of JSON {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__":
-// {str: str}}, then the data area. The reader memory-maps the file and validates the whole header
-// before any tensor byte is touched, so a corrupt file is an adtree::Error, never a bad read.
+// {str: str}}, then the data area. The reader memory-maps the file (or reads a buffer in memory) and
+// validates the whole header before any tensor byte is touched, so a corrupt file is an
+// adtree::Error, never a bad read. Nothing it allocates is larger than a small multiple of the
+// input's size, whatever sizes the header claims.
 #pragma once
 #include <ATen/ATen.h>
 
@@ -33,6 +35,9 @@ class SafetensorsReader {
  public:
   // Maps and validates `path`. Throws adtree::Error naming the file, the tensor and the problem.
   explicit SafetensorsReader(const std::string& path);
+  // Validates safetensors bytes already in memory (same checks as a file). The bytes are borrowed,
+  // not copied: they must outlive the reader. `name` stands for the file name in messages.
+  SafetensorsReader(const uint8_t* bytes, size_t size, const std::string& name);
   ~SafetensorsReader();
   SafetensorsReader(const SafetensorsReader&) = delete;
   SafetensorsReader& operator=(const SafetensorsReader&) = delete;
@@ -44,7 +49,7 @@ class SafetensorsReader {
   const TensorInfo* find(const std::string& name) const;               // nullptr if absent
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
-  // Raw bytes of one tensor (inside the mapping; valid while the reader lives).
+  // Raw bytes of one tensor (inside the mapping or buffer; valid while the reader lives).
   const uint8_t* data(const TensorInfo& info) const;
   // An owned CPU tensor holding a copy of the bytes (throws if `name` is absent).
   at::Tensor tensor(const std::string& name) const;
@@ -52,9 +57,12 @@ class SafetensorsReader {
   std::map<std::string, at::Tensor> all() const;
 
  private:
+  // The one validation of the bytes in map_[0, file_size_), for files and buffers alike.
+  void parse();
+
   std::string path_;
   int fd_ = -1;
-  const uint8_t* map_ = nullptr;
+  const uint8_t* map_ = nullptr;  // the mapping (fd_ >= 0) or the borrowed buffer (fd_ < 0)
   uint64_t file_size_ = 0;
   uint64_t data_start_ = 0;
   std::vector<TensorInfo> tensors_;

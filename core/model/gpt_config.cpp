@@ -1,8 +1,10 @@
 #include "model/gpt_config.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
+#include "util/json_int.h"
 
 namespace adtree::model {
 
@@ -24,6 +26,25 @@ void GptConfig::validate() const {
     if (!ok) throw Error("invalid GPT configuration: " + msg);
   };
   need(dim > 0 && n_layer > 0 && n_head > 0, "dim, n_layer and n_head must be positive");
+  // Upper bounds far above any real model (LlamaGen 3B: dim 3200, 24 layers, vocab 16384, grid
+  // 32); they keep every size derived below (FFN width, parameter shapes, sequence length) far
+  // from int64 overflow whatever a model.json says (reliability.md, Fuzzing).
+  auto at_most = [&](int64_t v, int64_t cap, const char* key) {
+    need(v <= cap, std::string(key) + " (" + std::to_string(v) + ") is larger than " +
+                       std::to_string(cap));
+  };
+  at_most(dim, int64_t{1} << 16, "dim");
+  at_most(n_layer, 1024, "n_layer");
+  at_most(vocab_size, int64_t{1} << 24, "vocab_size");
+  at_most(grid_h, 1024, "grid height");
+  at_most(grid_w, 1024, "grid width");
+  at_most(num_classes, int64_t{1} << 24, "num_classes");
+  at_most(cap_dim, int64_t{1} << 16, "cap_dim");
+  at_most(cond_len, int64_t{1} << 16, "cond_len");
+  at_most(num_words, int64_t{1} << 24, "num_words");
+  at_most(multiple_of, int64_t{1} << 16, "multiple_of");
+  need(std::isfinite(norm_eps) && norm_eps > 0, "norm_eps must be a positive number");
+  need(std::isfinite(rope_base) && rope_base > 0, "rope_base must be a positive number");
   need(dim % n_head == 0, "dim (" + std::to_string(dim) + ") must be divisible by n_head (" +
                               std::to_string(n_head) + ")");
   need(head_dim() % 4 == 0, "head_dim (" + std::to_string(head_dim()) +
@@ -59,20 +80,20 @@ GptConfig GptConfig::from_json(const nlohmann::json& j) {
   GptConfig c;
   try {
     if (!j.is_object()) throw Error("the gpt section must be a JSON object");
-    c.dim = j.value("dim", c.dim);
-    c.n_layer = j.value("n_layer", c.n_layer);
-    c.n_head = j.value("n_head", c.n_head);
-    c.vocab_size = j.value("vocab_size", c.vocab_size);
+    c.dim = json_int(j, "dim", c.dim);
+    c.n_layer = json_int(j, "n_layer", c.n_layer);
+    c.n_head = json_int(j, "n_head", c.n_head);
+    c.vocab_size = json_int(j, "vocab_size", c.vocab_size);
     if (j.contains("grid")) {
-      c.grid_h = j.at("grid").at(0).get<int64_t>();
-      c.grid_w = j.at("grid").at(1).get<int64_t>();
+      c.grid_h = json_int(j.at("grid").at(0), "grid");
+      c.grid_w = json_int(j.at("grid").at(1), "grid");
     }
     c.cond = cond_kind_from_string(j.value("cond", to_string(c.cond)));
-    c.num_classes = j.value("num_classes", c.num_classes);
-    c.cap_dim = j.value("cap_dim", c.cap_dim);
-    c.cond_len = j.value("cond_len", c.cond_len);
-    c.num_words = j.value("num_words", c.num_words);
-    c.multiple_of = j.value("multiple_of", c.multiple_of);
+    c.num_classes = json_int(j, "num_classes", c.num_classes);
+    c.cap_dim = json_int(j, "cap_dim", c.cap_dim);
+    c.cond_len = json_int(j, "cond_len", c.cond_len);
+    c.num_words = json_int(j, "num_words", c.num_words);
+    c.multiple_of = json_int(j, "multiple_of", c.multiple_of);
     c.norm_eps = j.value("norm_eps", c.norm_eps);
     c.rope_base = j.value("rope_base", c.rope_base);
   } catch (const nlohmann::json::exception& e) {

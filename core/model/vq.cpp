@@ -114,6 +114,20 @@ void VqConfig::validate() const {
     throw Error(std::string(kCfg) + "norm_eps must be a positive number, got " +
                 std::to_string(norm_eps));
   }
+  // Upper bounds far above any real VQ (LlamaGen: codebook 16384 x 8, ch 128, ch_mult <= 4) that
+  // keep ch * ch_mult and the parameter shapes far from int64 overflow (reliability.md, Fuzzing).
+  auto at_most = [](int64_t v, int64_t cap, const char* key) {
+    if (v > cap) {
+      throw Error(std::string(kCfg) + key + " (" + std::to_string(v) + ") is larger than " +
+                  std::to_string(cap));
+    }
+  };
+  at_most(codebook_size, int64_t{1} << 24, "codebook_size");
+  at_most(codebook_dim, int64_t{1} << 16, "codebook_dim");
+  at_most(ch, int64_t{1} << 16, "ch");
+  at_most(z_channels, int64_t{1} << 16, "z_channels");
+  at_most(num_res_blocks, 1024, "num_res_blocks");
+  for (int64_t m : ch_mult) at_most(m, 1024, "a ch_mult entry");
   if (ch_mult.empty()) throw Error(std::string(kCfg) + "ch_mult must not be empty");
   // 2^15 downsampling is far beyond any image; the bound keeps downsample_factor() well defined.
   if (ch_mult.size() > 16) {
