@@ -9,6 +9,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
+#include "ui/plot_style.h"
 #include "ui/qcp.h"
 
 namespace adtree::ui {
@@ -56,32 +57,13 @@ DistributionView::DistributionView(QWidget* parent) : QWidget(parent) {
   topCol->setContentsMargins(0, 0, 0, 0);
   topCol->setSpacing(2);
 
-  plot_ = new QCustomPlot(top);
-  plot_->setMinimumSize(200, 150);
-  plot_->setToolTip(
+  plot_ = makeStyledPlot(
+      top, tr("Target distribution"),
       tr("The target model's most likely tokens at this cell, most likely first "
          "(tick labels: token ids).\nGreen: the committed token. Orange markers: "
          "tokens the draft proposed here.\nOne tall bar = a simple region the draft "
          "tends to hit; a flat spread = a complex region."));
-  plot_->setBackground(palette().color(QPalette::Base));
-  plot_->setPlottingHint(QCP::phCacheLabels, true);
-  plot_->plotLayout()->insertRow(0);
-  auto* title = new QCPTextElement(plot_, tr("Target distribution"),
-                                   QFont(font().family(), font().pointSize(), QFont::Bold));
-  title->setTextColor(palette().color(QPalette::WindowText));
-  plot_->plotLayout()->addElement(0, 0, title);
-  const QColor text = palette().color(QPalette::WindowText);
-  const QColor mid = palette().color(QPalette::Mid);
-  for (auto* ax : {plot_->xAxis, plot_->yAxis}) {
-    ax->setLabelColor(text);
-    ax->setTickLabelColor(text);
-    ax->setBasePen(QPen(mid));
-    ax->setTickPen(QPen(mid));
-    ax->setSubTickPen(QPen(mid));
-    ax->grid()->setPen(QPen(QColor(mid.red(), mid.green(), mid.blue(), 80), 1, Qt::DotLine));
-    ax->setPadding(2);
-    ax->setLabelPadding(2);
-  }
+  plot_->setMinimumSize(200, 150);
   plot_->xAxis->setLabel(tr("target rank (tick: token id)"));
   plot_->yAxis->setLabel(tr("target p"));
   plot_->xAxis->grid()->setVisible(false);

@@ -6,6 +6,7 @@
 #include <QSignalBlocker>
 #include <QVBoxLayout>
 #include <algorithm>
+#include "ui/plot_style.h"
 #include "ui/qcp.h"
 
 namespace adtree::ui {
@@ -102,27 +103,8 @@ HistogramPanel::HistogramPanel(QWidget* parent) : QWidget(parent) {
 
 QCustomPlot* HistogramPanel::makePlot(const QString& title, const QString& xLabel,
                                       const QString& yLabel, const QString& help) {
-  auto* p = new QCustomPlot(this);
+  auto* p = makeStyledPlot(this, title, help);
   p->setMinimumSize(180, 140);
-  p->setToolTip(help);
-  p->setBackground(palette().color(QPalette::Base));
-  p->setPlottingHint(QCP::phCacheLabels, true);
-  p->plotLayout()->insertRow(0);
-  auto* te = new QCPTextElement(p, title, QFont(font().family(), font().pointSize(), QFont::Bold));
-  te->setTextColor(palette().color(QPalette::WindowText));
-  p->plotLayout()->addElement(0, 0, te);
-  const QColor text = palette().color(QPalette::WindowText);
-  const QColor mid = palette().color(QPalette::Mid);
-  for (auto* ax : {p->xAxis, p->yAxis}) {
-    ax->setLabelColor(text);
-    ax->setTickLabelColor(text);
-    ax->setBasePen(QPen(mid));
-    ax->setTickPen(QPen(mid));
-    ax->setSubTickPen(QPen(mid));
-    ax->grid()->setPen(QPen(QColor(mid.red(), mid.green(), mid.blue(), 80), 1, Qt::DotLine));
-    ax->setPadding(2);
-    ax->setLabelPadding(2);
-  }
   p->xAxis->setLabel(xLabel);
   p->yAxis->setLabel(yLabel);
   // Lengths and ranks are whole numbers: a tick per bar, thinned to multiples when there are many.

@@ -1,6 +1,7 @@
 #include "ui/plot_panel.h"
 
 #include <QHBoxLayout>
+#include "ui/plot_style.h"
 #include "ui/qcp.h"
 
 namespace adtree::ui {
@@ -74,27 +75,8 @@ PlotPanel::PlotPanel(QWidget* parent) : QWidget(parent) {
 
 QCustomPlot* PlotPanel::makePlot(const QString& title, const QString& xLabel,
                                  const QString& yLabel, const QString& help) {
-  auto* p = new QCustomPlot(this);
+  auto* p = makeStyledPlot(this, title, help);
   p->setMinimumSize(150, 120);
-  p->setToolTip(help);
-  p->setBackground(palette().color(QPalette::Base));
-  p->setPlottingHint(QCP::phCacheLabels, true);
-  p->plotLayout()->insertRow(0);
-  auto* te = new QCPTextElement(p, title, QFont(font().family(), font().pointSize(), QFont::Bold));
-  te->setTextColor(palette().color(QPalette::WindowText));
-  p->plotLayout()->addElement(0, 0, te);
-  const QColor text = palette().color(QPalette::WindowText);
-  const QColor mid = palette().color(QPalette::Mid);
-  for (auto* ax : {p->xAxis, p->yAxis}) {
-    ax->setLabelColor(text);
-    ax->setTickLabelColor(text);
-    ax->setBasePen(QPen(mid));
-    ax->setTickPen(QPen(mid));
-    ax->setSubTickPen(QPen(mid));
-    ax->grid()->setPen(QPen(QColor(mid.red(), mid.green(), mid.blue(), 80), 1, Qt::DotLine));
-    ax->setPadding(2);
-    ax->setLabelPadding(2);
-  }
   p->xAxis->setLabel(xLabel);
   // Steps, tokens and tree sizes are whole numbers: ticks at multiples of 1, 2, 5, 10, ...; few of
   // them, since the plots are short.

@@ -28,6 +28,7 @@
 #include "ui/engine_bridge.h"
 #include "ui/heatmap_panel.h"
 #include "ui/image_view.h"
+#include "gui_test_util.h"
 #include "ui/main_window.h"
 #include "ui/plot_panel.h"
 #include "ui/prompt_edit.h"
@@ -35,30 +36,12 @@
 #include "ui/stall_meter.h"
 #include "util/threads.h"
 
+using adtree::testing::kLoadMs;
+using adtree::testing::kRunMs;
+using adtree::testing::selectMethod;
+using adtree::testing::visibleErrorDialog;
 using adtree::ui::MainWindow;
 using adtree::ui::RunState;
-
-namespace {
-
-// Bounds, not expectations (a tiny run takes ~1 s). QTRY_* waits twice its timeout again on
-// failure to report, so these stay well under QtTest's 300 s per-function watchdog.
-constexpr int kLoadMs = 60000;
-constexpr int kRunMs = 60000;
-
-void selectMethod(MainWindow& w, const QString& key) {
-  const int i = w.methodBox()->findData(key);
-  QVERIFY(i >= 0);
-  w.methodBox()->setCurrentIndex(i);
-}
-
-QMessageBox* visibleErrorDialog(QWidget* parent) {
-  for (auto* box : parent->findChildren<QMessageBox*>("errorDialog")) {
-    if (box->isVisible()) return box;
-  }
-  return nullptr;
-}
-
-}  // namespace
 
 class GuiTest : public QObject {
   Q_OBJECT

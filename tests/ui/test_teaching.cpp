@@ -31,6 +31,7 @@
 #include "ui/histogram_panel.h"
 #include "ui/history_panel.h"
 #include "ui/image_view.h"
+#include "gui_test_util.h"
 #include "ui/main_window.h"
 #include "ui/prompt_edit.h"
 #include "ui/qcp.h"
@@ -38,32 +39,13 @@
 #include "ui/tree_view.h"
 #include "util/threads.h"
 
+using adtree::testing::closeErrorDialogs;
+using adtree::testing::kLoadMs;
+using adtree::testing::kRunMs;
+using adtree::testing::selectMethod;
+using adtree::testing::visibleErrorDialog;
 using adtree::ui::MainWindow;
 using adtree::ui::RunState;
-
-namespace {
-
-constexpr int kLoadMs = 60000;
-constexpr int kRunMs = 60000;
-
-void selectMethod(MainWindow& w, const QString& key) {
-  const int i = w.methodBox()->findData(key);
-  QVERIFY(i >= 0);
-  w.methodBox()->setCurrentIndex(i);
-}
-
-QMessageBox* visibleErrorDialog(QWidget* parent) {
-  for (auto* box : parent->findChildren<QMessageBox*>("errorDialog")) {
-    if (box->isVisible()) return box;
-  }
-  return nullptr;
-}
-
-void closeErrorDialogs(QWidget* parent) {
-  for (auto* box : parent->findChildren<QMessageBox*>("errorDialog")) box->close();
-}
-
-}  // namespace
 
 class TeachingTest : public QObject {
   Q_OBJECT
