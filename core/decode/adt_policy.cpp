@@ -1,23 +1,17 @@
 #include "decode/adt_policy.h"
 
+
 #include <algorithm>
 #include <cmath>
+
+#include "util/rng.h"
 
 namespace adtree::decode {
 
 AdtPolicy::AdtPolicy(const AdtSettings& s, int64_t grid_h, int64_t grid_w, uint64_t seed)
     : s_(s), h_(grid_h), w_(grid_w), seed_(seed), cell_(size_t(grid_h * grid_w)), last_{s.d0, s.k0} {}
 
-namespace {
-// SplitMix64: a well-mixed hash of (seed, cell), so the random baseline's shape for a cell does
-// not depend on how many steps came before (and needs no RNG state the sampler could disturb).
-uint64_t mix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-}  // namespace
+
 
 TreeShape AdtPolicy::adapt(const AdtSettings& s, TreeShape t, double alpha) {
   auto ceil_half = [](int64_t a, int64_t b) { return (a + b + 1) / 2; };
@@ -57,7 +51,9 @@ TreeShape AdtPolicy::shape_for(int64_t root_cell, std::string* origin, double co
     if (origin) *origin = s;
   };
   if (s_.adjacency == Adjacency::Random) {
-    const uint64_t h = mix(seed_ ^ mix(uint64_t(root_cell)));
+    // A hash of (seed, cell): the shape for a cell does not depend on how many steps came before,
+    // and no RNG state is shared with the sampler.
+    const uint64_t h = splitmix64(seed_ ^ splitmix64(uint64_t(root_cell)));
     say("random (baseline)");
     return TreeShape{s_.d_min + int64_t(h % uint64_t(s_.d_max - s_.d_min + 1)),
                      s_.k_min + int64_t((h >> 32) % uint64_t(s_.k_max - s_.k_min + 1))};

@@ -13,6 +13,7 @@
 #include "io/safetensors.h"
 #include "model/model_dir.h"
 #include "util/error.h"
+#include "util/rng.h"
 
 namespace adtree::train {
 
@@ -63,15 +64,6 @@ void require(bool ok, const std::string& what, const std::string& message) {
 }
 
 // ---- randomness ---------------------------------------------------------------------------------
-
-namespace {
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-}  // namespace
 
 uint64_t mix_seed(uint64_t seed, uint64_t step, uint64_t stream) {
   return splitmix64(splitmix64(splitmix64(seed) ^ step) ^ (stream * 0x632be59bd9b4e019ULL));

@@ -2,18 +2,23 @@
 
 namespace adtree {
 
-namespace {
-uint64_t splitmix64(uint64_t& x) {
-  uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+uint64_t splitmix64(uint64_t x) {
+  uint64_t z = x + 0x9e3779b97f4a7c15ULL;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
 }
+
+namespace {
 uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 }  // namespace
 
 Rng::Rng(uint64_t seed) {
-  for (auto& s : s_) s = splitmix64(seed);
+  // The SplitMix64 stream from `seed`: state k is the hash of seed + (k - 1) * increment.
+  for (auto& s : s_) {
+    s = splitmix64(seed);
+    seed += 0x9e3779b97f4a7c15ULL;
+  }
 }
 
 uint64_t Rng::next() {

@@ -6,6 +6,11 @@
 
 namespace adtree {
 
+// SplitMix64 as a pure function: a well-mixed 64-bit hash of x (x plus the golden-ratio increment,
+// then the output mix). Seeds every generator here and hashes (seed, cell) for the random-shape
+// baseline.
+uint64_t splitmix64(uint64_t x);
+
 class Rng {
  public:
   explicit Rng(uint64_t seed);
