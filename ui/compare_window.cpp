@@ -384,7 +384,6 @@ void CompareWindow::updateComparison() {
     diff_map_->data()->setCell(c % w, c / w, differs ? 1.0 : 0.0);
   }
   differing_ = diff;
-  diff_plot_->rescaleAxes();
   diff_plot_->xAxis->setRange(-0.5, w - 0.5);
   diff_plot_->yAxis->setRange(-0.5, h - 0.5);
   diff_plot_->replot();

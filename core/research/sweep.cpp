@@ -207,8 +207,16 @@ void run_sweep(const model::ModelBundle& model, const std::vector<SweepPoint>& p
   }
   const std::set<std::string> skip(opts.skip_keys.begin(), opts.skip_keys.end());
   std::map<std::string, ArBaseline> ar_cache;  // per prompt, seed and sampling, in this process
-  auto condition = [&](const std::string& prompt, const decode::SamplingParams& sp) {
-    return model::make_condition(*model.gpt, model.vocab, prompt, sp.uses_cfg());
+  // One condition per prompt and CFG on/off, not one per unit.
+  std::map<std::pair<std::string, bool>, model::Condition> conds;
+  auto condition = [&](const std::string& prompt,
+                       const decode::SamplingParams& sp) -> const model::Condition& {
+    auto key = std::make_pair(prompt, sp.uses_cfg());
+    auto it = conds.find(key);
+    if (it == conds.end()) {
+      it = conds.emplace(key, model::make_condition(*model.gpt, model.vocab, prompt, sp.uses_cfg())).first;
+    }
+    return it->second;
   };
   int64_t unit = -1;
   for (const auto& prompt : opts.prompts) {
@@ -219,7 +227,7 @@ void run_sweep(const model::ModelBundle& model, const std::vector<SweepPoint>& p
         const uint64_t seed = uint64_t(s);
         const std::string key = p.label + "|" + prompt + "|" + std::to_string(seed);
         if (skip.count(key)) continue;
-        const auto cond = condition(prompt, p.sampling);
+        const auto& cond = condition(prompt, p.sampling);
         const std::string ar_key = prompt + "|" + std::to_string(seed) + "|" + p.sampling.to_json().dump();
         auto it = ar_cache.find(ar_key);
         if (it == ar_cache.end()) {
