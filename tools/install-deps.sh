@@ -16,6 +16,7 @@ PKGS=(
   help2man dpkg-dev                                     # man pages from --help; the .deb (shlibdeps)
   appstream desktop-file-utils                          # validate the metainfo and desktop entry
   nodejs npm                                            # `npm pack` fetches the emoji training data
+  python3-torch                                         # LlamaGen converter + parity reference (tests)
 )
 # Fuzzing (tools/fuzz.sh) needs clang and its libFuzzer runtime; CI does not fuzz, so on request.
 if [[ "${ADTREE_FUZZ_DEPS:-0}" == 1 ]]; then

@@ -141,7 +141,21 @@ void MainWindow::buildUi() {
   cancel_button_ = new QPushButton(tr("Cancel"), central);
   cancel_button_->setMinimumHeight(30);
   cancel_button_->setToolTip(tr("Stop the running generation (Esc); it stops within one step"));
+  // Models prompted with a caption-embedding file (converted LlamaGen t2i) get a file picker.
+  prompt_file_button_ = new QPushButton(tr("Embedding…"), central);
+  prompt_file_button_->setObjectName("promptFileButton");
+  prompt_file_button_->setMinimumHeight(30);
+  prompt_file_button_->setToolTip(tr("Choose a caption-embedding file (.safetensors from "
+                                     "tools/t5_embed.py) as the prompt"));
+  prompt_file_button_->setVisible(false);
+  connect(prompt_file_button_, &QPushButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Choose a caption embedding"), QDir::homePath(),
+        tr("Caption embeddings (*.safetensors);;All files (*)"));
+    if (!path.isEmpty()) prompt_->setText(path);
+  });
   row1->addWidget(prompt_, 1);
+  row1->addWidget(prompt_file_button_);
   row1->addWidget(generate_button_);
   row1->addWidget(cancel_button_);
   v->addLayout(row1);
@@ -518,6 +532,17 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
   QStringList vocab;
   for (const auto& w : info.vocabulary) vocab << QString::fromStdString(w);
   prompt_->setVocabulary(vocab, info.vocabulary_is_classes);
+  prompt_file_button_->setVisible(info.prompt_is_file);
+  if (info.prompt_is_file) {
+    prompt_->setPlaceholderText(tr("Path of a caption-embedding file (.safetensors; Embedding… "
+                                   "picks one)"));
+  } else if (info.vocabulary_is_classes) {
+    prompt_->setPlaceholderText(tr("A class: name, synonym or number, e.g. \"golden retriever\" "
+                                   "or 207 (Tab/arrows pick a completion)"));
+  } else {
+    prompt_->setPlaceholderText(tr("Describe the image, e.g. \"red apple noto\" (words from the "
+                                   "model's vocabulary; Tab/arrows pick a completion)"));
+  }
   image_->setTokenColors(info.token_colors);
   // The same model as last time keeps the user's sampling; another model brings its own defaults.
   const QString dir_key = QDir(QString::fromStdString(info.dir)).absolutePath();
@@ -625,8 +650,10 @@ void MainWindow::showModelCard() {
   row(tr("Codebook"), QString::number(m.codebook_size));
   row(tr("Transformer"), q(m.gpt_shape) + ", " + format_params(m.gpt_params) + tr(" parameters"));
   row(tr("Draft head"), m.has_drafter ? tr("yes") : tr("no (AR and Jacobi methods only)"));
-  row(tr("Vocabulary"), QString::number(m.vocabulary.size()) +
-                            (m.vocabulary_is_classes ? tr(" classes") : tr(" words")));
+  row(tr("Vocabulary"), m.prompt_is_file
+                            ? tr("none: prompts are caption-embedding files")
+                            : QString::number(m.vocabulary_size) +
+                                  (m.vocabulary_is_classes ? tr(" classes") : tr(" words")));
   row(tr("Licence"), q(m.license));
   row(tr("Device"), q(m.device) + " · " + q(m.dtype));
   html += "</table>";

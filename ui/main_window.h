@@ -180,6 +180,7 @@ class MainWindow : public QMainWindow {
   // Widgets
   QLabel* banner_ = nullptr;
   PromptEdit* prompt_ = nullptr;
+  QPushButton* prompt_file_button_ = nullptr;  // caption-embedding models only
   QPushButton* generate_button_ = nullptr;
   QPushButton* cancel_button_ = nullptr;
   QComboBox* method_ = nullptr;

@@ -63,7 +63,7 @@ decode::SamplingParams sampling_from(const Args& a, const model::ModelBundle& m)
 int cmd_generate(int argc, char** argv) {
   Args a("generate", "Generate one image from a prompt (or class) and write it as PNG.");
   add_model_options(a);
-  a.option("prompt", "TEXT", "caption words (t2i) or class name / number (c2i)")
+  a.option("prompt", "TEXT", "caption words (t2i), class name / synonym / number (c2i), or a caption-embedding .safetensors file (t2i-embeddings)")
       .option("class", "ID", "class name or number (c2i models; same as --prompt)")
       .option("seed", "N", "random seed: same seed + settings + device = same image", "0");
   add_method_options(a);

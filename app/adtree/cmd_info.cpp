@@ -1,4 +1,7 @@
 // adtree info: the model card, parameter counts and memory of a model directory.
+#include <sys/resource.h>
+
+#include <chrono>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -24,8 +27,17 @@ int cmd_info(int argc, char** argv) {
   Args a("info", "Show a model directory's card: kind, grid, sizes, memory, licence.");
   add_model_options(a);
   a.flag("json", "print the facts as JSON");
+  a.flag("no-vq", "do not load the VQ decoder (a directory converted from a GPT checkpoint alone)");
   if (!a.parse(argc, argv)) return 0;
-  auto m = load_model(a);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto m = load_model(a, !a.flag_set("no-vq"));
+  const double load_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Peak resident memory of this process so far: what loading the model cost (weights are
+  // memory-mapped, so this counts the pages actually touched plus the fused inference copies).
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const int64_t peak_rss = int64_t(usage.ru_maxrss) * 1024;
   const auto& g = m.gpt_config;
   const int64_t gpt_n = m.gpt->num_params();
   const int64_t vq_n = m.vq ? count(m.vq->weights()) : 0;
@@ -49,6 +61,8 @@ int cmd_info(int argc, char** argv) {
                    {"provenance", m.manifest.provenance},
                    {"memory_bytes", {{"gpt_weights", gpt_n * elem}, {"vq_weights", vq_n * 4},
                                      {"drafter_weights", dr_n * elem}, {"kv_cache_cfg", kv_bytes}}},
+                   {"load_seconds", load_s},
+                   {"peak_rss_bytes", peak_rss},
                    {"device", a.str("device")},
                    {"dtype", a.str("dtype")}};
   if (a.flag_set("json")) {
@@ -63,12 +77,21 @@ int cmd_info(int argc, char** argv) {
             << "  GPT           " << g.n_layer << " layers x " << g.n_head << " heads x " << g.dim
             << " dim, " << gpt_n << " parameters, " << mib(double(gpt_n * elem)) << "\n"
             << "  conditioning  " << model::to_string(g.cond) << ", " << g.cond_tokens()
-            << " condition token(s), vocabulary " << m.vocab.size() << "\n"
-            << "  VQ            " << vq_n << " parameters, " << mib(double(vq_n) * 4)
-            << (m.vq && m.vq->has_encoder() ? " (encoder + decoder)" : " (decoder only)") << "\n"
+            << " condition token(s), "
+            << (m.manifest.kind == "t2i-embeddings"
+                    ? std::string("prompts are caption-embedding files")
+                    : "vocabulary " + std::to_string(m.vocab.size()))
+            << "\n"
+            << "  VQ            "
+            << (m.vq ? std::to_string(vq_n) + " parameters, " + mib(double(vq_n) * 4) +
+                           (m.vq->has_encoder() ? " (encoder + decoder)" : " (decoder only)")
+                     : std::string("not loaded"))
+            << "\n"
             << "  drafter       " << (dr_n ? std::to_string(dr_n) + " parameters" : "none")
             << "\n"
             << "  KV cache      " << mib(kv_bytes) << " (CFG batch 2, " << a.str("dtype") << ")\n"
+            << "  loading       " << std::fixed << std::setprecision(2) << load_s
+            << " s, peak resident memory " << mib(double(peak_rss)) << "\n"
             << "  sampling      " << m.manifest.sampling.dump() << "\n"
             << "  licence       " << m.manifest.license.dump() << "\n";
   return 0;

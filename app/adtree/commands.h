@@ -17,6 +17,7 @@ int cmd_data(int argc, char** argv);
 int cmd_train(int argc, char** argv);
 int cmd_soak(int argc, char** argv);
 int cmd_sweep(int argc, char** argv);
+int cmd_convert(int argc, char** argv);
 
 // Shared option groups, so every verb spells them the same way.
 void add_model_options(Args& a);     // --model --device --dtype

@@ -16,6 +16,7 @@ void print_usage() {
                "  bench      measure decoding speed (JSON + table)\n"
                "  info       show a model's card, sizes and memory\n"
                "  model      make model directories (model random)\n"
+               "  convert    convert released LlamaGen checkpoints into a model directory\n"
                "  data       build training datasets (data emoji)\n"
                "  train      train models (train vq|gpt|drafter, assemble, fidelity)\n"
                "  soak       many generations through the engine: memory and hang check\n"
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
     if (verb == "train") return adtree::cli::cmd_train(argc - 2, argv + 2);
     if (verb == "soak") return adtree::cli::cmd_soak(argc - 2, argv + 2);
     if (verb == "sweep") return adtree::cli::cmd_sweep(argc - 2, argv + 2);
+    if (verb == "convert") return adtree::cli::cmd_convert(argc - 2, argv + 2);
     std::cerr << "adtree: unknown command '" << verb << "' (see 'adtree --help')\n";
     return 2;
   } catch (const adtree::Error& e) {

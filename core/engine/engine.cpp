@@ -118,7 +118,9 @@ ModelInfo describe(const model::ModelBundle& m, const LoadRequest& req) {
   info.random_weights =
       prov.is_object() && prov.value("tool", std::string()) == "adtree model random";
   info.vocabulary_is_classes = m.vocab.kind() == model::Vocabulary::Kind::Classes;
-  info.vocabulary = m.vocab.entries();
+  info.prompt_is_file = g.cond == model::CondKind::Caption && g.num_words == 0;
+  info.vocabulary_size = info.prompt_is_file ? 0 : m.vocab.size();
+  info.vocabulary = info.vocabulary_is_classes ? m.vocab.class_prompts() : m.vocab.entries();
   info.default_sampling =
       m.manifest.sampling.is_null() ? nlohmann::json::object() : m.manifest.sampling;
   info.license = license_summary(m.manifest.license);

@@ -35,7 +35,11 @@ struct ModelInfo {
   bool has_drafter = false;          // false: only AR and the Jacobi methods can run
   bool random_weights = false;       // made by 'adtree model random': it draws noise
   bool vocabulary_is_classes = false;
-  std::vector<std::string> vocabulary;  // words (t2i-words) or class names (c2i)
+  // What a prompt is: words of the vocabulary, a class (name, synonym or number), or the path of a
+  // caption-embedding file (t2i-embeddings models such as a converted LlamaGen t2i).
+  bool prompt_is_file = false;
+  int64_t vocabulary_size = 0;          // words or classes the model knows
+  std::vector<std::string> vocabulary;  // completion list: words, or class names and synonyms
   nlohmann::json default_sampling;      // model.json "sampling" (decode::SamplingParams::from_json)
   std::string license;                  // one line: weights / data licences
   // Approximate colour of every code (codebook_size x RGB), from one VQ decode of the codebook at

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -323,7 +324,9 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
     if (!S_ISREG(st.st_mode)) fail(path, "it is not a regular file");
     file_size_ = static_cast<uint64_t>(st.st_size);
     if (file_size_ < 8) parse();  // reports the short file (mmap cannot map 0 bytes)
-    void* m = ::mmap(nullptr, file_size_, PROT_READ, MAP_PRIVATE, fd_, 0);
+    // Writable but private (copy-on-write): tensors from map_safetensors may be written in place
+    // by callers without touching the file; the reader itself only reads.
+    void* m = ::mmap(nullptr, file_size_, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd_, 0);
     if (m == MAP_FAILED) {
       const int err = errno;
       throw Error("Cannot map safetensors file " + quoted(path) + ": " + errno_text(err) + ".");
@@ -476,6 +479,25 @@ at::Tensor SafetensorsReader::tensor(const std::string& name) const {
 std::map<std::string, at::Tensor> SafetensorsReader::all() const {
   std::map<std::string, at::Tensor> out;
   for (const TensorInfo& t : tensors_) out.emplace(t.name, tensor(t.name));
+  return out;
+}
+
+std::map<std::string, at::Tensor> map_safetensors(const std::string& path) {
+  auto reader = std::make_shared<SafetensorsReader>(path);
+  std::map<std::string, at::Tensor> out;
+  for (const TensorInfo& t : reader->tensors()) {
+    const size_t elem = dtype_size(t.dtype);
+    const uint8_t* src = t.end > t.begin ? reader->data(t) : nullptr;
+    const bool aligned = src != nullptr && reinterpret_cast<uintptr_t>(src) % elem == 0;
+    if (t.dtype == DType::BOOL || !aligned) {
+      out.emplace(t.name, reader->tensor(t.name));
+      continue;
+    }
+    // The deleter owns a reference to the reader, so the mapping outlives every view of it.
+    out.emplace(t.name, at::from_blob(const_cast<uint8_t*>(src), t.shape,
+                                      [reader](void*) {},
+                                      at::TensorOptions().dtype(to_scalar_type(t.dtype))));
+  }
   return out;
 }
 

@@ -70,6 +70,13 @@ class SafetensorsReader {
   std::map<std::string, std::string> metadata_;
 };
 
+// Tensors that view the memory-mapped file instead of copying it: pages load on first use and
+// the kernel may drop them again, so a 3 GB checkpoint costs no second copy in memory. The mapping
+// lives as long as any returned tensor (each holds a reference to the reader). The mapping is
+// private copy-on-write: writing into a tensor never changes the file. BOOL tensors and tensors
+// whose bytes are not aligned for their dtype are copied. Throws adtree::Error like the reader.
+std::map<std::string, at::Tensor> map_safetensors(const std::string& path);
+
 // Writes tensors (any device; copied to contiguous CPU) and metadata. Tensors keep their dtype.
 // Written to `path`.tmp first, then renamed, so an interrupted write never leaves a corrupt file.
 void write_safetensors(const std::string& path, const std::map<std::string, at::Tensor>& tensors,

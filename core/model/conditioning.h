@@ -28,15 +28,24 @@ class Vocabulary {
   // Lower-cases and splits on anything but letters/digits; every word must be known, else an
   // adtree::Error lists all unknown words.
   std::vector<int64_t> encode_words(const std::string& prompt) const;
-  // A class name (case-insensitive) or number.
+  // A class given as a number ("207"), a full entry ("golden retriever"), any one of an entry's
+  // comma-separated synonyms ("goldfish" for "goldfish, Carassius auratus") or a synonym with its
+  // number ("crane (134)"); case-insensitive. A synonym shared by several classes is an error that
+  // lists them.
   int64_t class_id(const std::string& text) const;
-  // Entries starting with `prefix` (case-insensitive), for prompt completion.
+  // Entries starting with `prefix` (case-insensitive), for prompt completion. For classes: the
+  // synonyms, with the class number added where a synonym names several classes.
   std::vector<std::string> complete(const std::string& prefix, size_t limit = 50) const;
+  // Everything class_id accepts by name (each synonym as complete() writes it, and each full entry
+  // that has several synonyms); empty for words. The front end's completion list.
+  std::vector<std::string> class_prompts() const;
 
  private:
   Kind kind_ = Kind::Words;
   std::vector<std::string> entries_;
   std::map<std::string, int64_t> index_;
+  // Classes: lower-case synonym -> (class id, synonym as written), in class order.
+  std::map<std::string, std::vector<std::pair<int64_t, std::string>>> synonyms_;
 };
 
 // Lower case, words of letters/digits: the one normalisation shared by training and generation.
@@ -48,5 +57,13 @@ Condition make_condition(const Gpt& gpt, const Vocabulary& vocab, const std::str
                          bool cfg);
 // Same from word ids (left-padded to cond_len; more words than cond_len is an error).
 Condition condition_from_words(const Gpt& gpt, const std::vector<int64_t>& ids, bool cfg);
+
+// A caption-embedding prompt file (t2i-embeddings models; tools/t5_embed.py writes one):
+// safetensors with "caption_embedding" [L, cap_dim] (F32/F16/BF16, L <= cond_len) and optionally
+// "caption_mask" [L] (integers or bools, 1 = a real token; absent = all real). As LlamaGen does,
+// the real rows keep their order and move to the end of the cond_len slots (left padding), padded
+// slots are zero vectors hidden from every query, and the null caption shares the mask. Throws
+// adtree::Error naming the file and the problem.
+Condition condition_from_embedding_file(const Gpt& gpt, const std::string& path, bool cfg);
 
 }  // namespace adtree::model

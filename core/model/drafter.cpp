@@ -20,8 +20,10 @@ std::vector<ParamSpec> drafter_param_specs(const GptConfig& c) {
   };
 }
 
-Drafter::Drafter(const Gpt& target, const TensorMap& weights, bool inference)
-    : target_(target), inference_(inference) {
+Drafter::Drafter(const Gpt& target, const TensorMap& weights, bool inference, double norm_eps)
+    : target_(target),
+      inference_(inference),
+      norm_eps_(norm_eps < 0 ? target.config().norm_eps : norm_eps) {
   const auto& cfg = target.config();
   require_params(drafter_param_specs(cfg), weights, "drafter weights");
   for (const auto& [name, t] : weights) w_.emplace(name, t.to(target.device(), target.dtype()));
@@ -59,7 +61,7 @@ Drafter::Output Drafter::forward(KvCache* cache, const at::Tensor& feats, const 
   const auto plan = plan_block(target_.rope(), cache, B, pos, block_mask, {});
   auto x = at::cat({target_.embed_tokens(tokens.to(target_.device())), feats.to(target_.dtype())}, -1);
   auto h = at::linear(x, fc_w_, fc_b_);
-  h = run_layer(layer_, cfg.n_head, cfg.norm_eps, h, plan, cache, 0, inference_);
+  h = run_layer(layer_, cfg.n_head, norm_eps_, h, plan, cache, 0, inference_);
   if (cache) cache->pending = plan.start - cache->len + q;
   Output out;
   out.hidden = h;

@@ -23,7 +23,10 @@ class Drafter {
   };
 
   // Keeps a reference to `target` (embedding, head, RoPE, dtype, device): it must outlive this.
-  Drafter(const Gpt& target, const TensorMap& weights, bool inference = true);
+  // `norm_eps` is the head's RMSNorm epsilon (< 0: the target's); HF-style drafters such as
+  // LANTERN's use 1e-6 where LlamaGen uses 1e-5.
+  Drafter(const Gpt& target, const TensorMap& weights, bool inference = true,
+          double norm_eps = -1.0);
 
   const TensorMap& weights() const { return w_; }
   int64_t num_params() const;
@@ -40,6 +43,7 @@ class Drafter {
   const Gpt& target_;
   TensorMap w_;
   bool inference_;
+  double norm_eps_;
   at::Tensor fc_w_, fc_b_;
   DecoderLayer layer_;
 };

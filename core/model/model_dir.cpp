@@ -31,10 +31,11 @@ at::ScalarType parse_dtype(const std::string& name) {
 }
 
 namespace {
-// Tensors of a file, or one problem line when the file is unreadable.
+// Tensors of a file (views of its memory mapping: a converted 3 GB checkpoint is not copied), or
+// one problem line when the file is unreadable.
 TensorMap read_all(const std::string& path, std::vector<std::string>& problems) {
   try {
-    return io::SafetensorsReader(path).all();
+    return io::map_safetensors(path);
   } catch (const Error& e) {
     problems.push_back(e.what());
     return {};
@@ -108,6 +109,17 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
     if (m.kind != "t2i-embeddings") problems.push_back(e.what());
   }
   const std::string dpath = dir + "/drafter.safetensors";
+  // The head's RMSNorm epsilon: the target's unless model.json says otherwise (LANTERN's HF-style
+  // drafters were trained with 1e-6).
+  double drafter_norm_eps = g.norm_eps;
+  if (m.drafter.is_object() && m.drafter.contains("norm_eps")) {
+    const auto& e = m.drafter["norm_eps"];
+    if (!e.is_number() || !(e.get<double>() > 0.0) || e.get<double>() > 0.1) {
+      problems.push_back(mpath + ": drafter.norm_eps must be a number in (0, 0.1]");
+    } else {
+      drafter_norm_eps = e.get<double>();
+    }
+  }
   if (!m.drafter.is_null() || fs::exists(dpath)) {
     if (!fs::exists(dpath)) {
       problems.push_back(mpath + ": a drafter is configured but drafter.safetensors is missing");
@@ -125,7 +137,10 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
     throw Error(msg);
   }
   b.gpt = std::make_shared<const Gpt>(g, gw, device, dtype);
-  if (!b.drafter_weights.empty()) b.drafter = std::make_shared<const Drafter>(*b.gpt, b.drafter_weights);
+  if (!b.drafter_weights.empty()) {
+    b.drafter = std::make_shared<const Drafter>(*b.gpt, b.drafter_weights, /*inference=*/true,
+                                                drafter_norm_eps);
+  }
   if (opts.load_vq) {
     TensorMap moved;
     // The decoder runs in fp32 on the CPU whatever the GPT's dtype: it is run once per preview.

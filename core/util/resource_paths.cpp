@@ -37,4 +37,17 @@ std::string find_shipped_model(const std::string& name) {
   return "";
 }
 
+std::string find_data_file(const std::string& relative) {
+  std::vector<fs::path> roots;
+  if (const char* data = std::getenv("ADTREE_DATA_DIR"); data && *data) roots.emplace_back(data);
+  const auto exe = executable_dir();
+  if (!exe.empty()) roots.push_back(fs::path(exe) / ".." / "share" / "adtree-studio");
+  for (const auto& root : roots) {
+    std::error_code ec;
+    const auto p = (root / relative).lexically_normal();
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
+  return "";
+}
+
 }  // namespace adtree::util

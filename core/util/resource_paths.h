@@ -18,4 +18,8 @@ std::vector<std::string> shipped_model_candidates(const std::string& name = "emo
 // The first candidate holding a model.json, or "" when no shipped model is installed.
 std::string find_shipped_model(const std::string& name = "emoji");
 
+// A data file shipped under share/adtree-studio/ (e.g. "imagenet/classes.json"): $ADTREE_DATA_DIR
+// first, then next to the executable; "" when neither has it.
+std::string find_data_file(const std::string& relative);
+
 }  // namespace adtree::util
