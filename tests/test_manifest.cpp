@@ -3,6 +3,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "io/safetensors.h"
@@ -162,4 +164,158 @@ TEST(Vocabulary, CompletesByPrefix) {
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[0], "Robot");
   EXPECT_EQ(c[1], "rose");
+}
+
+// ImageNet-style class names: "name, synonym, synonym"; a synonym may name several classes.
+TEST(Vocabulary, ClassesByNumberNameSynonymAndDisambiguatedSynonym) {
+  Vocabulary v(Vocabulary::Kind::Classes,
+               {"tench, Tinca tinca", "goldfish, Carassius auratus", "crane", "golden retriever",
+                "crane", "maillot", "maillot, tank suit"});
+  EXPECT_EQ(v.class_id("3"), 3);
+  EXPECT_EQ(v.class_id(" Golden Retriever "), 3);
+  EXPECT_EQ(v.class_id("goldfish"), 1);
+  EXPECT_EQ(v.class_id("Carassius auratus"), 1);
+  EXPECT_EQ(v.class_id("goldfish, Carassius auratus"), 1);
+  EXPECT_EQ(v.class_id("tank suit"), 6);
+  EXPECT_EQ(v.class_id("crane (4)"), 4);
+  EXPECT_EQ(v.class_id("crane(2)"), 2);
+  try {
+    v.class_id("crane");
+    ADD_FAILURE() << "an ambiguous synonym must be refused";
+  } catch (const adtree::Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("2 (crane)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("4 (crane)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("crane (2)"), std::string::npos) << msg;  // how to write it
+  }
+  EXPECT_THROW(v.class_id("maillot"), adtree::Error);  // classes 5 and 6
+  EXPECT_THROW(v.class_id("crane (3)"), adtree::Error);  // 3 is the retriever
+  EXPECT_THROW(v.class_id("7"), adtree::Error);
+  EXPECT_THROW(v.class_id("-1"), adtree::Error);
+  try {
+    v.class_id("golden eagle");
+    ADD_FAILURE();
+  } catch (const adtree::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("golden retriever"), std::string::npos) << e.what();
+  }
+  // Completion offers synonyms, numbered where a synonym is shared; every one of them parses.
+  const auto c = v.complete("cra");
+  EXPECT_EQ(c, (std::vector<std::string>{"crane (2)", "crane (4)"}));
+  EXPECT_EQ(v.complete("gold"), (std::vector<std::string>{"golden retriever", "goldfish"}));
+  for (const auto& p : v.class_prompts()) EXPECT_NO_THROW(v.class_id(p)) << p;
+}
+
+TEST(Vocabulary, TheShippedImageNetListHasAThousandParsableClasses) {
+  std::ifstream in(std::string(ADTREE_SOURCE_DIR) + "/resources/imagenet/classes.json");
+  const auto classes = nlohmann::json::parse(in).at("classes").get<std::vector<std::string>>();
+  ASSERT_EQ(classes.size(), 1000u);
+  Vocabulary v(Vocabulary::Kind::Classes, classes);
+  EXPECT_EQ(v.class_id("tench"), 0);
+  EXPECT_EQ(v.class_id("golden retriever"), 207);
+  EXPECT_EQ(v.class_id("toilet tissue"), 999);
+  for (const auto& p : v.class_prompts()) ASSERT_NO_THROW(v.class_id(p)) << p;
+}
+
+// Caption-embedding prompt files (converted LlamaGen t2i models).
+namespace {
+Gpt embedding_gpt() {
+  auto c = GptConfig::preset("micro");
+  c.cond = CondKind::Caption;
+  c.num_words = 0;
+  c.cap_dim = 8;
+  c.cond_len = 6;
+  return Gpt(c, init_params(gpt_param_specs(c), 3));
+}
+std::string embedding_file(const std::string& name, const std::map<std::string, at::Tensor>& t) {
+  const auto p = (fs::path(::testing::TempDir()) / ("adtree_emb_" + name + ".safetensors")).string();
+  adtree::io::write_safetensors(p, t);
+  return p;
+}
+std::string condition_error(const Gpt& gpt, const std::string& path) {
+  try {
+    condition_from_embedding_file(gpt, path, true);
+  } catch (const adtree::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(Conditioning, EmbeddingFileRowsAreLeftPaddedAndPaddingIsZeroAndHidden) {
+  const auto gpt = embedding_gpt();
+  auto emb = at::randn({4, 8});
+  const auto mask = at::tensor(std::vector<int64_t>{1, 1, 0, 0});  // T5-style right padding
+  emb[2].fill_(1e6);  // garbage in padded rows must not leak
+  const auto cond = condition_from_embedding_file(
+      gpt, embedding_file("ok", {{"caption_embedding", emb}, {"caption_mask", mask}}), true);
+  ASSERT_EQ(cond.caption.sizes(), (std::vector<int64_t>{2, 6, 8}));
+  const auto m = cond.caption_mask;
+  EXPECT_TRUE(at::equal(m[0], at::tensor(std::vector<int64_t>{0, 0, 0, 0, 1, 1}).to(at::kBool)));
+  EXPECT_TRUE(at::equal(m[0], m[1]));  // the null caption shares the mask, as in LlamaGen
+  EXPECT_TRUE(at::allclose(cond.caption[0][4], emb[0]));
+  EXPECT_TRUE(at::allclose(cond.caption[0][5], emb[1]));
+  EXPECT_EQ(cond.caption[0].narrow(0, 0, 4).abs().sum().item<float>(), 0.f);
+  EXPECT_TRUE(at::equal(cond.caption[1], gpt.null_caption()));
+  // Through make_condition: the prompt is the file's path; no mask means every row is real.
+  Vocabulary none;
+  const auto p = embedding_file("nomask", {{"caption_embedding", at::randn({3, 8})}});
+  const auto c2 = make_condition(gpt, none, "  " + p + " ", false);
+  EXPECT_EQ(c2.caption_mask.sum().item<int64_t>(), 3);
+}
+
+TEST(Conditioning, BadEmbeddingFilesAreClearErrors) {
+  const auto gpt = embedding_gpt();
+  const auto ok_mask = at::ones({2}, at::kLong);
+  EXPECT_NE(condition_error(gpt, "/nonexistent/prompt.safetensors").find("is not a file"),
+            std::string::npos);
+  EXPECT_NE(condition_error(gpt, embedding_file("noemb", {{"x", at::zeros({2, 8})}}))
+                .find("no tensor 'caption_embedding'"),
+            std::string::npos);
+  EXPECT_NE(condition_error(gpt, embedding_file("width", {{"caption_embedding", at::zeros({2, 5})}}))
+                .find("expected [L, 8]"),
+            std::string::npos);
+  EXPECT_NE(condition_error(gpt, embedding_file("long", {{"caption_embedding", at::zeros({7, 8})}}))
+                .find("L <= 6"),
+            std::string::npos);
+  EXPECT_NE(condition_error(gpt, embedding_file("int", {{"caption_embedding",
+                                                         at::zeros({2, 8}, at::kLong)}}))
+                .find("F32, F16 or BF16"),
+            std::string::npos);
+  EXPECT_NE(condition_error(gpt, embedding_file("maskshape", {{"caption_embedding", at::zeros({2, 8})},
+                                                              {"caption_mask", at::ones({3}, at::kLong)}}))
+                .find("caption_mask has shape"),
+            std::string::npos);
+  EXPECT_NE(condition_error(gpt, embedding_file("maskval", {{"caption_embedding", at::zeros({2, 8})},
+                                                            {"caption_mask", 2 * ok_mask}}))
+                .find("0 or 1"),
+            std::string::npos);
+  EXPECT_NE(condition_error(gpt, embedding_file("maskfloat", {{"caption_embedding", at::zeros({2, 8})},
+                                                              {"caption_mask", at::ones({2})}}))
+                .find("integers or bools"),
+            std::string::npos);
+  EXPECT_NE(condition_error(gpt, embedding_file("empty", {{"caption_embedding", at::zeros({2, 8})},
+                                                          {"caption_mask", 0 * ok_mask}}))
+                .find("no token"),
+            std::string::npos);
+  auto nan = at::zeros({2, 8});
+  nan[1][3] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_NE(condition_error(gpt, embedding_file("nan", {{"caption_embedding", nan}})).find("NaN"),
+            std::string::npos);
+  // A class model never reads embedding files.
+  auto c = GptConfig::preset("micro");
+  c.cond = CondKind::Class;
+  const Gpt cls(c, init_params(gpt_param_specs(c), 1));
+  EXPECT_THROW(condition_from_embedding_file(cls, "x", false), adtree::Error);
+}
+
+TEST(ModelDir, DrafterNormEpsIsReadAndChecked) {
+  auto dir = make_model("drafter_eps");
+  auto j = read_json(dir + "/model.json");
+  ASSERT_TRUE(j.contains("drafter"));
+  j["drafter"]["norm_eps"] = "tiny";
+  write_json(dir + "/model.json", j);
+  EXPECT_NE(load_error(dir).find("drafter.norm_eps"), std::string::npos);
+  j["drafter"]["norm_eps"] = 1e-6;
+  write_json(dir + "/model.json", j);
+  EXPECT_EQ(load_error(dir), "");
 }

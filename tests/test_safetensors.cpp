@@ -761,3 +761,44 @@ TEST_F(SafetensorsTest, MemoryReaderMatchesFileReader) {
     EXPECT_EQ(mem_msg, file_msg) << "cut at " << cut;
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Memory-mapped tensors (converted LlamaGen checkpoints are loaded without a second copy)
+
+TEST_F(SafetensorsTest, MappedTensorsViewTheFileOutliveTheCallAndNeverWriteBack) {
+  const std::string p = path("mapped.safetensors");
+  write_safetensors(p, every_dtype());
+  const auto before = read_bytes(p);
+  auto mapped = adtree::io::map_safetensors(p);
+  const auto copies = SafetensorsReader(p).all();
+  ASSERT_EQ(mapped.size(), copies.size());
+  for (const auto& [name, t] : copies) {  // bytes, not values: some dtypes hold NaN
+    const auto& m = mapped.at(name);
+    ASSERT_EQ(m.sizes(), t.sizes()) << name;
+    ASSERT_EQ(m.scalar_type(), t.scalar_type()) << name;
+    EXPECT_EQ(std::memcmp(m.data_ptr(), t.data_ptr(), t.nbytes()), 0) << name;
+  }
+  // Writing into a mapped tensor changes the tensor (private copy-on-write), not the file.
+  mapped.at("f32").fill_(42.0f);
+  EXPECT_EQ(mapped.at("f32").max().item<float>(), 42.0f);
+  EXPECT_EQ(read_bytes(p), before);
+  // The writer aligns every tensor, so a fresh map hands out the file's bytes unchanged.
+  auto again = adtree::io::map_safetensors(p);
+  EXPECT_EQ(std::memcmp(again.at("f32").data_ptr(), copies.at("f32").data_ptr(),
+                        copies.at("f32").nbytes()),
+            0);
+}
+
+TEST_F(SafetensorsTest, MappedTensorsAtUnalignedOffsetsAreCopied) {
+  const std::string header = R"({"b":{"dtype":"F32","shape":[2],"data_offsets":[3,11]},)"
+                             R"("a":{"dtype":"U8","shape":[3],"data_offsets":[0,3]}})";
+  float f[2] = {1.25f, -7.0f};
+  std::string data = "\x01\x02\x03";
+  data.append(reinterpret_cast<const char*>(f), sizeof f);
+  const std::string p = path("unaligned.safetensors");
+  write_bytes(p, st_file(header, data));
+  const auto m = adtree::io::map_safetensors(p);
+  EXPECT_TRUE(at::equal(m.at("b"), at::tensor(std::vector<float>{1.25f, -7.0f})));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(m.at("b").data_ptr()) % alignof(float), 0u);
+  EXPECT_THROW(adtree::io::map_safetensors(path("missing.safetensors")), adtree::Error);
+}

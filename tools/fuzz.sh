@@ -10,6 +10,8 @@
 #   tools/fuzz.sh --runs 10000000 --max-time 720 --targets fuzz_manifest,fuzz_settings
 #
 # Options: --targets a,b (default: all), --max-time S (cap per target with --runs),
+# --timeout S (libFuzzer's per-input limit, 10 s; it is wall-clock, so raise it when the fuzzer
+# shares the machine with builds: a starved process trips it on inputs that take milliseconds),
 # --summary FILE (default docs/fuzz-summary.json), --no-build. ADTREE_JOBS sets build jobs (2).
 # One fuzzer runs at a time, in-process (no -jobs / -workers), under `nice -n 10`.
 # Prints per target: inputs executed, exec/s, corpus size before and after, findings (crash-*,
@@ -23,16 +25,17 @@ ALL_TARGETS=(fuzz_safetensors fuzz_manifest fuzz_run_file fuzz_settings)
 declare -A MAX_LEN=([fuzz_safetensors]=4096 [fuzz_manifest]=8192 [fuzz_run_file]=16384
                     [fuzz_settings]=2048)
 
-seconds=60 runs="" max_time="" build=1 summary=docs/fuzz-summary.json
+seconds=60 runs="" max_time="" build=1 summary=docs/fuzz-summary.json timeout=10
 targets=("${ALL_TARGETS[@]}")
 while (($#)); do
   case "$1" in
     --runs) runs="$2"; shift 2 ;;
     --max-time) max_time="$2"; shift 2 ;;
+    --timeout) timeout="$2"; shift 2 ;;
     --targets) IFS=, read -r -a targets <<<"$2"; shift 2 ;;
     --summary) summary="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     [0-9]*) seconds="$1"; shift ;;
     *) echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -60,7 +63,7 @@ for t in "${targets[@]}"; do
   rm -rf "$work" && mkdir -p "$work/corpus" "$work/artifacts"
   cp fuzz/corpus/"$t"/* "$work/corpus/"
   seeds=$(find "$work/corpus" -type f | wc -l)
-  args=(-max_len="${MAX_LEN[$t]:-4096}" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1
+  args=(-max_len="${MAX_LEN[$t]:-4096}" -rss_limit_mb=2048 -timeout="$timeout" -print_final_stats=1
         -artifact_prefix="$work/artifacts/")
   if [[ -n "$runs" ]]; then
     args+=(-runs="$runs")
@@ -94,8 +97,8 @@ for t in "${targets[@]}"; do
     "$seeds" "$corpus" "${MAX_LEN[$t]:-4096}" "${found[@]}")")
 done
 
-python3 - "$summary" "${runs:-}" "$seconds" "${max_time:-}" "${results[@]}" <<'EOF'
-import json, subprocess, sys, datetime
+FUZZ_TIMEOUT="$timeout" python3 - "$summary" "${runs:-}" "$seconds" "${max_time:-}" "${results[@]}" <<'EOF'
+import datetime, json, os, subprocess, sys
 path, runs, seconds, max_time, *rows = sys.argv[1:]
 def sh(*cmd):
     try: return subprocess.run(cmd, capture_output=True, text=True).stdout.strip()
@@ -106,7 +109,8 @@ out = {
     "compiler": sh("clang++-14", "--version").splitlines()[0],
     "limit": ({"runs": int(runs), **({"max_seconds": int(max_time)} if max_time else {})}
               if runs else {"seconds_per_target": int(seconds)}),
-    "options": "-rss_limit_mb=2048 -timeout=10, ASan + UBSan (fatal), nice -n 10, one at a time",
+    "options": f"-rss_limit_mb=2048 -timeout={os.environ['FUZZ_TIMEOUT']}, ASan + UBSan (fatal), "
+               "nice -n 10, one at a time",
     "targets": [json.loads(r) for r in rows],
 }
 with open(path, "w") as f:

@@ -149,7 +149,8 @@ int64_t Vocabulary::class_id(const std::string& raw) const {
       return id;
     }
   }
-  if (auto it = index_.find(key); it != index_.end()) return it->second;
+  // A name several classes share is ambiguous even where it is one class's whole entry
+  // (ImageNet has two "crane"s, and "maillot" next to "maillot, tank suit").
   if (auto it = synonyms_.find(key); it != synonyms_.end()) {
     if (it->second.size() == 1) return it->second.front().first;
     std::string msg = "'" + text + "' names " + std::to_string(it->second.size()) + " classes: ";
@@ -160,6 +161,7 @@ int64_t Vocabulary::class_id(const std::string& raw) const {
     throw Error(msg + ". Give one as '" + it->second.front().second + " (" +
                 std::to_string(it->second.front().first) + ")' or by number");
   }
+  if (auto it = index_.find(key); it != index_.end()) return it->second;
   std::string msg = "unknown class '" + text + "'" + range;
   const auto near = complete(text.substr(0, std::min<size_t>(text.size(), 3)), 5);
   if (!near.empty()) {
