@@ -6,6 +6,7 @@
 // tokens with CFG, the VQ decode, and the LANTERN-style draft head. Needs Python 3 with torch
 // (Debian: python3-torch, which tools/install-deps.sh installs); skipped with a message without it.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -58,7 +59,8 @@ const Fixture& fixture(const std::string& kind) {
   auto it = cache.find(kind);
   if (it != cache.end()) return it->second;
   Fixture f;
-  f.dir = fs::path(ADTREE_WORK_DIR) / ("llamagen_" + kind);
+  // One directory per process: ctest runs each test of this file as its own process, in parallel.
+  f.dir = fs::path(ADTREE_WORK_DIR) / ("llamagen_" + kind + "_" + std::to_string(::getpid()));
   fs::remove_all(f.dir);
   fs::create_directories(f.dir);
   const std::string ref = f.dir.string() + "/ref", out = f.dir.string() + "/model";
@@ -73,6 +75,12 @@ const Fixture& fixture(const std::string& kind) {
   run(python() + " tools/convert_llamagen.py" + args + " --out " + out);
   f.model = model::load_model_dir(out);
   f.ref = io::SafetensorsReader(ref + "/reference.safetensors").all();
+  std::atexit([] {
+    for (const auto& [k, fx] : cache) {
+      std::error_code ec;
+      fs::remove_all(fx.dir, ec);
+    }
+  });
   return cache.emplace(kind, std::move(f)).first->second;
 }
 
