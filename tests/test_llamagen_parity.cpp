@@ -6,6 +6,7 @@
 // tokens with CFG, the VQ decode, and the LANTERN-style draft head. Needs Python 3 with torch
 // (Debian: python3-torch, which tools/install-deps.sh installs); skipped with a message without it.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -236,6 +237,44 @@ TEST(LlamaGenParity, PickledCheckpointsNeedThePythonConverterOnThisLibtorch) {
     EXPECT_NE(std::string(e.what()).find("tools/convert_llamagen.py"), std::string::npos)
         << e.what();
   }
+}
+
+// The converter's refusals: one line on stderr and exit status 2, nothing written.
+TEST(LlamaGenParity, ConverterRefusesWhatItDoesNotRecognise) {
+  REQUIRE_TORCH();
+  const auto& f = fixture("c2i");
+  const std::string ref = (f.dir / "ref").string();
+  auto status = [&](const std::string& args, const std::string& out) {
+    const std::string cmd = "cd '" + std::string(ADTREE_SOURCE_DIR) + "' && " + python() +
+                            " tools/convert_llamagen.py " + args + " --out " + out +
+                            " >/dev/null 2>&1";
+    const int rc = std::system(cmd.c_str());
+    EXPECT_FALSE(fs::exists(out)) << args;
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  const std::string out = (f.dir / "refused").string();
+  EXPECT_EQ(status("--gpt " + ref + "/missing.pt --n-head 4 --grid 4", out), 2);
+  EXPECT_EQ(status("--gpt " + ref + "/meta.json --n-head 4 --grid 4", out), 2);  // not a checkpoint
+  EXPECT_EQ(status("--gpt " + ref + "/vq.pt --n-head 4 --grid 4", out), 2);      // a VQ, not a GPT
+  EXPECT_EQ(status("--gpt " + ref + "/gpt.pt --grid 4", out), 2);                // heads unknown
+  EXPECT_EQ(status("--gpt " + ref + "/gpt.pt --n-head 4", out), 2);              // grid unknown
+}
+
+// tools/t5_embed.py's file is what the app reads as a t2i prompt (its --fake-encoder writes the
+// same format without transformers and FLAN-T5 weights).
+TEST(LlamaGenParity, T5HelperFilesArePrompts) {
+  REQUIRE_TORCH();
+  const auto& f = fixture("t2i");
+  const auto file = (f.dir / "bus.safetensors").string();
+  run(python() + " tools/t5_embed.py --fake-encoder --prompt 'A red  double-decker bus' --out " +
+      file);
+  const auto cond = model::make_condition(*f.model.gpt, f.model.vocab, file, true);
+  const int64_t real = cond.caption_mask[0].sum().item<int64_t>();
+  EXPECT_GT(real, 0);
+  EXPECT_LT(real, 120);
+  EXPECT_GT(cond.caption[0][119].abs().sum().item<float>(), 0.f);  // the last real row
+  EXPECT_EQ(cond.caption[0][0].abs().sum().item<float>(), 0.f);    // left padding
+  EXPECT_EQ(greedy_tokens(f, cond, "adt").size(), 16u);
 }
 
 // Names and sizes without any download or Python.
