@@ -117,9 +117,12 @@ TensorMap read_state_dict(const std::string& path) {
 }
 
 bool is_stray_buffer(const std::string& n) {
+  // The same list as tools/convert_llamagen.py's HARMLESS (incl. Hugging Face rotary caches).
   return ends_with(n, "freqs_cis") || ends_with(n, "causal_mask") ||
          n.find("kv_cache") != std::string::npos || ends_with(n, "k_cache") ||
-         ends_with(n, "v_cache") || n == "quantize.codebook_used";
+         ends_with(n, "v_cache") || n == "quantize.codebook_used" ||
+         ends_with(n, "rotary_emb.inv_freq") || ends_with(n, "rotary_emb.cos_cached") ||
+         ends_with(n, "rotary_emb.sin_cached");
 }
 
 int64_t llamagen_heads(const std::string& model_name) {
