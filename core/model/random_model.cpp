@@ -48,6 +48,8 @@ void write_random_model(const std::string& dir, const GptConfig& gpt, const VqCo
                         init_params(drafter_param_specs(gpt), seed + 2),
                         {{"format", "adtree"}, {"content", "random initialisation"}});
 
+  // A caption model without a word table reads caption-embedding files: no vocabulary.
+  const bool embeddings = gpt.cond == CondKind::Caption && gpt.num_words == 0;
   std::vector<std::string> entries;
   const int64_t n = gpt.cond == CondKind::Class ? gpt.num_classes : gpt.num_words;
   const int64_t n_named = int64_t(sizeof(kWords) / sizeof(kWords[0]));
@@ -56,13 +58,15 @@ void write_random_model(const std::string& dir, const GptConfig& gpt, const VqCo
                                   : (gpt.cond == CondKind::Class ? "class" : "word") +
                                         std::to_string(i));
   }
-  Vocabulary(gpt.cond == CondKind::Class ? Vocabulary::Kind::Classes : Vocabulary::Kind::Words,
-             entries)
-      .save(dir + "/text.json");
+  if (!embeddings) {
+    Vocabulary(gpt.cond == CondKind::Class ? Vocabulary::Kind::Classes : Vocabulary::Kind::Words,
+               entries)
+        .save(dir + "/text.json");
+  }
 
   io::Manifest m;
   m.name = name;
-  m.kind = gpt.cond == CondKind::Class ? "c2i" : "t2i-words";
+  m.kind = gpt.cond == CondKind::Class ? "c2i" : (embeddings ? "t2i-embeddings" : "t2i-words");
   m.description = "Randomly initialised weights (seed " + std::to_string(seed) +
                   "): for tests and benchmarks, it draws noise.";
   m.grid_h = gpt.grid_h;

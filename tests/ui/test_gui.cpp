@@ -23,6 +23,7 @@
 #include <random>
 
 #include "decode/method.h"
+#include "io/safetensors.h"
 #include "model/gpt_config.h"
 #include "model/random_model.h"
 #include "ui/engine_bridge.h"
@@ -237,6 +238,49 @@ class GuiTest : public QObject {
 
   // Opening another model mid-run cancels the run (its picture would be meaningless), loads the
   // model, and the next run works on it.
+  // The prompt row follows the model: class names with synonyms for c2i, a file picker and a
+  // file path for caption-embedding models (converted LlamaGen t2i).
+  void promptFollowsTheModelKind() {
+    auto c = adtree::model::GptConfig::preset("micro");
+    c.cond = adtree::model::CondKind::Class;
+    c.num_classes = 20;
+    const QString classes = tmp_.filePath("classes");
+    adtree::model::write_random_model(classes.toStdString(), c,
+                                      adtree::model::small_vq_config(c.vocab_size, c.grid_h), 4,
+                                      "gui classes");
+    auto w = openWindow(classes);
+    QVERIFY(w);
+    QVERIFY(!w->findChild<QPushButton*>("promptFileButton")->isVisible());
+    QVERIFY(w->promptEdit()->placeholderText().contains("class"));
+    selectMethod(*w, "ar");
+    QCOMPARE(runOnce(*w, "7"), QString("finished"));
+
+    auto e = adtree::model::GptConfig::preset("micro");
+    e.num_words = 0;
+    const QString emb_model = tmp_.filePath("embeddings");
+    adtree::model::write_random_model(emb_model.toStdString(), e,
+                                      adtree::model::small_vq_config(e.vocab_size, e.grid_h), 5,
+                                      "gui embeddings");
+    QSignalSpy ready(w.get(), &MainWindow::modelReady);
+    w->openModel(emb_model);
+    QVERIFY(ready.wait(kLoadMs));
+    QVERIFY(w->findChild<QPushButton*>("promptFileButton")->isVisible());
+    QVERIFY(w->promptEdit()->placeholderText().contains("embedding"));
+    const QString file = tmp_.filePath("prompt.safetensors");
+    adtree::io::write_safetensors(file.toStdString(),
+                                  {{"caption_embedding", at::randn({3, e.cap_dim})},
+                                   {"caption_mask", at::ones({3}, at::kLong)}});
+    QCOMPARE(runOnce(*w, file), QString("finished"));
+    QCOMPARE(w->run().committed(), 16);
+    // Words are not a prompt for this model: a clear error, and the window keeps working.
+    QCOMPARE(runOnce(*w, "a red cat"), QString("failed"));
+    QMessageBox* box = nullptr;
+    QTRY_VERIFY_WITH_TIMEOUT((box = visibleErrorDialog(w.get())) != nullptr, 2000);
+    QVERIFY(box->informativeText().contains("caption-embedding file"));
+    box->close();
+    QCOMPARE(runOnce(*w, file), QString("finished"));
+  }
+
   void switchingTheModelMidRunCancelsAndTheNextRunWorks() {
     auto w = openWindow(tiny_);
     QVERIFY(w);
