@@ -137,3 +137,25 @@ string(JSON sfailed GET "${sj}" failed)
 if(NOT sfailed EQUAL 0)
   message(FATAL_ERROR "soak had failed jobs: ${sj}")
 endif()
+
+# adtree convert (docs/llamagen.md): a class-conditional model's weights, as a LlamaGen state dict
+# in safetensors, come back as a model directory that generates from a class name or number.
+run_ok(${ADTREE} model random --config micro --cond class --out ${WORK}/c2i --seed 4)
+set(names "")
+foreach(i RANGE 99)
+  list(APPEND names "\"class ${i}, synonym ${i}\"")
+endforeach()
+list(JOIN names "," names)
+file(WRITE ${WORK}/classes.json "{\"classes\": [${names}]}")
+run_ok(${ADTREE} convert --gpt ${WORK}/c2i/gpt.safetensors --vq ${WORK}/c2i/vq.safetensors
+       --n-head 2 --grid 4 --classes ${WORK}/classes.json --out ${WORK}/converted)
+run_ok(${ADTREE} generate --model ${WORK}/converted --prompt "synonym 42" --out ${WORK}/c42.png --quiet)
+run_ok(${ADTREE} generate --model ${WORK}/converted --class 42 --out ${WORK}/c42b.png --quiet)
+run_fails("heads" ${ADTREE} convert --gpt ${WORK}/c2i/gpt.safetensors --grid 4
+          --classes ${WORK}/classes.json --out ${WORK}/converted2)
+run_fails("exists and is not empty" ${ADTREE} convert --gpt ${WORK}/c2i/gpt.safetensors --n-head 2
+          --grid 4 --classes ${WORK}/classes.json --out ${WORK}/converted)
+run_fails("no tensor 'tok_embeddings.weight'" ${ADTREE} convert --gpt ${WORK}/c2i/vq.safetensors
+          --n-head 2 --grid 4 --out ${WORK}/converted3)
+run_fails("unknown class 'zebra'" ${ADTREE} generate --model ${WORK}/converted --prompt zebra
+          --out ${WORK}/z.png)
