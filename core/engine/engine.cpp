@@ -155,10 +155,10 @@ RgbImage decode_prefix(const model::ModelBundle& m, const std::vector<int64_t>& 
 // longer than `budget_ms`.
 std::vector<uint8_t> token_palette(const model::ModelBundle& m, double budget_ms) {
   if (!m.vq) return {};
-  // Small chunks (8x8 codes per decode): the first one times the decoder cheaply, so a large
+  // Small chunks (4x4 codes per decode): the first one times the decoder cheaply, so a large
   // tokenizer (LlamaGen's VQ-16 has 16384 codes and a wide decoder) gives up within the budget
   // instead of spending seconds on one big decode first.
-  const int64_t v = m.vq_config.codebook_size, side = 8, chunk = side * side;
+  const int64_t v = m.vq_config.codebook_size, side = 4, chunk = side * side;
   const int64_t f = m.vq_config.downsample_factor();
   std::vector<uint8_t> out(size_t(v * 3));
   const auto t0 = Clock::now();

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 
 #include "io/safetensors.h"
 #include "model/gpt.h"
@@ -125,21 +124,40 @@ bool is_stray_buffer(const std::string& n) {
          ends_with(n, "rotary_emb.sin_cached");
 }
 
+namespace {
+// "c2i_XL_384.pt" -> {"c2i", "XL", "384", "pt"}: LlamaGen names separate their parts with _ - / .
+std::vector<std::string> name_parts(const std::string& name) {
+  std::vector<std::string> parts(1);
+  for (char ch : name) {
+    if (ch == '_' || ch == '-' || ch == '/' || ch == '.') {
+      if (!parts.back().empty()) parts.emplace_back();
+    } else {
+      parts.back().push_back(ch);
+    }
+  }
+  if (parts.back().empty()) parts.pop_back();
+  return parts;
+}
+}  // namespace
+
 int64_t llamagen_heads(const std::string& model_name) {
-  // Longest size names first: "XXL" contains "XL", which contains "L".
   static const std::vector<std::pair<std::string, int64_t>> sizes{
-      {"XXXL", 40}, {"XXL", 24}, {"3B", 32}, {"XL", 20}, {"L", 16}, {"B", 12}};
-  for (const auto& [size, heads] : sizes) {
-    const std::regex re("(^|[_\\-/])" + size + "($|[_\\-.])");
-    if (std::regex_search(model_name, re)) return heads;
+      {"B", 12}, {"L", 16}, {"XL", 20}, {"XXL", 24}, {"XXXL", 40}, {"3B", 32}};
+  for (const auto& part : name_parts(model_name)) {
+    for (const auto& [size, heads] : sizes) {
+      if (part == size) return heads;
+    }
   }
   return 0;
 }
 
 int64_t llamagen_image_size(const std::string& model_name) {
-  std::smatch m;
-  static const std::regex re("_(256|384|512|768|1024)($|[_.])");
-  return std::regex_search(model_name, m, re) ? std::stoll(m[1]) : 0;
+  for (const auto& part : name_parts(model_name)) {
+    for (int64_t px : {256, 384, 512, 768, 1024}) {
+      if (part == std::to_string(px)) return px;
+    }
+  }
+  return 0;
 }
 
 GptConfig infer_gpt_config(const TensorMap& sd, const GptImportOptions& opts) {
