@@ -1,5 +1,5 @@
 # Round trip of the released LlamaGen shapes (issue 7): tests/llamagen/reference.py writes a
-# checkpoint with zero weights in the exact B / L / XL layout (no download, nothing committed),
+# checkpoint with random weights in the exact B / L / XL layout (no download, nothing committed),
 # tools/convert_llamagen.py converts it, and `adtree info --json --no-vq` must load it and report
 # the configuration and parameter count the reference computed, plus its peak resident memory.
 # XL is 3.1 GB fp32 (written, converted, memory-mapped): the point is that it loads.

@@ -17,7 +17,7 @@ How:
               --n-head 4 --grid 4 --out MODEL        (meta.json "convert" lists these arguments)
       then load MODEL in C++ and compare with reference.safetensors.
   reference.py --out DIR --shapes B|L|XL
-      Zero weights in the exact shapes of the released c2i models (B, L: 256 px; XL: 384 px), no
+      Random weights in the exact shapes of the released c2i models (B, L: 256 px; XL: 384 px), no
       outputs, for the converter round trip: DIR/gpt.pt and DIR/meta.json.
 
 reference.safetensors (N = 16 image tokens, V = 256):
@@ -180,12 +180,10 @@ SCALES = {"embed": 1.0, "head": 0.25, "bias": 0.05, "fc": 0.005 / math.sqrt(128)
           "qk": 20.0}
 
 
-def init(layout, gen, zeros=False):
+def init(layout, gen):
     out = {}
     for name, (shape, kind) in layout.items():
-        if zeros:
-            out[name] = torch.zeros(shape)
-        elif kind == "norm":
+        if kind == "norm":
             out[name] = 1 + 0.1 * torch.randn(shape, generator=gen)
         elif isinstance(kind, int):
             out[name] = torch.randn(shape, generator=gen) / math.sqrt(kind)
@@ -493,7 +491,7 @@ def make_released_shapes(out, size):
     n_layer, n_head, dim, px = RELEASED[size]
     c = {"dim": dim, "n_layer": n_layer, "n_head": n_head, "vocab_size": 16384, "grid": px // 16,
          "num_classes": 1000, "norm_eps": 1e-5, "rope_base": 10000.0}
-    w = init(gpt_layout(c, "c2i"), None, zeros=True)
+    w = init(gpt_layout(c, "c2i"), torch.Generator().manual_seed(0))
     torch.save({"model": w}, out / "gpt.pt")
     name = f"c2i_{size}_{px}"
     return {"kind": "c2i", "shapes": size, "model": name, "gpt": gpt_config_json(c, "c2i"),
@@ -508,7 +506,7 @@ def main():
                     help="class- or caption-conditioned small model (default c2i)")
     ap.add_argument("--seed", type=int, default=0, help="seed of every random draw (default 0)")
     ap.add_argument("--shapes", choices=sorted(RELEASED),
-                    help="zero weights in a released c2i model's shapes, no outputs")
+                    help="random weights in a released c2i model's shapes, no outputs")
     opts = ap.parse_args()
     if opts.shapes and opts.kind != "c2i":
         ap.error("--shapes makes c2i models only")
