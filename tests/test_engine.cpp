@@ -183,6 +183,18 @@ TEST_F(EngineTest, LoadReportsTheModelCard) {
       << "the tiny codebook is cheap";
 }
 
+TEST_F(EngineTest, TokenColoursAreSkippedWhenTheCodebookIsTooCostlyToDecode) {
+  EngineOptions opts;
+  opts.palette_budget_ms = 0.0;  // any decoder is too slow for this budget
+  Engine e(rec.listener(), opts);
+  e.load_model({model_dir()});
+  ASSERT_TRUE(rec.wait_load());
+  const auto ev = rec.events();  // a copy: the info below refers into it
+  const auto& info = std::get<ModelLoaded>(ev.back()).info;
+  EXPECT_TRUE(info.token_colors.empty());
+  EXPECT_GT(info.codebook_size, 0);  // the model itself loaded
+}
+
 TEST_F(EngineTest, LoadsTheShippedTrainedModelWithItsLicenceRecords) {
   // A trained model's model.json lists its data licences as records (one per image set); the
   // engine once required a string there and could not open any trained model.

@@ -149,28 +149,34 @@ RgbImage decode_prefix(const model::ModelBundle& m, const std::vector<int64_t>& 
   return to_rgb(model::VqModel::to_bytes(m.vq->decode(idx, g.grid_h, g.grid_w))[0]);
 }
 
-// Approximate colour of every code: the codebook laid out as 32x32 grids, VQ-decoded, each cell's
+// Approximate colour of every code: the codebook laid out as square grids, VQ-decoded, each cell's
 // pixels averaged. Neighbouring codes bleed a little into each cell; good enough to paint a token
-// before the real preview arrives. Empty if the first grid shows the whole codebook would take
-// longer than `budget_ms`.
+// before the real preview arrives. The grids start at 4x4 codes and double up to 32x32: the first,
+// small decode times the decoder cheaply, so a large tokenizer (LlamaGen's VQ-16: 16384 codes, a
+// wide decoder) gives up at once, while larger grids amortise the per-op cost for small ones.
+// Empty when the codes left, at the latest grid's cost per code, would take longer than
+// `budget_ms` (10x that while the grids are still small).
 std::vector<uint8_t> token_palette(const model::ModelBundle& m, double budget_ms) {
   if (!m.vq) return {};
-  // Small chunks (4x4 codes per decode): the first one times the decoder cheaply, so a large
-  // tokenizer (LlamaGen's VQ-16 has 16384 codes and a wide decoder) gives up within the budget
-  // instead of spending seconds on one big decode first.
-  const int64_t v = m.vq_config.codebook_size, side = 4, chunk = side * side;
+  const int64_t v = m.vq_config.codebook_size;
   const int64_t f = m.vq_config.downsample_factor();
   std::vector<uint8_t> out(size_t(v * 3));
-  const auto t0 = Clock::now();
-  for (int64_t start = 0; start < v; start += chunk) {
-    const int64_t n = std::min(chunk, v - start);
+  int64_t side = 4;
+  for (int64_t start = 0; start < v;) {
+    const int64_t chunk = side * side, n = std::min(chunk, v - start);
+    const auto t0 = Clock::now();
     auto idx = at::arange(start, start + n, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);
     auto img = model::VqModel::to_bytes(m.vq->decode(idx.to(m.gpt->device()), side, side))[0];
     auto mean = img.to(at::kFloat).reshape({side, f, side, f, 3}).mean({1, 3}).reshape({chunk, 3});
     auto bytes = mean.narrow(0, 0, n).round().clamp(0, 255).to(at::kByte).contiguous();
     std::copy(bytes.data_ptr<uint8_t>(), bytes.data_ptr<uint8_t>() + n * 3,
               out.begin() + start * 3);
-    if (start == 0 && ms_since(t0) * double((v + chunk - 1) / chunk) > budget_ms) return {};
+    start += n;
+    // The small first grids overstate the cost per code (fixed per-op cost, first-call warm-up):
+    // they give up only when far over budget; the full-size grid decides exactly.
+    const double left_ms = ms_since(t0) / double(n) * double(v - start);
+    if (left_ms > budget_ms && (side == 32 || left_ms > 10.0 * budget_ms)) return {};
+    side = std::min<int64_t>(side * 2, 32);
   }
   return out;
 }
