@@ -76,12 +76,14 @@ const Fixture& fixture(const std::string& kind) {
   run(python() + " tools/convert_llamagen.py" + args + " --out " + out);
   f.model = model::load_model_dir(out);
   f.ref = io::SafetensorsReader(ref + "/reference.safetensors").all();
-  std::atexit([] {
-    for (const auto& [k, fx] : cache) {
-      std::error_code ec;
-      fs::remove_all(fx.dir, ec);
-    }
-  });
+  if (cache.empty()) {  // once: the fixtures' directories go when the process ends
+    std::atexit([] {
+      for (const auto& [k, fx] : cache) {
+        std::error_code ec;
+        fs::remove_all(fx.dir, ec);
+      }
+    });
+  }
   return cache.emplace(kind, std::move(f)).first->second;
 }
 
