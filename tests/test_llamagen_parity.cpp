@@ -123,6 +123,13 @@ std::vector<int64_t> greedy_tokens(const Fixture& f, const model::Condition& con
   return decode::run_decode(f.model, cond, r).tokens;
 }
 
+void expect_tokens(const std::vector<int64_t>& got, const at::Tensor& want, const char* method) {
+  ASSERT_EQ(int64_t(got.size()), want.numel()) << method;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    EXPECT_EQ(got[size_t(i)], want[i].item<int64_t>()) << method << " token " << i;
+  }
+}
+
 #define REQUIRE_TORCH()                                                                    \
   if (!have_torch()) GTEST_SKIP() << python() << " has no torch (apt install python3-torch)"
 
@@ -146,11 +153,7 @@ TEST(LlamaGenParity, ClassToImageGreedyWithCfgMatchesForEveryMethodFamily) {
   const auto want = f.ref.at("greedy");
   const auto cond = class_cond(*f.model.gpt, f.ref.at("class_id").item<int64_t>());
   for (const char* method : {"ar", "sjd"}) {
-    const auto got = greedy_tokens(f, cond, method);
-    ASSERT_EQ(int64_t(got.size()), want.numel()) << method;
-    for (int64_t i = 0; i < want.numel(); ++i) {
-      EXPECT_EQ(got[size_t(i)], want[i].item<int64_t>()) << method << " token " << i;
-    }
+    expect_tokens(greedy_tokens(f, cond, method), want, method);
   }
 }
 
@@ -182,11 +185,7 @@ TEST(LlamaGenParity, TextToImageGreedyIsTheSameWithTheLanternDrafter) {
                                           (f.dir / "ref/prompt.safetensors").string(), true);
   const auto want = f.ref.at("greedy");
   for (const char* method : {"ar", "static", "dynamic", "adt"}) {
-    const auto got = greedy_tokens(f, cond, method);
-    ASSERT_EQ(int64_t(got.size()), want.numel()) << method;
-    for (int64_t i = 0; i < want.numel(); ++i) {
-      EXPECT_EQ(got[size_t(i)], want[i].item<int64_t>()) << method << " token " << i;
-    }
+    expect_tokens(greedy_tokens(f, cond, method), want, method);
   }
 }
 
