@@ -7,12 +7,15 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
+#include <unordered_set>
 
 #include "io/dataset.h"
 #include "io/manifest.h"
@@ -24,6 +27,7 @@
 #include "train/fidelity.h"
 #include "train/gpt_trainer.h"
 #include "train/vq_trainer.h"
+#include "train/word_vectors.h"
 #include "util/error.h"
 
 namespace fs = std::filesystem;
@@ -419,6 +423,138 @@ TEST(TrainGpt, SecondStageStartsFromAFinishedRunAndRefusesAnotherArchitecture) {
   auto missing = options(temp_dir("stage2missing"), 2, kGptConfig, &log);
   missing.init_from = temp_dir("nothing");
   EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, missing); }).find("not a finished"),
+            std::string::npos);
+}
+
+namespace {
+// A vector of `dim` numbers that differs per word: i-th entry = seed + i / 10.
+std::vector<float> test_vector(float seed, int64_t dim) {
+  std::vector<float> v(static_cast<size_t>(dim));
+  for (int64_t i = 0; i < dim; ++i) v[size_t(i)] = seed + float(i) / 10.0f;
+  return v;
+}
+std::string write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+  return path;
+}
+std::string glove_line(const std::string& word, const std::vector<float>& v) {
+  std::ostringstream s;
+  s << word;
+  for (float x : v) s << ' ' << x;
+  return s.str() + "\n";
+}
+}  // namespace
+
+TEST(TrainWordVectors, ReadsGloveTextAndWinkJsonKeepingOnlyTheWantedWords) {
+  const auto dir = temp_dir("wv");
+  const auto glove = write_file(dir + "/v.txt", glove_line("red", test_vector(1, 4)) +
+                                                    glove_line("zebra", test_vector(2, 4)) +
+                                                    glove_line("left", test_vector(-3, 4)));
+  // wink layout: the words list, vectors with two extra fields (norm, index) after the D numbers.
+  json wink = {{"precision", 8}, {"dimensions", 4}, {"words", {"red", "zebra", "left"}}};
+  for (auto [w, seed] : {std::pair<const char*, float>{"red", 1}, {"zebra", 2}, {"left", -3}}) {
+    auto v = json(test_vector(seed, 4));
+    v.push_back(9.5);
+    v.push_back(0);
+    wink["vectors"][w] = v;
+  }
+  const auto wink_path = write_file(dir + "/v.json", wink.dump());
+  for (const auto& path : {glove, wink_path}) {
+    const auto wv = tr::load_word_vectors(path, {"red", "left", "square"});
+    EXPECT_EQ(wv.dim, 4) << path;
+    ASSERT_EQ(wv.vectors.size(), 2u) << path;  // zebra is not wanted, square has no vector
+    EXPECT_EQ(wv.vectors.at("red"), test_vector(1, 4)) << path;
+    EXPECT_EQ(wv.vectors.at("left"), test_vector(-3, 4)) << path;
+  }
+}
+
+TEST(TrainWordVectors, MalformedFilesAreClearErrors) {
+  const auto dir = temp_dir("wvbad");
+  const std::unordered_set<std::string> want = {"red"};
+  const auto load = [&](const std::string& name, const std::string& text) {
+    return error_of([&] { tr::load_word_vectors(write_file(dir + "/" + name, text), want); });
+  };
+  EXPECT_NE(
+      error_of([&] { tr::load_word_vectors(dir + "/none.txt", want); }).find("cannot be opened"),
+      std::string::npos);
+  EXPECT_NE(load("ragged.txt", "red 1 2 3\nblue 1 2\n").find("line 2 has 2 numbers"),
+            std::string::npos);
+  EXPECT_NE(load("word.txt", "red 1 x 3\n").find("'x', not a number"), std::string::npos);
+  EXPECT_NE(load("inf.txt", "red 1 inf 3\n").find("non-finite"), std::string::npos);
+  EXPECT_NE(load("empty.txt", "").find("holds no vectors"), std::string::npos);
+  EXPECT_NE(load("bad.json", "{\"dimensions\": 3, \"vectors\": {").find("not valid JSON"),
+            std::string::npos);
+  EXPECT_NE(load("nodim.json", "{\"vectors\": {}}").find("\"dimensions\""), std::string::npos);
+  EXPECT_NE(load("short.json", R"({"dimensions": 3, "vectors": {"red": [1, 2]}})")
+                .find("fewer than 3 numbers"),
+            std::string::npos);
+}
+
+TEST(TrainWordVectors, CoveredRowsTakeTheCommonlyScaledVectorsOthersStay) {
+  tr::WordVectors wv;
+  wv.dim = 3;
+  wv.vectors["b"] = {3, 0, 0};
+  wv.vectors["c"] = {0, 6, 0};
+  auto table = at::full({3, 3}, 0.5f);
+  EXPECT_EQ(tr::init_word_table(table, {"a", "b", "c"}, wv), 2);
+  EXPECT_TRUE(at::equal(table[0], at::full({3}, 0.5f)));  // "a" has no vector
+  // One factor for all rows: unit RMS over the covered entries, ratios kept (c is twice b).
+  const auto covered = table.slice(0, 1, 3);
+  EXPECT_NEAR(covered.pow(2).mean().sqrt().item<double>(), 1.0, 1e-6);
+  EXPECT_NEAR(table[2][1].item<double>() / table[1][0].item<double>(), 2.0, 1e-6);
+  auto wrong = at::zeros({3, 4});
+  EXPECT_NE(error_of([&] {
+              tr::init_word_table(wrong, {"a", "b", "c"}, wv);
+            }).find("3 x 3"),
+            std::string::npos);
+}
+
+TEST(TrainGpt, WordVectorsStartTheWordTable) {
+  std::ostringstream log;
+  const auto d = tiny_dataset();
+  const auto vq = vq_run(d, &log);
+  const int64_t cap_dim = kGptConfig["cap_dim"].get<int64_t>();
+  const auto dir = temp_dir("wvfiles");
+  const auto vectors =
+      write_file(dir + "/v.txt", glove_line("red", test_vector(1, cap_dim)) +
+                                     glove_line("square", test_vector(-2, cap_dim)) +
+                                     glove_line("zebra", test_vector(5, cap_dim)));
+  auto cfg = kGptConfig;
+  cfg["lr"] = 1e-12;  // the saved table is the initial one
+  auto o = options(temp_dir("gptwv"), 1, cfg, &log);
+  o.word_vectors = vectors;
+  ASSERT_TRUE(tr::train_gpt(d, vq, o).finished);
+  EXPECT_NE(log.str().find("word table: 2 of"), std::string::npos) << log.str();
+  const auto run = tr::load_gpt_run(o.out);
+  EXPECT_EQ(run.run["config"]["word_vectors"], "v.txt");
+  const auto& table = run.weights.at("cls_embedding.word_embeddings.weight");
+  const auto& words = run.vocab.entries();
+  const auto row = [&](const std::string& w) {
+    const auto it = std::find(words.begin(), words.end(), w);
+    EXPECT_NE(it, words.end()) << w;
+    return table[it - words.begin()];
+  };
+  // Both covered rows are the file's vectors times one positive factor.
+  const auto red = at::tensor(test_vector(1, cap_dim)),
+             square = at::tensor(test_vector(-2, cap_dim));
+  const double k = row("red")[0].item<double>() / red[0].item<double>();
+  EXPECT_GT(k, 0.0);
+  EXPECT_TRUE(at::allclose(row("red"), red * k, 1e-4, 1e-5));
+  EXPECT_TRUE(at::allclose(row("square"), square * k, 1e-4, 1e-5));
+
+  // Wrong width, no word covered, and a second stage are refused before training.
+  auto wide = write_file(dir + "/wide.txt", glove_line("red", test_vector(1, cap_dim + 1)));
+  auto w = options(temp_dir("gptwvwide"), 1, cfg, &log);
+  w.word_vectors = wide;
+  EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, w); }).find("set \"cap_dim\": 17"),
+            std::string::npos);
+  auto none = options(temp_dir("gptwvnone"), 1, cfg, &log);
+  none.word_vectors = write_file(dir + "/none.txt", glove_line("zebra", test_vector(1, cap_dim)));
+  EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, none); }).find("none of the"), std::string::npos);
+  auto stage2 = options(temp_dir("gptwvstage2"), 1, cfg, &log);
+  stage2.word_vectors = vectors;
+  stage2.init_from = o.out;
+  EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, stage2); }).find("second stage"),
             std::string::npos);
 }
 

@@ -221,7 +221,10 @@ int cmd_train(int argc, char** argv) {
   if (stage == "gpt") {
     a.option("vq", "DIR", "finished 'train vq' run folder (or a model directory)")
         .option("init-from", "DIR",
-                "start from this finished 'train gpt' run's weights (a second stage)");
+                "start from this finished 'train gpt' run's weights (a second stage)")
+        .option("word-vectors", "FILE",
+                "start the caption word table from pretrained vectors: GloVe text, or the "
+                "wink-embeddings JSON (cap_dim must equal their dimension)");
   }
   if (stage == "drafter") a.option("gpt", "DIR", "finished 'train gpt' run folder");
   if (!a.parse(argc - 1, argv + 1)) return 0;
@@ -256,6 +259,7 @@ int cmd_train(int argc, char** argv) {
     if (!a.given("vq")) throw Error("give the VQ run folder with --vq DIR");
     auto gopts = opts;
     if (a.given("init-from")) gopts.init_from = a.str("init-from");
+    if (a.given("word-vectors")) gopts.word_vectors = a.str("word-vectors");
     print_result(stage, train::train_gpt(data, a.str("vq"), gopts), opts.out);
   } else {
     if (!a.given("gpt")) throw Error("give the GPT run folder with --gpt DIR");

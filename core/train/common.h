@@ -45,6 +45,9 @@ struct TrainOptions {
   // GPT stage: start from a finished run's weights (same architecture and words) instead of the
   // random initialisation, with a fresh optimiser and schedule: a second training stage.
   std::string init_from;
+  // GPT stage: start the caption word table from these pretrained word vectors (GloVe text or
+  // wink-embeddings JSON, train/word_vectors.h); cap_dim must equal their dimension.
+  std::string word_vectors;
 };
 
 // One record of a finished (or stopped) run: what the tests and the CLI summary read.

@@ -4,10 +4,12 @@
 #include <filesystem>
 #include <iostream>
 #include <sstream>
+#include <unordered_set>
 
 #include "io/safetensors.h"
 #include "train/captions.h"
 #include "train/vq_trainer.h"
+#include "train/word_vectors.h"
 #include "util/error.h"
 
 namespace adtree::train {
@@ -194,6 +196,12 @@ TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir,
   cfg["seed"] = opts.seed;
   // Part of the config so that a resumed second stage must name the same starting run.
   if (!opts.init_from.empty()) cfg["init_from"] = fs::path(opts.init_from).filename().string();
+  if (!opts.word_vectors.empty()) {
+    // A second stage already has a trained word table; overwriting rows of it would undo that.
+    require(opts.init_from.empty(), what,
+            "word vectors start a first stage; a second stage (--init-from) keeps its word table");
+    cfg["word_vectors"] = fs::path(opts.word_vectors).filename().string();
+  }
   const int64_t steps = cfg["steps"], batch = cfg["batch"];
   require(steps > 0, what, "steps must be positive");
   require(batch > 0, what, "batch must be positive");
@@ -221,6 +229,20 @@ TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir,
 
   auto init = model::init_params(model::gpt_param_specs(gcfg), opts.seed);
   init["output.weight"].zero_();  // LlamaGen: the output head starts at zero (uniform first guess)
+  if (!opts.word_vectors.empty() && !opts.resume) {
+    std::unordered_set<std::string> wanted(vocab.entries().begin(), vocab.entries().end());
+    const auto wv = load_word_vectors(opts.word_vectors, wanted);
+    require(wv.dim == gcfg.cap_dim, what,
+            "cap_dim is " + std::to_string(gcfg.cap_dim) + " but the word vectors have " +
+                std::to_string(wv.dim) + " dimensions; set \"cap_dim\": " + std::to_string(wv.dim));
+    auto& table = init.at("cls_embedding.word_embeddings.weight");
+    const int64_t covered = init_word_table(table, vocab.entries(), wv);
+    require(covered > 0, what,
+            opts.word_vectors + " has a vector for none of the " + std::to_string(vocab.size()) +
+                " caption words");
+    log << "word table: " << covered << " of " << vocab.size() << " words from "
+        << opts.word_vectors << ", the others random" << std::endl;
+  }
   if (!opts.init_from.empty()) {
     // A second stage continues a finished run: same architecture and the same word ids, else the
     // loaded embedding rows would mean other words.
