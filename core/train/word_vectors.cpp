@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <cstdlib>  // strtof
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
