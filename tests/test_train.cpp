@@ -358,7 +358,8 @@ TEST(TrainGpt, ResumeReproducesTheUninterruptedRun) {
   const auto d = tiny_dataset();
   const auto vq = vq_run(d, &log);
   auto cfg = kGptConfig;
-  cfg["dropout"] = 0.1;  // dropout masks and caption dropout must replay too
+  cfg["dropout"] = 0.1;  // dropout masks, caption dropout and token noise must replay too
+  cfg["token_noise"] = 0.2;
   expect_exact_resume("gpt", 8, cfg,
                       [&](const tr::TrainOptions& o) { return tr::train_gpt(d, vq, o); });
 }
@@ -393,6 +394,44 @@ TEST(TrainGpt, BadInputsAreClearErrors) {
   auto b = options(run, 4, other, &log);
   b.resume = true;
   EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, b); }).find("another configuration"),
+            std::string::npos);
+}
+
+TEST(TrainGpt, TokenNoiseCorruptsInputsOnlyAndEveryEvalReportsTheCaptionShare) {
+  std::ostringstream log;
+  const auto d = tiny_dataset();
+  const auto vq = vq_run(d, &log);
+  auto cfg = kGptConfig;
+  cfg["eval_every"] = 2;
+  auto plain = tr::train_gpt(d, vq, options(temp_dir("noise0"), 3, cfg, &log));
+  cfg["token_noise"] = 0.0;  // the default: the same run, loss for loss
+  auto zero = tr::train_gpt(d, vq, options(temp_dir("noise00"), 3, cfg, &log));
+  cfg["token_noise"] = 0.5;
+  const auto noisy_dir = temp_dir("noise5");
+  auto noisy = tr::train_gpt(d, vq, options(noisy_dir, 3, cfg, &log));
+  ASSERT_EQ(plain.losses.size(), 3u);
+  EXPECT_EQ(plain.losses, zero.losses);
+  // Same seed, batches and start; only the input codes differ. The first loss cannot show it (the
+  // output head starts at zero: a uniform guess whatever the inputs), the later ones must.
+  EXPECT_EQ(plain.losses[0], noisy.losses[0]);
+  EXPECT_NE(plain.losses[2], noisy.losses[2]);
+  for (double l : noisy.losses) EXPECT_TRUE(std::isfinite(l));
+  // The evals measure clean teacher forcing: the mid-run one carries the null-caption loss.
+  std::ifstream metrics(noisy_dir + "/metrics.jsonl");
+  std::string line;
+  bool mid_eval = false;
+  while (std::getline(metrics, line)) {
+    auto j = json::parse(line);
+    if (j.contains("eval") && j.value("step", 0) == 2) {
+      mid_eval = true;
+      EXPECT_TRUE(j["eval"].contains("train_uncond_nats"));
+    }
+  }
+  EXPECT_TRUE(mid_eval);
+  cfg["token_noise"] = 1.0;
+  EXPECT_NE(error_of([&] {
+              tr::train_gpt(d, vq, options(temp_dir("noise1"), 2, cfg, &log));
+            }).find("token_noise must be in [0, 1)"),
             std::string::npos);
 }
 

@@ -38,6 +38,7 @@ json gpt_default_config() {
               {"grad_clip", 1.0},
               {"dropout", 0.1},
               {"caption_dropout", 0.1},
+              {"token_noise", 0.0},
               {"eval_every", 500},
               {"train_eval_images", 256},
               {"checkpoint_every", 200}};
@@ -62,7 +63,7 @@ model::GptConfig gpt_model_config(const json& c, int64_t num_words, int64_t voca
 
 namespace {
 
-constexpr uint64_t kDropStream = 11, kCaptionStream = 12;
+constexpr uint64_t kDropStream = 11, kCaptionStream = 12, kNoiseStream = 13;
 
 // Cheap fingerprints: the cache must not outlive a retrained VQ or a rebuilt dataset.
 std::string fingerprint(const model::TensorMap& w) {
@@ -208,6 +209,8 @@ TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir,
   const double dropout = cfg["dropout"], cap_drop = cfg["caption_dropout"];
   require(dropout >= 0 && dropout < 1, what, "dropout must be in [0, 1)");
   require(cap_drop >= 0 && cap_drop <= 1, what, "caption_dropout must be in [0, 1]");
+  const double token_noise = cfg["token_noise"];
+  require(token_noise >= 0 && token_noise < 1, what, "token_noise must be in [0, 1)");
   data.validate(what);
   std::ostream& log = opts.log ? *opts.log : std::cout;
 
@@ -307,22 +310,35 @@ TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir,
                          .uniform_(0.0, 1.0, cgen)
                          .lt(cap_drop)
                          .to(device);
+    // Token noise: some input codes are replaced by random ones while the targets stay clean. A
+    // picture can then no longer be continued from its own first codes alone, so the caption has
+    // to carry the identity, and the model learns to recover from the wrong codes sampling
+    // produces (teacher forcing never shows it any).
+    auto input = tok;
+    if (token_noise > 0) {
+      auto ngen = step_generator(opts.seed, step, kNoiseStream);
+      auto hit = at::empty(tok.sizes(), at::kFloat).uniform_(0.0, 1.0, ngen).lt(token_noise);
+      auto random = at::randint(gcfg.vocab_size, tok.sizes(), ngen, at::TensorOptions().dtype(at::kLong));
+      input = at::where(hit.to(device), random.to(device), tok);
+    }
     auto dgen = step_generator(opts.seed, step, kDropStream);
-    auto out = teacher_forced(gpt, tok, ids, null_rows, dropout, &dgen);
+    auto out = teacher_forced(gpt, input, ids, null_rows, dropout, &dgen);
     auto loss = at::nll_loss(at::log_softmax(out.logits.reshape({-1, gcfg.vocab_size}), -1),
                              tok.reshape(-1));
     loss.backward();
     items += double(tok.numel());
     return loss.item<double>();
   };
-  spec.eval_fn = [&](int64_t, bool final) {
+  spec.eval_fn = [&](int64_t, bool) {
     json m = baseline;
     m["train_nats"] = gpt_loss(gpt, tokens, caps.ids, train_eval, false);
     if (!val_rows.empty()) {
       m["val_nats"] = gpt_loss(gpt, tokens, caps.ids, val_rows, false);
       m["val_uncond_nats"] = gpt_loss(gpt, tokens, caps.ids, val_rows, true);
     }
-    if (final) m["train_uncond_nats"] = gpt_loss(gpt, tokens, caps.ids, train_eval, true);
+    // Every eval, not only the last: null minus caption loss on training pictures is how much
+    // the caption is used, the quantity a long run must watch.
+    m["train_uncond_nats"] = gpt_loss(gpt, tokens, caps.ids, train_eval, true);
     return m;
   };
   spec.eval_text = [](const json& m) {
