@@ -19,6 +19,7 @@
 
 #include "io/dataset.h"
 #include "io/manifest.h"
+#include "io/safetensors.h"
 #include "model/model_dir.h"
 #include "train/assemble.h"
 #include "train/captions.h"
@@ -681,5 +682,43 @@ TEST(TrainDrafter, NeedsAFinishedGptRunOfTheSameData) {
   EXPECT_NE(error_of([&] {
               tr::train_drafter(fewer, gpt, options(out, 2, kDrafterConfig, &log));
             }).find("train the drafter on the GPT's dataset"),
+            std::string::npos);
+}
+
+TEST(TrainDrafter, WarmStartTakesAFinishedHeadOfTheSameShape) {
+  std::ostringstream log;
+  const auto d = tiny_dataset();
+  const auto vq = vq_run(d, &log);
+  const auto gpt = gpt_run(d, vq, &log);
+  const auto first = temp_dir("head1");
+  ASSERT_TRUE(tr::train_drafter(d, gpt, options(first, 4, kDrafterConfig, &log)).finished);
+  // Zero steps of learning (lr ~ 0) from the first head: the weights are exactly the first's.
+  auto cfg = kDrafterConfig;
+  cfg["lr"] = 1e-12;
+  auto o = options(temp_dir("head2"), 1, cfg, &log);
+  o.init_from = first;
+  ASSERT_TRUE(tr::train_drafter(d, gpt, o).finished);
+  EXPECT_NE(log.str().find("starting from the weights of " + first), std::string::npos);
+  const auto a = adtree::io::SafetensorsReader(first + "/drafter.safetensors").all();
+  const auto b = adtree::io::SafetensorsReader(o.out + "/drafter.safetensors").all();
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [name, t] : a) {
+    EXPECT_TRUE(at::allclose(b.at(name), t, 1e-5, 1e-6)) << name;
+  }
+  // Not a finished drafter run, and a head for another GPT shape: clear errors.
+  auto bad = options(temp_dir("head3"), 1, kDrafterConfig, &log);
+  bad.init_from = gpt;
+  EXPECT_NE(error_of([&] { tr::train_drafter(d, gpt, bad); })
+                .find("not a finished 'adtree train drafter' run folder"),
+            std::string::npos);
+  auto wide_cfg = kGptConfig;
+  wide_cfg["dim"] = 64;
+  const auto wide_gpt = temp_dir("widegpt");
+  tr::train_gpt(d, vq, options(wide_gpt, 2, wide_cfg, &log));
+  const auto wide_head = temp_dir("widehead");
+  tr::train_drafter(d, wide_gpt, options(wide_head, 1, kDrafterConfig, &log));
+  bad.init_from = wide_head;
+  EXPECT_NE(error_of([&] { tr::train_drafter(d, gpt, bad); })
+                .find("a head for another GPT shape"),
             std::string::npos);
 }

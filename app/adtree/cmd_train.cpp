@@ -226,7 +226,12 @@ int cmd_train(int argc, char** argv) {
                 "start the caption word table from pretrained vectors: GloVe text, or the "
                 "wink-embeddings JSON (cap_dim must equal their dimension)");
   }
-  if (stage == "drafter") a.option("gpt", "DIR", "finished 'train gpt' run folder");
+  if (stage == "drafter") {
+    a.option("gpt", "DIR", "finished 'train gpt' run folder")
+        .option("init-from", "DIR",
+                "start from this finished 'train drafter' run's weights (a head of the same "
+                "shape, e.g. for an earlier stage of the GPT)");
+  }
   if (!a.parse(argc - 1, argv + 1)) return 0;
   if (a.flag_set("show-config")) {
     const json d = stage == "vq"    ? train::vq_default_config()
@@ -263,7 +268,9 @@ int cmd_train(int argc, char** argv) {
     print_result(stage, train::train_gpt(data, a.str("vq"), gopts), opts.out);
   } else {
     if (!a.given("gpt")) throw Error("give the GPT run folder with --gpt DIR");
-    print_result(stage, train::train_drafter(data, a.str("gpt"), opts), opts.out);
+    auto dopts = opts;
+    if (a.given("init-from")) dopts.init_from = a.str("init-from");
+    print_result(stage, train::train_drafter(data, a.str("gpt"), dopts), opts.out);
   }
   return 0;
 }

@@ -144,6 +144,8 @@ TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir, c
   if (opts.batch > 0) cfg["batch"] = opts.batch;
   if (opts.lr > 0) cfg["lr"] = opts.lr;
   cfg["seed"] = opts.seed;
+  // Part of the config so that resuming a warm-started run must name the same starting run.
+  if (!opts.init_from.empty()) cfg["init_from"] = fs::path(opts.init_from).filename().string();
   const int64_t steps = cfg["steps"], batch = cfg["batch"];
   require(steps > 0, what, "steps must be positive");
   require(batch > 0, what, "batch must be positive");
@@ -206,6 +208,26 @@ TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir, c
   }
 
   auto init = model::init_params(model::drafter_param_specs(run.config), opts.seed + 2);
+  if (!opts.init_from.empty()) {
+    // A warm start: the head of an earlier stage of the same GPT (or of a GPT of the same shape)
+    // already knows the picture statistics; only the target's features have moved.
+    const auto w_path = run_file(opts.init_from, "drafter.safetensors");
+    if (!fs::exists(w_path) || !fs::exists(run_file(opts.init_from, "run.json"))) {
+      throw Error(what + ": " + opts.init_from +
+                  " is not a finished 'adtree train drafter' run folder (run.json and "
+                  "drafter.safetensors are needed)");
+    }
+    auto prev = io::SafetensorsReader(w_path).all();
+    for (auto& [name, t] : init) {
+      auto it = prev.find(name);
+      if (it == prev.end() || it->second.sizes() != t.sizes()) {
+        throw Error(what + ": " + opts.init_from + " is a head for another GPT shape (" + name +
+                    (it == prev.end() ? " is missing" : " has another shape") + ")");
+      }
+      t = it->second.to(at::kFloat).clone();
+    }
+    log << "starting from the weights of " << opts.init_from << std::endl;
+  }
   Params params = Params::from(init, device);
   AdamW opt(params, {cfg["lr"].get<double>(), cfg["beta1"].get<double>(), cfg["beta2"].get<double>(),
                      1e-8, cfg["weight_decay"].get<double>()});
