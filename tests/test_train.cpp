@@ -643,6 +643,10 @@ TEST(TrainDrafter, LossFallsAndAccuracyIsReported) {
   fo.prompts = 3;
   fo.batch = 2;
   auto fid = tr::prompt_fidelity(bundle, d, fo, nullptr);
+  // Emoji-level chance: the share of training pictures showing the prompt's emoji, at least one.
+  const double emoji_chance = fid.metrics["emoji_chance_top1"];
+  EXPECT_GE(emoji_chance, fid.metrics["chance_top1"].get<double>());
+  EXPECT_LE(emoji_chance, 1.0);
   EXPECT_EQ(fid.prompts.size(), 3u);
   EXPECT_EQ(fid.images.sizes(), (std::vector<int64_t>{3, 8, 8, 3}));
   EXPECT_EQ(fid.nearest.sizes(), fid.images.sizes());
@@ -650,6 +654,12 @@ TEST(TrainDrafter, LossFallsAndAccuracyIsReported) {
     const double t1 = fid.metrics[space]["top1"], t5 = fid.metrics[space]["top5"];
     EXPECT_GE(t5, t1) << space;
     EXPECT_LE(t5, 1.0) << space;
+    // An exact hit is also an emoji hit (one caption, one picture, one emoji).
+    const double e1 = fid.metrics[space]["emoji_top1"], e5 = fid.metrics[space]["emoji_top5"];
+    EXPECT_GE(e1, t1) << space;
+    EXPECT_GE(e5, t5) << space;
+    EXPECT_GE(e5, e1) << space;
+    EXPECT_LE(e5, 1.0) << space;
   }
   EXPECT_NE(error_of([&] {
               auto bad = a;

@@ -32,8 +32,10 @@ FidelityResult prompt_fidelity(const model::ModelBundle& m, const io::Dataset& d
   auto perm = at::randperm(int64_t(prompt_rows.size()), gen, at::TensorOptions().dtype(at::kLong));
   FidelityResult r;
   std::vector<std::vector<int64_t>> ids;
+  std::vector<int64_t> prompt_emoji;  // the emoji each prompt names (any style or skin tone)
   for (int64_t i = 0; i < perm.size(0) && int64_t(r.prompts.size()) < o.prompts; ++i) {
-    const auto& cap = data.captions[size_t(prompt_rows[size_t(perm[i].item<int64_t>())])];
+    const auto row = prompt_rows[size_t(perm[i].item<int64_t>())];
+    const auto& cap = data.captions[size_t(row)];
     std::vector<int64_t> w;
     for (const auto& word : model::split_words(cap)) {
       const auto& e = m.vocab.entries();
@@ -42,6 +44,7 @@ FidelityResult prompt_fidelity(const model::ModelBundle& m, const io::Dataset& d
     }
     if (w.empty() || int64_t(w.size()) > g.cond_len) continue;
     r.prompts.push_back(cap);
+    prompt_emoji.push_back(data.emoji[size_t(row)]);
     ids.push_back(w);
   }
   const int64_t P = int64_t(r.prompts.size());
@@ -68,20 +71,39 @@ FidelityResult prompt_fidelity(const model::ModelBundle& m, const io::Dataset& d
   auto score = [&](const at::Tensor& dist, json& out, bool keep_nearest) {
     const int64_t k = std::min<int64_t>(5, dist.size(1));
     auto top = std::get<1>(dist.topk(k, 1, /*largest=*/false));
-    int64_t hit1 = 0, hit5 = 0;
+    // Exact: the nearest picture carries the prompt. Emoji: it shows the prompt's emoji in any
+    // style or skin tone (a looser, still strict check: the training set has 1,815 emoji).
+    int64_t hit1 = 0, hit5 = 0, emoji1 = 0, emoji5 = 0;
     for (int64_t i = 0; i < P; ++i) {
+      bool exact = false, same = false;
       for (int64_t j = 0; j < k; ++j) {
-        const auto& cap = data.captions[size_t(train_rows[size_t(top[i][j].item<int64_t>())])];
-        if (cap == r.prompts[size_t(i)]) {
-          if (j == 0) ++hit1;
+        const auto row = size_t(train_rows[size_t(top[i][j].item<int64_t>())]);
+        if (!exact && data.captions[row] == r.prompts[size_t(i)]) {
+          exact = true;
+          hit1 += j == 0;
           ++hit5;
-          break;
+        }
+        if (!same && data.emoji[row] == prompt_emoji[size_t(i)]) {
+          same = true;
+          emoji1 += j == 0;
+          ++emoji5;
         }
       }
     }
-    out = {{"top1", double(hit1) / double(P)}, {"top5", double(hit5) / double(P)}};
+    out = {{"top1", double(hit1) / double(P)},
+           {"top5", double(hit5) / double(P)},
+           {"emoji_top1", double(emoji1) / double(P)},
+           {"emoji_top5", double(emoji5) / double(P)}};
     if (keep_nearest) r.nearest = data.images.index_select(0, train_idx.index_select(0, top.select(1, 0)));
   };
+  // Chance of an emoji-level top-1 hit: the share of training pictures showing the prompt's
+  // emoji, averaged over the prompts.
+  double emoji_chance = 0.0;
+  for (const auto e : prompt_emoji) {
+    int64_t n = 0;
+    for (const auto row : train_rows) n += data.emoji[size_t(row)] == e;
+    emoji_chance += double(n) / double(train_rows.size()) / double(P);
+  }
   json px, tok;
   score(d_px, px, true);
   r.metrics = {{"prompts", P},
@@ -91,6 +113,7 @@ FidelityResult prompt_fidelity(const model::ModelBundle& m, const io::Dataset& d
                {"seed", o.seed},
                {"training_pictures", int64_t(train_rows.size())},
                {"chance_top1", 1.0 / double(train_rows.size())},
+               {"emoji_chance_top1", emoji_chance},
                {"pixel", px}};
   if (d_tok.defined()) {
     score(d_tok, tok, false);
