@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The ablation sweeps behind docs/adt-tree.md, on the shipped model: the open questions about
+# The ablation sweeps behind docs/adt-tree.md, on the first shipped model (emoji-v1, the one the
+# tables were measured on; ADTREE_MODEL picks another): the open questions about
 # ADT-Tree (shape source, beta, l_d / l_k, budget N, EAGLE-2 at equal draft size, T = 0 vs 1,
 # LANTERN). Sweep A runs as two shards side by side and is merged, like a cluster array would
 # (docs/cluster.md). Usage: tools/sweep-adt.sh [OUT_DIR] (default docs/sweeps); SEEDS=2;
@@ -7,6 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build/release/bin/adtree
+export ADTREE_MODEL=${ADTREE_MODEL:-resources/models/emoji-v1}
 OUT=${1:-docs/sweeps}
 SEEDS=${SEEDS:-2}
 mkdir -p "$OUT"
