@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${1:-resources/models/emoji}
+# The teaching views stay on the first model: docs/teaching.md quotes numbers read off them.
+TEACH_MODEL=${TEACH_MODEL:-resources/models/emoji-v1}
 PROMPT=${2:-grinning face noto}
 APP=build/release/bin/adtree-studio
 OUT=docs/screenshots
@@ -52,7 +54,7 @@ teach() {  # W H NAME WAIT ARGS...
   sleep 1
   export DISPLAY=:97
   rm -rf "$XDG_CONFIG_HOME"
-  "$APP" --size "${W}x${H}" "$MODEL" --run "$PROMPT" --seed "${SEED:-3}" "$@" >>"$tmp/app.log" 2>&1 &
+  "$APP" --size "${W}x${H}" "$TEACH_MODEL" --run "$PROMPT" --seed "${SEED:-3}" "$@" >>"$tmp/app.log" 2>&1 &
   ap=$!
   sleep "$wait"
   import -window root "$OUT/$name-${W}x${H}.png"
