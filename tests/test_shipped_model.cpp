@@ -69,3 +69,21 @@ TEST(ShippedModel, GreedyIsTokenIdenticalToArForEveryLosslessMethod) {
     }
   }
 }
+
+TEST(ShippedModel, EveryModelInTheResourcesLoads) {
+  // The default model and the earlier ones kept for the research docs (emoji-v1) all ship in the
+  // package, so each must load, carry its head and name itself as its folder does.
+  const auto root = std::filesystem::path(ADTREE_SHIPPED_MODEL).parent_path();
+  int models = 0;
+  for (const auto& e : std::filesystem::directory_iterator(root)) {
+    if (!e.is_directory()) continue;
+    const auto m = model::load_model_dir(e.path().string());
+    EXPECT_TRUE(m.drafter) << e.path();
+    EXPECT_EQ(m.manifest.name, e.path().filename().string());
+    auto cond = model::make_condition(*m.gpt, m.vocab, "grinning face noto", true);
+    auto res = decode::run_decode(m, cond, request("adt", 0.0, 0));
+    EXPECT_EQ(res.tokens.size(), 256u) << e.path();
+    ++models;
+  }
+  EXPECT_GE(models, 2);
+}
