@@ -4,6 +4,7 @@
 # Usage: tools/screenshots.sh [MODEL_DIR] [PROMPT]
 # Needs xvfb, imagemagick (import) and xdotool. Timings (MID_S, FIN_S) are seconds after start;
 # the mid-generation shot wants the picture about half drawn, so it depends on the machine.
+# ONLY_MAIN=1 takes just those four shots per size, not the teaching views.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${1:-resources/models/emoji}
@@ -64,6 +65,7 @@ teach() {  # W H NAME WAIT ARGS...
 
 shoot 1280 800
 shoot 1920 1080
+if [[ "${ONLY_MAIN:-0}" == 1 ]]; then echo "wrote $OUT/{idle,running-adt,finished-adt,hover}-*.png"; exit 0; fi
 teach 1920 1080 replay-inspector "${FIN_S:-8}" --method adt --replay-step 41 --inspect 30
 teach 1280 800 replay-inspector "${FIN_S:-8}" --method adt --replay-step 41 --inspect 30
 teach 1920 1080 histograms "$((${FIN_S:-8} * 2))" --method ar --methods dynamic,adt --show-dock histograms
