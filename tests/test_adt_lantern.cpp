@@ -24,12 +24,12 @@ AdtSettings settings(AdtMode mode, Adjacency adj) {
 
 TEST(AdtPolicy, BisectMovesHalfWayToTheBounds) {
   auto s = settings(AdtMode::Bisect, Adjacency::Left);
-  auto up = AdtPolicy::adapt(s, {4, 6}, 0.75);  // positive: deeper, narrower
-  EXPECT_EQ(up.d, 6);                            // ceil((4 + 8) / 2)
-  EXPECT_EQ(up.k, 4);                            // floor((6 + 2) / 2)
-  auto down = AdtPolicy::adapt(s, {5, 5}, 0.2);  // negative: shallower, wider
-  EXPECT_EQ(down.d, 3);                          // floor((5 + 2) / 2)
-  EXPECT_EQ(down.k, 8);                          // ceil((5 + 10) / 2)
+  auto up = AdtPolicy::adapt(s, {4, 6}, 0.75);       // positive: deeper, narrower
+  EXPECT_EQ(up.d, 6);                                // ceil((4 + 8) / 2)
+  EXPECT_EQ(up.k, 4);                                // floor((6 + 2) / 2)
+  auto down = AdtPolicy::adapt(s, {5, 5}, 0.2);      // negative: shallower, wider
+  EXPECT_EQ(down.d, 3);                              // floor((5 + 2) / 2)
+  EXPECT_EQ(down.k, 8);                              // ceil((5 + 10) / 2)
   EXPECT_EQ(AdtPolicy::adapt(s, {7, 3}, 0.5).d, 8);  // alpha == beta counts as positive
   auto top = AdtPolicy::adapt(s, {8, 2}, 1.0);       // stays at the bounds
   EXPECT_EQ(top.d, 8);
@@ -47,43 +47,76 @@ TEST(AdtPolicy, StepModeMovesByFixedStepsWithinBounds) {
   EXPECT_EQ(down.k, 10);  // clamped at k_max
 }
 
-TEST(AdtPolicy, ScriptedAcceptanceGivesExpectedTrace) {
-  // 4x4 grid, "none" adjacency = pure bisection carried from step to step.
-  AdtPolicy p(settings(AdtMode::Bisect, Adjacency::None), 4, 4);
-  const int64_t accepted[] = {4, 6, 0, 1, 3};
-  const TreeShape expect[] = {{4, 6}, {6, 4}, {7, 3}, {4, 7}, {3, 9}};
-  int64_t cell = 0;
-  for (int i = 0; i < 5; ++i) {
-    auto s = p.shape_for(cell);
-    EXPECT_EQ(s.d, expect[i].d) << "step " << i;
-    EXPECT_EQ(s.k, expect[i].k) << "step " << i;
-    p.update(s, accepted[i], {cell + 1});
-    ++cell;
+namespace {
+// Runs a scripted sequence of accepted lengths through the policy as the decoding loop does: the
+// tree after root cell n is named by its first cell n + 1, a step that accepts a commits a + 1
+// cells (a drafts and the bonus), alpha = a / d. Returns the shapes the trees were built with.
+std::vector<TreeShape> run_script(Adjacency adjacency, const std::vector<int64_t>& accepted) {
+  AdtPolicy p(settings(AdtMode::Bisect, adjacency), 4, 4);
+  p.start();  // the prefill committed cell 0 with (d0, k0)
+  std::vector<TreeShape> shapes;
+  int64_t root = 0;
+  for (int64_t a : accepted) {
+    const auto s = p.shape_for(root + 1);
+    shapes.push_back(s);
+    std::vector<int64_t> cells;
+    for (int64_t i = 0; i <= a; ++i) cells.push_back(root + 1 + i);
+    p.update(s, double(a) / double(s.d), cells);
+    root += a + 1;
   }
+  return shapes;
+}
+void expect_shapes(const std::vector<TreeShape>& got, const std::vector<TreeShape>& want,
+                   const char* what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].d, want[i].d) << what << " step " << i;
+    EXPECT_EQ(got[i].k, want[i].k) << what << " step " << i;
+  }
+}
+}  // namespace
+
+TEST(AdtPolicy, ScriptedAcceptanceGivesExpectedTrace) {
+  // 4x4 grid; accepted lengths 4, 0, 0, 0, 2: the first step commits cells 1..5, the three runs of
+  // zero commit only their bonus (cells 6, 7, 8), the last cells 9..11. Cell 8 starts row 2.
+  const std::vector<int64_t> script{4, 0, 0, 0, 2};
+  // none: pure bisection carried from step to step.
+  expect_shapes(run_script(Adjacency::None, script), {{4, 6}, {6, 4}, {4, 7}, {3, 9}, {2, 10}},
+                "none");
+  // left: a step that committed only its bonus hands its shallower-wider shape to the next tree
+  // (step 2 reads cell 6, the root, not cell 5); row starts read the cell above (step 3: cell 4).
+  expect_shapes(run_script(Adjacency::Left, script), {{4, 6}, {6, 4}, {4, 7}, {6, 4}, {4, 7}},
+                "left");
+  // left+up: the average of left and up, rounded half up (step 2: (4, 7) and (6, 4) -> (5, 6)).
+  expect_shapes(run_script(Adjacency::LeftUp, script), {{4, 6}, {6, 4}, {5, 6}, {6, 4}, {5, 6}},
+                "left+up");
 }
 
 TEST(AdtPolicy, AdjacencyFirstTreeLeftRowStartAndLeftUpAverage) {
   const int64_t W = 4;
   AdtPolicy left(settings(AdtMode::Bisect, Adjacency::Left), 4, W);
-  EXPECT_EQ(left.shape_for(0).d, 4);  // the very first tree: (d0, k0)
-  EXPECT_EQ(left.shape_for(0).k, 6);
-  left.update({4, 6}, 4, {0, 1});  // positive -> (6, 4) stored at cells 0 and 1
-  left.update({4, 6}, 0, {2, 3});  // negative -> (3, 8) stored at cells 2 and 3
-  EXPECT_EQ(left.shape_for(2).d, 6);  // tree rooted at cell 2 starts from cell 1
-  EXPECT_EQ(left.shape_for(3).d, 3);  // ... at cell 3 from cell 2
-  EXPECT_EQ(left.shape_for(W).d, 6);  // row start (1, 0): from the cell above, (0, 0)
-  EXPECT_EQ(left.shape_for(W).k, 4);
+  left.start();
+  EXPECT_EQ(left.shape_for(1).d, 4);  // the very first tree reads cell 0: (d0, k0)
+  EXPECT_EQ(left.shape_for(1).k, 6);
+  left.update({4, 6}, 1.0, {1, 2});   // positive -> (6, 4) stored at cells 1 and 2
+  left.update({4, 6}, 0.0, {3});      // negative -> (3, 8) stored at cell 3
+  EXPECT_EQ(left.shape_for(3).d, 6);  // tree drafting cell 3 starts from its left, cell 2
+  EXPECT_EQ(left.shape_for(4).d, 4);  // row start (1, 0): from the cell above, cell 0 = (d0, k0)
+  left.update({4, 6}, 1.0, {W});      // (6, 4) at (1, 0)
+  EXPECT_EQ(left.shape_for(2 * W).d, 6);  // row start (2, 0): from (1, 0)
+  EXPECT_EQ(left.shape_for(2 * W).k, 4);
 
   AdtPolicy lu(settings(AdtMode::Bisect, Adjacency::LeftUp), 4, W);
-  lu.update({4, 6}, 4, {1});      // (6, 4) at (0, 1)
-  lu.update({4, 6}, 0, {W + 0});  // (3, 8) at (1, 0)
-  auto s = lu.shape_for(W + 1);   // left (1, 0) = (3, 8), up (0, 1) = (6, 4)
-  EXPECT_EQ(s.d, 5);              // (3 + 6 + 1) / 2
-  EXPECT_EQ(s.k, 6);              // (8 + 4 + 1) / 2
+  lu.start();
+  lu.update({4, 6}, 1.0, {1});      // (6, 4) at (0, 1)
+  lu.update({4, 6}, 0.0, {W + 0});  // (3, 8) at (1, 0)
+  auto s = lu.shape_for(W + 1);     // left (1, 0) = (3, 8), up (0, 1) = (6, 4)
+  EXPECT_EQ(s.d, 5);                // (3 + 6 + 1) / 2
+  EXPECT_EQ(s.k, 6);                // (8 + 4 + 1) / 2
 }
 
-// The ablation baselines (docs/adt-tree.md): a random shape per tree within the bounds, the same for
-// the same seed and cell; a shape from the draft's confidence, deep-narrow when sure.
+// The ablation baselines (docs/adt-tree.md): a random shape per tree within the bounds, the same
+// for the same seed and cell; a shape from the draft's confidence, deep-narrow when sure.
 TEST(AdtPolicy, RandomAndConfidenceBaselinesStayInBoundsWithoutAdjacency) {
   const auto s = settings(AdtMode::Bisect, Adjacency::Random);
   AdtPolicy a(s, 8, 8, 7), b(s, 8, 8, 7), c(s, 8, 8, 8);
@@ -139,7 +172,8 @@ TEST(AdtPolicy, BaselinesAreLosslessAtGreedy) {
 namespace {
 // Exact output distribution of one relaxed decision for deterministic draft x under p:
 // P(x) = min(1, p~(x)); otherwise a sample from p with x and its absorbed neighbours removed.
-std::vector<double> relaxed_output(const LanternRule& rule, const std::vector<double>& p, int64_t x) {
+std::vector<double> relaxed_output(const LanternRule& rule, const std::vector<double>& p,
+                                   int64_t x) {
   std::vector<int64_t> absorbed;
   const double px = std::min(1.0, rule.relaxed(p, x, absorbed));
   std::vector<double> rest = p;
@@ -206,6 +240,7 @@ TEST(Lantern, DeltaZeroIsTokenIdenticalToLossless) {
   DecodeRequest r;
   r.method.method = "dynamic";
   r.method.dynamic_tree.budget = 12;
+  r.method.verify = VerifyRule::Deterministic;  // the same lossless rule on both sides
   r.seed = 9;
   auto nb = latent_neighbours(at::randn({f.cfg.vocab_size, 8}), 10);
   LanternSettings s;

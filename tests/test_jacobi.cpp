@@ -27,9 +27,9 @@
 
 using namespace adtree;
 using namespace adtree::decode;
-using adtree::testing::SpecFixture;
 using adtree::testing::chi2_quantile;
 using adtree::testing::exact_joint;
+using adtree::testing::SpecFixture;
 using adtree::testing::tiny_config;
 
 namespace {
@@ -51,10 +51,12 @@ struct DistributionCheck {
 
 // 20,000 generations of 3 tokens with window / path length 2 (so a rejected first draft leaves a
 // recycled draft with q := its row, tested in the next step).
-DistributionCheck sample_three_tokens(const std::string& method, bool spatial, int64_t paths) {
+DistributionCheck sample_three_tokens(const std::string& method, bool spatial, int64_t paths,
+                                      VerifyRule rule = VerifyRule::Sampled) {
   SpecFixture f(tiny_config(), 11, 0.15);
   auto cond = f.cond({0, 2}, true);
   auto r = jacobi_request(method, 1.0, 0);
+  r.method.verify = rule;
   r.method.jacobi.window = 2;
   r.method.jacobi.path_length = 2;
   r.method.jacobi.paths = paths;
@@ -104,7 +106,8 @@ TEST(GreedyIdentity, SjdMatchesArForSeedsPromptsAndBothInits) {
           r.method.jacobi.spatial_init = spatial;
           r.method.jacobi.window = L;
           auto res = generate_jacobi(*f.target, c, r);
-          EXPECT_EQ(res.tokens, ar.tokens) << "seed " << seed << " spatial " << spatial << " L " << L;
+          EXPECT_EQ(res.tokens, ar.tokens)
+              << "seed " << seed << " spatial " << spatial << " L " << L;
         }
       }
     }
@@ -154,7 +157,8 @@ TEST(GreedyIdentity, PathExploreMatchesAr) {
           r.method.jacobi.paths = K;
           r.method.jacobi.path_length = K == 3 ? 5 : 12;
           auto res = generate_jacobi(*f.target, c, r);
-          EXPECT_EQ(res.tokens, ar.tokens) << "seed " << seed << " K " << K << " spatial " << spatial;
+          EXPECT_EQ(res.tokens, ar.tokens)
+              << "seed " << seed << " K " << K << " spatial " << spatial;
         }
       }
     }
@@ -165,10 +169,11 @@ TEST(GreedyIdentity, PathExploreMatchesAr) {
 TEST(SamplingMatchesExactDistribution, SjdRecyclingWithQ) {
   for (bool spatial : {true, false}) {
     const auto r = sample_three_tokens("sjd", spatial, 1);
-    std::cout << "[ SJD " << (spatial ? "spatial" : "random ") << "] chi2 = " << r.chi2 << " (limit "
-              << r.limit << "), drafts accepted " << r.drafts_accepted << ", of them recycled "
-              << r.recycled_accepted << ", in 20000 runs\n";
-    EXPECT_LT(r.chi2, r.limit) << "SJD samples differ from the exact distribution, spatial " << spatial;
+    std::cout << "[ SJD " << (spatial ? "spatial" : "random ") << "] chi2 = " << r.chi2
+              << " (limit " << r.limit << "), drafts accepted " << r.drafts_accepted
+              << ", of them recycled " << r.recycled_accepted << ", in 20000 runs\n";
+    EXPECT_LT(r.chi2, r.limit) << "SJD samples differ from the exact distribution, spatial "
+                               << spatial;
     // Both the point-mass test and the recycled min(1, p/q) test were exercised, both ways.
     EXPECT_GT(r.drafts_accepted, 20000 / 4);
     EXPECT_LT(r.drafts_accepted, 2 * 20000);
@@ -182,10 +187,33 @@ TEST(SamplingMatchesExactDistribution, SjdRecyclingWithQ) {
 // far beyond the limit, so the method reports itself lossy ("pathspec (lossy)"). If a change makes
 // this pass the exactness limit, update the label, the --help text and docs/JACOBI.md.
 TEST(SamplingMatchesExactDistribution, PathExploreLongestPathWinsIsMeasurablyBiased) {
-  const auto r = sample_three_tokens("pathspec", /*spatial=*/true, 2);
+  const auto r = sample_three_tokens("pathspec", /*spatial=*/true, 2, VerifyRule::Sampled);
   std::cout << "[ PathExplore ] chi2 = " << r.chi2 << " (limit " << r.limit << "), drafts accepted "
             << r.drafts_accepted << " in 20000 runs\n";
   EXPECT_GT(r.chi2, r.limit) << "PathExplore now passes the exactness test: relabel it lossless";
+}
+
+// MC-SJD: each recycled draft is a maximal coupling of the cell's previous draft and the new row
+// (kept with min(1, q_new / q_old), else the residual), verified by min(1, p/q). Lossless in
+// distribution, and the coupling must actually have kept drafts (recycled ones accepted).
+TEST(SamplingMatchesExactDistribution, SjdMaximalCoupling) {
+  for (bool spatial : {true, false}) {
+    const auto r = sample_three_tokens("sjd", spatial, 1, VerifyRule::Maximal);
+    std::cout << "[ MC-SJD " << (spatial ? "spatial" : "random ") << "] chi2 = " << r.chi2
+              << " (limit " << r.limit << "), drafts accepted " << r.drafts_accepted
+              << ", of them recycled " << r.recycled_accepted << "\n";
+    EXPECT_LT(r.chi2, r.limit) << "maximal-coupling SJD differs from the exact distribution";
+    EXPECT_GT(r.drafts_accepted, 20000 / 4);
+    EXPECT_GT(r.recycled_accepted, 20000 / 20);
+  }
+}
+
+// With shared-noise coupling every chain commits coupled AR's tokens, so picking the longest one
+// no longer biases anything: PathExplore passes the same test it fails with independent drafts.
+TEST(SamplingMatchesExactDistribution, PathExploreCoupledIsExact) {
+  const auto r = sample_three_tokens("pathspec", /*spatial=*/true, 2, VerifyRule::Coupled);
+  EXPECT_LT(r.chi2, r.limit) << "coupled PathExplore differs from the exact distribution";
+  EXPECT_GT(r.drafts_accepted, 20000 / 4);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -253,6 +281,7 @@ TEST(JacobiState, PathRelaxRaisesAcceptanceAndZeroIsPathExplore) {
   auto c = f.cond({2, 3}, true);
   auto r = jacobi_request("pathspec", 1.0, 9);
   r.method.jacobi.paths = 4;
+  r.method.verify = VerifyRule::Sampled;  // independent drafts: the longest chain biases
   auto plain = generate_jacobi(*f.target, c, r);
   r.method.jacobi.path_relax = 0.0;
   EXPECT_EQ(generate_jacobi(*f.target, c, r).tokens, plain.tokens);
@@ -282,6 +311,7 @@ TEST(JacobiState, CombinesWithLantern) {
   SpecOptions o;
   o.lantern = &exact;
   auto r = jacobi_request("sjd", 1.0, 4);
+  r.method.verify = VerifyRule::Sampled;  // LANTERN relaxes min(1, p/q): independent drafts
   // delta = 0 absorbs nothing: token-identical to plain SJD.
   EXPECT_EQ(generate_jacobi(*f.target, c, r, o).tokens, generate_jacobi(*f.target, c, r).tokens);
   ls.delta = 0.5;
@@ -300,6 +330,7 @@ TEST(Statistics, JacobiGridsFilledAndConsistent) {
   auto c = f.cond({1}, true);
   for (const char* m : {"sjd", "pathspec"}) {
     auto r = jacobi_request(m, 1.0, 5);
+    r.method.verify = VerifyRule::Sampled;
     r.method.jacobi.window = 6;
     r.method.jacobi.paths = 3, r.method.jacobi.path_length = 5;
     int64_t streamed = 0;
@@ -330,8 +361,9 @@ TEST(Statistics, JacobiGridsFilledAndConsistent) {
       const bool last = st.cum_tokens == f.cfg.image_tokens();
       if (st.tree_depth > 0) {
         const double a = double(st.committed - 1) / double(st.tree_depth);
-        EXPECT_TRUE(std::abs(st.alpha - a) < 1e-12 ||
-                    (last && std::abs(st.alpha - double(st.committed) / double(st.tree_depth)) < 1e-12));
+        EXPECT_TRUE(
+            std::abs(st.alpha - a) < 1e-12 ||
+            (last && std::abs(st.alpha - double(st.committed) / double(st.tree_depth)) < 1e-12));
       }
       for (int64_t i = 0; i < st.committed; ++i) {
         const auto& cell = s.grids.at(st.first_cell + i);
@@ -350,7 +382,8 @@ TEST(Statistics, JacobiGridsFilledAndConsistent) {
     }
     EXPECT_EQ(total, f.cfg.image_tokens());
     EXPECT_GE(target_tokens, int64_t(s.steps.size()) - 1) << m;  // the prefill and every bonus
-    EXPECT_NEAR(s.summary.tau, double(f.cfg.image_tokens()) / double(s.summary.target_forwards), 1e-9);
+    EXPECT_NEAR(s.summary.tau, double(f.cfg.image_tokens()) / double(s.summary.target_forwards),
+                1e-9);
   }
 }
 
@@ -367,15 +400,30 @@ TEST(BadSettings, JacobiSettingsAreClearErrors) {
       EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
     }
   };
-  bad("sjd", [](MethodSettings& m) { m.jacobi.window = 0; }, "Jacobi window L must be in 1..15, got 0");
-  bad("sjd", [](MethodSettings& m) { m.jacobi.window = 16; }, "Jacobi window L must be in 1..15");
-  bad("pathspec", [](MethodSettings& m) { m.jacobi.paths = 0; }, "PathSpec paths K must be in 1..64");
-  bad("pathspec", [](MethodSettings& m) { m.jacobi.paths = 65; }, "PathSpec paths K must be in 1..64");
-  bad("pathspec", [](MethodSettings& m) { m.jacobi.path_length = 16; }, "PathSpec path length must be in 1..15");
-  bad("pathspec", [](MethodSettings& m) { m.jacobi.path_relax = -0.5; }, "PathRelax lambda must be a number >= 0");
-  bad("pathspec", [](MethodSettings& m) { m.jacobi.path_relax = std::nan(""); }, "PathRelax lambda");
-  bad("sjd", [](MethodSettings& m) { m.jacobi.start_margin = -1; }, "margins must be >= 0");
-  bad("sjd", [](MethodSettings& m) { m.jacobi.start_margin = 8, m.jacobi.stop_margin = 8; },
+  bad(
+      "sjd", [](MethodSettings& m) { m.jacobi.window = 0; },
+      "Jacobi window L must be in 1..15, got 0");
+  bad(
+      "sjd", [](MethodSettings& m) { m.jacobi.window = 16; }, "Jacobi window L must be in 1..15");
+  bad(
+      "pathspec", [](MethodSettings& m) { m.jacobi.paths = 0; },
+      "PathSpec paths K must be in 1..64");
+  bad(
+      "pathspec", [](MethodSettings& m) { m.jacobi.paths = 65; },
+      "PathSpec paths K must be in 1..64");
+  bad(
+      "pathspec", [](MethodSettings& m) { m.jacobi.path_length = 16; },
+      "PathSpec path length must be in 1..15");
+  bad(
+      "pathspec", [](MethodSettings& m) { m.jacobi.path_relax = -0.5; },
+      "PathRelax lambda must be a number >= 0");
+  bad(
+      "pathspec", [](MethodSettings& m) { m.jacobi.path_relax = std::nan(""); },
+      "PathRelax lambda");
+  bad(
+      "sjd", [](MethodSettings& m) { m.jacobi.start_margin = -1; }, "margins must be >= 0");
+  bad(
+      "sjd", [](MethodSettings& m) { m.jacobi.start_margin = 8, m.jacobi.stop_margin = 8; },
       "margins must leave tokens to draft");
   // The settings a method does not read are not checked (a GUI keeps every group's values).
   MethodSettings ok;
@@ -386,7 +434,8 @@ TEST(BadSettings, JacobiSettingsAreClearErrors) {
   auto c = f.cond({1}, true);
   EXPECT_THROW(generate_jacobi(*f.target, c, jacobi_request("adt", 0, 0)), Error);
   auto src = make_model_source(*f.target, 2);
-  EXPECT_THROW(generate_speculative(*f.target, *src, c, jacobi_request("sjd", 0, 0), SpecOptions{}), Error);
+  EXPECT_THROW(generate_speculative(*f.target, *src, c, jacobi_request("sjd", 0, 0), SpecOptions{}),
+               Error);
   // JSON round trip keeps every Jacobi setting.
   MethodSettings m;
   m.method = "pathspec";

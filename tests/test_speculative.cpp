@@ -84,11 +84,11 @@ TEST(Statistics, GridsFilledAndConsistentForEveryMethod) {
     int64_t streamed = 0;
     SpecOptions o;
     o.budget = 20;
-    auto res = generate_speculative(*f.target, *src, c, request(m, 1.0, 5), o,
-                                    [&](const StepEvent& e) {
-                                      EXPECT_EQ(int64_t(e.tokens.size()), e.record.committed);
-                                      streamed += e.record.committed;
-                                    });
+    auto res =
+        generate_speculative(*f.target, *src, c, request(m, 1.0, 5), o, [&](const StepEvent& e) {
+          EXPECT_EQ(int64_t(e.tokens.size()), e.record.committed);
+          streamed += e.record.committed;
+        });
     const auto& s = res.stats;
     ASSERT_TRUE(s.grids.all_filled()) << m;
     EXPECT_EQ(streamed, f.cfg.image_tokens());
@@ -110,7 +110,8 @@ TEST(Statistics, GridsFilledAndConsistentForEveryMethod) {
     EXPECT_EQ(total, f.cfg.image_tokens());
     EXPECT_GE(target_tokens, int64_t(s.steps.size()) - 1);
     EXPECT_LE(target_tokens, int64_t(s.steps.size()));
-    EXPECT_NEAR(s.summary.tau, double(f.cfg.image_tokens()) / double(s.summary.target_forwards), 1e-9);
+    EXPECT_NEAR(s.summary.tau, double(f.cfg.image_tokens()) / double(s.summary.target_forwards),
+                1e-9);
   }
 }
 
@@ -136,7 +137,8 @@ TEST(TreeBuilder, DynamicTreeKeepsBudgetAndStaysConnected) {
   auto logits = src->begin_step({3}, feat, 0);
   SamplingParams sp;
   LogitsProcessor proc(sp);
-  DraftContext ctx{*src, proc, logits, 3, 0, 6};
+  ChildPicker picker;  // deterministic top-k children
+  DraftContext ctx{*src, proc, picker, logits, 3, 0, 6};
   auto tree = build_dynamic_tree(ctx, 4, 4, 11);
   src->end_step();
   ASSERT_EQ(tree.size(), 12);
@@ -160,8 +162,8 @@ TEST(DraftSource, ExpandedTreeRowsEqualTheTargetsPathLogits) {
   src->start(c, {});
   src->begin_step({5, 7}, {}, 0);  // tokens 0 and 1 committed; root = token 1 (index 1)
   std::vector<int64_t> rows;
-  src->expand({{9, kRootRow, 2}, {4, kRootRow, 2}}, rows);           // two children of the root
-  auto deep = src->expand({{11, rows[1], 3}}, rows);                 // child of the second
+  src->expand({{9, kRootRow, 2}, {4, kRootRow, 2}}, rows);  // two children of the root
+  auto deep = src->expand({{11, rows[1], 3}}, rows);        // child of the second
   auto cache = f.target->new_cache(2);
   f.target->prefill(cache, c);
   auto toks = at::tensor(std::vector<int64_t>{5, 7, 4, 11}).unsqueeze(0).repeat({2, 1});
@@ -186,9 +188,13 @@ TEST(BadSettings, AreClearErrors) {
   bad([](MethodSettings& m) { m.dynamic_tree.depth = 0; }, "depth D must be >= 1");
   bad([](MethodSettings& m) { m.dynamic_tree.width = 33; }, "tree width K must be in 1..32");
   bad([](MethodSettings& m) { m.dynamic_tree.budget = 1000; }, "larger than the tree can hold");
-  bad([](MethodSettings& m) { m.acceptance = Acceptance::Lantern, m.lantern.k = 10, m.lantern.delta = -0.1; },
+  bad(
+      [](MethodSettings& m) {
+        m.acceptance = Acceptance::Lantern, m.lantern.k = 10, m.lantern.delta = -0.1;
+      },
       "LANTERN delta must be in [0, 1]");
   bad([](MethodSettings& m) { m.method = "medusa"; }, "unknown method 'medusa'");
-  bad([](MethodSettings& m) { m.method = "adt", m.adt.d0 = 9; }, "ADT d0 must lie in [d_min, d_max]");
+  bad([](MethodSettings& m) { m.method = "adt", m.adt.d0 = 9; },
+      "ADT d0 must lie in [d_min, d_max]");
   bad([](MethodSettings& m) { m.method = "adt", m.adt.beta = 1.5; }, "ADT beta must be in [0, 1]");
 }

@@ -89,4 +89,42 @@ AcceptResult verify_tree(const DraftTree& tree, const at::Tensor& p_all, ChildRu
   }
 }
 
+namespace {
+// The longest accepted path below node `cur` (node ids, depth order) and the choice after it.
+struct CoupledWalk {
+  const DraftTree& tree;
+  const at::Tensor& p;  // CPU fp32 contiguous
+  CouplingNoise& noise;
+  int64_t root_index, max_depth;
+  std::vector<std::vector<int64_t>> kids;
+
+  AcceptResult from(int64_t cur) {
+    AcceptResult best;
+    const int64_t depth = tree.nodes[size_t(cur)].depth;
+    if (depth >= max_depth) return best;  // last cell reached: no bonus
+    const int64_t y = noise.choose(p[cur].data_ptr<float>(), root_index + depth + 1);
+    best.has_bonus = true;
+    best.bonus = y;
+    for (int64_t c : kids[size_t(cur)]) {
+      if (tree.nodes[size_t(c)].token != y) continue;
+      auto sub = from(c);
+      if (!best.path.empty() && sub.path.size() + 1 <= best.path.size()) continue;
+      sub.path.insert(sub.path.begin(), c);
+      best = std::move(sub);
+    }
+    return best;
+  }
+};
+}  // namespace
+
+AcceptResult verify_coupled(const DraftTree& tree, const at::Tensor& p_all, CouplingNoise& noise,
+                            int64_t root_index, int64_t max_depth) {
+  auto p = p_all.to(at::kCPU, at::kFloat).contiguous();
+  CoupledWalk walk{tree,       p,         noise,
+                   root_index, max_depth, std::vector<std::vector<int64_t>>(tree.nodes.size())};
+  for (int64_t i = 1; i < tree.size(); ++i)
+    walk.kids[size_t(tree.nodes[size_t(i)].parent)].push_back(i);
+  return walk.from(0);
+}
+
 }  // namespace adtree::decode

@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "decode/coupling.h"
 #include "decode/draft_tree.h"
 #include "decode/lantern.h"
 #include "util/rng.h"
@@ -28,5 +29,13 @@ struct AcceptResult {
 // `max_depth`: the deepest node depth that is still inside the image (no bonus after it).
 AcceptResult verify_tree(const DraftTree& tree, const at::Tensor& p, ChildRule rule,
                          const LanternRule* lantern, int64_t max_depth, Rng& rng);
+
+// Shared-noise verification: the target's token after node i is its Gumbel-max choice
+// argmax p_i * exp(g) with the noise of the cell node i predicts (root_index + depth + 1). Follow
+// a child equal to it (several equal children, as parallel Jacobi chains have: the one whose
+// subtree accepts longest), else that choice is the bonus. Every committed token is the one
+// coupled AR commits, whatever the tree holds.
+AcceptResult verify_coupled(const DraftTree& tree, const at::Tensor& p, CouplingNoise& noise,
+                            int64_t root_index, int64_t max_depth);
 
 }  // namespace adtree::decode

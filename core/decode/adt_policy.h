@@ -1,7 +1,10 @@
 // ADT-Tree's shape policy (SPEC_DECODING.md 5): each tree starts from the (d, k) stored at an
 // adjacent, already committed cell, and after verification moves by bisection (or fixed steps)
 // towards deeper-and-narrower when the tree's height was used (alpha = a / d >= beta), else towards
-// shallower-and-wider. Every committed cell stores the post-update state of the step that made it.
+// shallower-and-wider. Every committed cell stores the post-update state of the step that made it;
+// the prefill's cell 0 stores (d0, k0). A tree is named by the first cell it drafts, f = root + 1:
+// its left neighbour (r, c - 1) is the root itself, committed by the step just before (so a step
+// that committed only its bonus token hands its "shallower, wider" shape straight on).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -21,14 +24,16 @@ class AdtPolicy {
   // `seed` makes the random-shape baseline reproducible (Adjacency::Random).
   AdtPolicy(const AdtSettings& s, int64_t grid_h, int64_t grid_w, uint64_t seed = 0);
 
-  // The shape of the tree whose root is the token at `root_cell`; `origin` (optional) says where it
-  // came from ("left neighbour (r, c)", ...), for step traces.
+  // The prefill committed cell 0: it holds the initial shape (d0, k0).
+  void start();
+  // The shape of the tree whose first drafted cell is `first_cell` (the root's cell + 1); `origin`
+  // (optional) says where it came from ("left neighbour (r, c)", ...), for step traces.
   // `confidence`: the draft head's top-1 probability at the root (Adjacency::Confidence only).
-  TreeShape shape_for(int64_t root_cell, std::string* origin = nullptr,
+  TreeShape shape_for(int64_t first_cell, std::string* origin = nullptr,
                       double confidence = 0) const;
-  // After verifying a tree of shape `used` that accepted `accepted` draft tokens: the post-update
-  // shape, stored into every cell in `cells` (the cells this step committed).
-  TreeShape update(TreeShape used, int64_t accepted, const std::vector<int64_t>& cells);
+  // After verifying a tree built for shape `requested` with outcome alpha = a / (levels actually
+  // built): the post-update shape, stored into every cell in `cells` (this step's commits).
+  TreeShape update(TreeShape requested, double alpha, const std::vector<int64_t>& cells);
 
   // The bisection / step rule alone, for a given alpha.
   static TreeShape adapt(const AdtSettings& s, TreeShape t, double alpha);

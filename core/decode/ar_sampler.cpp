@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "decode/coupling.h"
 #include "decode/trace_record.h"
 #include "util/error.h"
 
@@ -29,7 +30,7 @@ DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
   }
   const auto t_start = Clock::now();
   LogitsProcessor proc(params);
-  Rng rng(seed);
+  CouplingNoise noise(seed, cfg.vocab_size);  // Gumbel-max: x_n = argmax log p_n + g_n (coupling.h)
   DecodeResult res;
   res.stats.method = "ar";
   res.stats.settings = {{"method", "ar"}, {"seed", seed}, {"sampling", params.to_json()}};
@@ -48,7 +49,8 @@ DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
     }
     t0 = Clock::now();
     auto p = proc.process(out.logits.narrow(1, out.logits.size(1) - 1, 1), n);
-    const int64_t tok = sample_from(p.probs[0], rng);
+    const int64_t tok = noise.choose(p.probs[0], n);
+    noise.forget_before(n + 1);
     const float top1 = p.top1[0].item<float>();
     const double sample_ms = ms_since(t0);
 

@@ -1,5 +1,7 @@
 // Plain autoregressive sampling (SPEC_DECODING.md section 1): one target forward per token with a
-// KV cache, CFG as a batch of 2. The baseline every speed-up is measured against.
+// KV cache, CFG as a batch of 2. The baseline every speed-up is measured against. Each token is the
+// Gumbel-max sample argmax(log p + g) with the noise of its cell (coupling.h), so the image is a
+// function of (model, prompt, settings, seed) alone and every coupled method commits the same one.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -23,7 +25,6 @@ struct DecodeResult {
 DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
                          const SamplingParams& params, uint64_t seed,
                          const StepCallback& on_step = {},
-                         const std::atomic<bool>* cancel = nullptr,
-                         const TraceOptions& trace = {});
+                         const std::atomic<bool>* cancel = nullptr, const TraceOptions& trace = {});
 
 }  // namespace adtree::decode

@@ -20,7 +20,8 @@ BudgetChoice choose_budget(const model::Gpt& target, int64_t batch, double gain,
 
   c10::InferenceMode guard;
   const auto& cfg = target.config();
-  auto kv = target.new_cache(batch, candidates.empty() ? 64 : *std::max_element(candidates.begin(), candidates.end()) + 2);
+  auto kv = target.new_cache(
+      batch, candidates.empty() ? 64 : *std::max_element(candidates.begin(), candidates.end()) + 2);
   model::Condition cond;
   if (cfg.cond == model::CondKind::Class) {
     cond.class_ids = at::full({batch}, cfg.num_classes, at::kLong);
@@ -43,7 +44,8 @@ BudgetChoice choose_budget(const model::Gpt& target, int64_t batch, double gain,
       auto t0 = std::chrono::steady_clock::now();
       target.forward_tokens(kv, at::zeros({batch, q}, at::kLong), prefix);
       kv.pending = 0;
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     std::sort(ms.begin(), ms.end());
     const double cost = ms[ms.size() / 2];
@@ -57,6 +59,47 @@ BudgetChoice choose_budget(const model::Gpt& target, int64_t batch, double gain,
   if (choice.budget == 0) choice.budget = 1;  // an image too small for any candidate
   cache[key] = choice;
   return choice;
+}
+
+AdaptiveBudget::AdaptiveBudget(const BudgetChoice& timed, double gain)
+    : cost_(timed.cost_ms), n_(std::max<int64_t>(1, timed.budget)) {
+  const int64_t max_n = cost_.empty() ? n_ : cost_.back().first;
+  for (int64_t r = 1; r <= max_n; ++r) {
+    prior_.push_back(gain * (std::log2(1.0 + double(r)) - std::log2(double(r))));
+  }
+  hits_.assign(prior_.size(), 0.0);
+  trials_.assign(prior_.size(), 0.0);
+}
+
+double AdaptiveBudget::expected_tokens(int64_t n) const {
+  constexpr double kPseudo = 4.0;
+  double t = 1.0;
+  for (int64_t r = 0; r < n && r < int64_t(prior_.size()); ++r) {
+    t += (hits_[size_t(r)] + kPseudo * prior_[size_t(r)]) / (trials_[size_t(r)] + kPseudo);
+  }
+  return t;
+}
+
+void AdaptiveBudget::observe(const DraftTree& tree, const AcceptResult& acc) {
+  // Rank of each node by score, ties to the earlier node: the order a budget keeps them in.
+  std::vector<int64_t> order;
+  for (int64_t i = 1; i < tree.size(); ++i) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return tree.nodes[size_t(a)].score > tree.nodes[size_t(b)].score;
+  });
+  std::vector<int64_t> rank_of(size_t(tree.size()), -1);
+  for (size_t r = 0; r < order.size(); ++r) rank_of[size_t(order[r])] = int64_t(r);
+  const int64_t tried = std::min<int64_t>(int64_t(order.size()), int64_t(prior_.size()));
+  for (int64_t r = 0; r < tried; ++r) trials_[size_t(r)] += 1;
+  for (int64_t id : acc.path) {
+    const int64_t r = rank_of[size_t(id)];
+    if (r >= 0 && r < tried) hits_[size_t(r)] += 1;
+  }
+  double best = -1;
+  for (const auto& [n, ms] : cost_) {
+    const double rate = expected_tokens(n) / ms;
+    if (rate > best) best = rate, n_ = n;
+  }
 }
 
 }  // namespace adtree::decode

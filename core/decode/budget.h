@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "decode/acceptance.h"
+#include "decode/draft_tree.h"
 #include "model/gpt.h"
 
 namespace adtree::decode {
@@ -15,8 +17,29 @@ struct BudgetChoice {
   std::vector<std::pair<int64_t, double>> cost_ms;  // measured (block size, ms per forward)
 };
 
-// Times the target (batch = CFG batch) and picks N from `candidates`. Cached per model.
+// Times the target (batch = CFG batch) and picks N from `candidates` under the fixed model above
+// (the first guess, before a run has measured anything). Cached per model.
 BudgetChoice choose_budget(const model::Gpt& target, int64_t batch, double gain = 0.35,
-                           const std::vector<int64_t>& candidates = {4, 8, 12, 16, 24, 32, 48, 58});
+                           const std::vector<int64_t>& candidates = {1, 2, 4, 8, 12, 16, 24, 32, 48,
+                                                                     58});
+
+// `--budget auto` during a run: N follows this run's measured acceptance. A tree's nodes are
+// ranked by score (the order in which a budget keeps them); a_r is the share of steps whose
+// accepted path held the node of rank r, so a step with budget N commits 1 + sum_{r <= N} a_r
+// tokens on average. N maximises that over the timed cost of verifying N + 1 rows. Ranks the run
+// has not tried yet keep the fixed model's marginal gain as a prior (4 pseudo-steps), so a larger
+// N gets tried when the measured ranks look good.
+class AdaptiveBudget {
+ public:
+  AdaptiveBudget(const BudgetChoice& timed, double gain = 0.35);
+  int64_t current() const { return n_; }
+  void observe(const DraftTree& tree, const AcceptResult& acc);
+
+ private:
+  double expected_tokens(int64_t n) const;
+  std::vector<std::pair<int64_t, double>> cost_;  // (N, ms per verification of N + 1 rows)
+  std::vector<double> hits_, trials_, prior_;     // per rank r = 1 .. max N (index r - 1)
+  int64_t n_ = 1;
+};
 
 }  // namespace adtree::decode

@@ -15,7 +15,8 @@ class ScopedTimer {
  public:
   explicit ScopedTimer(double& acc) : acc_(acc), t0_(std::chrono::steady_clock::now()) {}
   ~ScopedTimer() {
-    acc_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+    acc_ +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
   }
 
  private:
@@ -62,8 +63,14 @@ class ScratchRows {
 
 class EagleSource : public DraftSource {
  public:
-  EagleSource(const model::Drafter& head, const model::Gpt& target, int64_t batch)
-      : head_(head), target_(target), batch_(batch), cache_(head.new_cache(batch)) {}
+  EagleSource(const model::Drafter& head, const model::Gpt& target, int64_t batch, int64_t scratch)
+      : head_(head),
+        target_(target),
+        batch_(batch),
+        scratch_rows_(scratch),
+        cache_(head.new_cache(batch, scratch)) {}
+
+  int64_t scratch_rows() const override { return scratch_rows_; }
 
   void start(const model::Condition&, const at::Tensor& root_feature) override {
     cache_.truncate(0);
@@ -98,8 +105,9 @@ class EagleSource : public DraftSource {
     }
     auto mask = scratch_.mask_for(nodes);
     ScopedTimer timer(forward_ms_);
-    auto out = head_.forward(&cache_, at::cat(feats, 1), long_tensor(toks).unsqueeze(0).expand({batch_, m}),
-                             long_tensor(pos), mask);
+    auto out =
+        head_.forward(&cache_, at::cat(feats, 1),
+                      long_tensor(toks).unsqueeze(0).expand({batch_, m}), long_tensor(pos), mask);
     scratch_.append(nodes, rows);
     for (int64_t i = 0; i < m; ++i) hidden_.push_back(out.hidden.narrow(1, i, 1));
     return out.logits;
@@ -114,7 +122,7 @@ class EagleSource : public DraftSource {
  private:
   const model::Drafter& head_;
   const model::Gpt& target_;
-  int64_t batch_;
+  int64_t batch_, scratch_rows_;
   model::KvCache cache_;
   ScratchRows scratch_;
   at::Tensor last_feature_, root_hidden_;
@@ -123,8 +131,13 @@ class EagleSource : public DraftSource {
 
 class ModelSource : public DraftSource {
  public:
-  ModelSource(const model::Gpt& model, int64_t batch)
-      : model_(model), batch_(batch), cache_(model.new_cache(batch, 192)) {}
+  ModelSource(const model::Gpt& model, int64_t batch, int64_t scratch)
+      : model_(model),
+        batch_(batch),
+        scratch_rows_(scratch),
+        cache_(model.new_cache(batch, scratch)) {}
+
+  int64_t scratch_rows() const override { return scratch_rows_; }
 
   void start(const model::Condition& cond, const at::Tensor&) override {
     c10::InferenceMode guard;
@@ -154,8 +167,9 @@ class ModelSource : public DraftSource {
     }
     auto mask = scratch_.mask_for(nodes);
     ScopedTimer timer(forward_ms_);
-    auto out = model_.forward(model_.embed_tokens(long_tensor(toks).unsqueeze(0).expand({batch_, m})),
-                              long_tensor(pos), &cache_, mask);
+    auto out =
+        model_.forward(model_.embed_tokens(long_tensor(toks).unsqueeze(0).expand({batch_, m})),
+                       long_tensor(pos), &cache_, mask);
     scratch_.append(nodes, rows);
     return out.logits;
   }
@@ -167,7 +181,7 @@ class ModelSource : public DraftSource {
 
  private:
   const model::Gpt& model_;
-  int64_t batch_;
+  int64_t batch_, scratch_rows_;
   model::KvCache cache_;
   ScratchRows scratch_;
 };
@@ -175,12 +189,13 @@ class ModelSource : public DraftSource {
 }  // namespace
 
 std::unique_ptr<DraftSource> make_eagle_source(const model::Drafter& head, const model::Gpt& target,
-                                               int64_t batch) {
-  return std::make_unique<EagleSource>(head, target, batch);
+                                               int64_t batch, int64_t scratch) {
+  return std::make_unique<EagleSource>(head, target, batch, scratch);
 }
 
-std::unique_ptr<DraftSource> make_model_source(const model::Gpt& draft_model, int64_t batch) {
-  return std::make_unique<ModelSource>(draft_model, batch);
+std::unique_ptr<DraftSource> make_model_source(const model::Gpt& draft_model, int64_t batch,
+                                               int64_t scratch) {
+  return std::make_unique<ModelSource>(draft_model, batch, scratch);
 }
 
 }  // namespace adtree::decode

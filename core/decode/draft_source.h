@@ -38,6 +38,8 @@ class DraftSource {
   virtual at::Tensor expand(const std::vector<DraftInput>& nodes, std::vector<int64_t>& rows) = 0;
   // Drops this step's tree rows.
   virtual void end_step() = 0;
+  // Tree rows one step can feed through expand() (the scratch area of its cache).
+  virtual int64_t scratch_rows() const = 0;
   // Milliseconds spent in draft-model forwards since the last call (then reset): the decoding loop
   // separates model time from tree bookkeeping in its statistics.
   double take_forward_ms() {
@@ -50,10 +52,15 @@ class DraftSource {
   double forward_ms_ = 0;
 };
 
-// EAGLE-1 head: its own KV cache for the accepted prefix; tree rows are temporary scratch.
+constexpr int64_t kDefaultScratchRows = 192;
+
+// EAGLE-1 head: its own KV cache for the accepted prefix; tree rows are temporary scratch
+// (`scratch` rows: the largest tree's expansions, tree_builder.h max_draft_rows).
 std::unique_ptr<DraftSource> make_eagle_source(const model::Drafter& head, const model::Gpt& target,
-                                               int64_t batch);
+                                               int64_t batch,
+                                               int64_t scratch = kDefaultScratchRows);
 // A GPT as the draft model (tokens only, features ignored).
-std::unique_ptr<DraftSource> make_model_source(const model::Gpt& draft_model, int64_t batch);
+std::unique_ptr<DraftSource> make_model_source(const model::Gpt& draft_model, int64_t batch,
+                                               int64_t scratch = kDefaultScratchRows);
 
 }  // namespace adtree::decode

@@ -16,11 +16,24 @@ constexpr int64_t kNeighbours[4][2] = {{0, -1}, {-1, 0}, {-1, -1}, {-1, 1}};
 }  // namespace
 
 JacobiState::JacobiState(const std::string& method, const JacobiSettings& settings, int64_t grid_h,
-                         int64_t grid_w, int64_t vocab, int64_t n_img)
-    : method_(method), s_(settings), grid_h_(grid_h), grid_w_(grid_w), vocab_(vocab), n_img_(n_img) {
+                         int64_t grid_w, int64_t vocab, int64_t n_img, VerifyRule rule,
+                         CouplingNoise* noise)
+    : method_(method),
+      s_(settings),
+      rule_(rule),
+      noise_(noise),
+      grid_h_(grid_h),
+      grid_w_(grid_w),
+      vocab_(vocab),
+      n_img_(n_img) {
   if (method_ != "sjd" && method_ != "pathspec") {
     throw Error("JacobiState: '" + method_ + "' is not a Jacobi method (sjd or pathspec)");
   }
+  if (rule_ != VerifyRule::Sampled && rule_ != VerifyRule::Coupled &&
+      rule_ != VerifyRule::Maximal) {
+    throw Error("JacobiState: Jacobi drafts are verified sampled, coupled or maximal");
+  }
+  if (rule_ == VerifyRule::Coupled && !noise_) throw Error("JacobiState: coupling needs the noise");
   const bool ps = method_ == "pathspec";
   paths_ = ps ? s_.paths : 1;
   length_ = ps ? s_.path_length : s_.window;
@@ -29,8 +42,11 @@ JacobiState::JacobiState(const std::string& method, const JacobiSettings& settin
 }
 
 // One chain is exactly SJD. With several, keeping the chain that accepted most makes the choice
-// depend on the later tests, which biases the committed tokens (docs/JACOBI.md has the numbers).
-bool JacobiState::lossless() const { return paths_ == 1; }
+// depend on the later tests, which biases the committed tokens (docs/JACOBI.md has the numbers),
+// unless every chain commits coupled AR's tokens (shared-noise coupling).
+bool JacobiState::lossless() const {
+  return paths_ == 1 || rule_ == VerifyRule::Coupled;
+}
 
 std::string JacobiState::label() const {
   std::string l = method_;
@@ -72,7 +88,8 @@ DraftTree JacobiState::build_tree(const std::vector<int64_t>& committed, int64_t
   // Drafts for cells that got committed meanwhile are spent.
   const int64_t spent = n + 1 - base_;
   if (spent < 0) throw Error("JacobiState: the committed tokens went backwards");
-  for (auto& w : window_) w.erase(w.begin(), w.begin() + std::min<int64_t>(spent, int64_t(w.size())));
+  for (auto& w : window_)
+    w.erase(w.begin(), w.begin() + std::min<int64_t>(spent, int64_t(w.size())));
   base_ = n + 1;
 
   const int64_t d = levels_for(n, max_levels);
@@ -113,12 +130,18 @@ DraftTree JacobiState::build_tree(const std::vector<int64_t>& committed, int64_t
   return tree;
 }
 
-AcceptResult JacobiState::accept(const DraftTree& tree, const at::Tensor& p, const LanternRule* lantern,
-                                 int64_t max_depth, Rng& rng) {
+AcceptResult JacobiState::accept(const DraftTree& tree, const at::Tensor& p,
+                                 const LanternRule* lantern, int64_t max_depth, Rng& rng) {
   p_cpu_ = p.to(at::kCPU, at::kFloat).contiguous();
   const int64_t d = levels_;
   if (tree.size() != 1 + paths_ * d) throw Error("JacobiState::accept: not the tree built last");
-  if (d == 0) return verify_tree(tree, p_cpu_, ChildRule::WithoutReplacement, lantern, max_depth, rng);
+  if (rule_ == VerifyRule::Coupled) {
+    auto res = verify_coupled(tree, p_cpu_, *noise_, root_index_, max_depth);
+    winner_ = res.path.empty() ? 0 : tree.nodes[size_t(res.path[0])].rank;
+    return res;
+  }
+  if (d == 0)
+    return verify_tree(tree, p_cpu_, ChildRule::WithoutReplacement, lantern, max_depth, rng);
 
   AcceptResult best;
   winner_ = 0;
@@ -168,6 +191,16 @@ AcceptResult JacobiState::accept(const DraftTree& tree, const at::Tensor& p, con
   return best;
 }
 
+int64_t JacobiState::redraw(const at::Tensor& q, int64_t cell, const Draft* prev, Rng& rng) const {
+  if (rule_ == VerifyRule::Coupled) return noise_->choose(q.data_ptr<float>(), cell);
+  if (rule_ == VerifyRule::Maximal && prev) {
+    return maximal_coupling_draw(prev->token,
+                                 prev->q.defined() ? prev->q.data_ptr<float>() : nullptr,
+                                 q.data_ptr<float>(), vocab_, rng);
+  }
+  return sample_from(q, rng);
+}
+
 void JacobiState::recycle(const AcceptResult& acc, Rng& rng) {
   if (!acc.has_bonus) return;  // the path reached the last cell: the image is complete
   const int64_t a = int64_t(acc.path.size()), d = levels_, n = root_index_;
@@ -180,7 +213,7 @@ void JacobiState::recycle(const AcceptResult& acc, Rng& rng) {
     // but any q known before the draw keeps min(1, p/q) exact (SJD's recycling).
     for (int64_t j = a + 1; j <= d; ++j) {
       auto q = p_cpu_[node_id(k, j)].clone();
-      const int64_t x = sample_from(q, rng);
+      const int64_t x = redraw(q, n + j + 1, size_t(j) < w.size() ? &w[size_t(j)] : nullptr, rng);
       next.push_back(Draft{x, q});
     }
     // Slots past what the forward predicted (cells > n + d + 1) keep their untested drafts.

@@ -10,11 +10,20 @@
 //               Missing slots are filled first: a random code, or (spatial init) the code of the
 //               cell to the left, both as point masses.
 //   accept      per chain, min(1, p/q) left to right with the residual norm(max(0, p - q)) at the
-//               first rejection (verify_tree's WithoutReplacement rule on a chain); PathExplore keeps
-//               the chain that accepted most, PathRelax raises p(x) by lambda x the mean p of the
-//               other chains' tokens at the same depth (lossy).
+//               first rejection (verify_tree's WithoutReplacement rule on a chain); PathExplore
+//               keeps the chain that accepted most, PathRelax raises p(x) by lambda x the mean p of
+//               the other chains' tokens at the same depth (lossy).
 //   recycle     cells after the new root that the forward predicted take a new sample from the
 //               target row that predicted them, with q := that row (SJD's "recycling").
+// Speculative Coupled Decoding (So et al., SCD / MC-SJD) changes how the new samples are drawn:
+//   sampled     independently (plain SJD);
+//   coupled     Gumbel-max with the cell's shared noise, argmax q * exp(g): a draft changes only
+//               where the row changed enough, and verification is "equal to the target's
+//               Gumbel-max choice" (verify_coupled), token-identical to coupled AR; the longest
+//               chain of PathExplore is then lossless too, since every chain commits AR's tokens;
+//   maximal     a maximal coupling with the cell's previous draft (keep it with probability
+//               min(1, q_new / q_old), else draw the residual), min(1, p/q) verification:
+//               lossless in distribution.
 #pragma once
 #include <ATen/ATen.h>
 
@@ -23,6 +32,7 @@
 #include <vector>
 
 #include "decode/acceptance.h"
+#include "decode/coupling.h"
 #include "decode/draft_tree.h"
 #include "decode/lantern.h"
 #include "decode/method.h"
@@ -34,13 +44,15 @@ class JacobiState {
  public:
   // `method` is "sjd" or "pathspec"; the grid gives spatial init its neighbours; `n_img` is the
   // number of image tokens this generation produces (the stop margin counts back from it).
+  // `rule`: Sampled, Coupled or Maximal; `noise` is the run's shared noise (Coupled reads it).
   JacobiState(const std::string& method, const JacobiSettings& settings, int64_t grid_h,
-              int64_t grid_w, int64_t vocab, int64_t n_img);
+              int64_t grid_w, int64_t vocab, int64_t n_img, VerifyRule rule = VerifyRule::Sampled,
+              CouplingNoise* noise = nullptr);
 
   int64_t paths() const { return paths_; }
-  int64_t length() const { return length_; }   // L (SJD window) or path length (PathExplore)
-  bool lossless() const;                       // SJD yes; PathExplore's longest-path choice no
-  std::string label() const;                   // method name for the statistics
+  int64_t length() const { return length_; }  // L (SJD window) or path length (PathExplore)
+  bool lossless() const;      // SJD yes; PathExplore's longest-path choice only when coupled
+  std::string label() const;  // method name for the statistics
 
   // The draft tree for the step whose root is the last of `committed` (image index n): node 0 the
   // root, then path k's drafts at depths 1..d as nodes 1 + k*d .. (k+1)*d, rank = k. d is
@@ -65,11 +77,16 @@ class JacobiState {
     at::Tensor q;  // [V] CPU fp32 the token was drawn from; undefined = point mass on `token`
   };
   int64_t levels_for(int64_t root_index, int64_t max_levels) const;
-  int64_t init_token(int64_t path, int64_t index, const std::vector<int64_t>& committed, Rng& rng) const;
+  int64_t init_token(int64_t path, int64_t index, const std::vector<int64_t>& committed,
+                     Rng& rng) const;
+  // The next draft for `cell` from the row q (CPU fp32 [V]), `prev` the cell's draft so far.
+  int64_t redraw(const at::Tensor& q, int64_t cell, const Draft* prev, Rng& rng) const;
   int64_t node_id(int64_t path, int64_t depth) const;  // depth >= 1, in the tree built last
 
   std::string method_;
   JacobiSettings s_;
+  VerifyRule rule_;
+  CouplingNoise* noise_;
   int64_t paths_, length_, grid_h_, grid_w_, vocab_, n_img_;
   std::vector<std::vector<Draft>> window_;  // [path][i] = draft for image index base_ + i
   int64_t base_ = -1;

@@ -33,6 +33,51 @@ std::string to_string(Adjacency a) {
   return "left";
 }
 
+std::string to_string(AdtBudget b) {
+  return b == AdtBudget::Fixed ? "fixed" : "shape";
+}
+
+AdtBudget adt_budget_from_string(const std::string& s) {
+  if (s == "fixed") return AdtBudget::Fixed;
+  if (s == "shape") return AdtBudget::Shape;
+  throw Error("unknown ADT budget rule '" + s + "' (expected fixed or shape)");
+}
+
+std::string to_string(VerifyRule r) {
+  switch (r) {
+    case VerifyRule::Auto:
+      return "auto";
+    case VerifyRule::Deterministic:
+      return "deterministic";
+    case VerifyRule::Sampled:
+      return "sampled";
+    case VerifyRule::Coupled:
+      return "coupled";
+    case VerifyRule::Maximal:
+      return "maximal";
+  }
+  return "auto";
+}
+
+VerifyRule verify_rule_from_string(const std::string& s) {
+  for (auto r : {VerifyRule::Auto, VerifyRule::Deterministic, VerifyRule::Sampled,
+                 VerifyRule::Coupled, VerifyRule::Maximal}) {
+    if (to_string(r) == s) return r;
+  }
+  throw Error("unknown verification rule '" + s +
+              "' (expected auto, deterministic, sampled, coupled or maximal)");
+}
+
+VerifyRule resolve_verify(const MethodSettings& m, const SamplingParams& sampling) {
+  const bool jacobi = m.method == "sjd" || m.method == "pathspec";
+  if (sampling.greedy()) return jacobi ? VerifyRule::Sampled : VerifyRule::Deterministic;
+  if (m.verify != VerifyRule::Auto) return m.verify;
+  // Shared noise commits coupled AR's tokens and accepts most (docs/PERFORMANCE.md); the relaxed
+  // rules need a probability to relax, so with LANTERN or PathRelax the default is q-sampling.
+  const bool relaxed = m.acceptance == Acceptance::Lantern || (jacobi && m.jacobi.path_relax > 0);
+  return relaxed ? VerifyRule::Sampled : VerifyRule::Coupled;
+}
+
 AdtMode adt_mode_from_string(const std::string& s) {
   if (s == "bisect") return AdtMode::Bisect;
   if (s == "step") return AdtMode::Step;
@@ -89,6 +134,7 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
     if (!(a.beta >= 0 && a.beta <= 1)) bad("ADT beta must be in [0, 1]");
     if (a.step_d < 1 || a.step_k < 1) bad("ADT step sizes must be >= 1");
   }
+  validate_verify();
   const auto& l = lantern;
   if (acceptance == Acceptance::Lantern) {
     if (l.k < 1 || l.k >= vocab_size)
@@ -103,9 +149,11 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
       bad("Jacobi window L must be in 1.." + last + ", got " + std::to_string(j.window));
     if (method == "pathspec") {
       // 64 chains keep the verification block (K x length + 1 rows) within reason.
-      if (j.paths < 1 || j.paths > 64) bad("PathSpec paths K must be in 1..64, got " + std::to_string(j.paths));
+      if (j.paths < 1 || j.paths > 64)
+        bad("PathSpec paths K must be in 1..64, got " + std::to_string(j.paths));
       if (j.path_length < 1 || j.path_length >= image_tokens)
-        bad("PathSpec path length must be in 1.." + last + ", got " + std::to_string(j.path_length));
+        bad("PathSpec path length must be in 1.." + last + ", got " +
+            std::to_string(j.path_length));
       if (!(j.path_relax >= 0) || !std::isfinite(j.path_relax))
         bad("PathRelax lambda must be a number >= 0 (0 = off)");
     }
@@ -113,7 +161,27 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
     // Each below image_tokens first, so that the sum cannot overflow (reliability.md, Fuzzing).
     if (j.start_margin >= image_tokens || j.stop_margin >= image_tokens ||
         j.start_margin + j.stop_margin >= image_tokens)
-      bad("Jacobi start + stop margins must leave tokens to draft (< " + std::to_string(image_tokens) + ")");
+      bad("Jacobi start + stop margins must leave tokens to draft (< " +
+          std::to_string(image_tokens) + ")");
+  }
+}
+
+void MethodSettings::validate_verify() const {
+  auto bad = [](const std::string& m) { throw Error("invalid method setting: " + m); };
+  const bool is_jacobi = method == "sjd" || method == "pathspec";
+  if (method != "ar") {
+    if (verify == VerifyRule::Maximal && !is_jacobi)
+      bad("maximal coupling re-samples Jacobi drafts: it applies to sjd and pathspec, not to "
+          "trees");
+    if (verify == VerifyRule::Deterministic && is_jacobi)
+      bad("Jacobi drafts are samples: use sampled, coupled or maximal for " + method);
+    if (verify == VerifyRule::Coupled && acceptance == Acceptance::Lantern)
+      bad("LANTERN relaxes p(x) / q(x), which shared-noise coupling does not test: use --verify "
+          "sampled or deterministic with --relax lantern");
+    if (verify == VerifyRule::Coupled && method == "pathspec" && jacobi.path_relax > 0)
+      bad("PathRelax raises p(x) in the min(1, p/q) test, which shared-noise coupling does not "
+          "use: "
+          "use --verify sampled or maximal with --path-relax");
   }
 }
 
@@ -135,8 +203,10 @@ nlohmann::json MethodSettings::to_json() const {
             {"mode", to_string(adt.mode)},
             {"step_d", adt.step_d},
             {"step_k", adt.step_k},
-            {"adjacency", to_string(adt.adjacency)}}},
+            {"adjacency", to_string(adt.adjacency)},
+            {"budget_rule", to_string(adt.budget_rule)}}},
           {"acceptance", acceptance == Acceptance::Lossless ? "lossless" : "lantern"},
+          {"verify", to_string(verify)},
           {"lantern",
            {{"mode", lantern.mode == LanternMode::Delta ? "delta" : "lambda"},
             {"k", lantern.k},
@@ -174,7 +244,9 @@ MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
       t.mode = adt_mode_from_string(a.value("mode", to_string(t.mode)));
       t.step_d = json_int(a, "step_d", t.step_d), t.step_k = json_int(a, "step_k", t.step_k);
       t.adjacency = adjacency_from_string(a.value("adjacency", to_string(t.adjacency)));
+      t.budget_rule = adt_budget_from_string(a.value("budget_rule", to_string(t.budget_rule)));
     }
+    m.verify = verify_rule_from_string(j.value("verify", to_string(m.verify)));
     const auto acc = j.value("acceptance", std::string("lossless"));
     if (acc == "lossless")
       m.acceptance = Acceptance::Lossless;

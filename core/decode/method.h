@@ -32,7 +32,11 @@ enum class AdtMode { Bisect, Step };
 // the root, both without adjacency.
 enum class Adjacency { None, Left, LeftUp, Random, Confidence };
 
-struct AdtSettings {  // SPEC_DECODING.md section 5
+// The verification budget of an ADT tree: the dynamic tree's fixed N, or N that follows the shape,
+// N = min(d * k, budget), so a shallow-wide tree is not cut back to EAGLE-2's top N.
+enum class AdtBudget { Fixed, Shape };
+
+struct AdtSettings {              // SPEC_DECODING.md section 5
   int64_t d0 = 4, k0 = 6;         // the very first tree
   int64_t d_min = 2, d_max = 8;   // draft levels
   int64_t k_min = 2, k_max = 10;  // width
@@ -40,27 +44,41 @@ struct AdtSettings {  // SPEC_DECODING.md section 5
   AdtMode mode = AdtMode::Bisect;
   int64_t step_d = 1, step_k = 1;  // step mode increments
   Adjacency adjacency = Adjacency::Left;
+  AdtBudget budget_rule = AdtBudget::Fixed;
 };
 
 enum class Acceptance { Lossless, Lantern };
+
+// How drafts are chosen and verified when sampling (SPEC_DECODING.md section 4). Greedy decoding
+// has one rule whatever is set: accept the child equal to the target's argmax.
+//   Deterministic  top-k children, accepted with probability p(child) (trees).
+//   Sampled        children drawn from q without replacement, recursive rejection with the
+//                  residual update (trees); SJD's own rule: drafts re-sampled independently.
+//   Coupled        shared Gumbel noise: children are the top-k of log q + g, the target's token is
+//                  argmax log p + g, so the output equals coupled AR token for token (every
+//                  method).
+//   Maximal        Jacobi drafts re-sampled by a maximal coupling with the previous iteration's
+//                  draft (MC-SJD), min(1, p/q) verification: lossless in distribution.
+//   Auto           the method's default (measured: docs/PERFORMANCE.md).
+enum class VerifyRule { Auto, Deterministic, Sampled, Coupled, Maximal };
 enum class LanternMode { Delta, Lambda };
 
 struct LanternSettings {  // SPEC_DECODING.md section 4, LANTERN / LANTERN++
   LanternMode mode = LanternMode::Delta;
-  int64_t k = 100;       // neighbours considered per draft token
-  double delta = 0.1;    // TVD budget (delta mode, 0..1)
-  double lambda = 2.0;   // ratio (lambda mode, > 1)
+  int64_t k = 100;      // neighbours considered per draft token
+  double delta = 0.1;   // TVD budget (delta mode, 0..1)
+  double lambda = 2.0;  // ratio (lambda mode, > 1)
 };
 
-struct JacobiSettings {  // SPEC_DECODING.md section 6
+struct JacobiSettings {                              // SPEC_DECODING.md section 6
   static constexpr double kPathRelaxDefault = 0.01;  // issue 9: PathRelax's lambda when switched on
-  int64_t window = 15;        // SJD: L draft tokens per step
-  bool spatial_init = true;   // init drafts from the token to the left, else random
-  int64_t paths = 2;          // PathExplore: K parallel chains (issue 9: 2 x 12)
-  int64_t path_length = 12;   // PathExplore: draft tokens per chain
-  double path_relax = 0.0;    // PathRelax lambda (lossy; 0 = off); "on" = kPathRelaxDefault
-  int64_t start_margin = 0;   // plain AR (no drafts) for the first M image tokens
-  int64_t stop_margin = 0;    // ... and for the last M
+  int64_t window = 15;                               // SJD: L draft tokens per step
+  bool spatial_init = true;  // init drafts from the token to the left, else random
+  int64_t paths = 2;         // PathExplore: K parallel chains (issue 9: 2 x 12)
+  int64_t path_length = 12;  // PathExplore: draft tokens per chain
+  double path_relax = 0.0;   // PathRelax lambda (lossy; 0 = off); "on" = kPathRelaxDefault
+  int64_t start_margin = 0;  // plain AR (no drafts) for the first M image tokens
+  int64_t stop_margin = 0;   // ... and for the last M
 };
 
 struct MethodSettings {
@@ -69,18 +87,31 @@ struct MethodSettings {
   DynamicTreeSettings dynamic_tree;
   AdtSettings adt;
   Acceptance acceptance = Acceptance::Lossless;
+  VerifyRule verify = VerifyRule::Auto;
   LanternSettings lantern;
   JacobiSettings jacobi;
 
-  bool needs_drafter() const { return method == "static" || method == "dynamic" || method == "adt"; }
+  bool needs_drafter() const {
+    return method == "static" || method == "dynamic" || method == "adt";
+  }
   // Throws adtree::Error naming the bad setting (unknown method, depth 0, width > vocab, ...).
   void validate(int64_t vocab_size, int64_t image_tokens) const;
+  // The verification rule against the method and the relaxations (part of validate()).
+  void validate_verify() const;
   nlohmann::json to_json() const;
   static MethodSettings from_json(const nlohmann::json& j);  // missing keys keep defaults
 };
 
 const std::vector<std::string>& known_methods();
 std::string to_string(AdtMode m);
+std::string to_string(AdtBudget b);
+std::string to_string(VerifyRule r);
+AdtBudget adt_budget_from_string(const std::string& s);
+VerifyRule verify_rule_from_string(const std::string& s);
+// The rule a run uses: Auto resolved to the method's default, greedy sampling to Deterministic.
+// Throws adtree::Error for a combination that has no meaning (maximal coupling on a tree,
+// LANTERN or PathRelax with shared-noise coupling, deterministic drafts for a Jacobi method).
+VerifyRule resolve_verify(const MethodSettings& m, const SamplingParams& sampling);
 std::string to_string(Adjacency a);
 AdtMode adt_mode_from_string(const std::string& s);
 Adjacency adjacency_from_string(const std::string& s);
@@ -90,7 +121,8 @@ struct DecodeRequest {
   MethodSettings method;
   SamplingParams sampling;
   uint64_t seed = 0;
-  TraceOptions trace;  // record per-step trees and distributions (replay, inspector); off by default
+  TraceOptions
+      trace;  // record per-step trees and distributions (replay, inspector); off by default
 };
 
 }  // namespace adtree::decode

@@ -1,5 +1,6 @@
 #include "decode/run.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 
@@ -7,6 +8,7 @@
 #include "decode/draft_source.h"
 #include "decode/lantern.h"
 #include "decode/spec_decoder.h"
+#include "decode/tree_builder.h"
 #include "util/error.h"
 
 namespace adtree::decode {
@@ -19,7 +21,8 @@ at::Tensor neighbours_for(const model::VqModel& vq, int64_t k) {
   std::lock_guard<std::mutex> lock(mu);
   const auto key = std::make_pair(static_cast<const void*>(&vq), k);
   auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, latent_neighbours(vq.normalized_codebook(), k)).first;
+  if (it == cache.end())
+    it = cache.emplace(key, latent_neighbours(vq.normalized_codebook(), k)).first;
   return it->second;
 }
 
@@ -40,8 +43,10 @@ DecodeResult run_decode(const model::ModelBundle& model, const model::Condition&
   request.sampling.validate(g.vocab_size);
   DecodeResult res;
   if (m.method == "ar") {
-    if (m.acceptance == Acceptance::Lantern) throw Error("LANTERN applies to draft-tree methods, not to ar");
-    res = generate_ar(*model.gpt, cond, request.sampling, request.seed, on_step, cancel, request.trace);
+    if (m.acceptance == Acceptance::Lantern)
+      throw Error("LANTERN applies to draft-tree methods, not to ar");
+    res = generate_ar(*model.gpt, cond, request.sampling, request.seed, on_step, cancel,
+                      request.trace);
   } else if (m.needs_drafter()) {
     if (!model.drafter) {
       throw Error("method '" + m.method + "' needs a draft head, and this model has none " +
@@ -50,10 +55,19 @@ DecodeResult run_decode(const model::ModelBundle& model, const model::Condition&
     const int64_t batch = request.sampling.uses_cfg() ? 2 : 1;
     SpecOptions opts;
     opts.budget = m.dynamic_tree.budget;  // ADT keeps the dynamic tree's N (SPEC_DECODING.md 5)
-    if (opts.budget == 0 && m.method != "static") opts.budget = choose_budget(*model.gpt, batch).budget;
+    BudgetChoice timed;
+    if (opts.budget == 0 && m.method != "static") {
+      // auto: the fixed model's first guess, then N follows the run's acceptance (budget.h).
+      timed = choose_budget(*model.gpt, batch);
+      opts.budget = timed.budget;
+      opts.auto_budget = &timed;
+    }
+    int64_t largest = opts.budget;
+    for (const auto& [n, ms] : timed.cost_ms) largest = std::max(largest, n);
     auto lantern = lantern_for(model, m);
     opts.lantern = lantern.get();
-    auto source = make_eagle_source(*model.drafter, *model.gpt, batch);
+    const int64_t scratch = std::max(kDefaultScratchRows, max_draft_rows(m, largest));
+    auto source = make_eagle_source(*model.drafter, *model.gpt, batch, scratch);
     res = generate_speculative(*model.gpt, *source, cond, request, opts, on_step, cancel);
   } else if (m.method == "sjd" || m.method == "pathspec") {
     // Training-free: no draft head needed, any model runs them (SPEC_DECODING.md 6).

@@ -1,20 +1,26 @@
-// The one speculative decoding loop (ARCHITECTURE.md): a draft source, a tree-shape policy and an
-// acceptance rule, over the target's KV cache with in-place compaction of the accepted path.
-// The Jacobi methods (jacobi.h) run through the same loop with their own drafts and rule.
+// The one speculative decoding loop (ARCHITECTURE.md): a proposer drafts a tree, one target
+// forward under the tree mask verifies it, a verifier accepts a path plus one target token, the
+// KV cache keeps the accepted rows, and a recorder streams the statistics (proposer.h,
+// verifier.h, step_recorder.h). Draft-tree methods and the Jacobi methods share it.
 #pragma once
 #include <atomic>
 
 #include "decode/ar_sampler.h"
+#include "decode/budget.h"
 #include "decode/draft_source.h"
 #include "decode/lantern.h"
 #include "decode/method.h"
 
 namespace adtree::decode {
 
+class Verifier;
+
 struct SpecOptions {
-  int64_t budget = 58;                 // N for dynamic / ADT trees (already resolved from auto)
-  const LanternRule* lantern = nullptr;  // relaxed acceptance when set
-  int64_t max_tokens = -1;             // stop after this many tokens (tests); -1 = the whole grid
+  int64_t budget = 58;  // N for dynamic / ADT trees (already resolved from auto)
+  const BudgetChoice* auto_budget = nullptr;  // set: N adapts to the run from this cost curve
+  const LanternRule* lantern = nullptr;       // relaxed acceptance when set
+  int64_t max_tokens = -1;       // stop after this many tokens (tests); -1 = the whole grid
+  Verifier* verifier = nullptr;  // replaces the rule's verifier (tests of the rule itself)
 };
 
 // `cond` as for generate_ar. The method must be "static", "dynamic" or "adt".

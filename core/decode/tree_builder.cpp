@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -17,36 +18,48 @@ at::Tensor draft_probs(const LogitsProcessor& proc, const at::Tensor& logits,
   return proc.process_rows(logits, idx).probs.to(at::kCPU).contiguous();
 }
 
-// The `count` best tokens of q (ties broken by lower id) with their probabilities.
-std::vector<std::pair<int64_t, float>> top_tokens(const at::Tensor& q, int64_t count) {
-  count = std::min<int64_t>(count, q.numel());
-  auto tk = q.topk(count);
-  auto vals = std::get<0>(tk).contiguous(), ids = std::get<1>(tk).contiguous();
-  const float* vp = vals.data_ptr<float>();
-  const int64_t* ip = ids.data_ptr<int64_t>();
-  std::vector<std::pair<int64_t, float>> out;
-  for (int64_t i = 0; i < count; ++i) {
-    if (vp[i] <= 0) break;  // never propose tokens the draft gives no mass
-    out.emplace_back(ip[i], vp[i]);
+// The `count` largest keys (> 0) in descending order, ties to the lower id.
+std::vector<int64_t> top_by_key(const std::vector<double>& key, int64_t count) {
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < int64_t(key.size()); ++i) {
+    if (key[size_t(i)] > 0) ids.push_back(i);  // never propose tokens the draft gives no mass
   }
-  return out;
-}
-
-// `count` tokens drawn without replacement from q, each with its unconditional q.
-std::vector<std::pair<int64_t, float>> draw_tokens(const at::Tensor& q, int64_t count, Rng& rng) {
-  auto work = q.clone();
-  std::vector<std::pair<int64_t, float>> out;
-  const float* qp = q.data_ptr<float>();
-  for (int64_t i = 0; i < count; ++i) {
-    if (!(work.sum().item<float>() > 0)) break;
-    const int64_t t = sample_from(work, rng);
-    out.emplace_back(t, qp[t]);
-    work[t] = 0.f;
-  }
-  return out;
+  count = std::min<int64_t>(count, int64_t(ids.size()));
+  auto better = [&](int64_t a, int64_t b) {
+    return key[size_t(a)] > key[size_t(b)] || (key[size_t(a)] == key[size_t(b)] && a < b);
+  };
+  std::partial_sort(ids.begin(), ids.begin() + count, ids.end(), better);
+  ids.resize(size_t(count));
+  return ids;
 }
 
 }  // namespace
+
+std::vector<Child> ChildPicker::pick(const at::Tensor& q_t, int64_t count, int64_t cell) const {
+  auto q_c = q_t.to(at::kCPU, at::kFloat).contiguous();
+  const float* q = q_c.data_ptr<float>();
+  const int64_t V = q_c.numel();
+  std::vector<double> key(static_cast<size_t>(V));
+  double total = 0;
+  if (rule == VerifyRule::Coupled) {
+    const auto& w = noise->weights(cell);
+    for (int64_t i = 0; i < V; ++i) total += key[size_t(i)] = double(q[i]) * w[size_t(i)];
+  } else if (rule == VerifyRule::Sampled) {
+    // Exponential race: the order of q / E (E ~ Exp(1)) is a draw without replacement from q.
+    for (int64_t i = 0; i < V; ++i) {
+      key[size_t(i)] = q[i] > 0 ? double(q[i]) / -std::log(1.0 - rng->uniform()) : 0.0;
+    }
+  } else {
+    for (int64_t i = 0; i < V; ++i) key[size_t(i)] = q[i];
+  }
+  std::vector<Child> out;
+  for (int64_t id : top_by_key(key, count)) {
+    const double inc =
+        rule == VerifyRule::Coupled ? std::log(key[size_t(id)] / total) : std::log(double(q[id]));
+    out.push_back(Child{id, q[id], inc});
+  }
+  return out;
+}
 
 int64_t StaticTreeSpec::depth() const {
   size_t d = 0;
@@ -73,21 +86,89 @@ void StaticTreeSpec::validate() const {
 StaticTreeSpec StaticTreeSpec::preset(const std::string& name) {
   StaticTreeSpec s;
   if (name == "eagle25") {  // 4 + 6 + 6 + 5 + 4 nodes
-    s.paths = {{0}, {1}, {2}, {3},
-               {0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {2, 0},
-               {0, 0, 0}, {0, 0, 1}, {0, 1, 0}, {1, 0, 0}, {0, 2, 0}, {2, 0, 0},
-               {0, 0, 0, 0}, {0, 0, 0, 1}, {0, 0, 1, 0}, {0, 1, 0, 0}, {1, 0, 0, 0},
-               {0, 0, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, 0, 1, 0}, {0, 0, 1, 0, 0}};
+    s.paths = {{0},
+               {1},
+               {2},
+               {3},
+               {0, 0},
+               {0, 1},
+               {0, 2},
+               {1, 0},
+               {1, 1},
+               {2, 0},
+               {0, 0, 0},
+               {0, 0, 1},
+               {0, 1, 0},
+               {1, 0, 0},
+               {0, 2, 0},
+               {2, 0, 0},
+               {0, 0, 0, 0},
+               {0, 0, 0, 1},
+               {0, 0, 1, 0},
+               {0, 1, 0, 0},
+               {1, 0, 0, 0},
+               {0, 0, 0, 0, 0},
+               {0, 0, 0, 0, 1},
+               {0, 0, 0, 1, 0},
+               {0, 0, 1, 0, 0}};
   } else if (name == "eagle57") {  // 10 + 17 + 12 + 10 + 8 nodes
-    s.paths = {{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}, {8}, {9},
-               {0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {1, 0}, {1, 1}, {1, 2}, {1, 3},
-               {2, 0}, {2, 1}, {2, 2}, {3, 0}, {3, 1}, {4, 0}, {5, 0},
-               {0, 0, 0}, {0, 0, 1}, {0, 0, 2}, {0, 0, 3}, {0, 1, 0}, {0, 1, 1}, {0, 2, 0},
-               {1, 0, 0}, {1, 0, 1}, {1, 1, 0}, {2, 0, 0}, {3, 0, 0},
-               {0, 0, 0, 0}, {0, 0, 0, 1}, {0, 0, 0, 2}, {0, 0, 1, 0}, {0, 0, 2, 0},
-               {0, 1, 0, 0}, {1, 0, 0, 0}, {0, 0, 3, 0}, {0, 1, 1, 0}, {2, 0, 0, 0},
-               {0, 0, 0, 0, 0}, {0, 0, 0, 0, 1}, {0, 0, 0, 0, 2}, {0, 0, 0, 1, 0},
-               {0, 0, 1, 0, 0}, {0, 1, 0, 0, 0}, {1, 0, 0, 0, 0}, {0, 0, 0, 2, 0}};
+    s.paths = {{0},
+               {1},
+               {2},
+               {3},
+               {4},
+               {5},
+               {6},
+               {7},
+               {8},
+               {9},
+               {0, 0},
+               {0, 1},
+               {0, 2},
+               {0, 3},
+               {0, 4},
+               {0, 5},
+               {1, 0},
+               {1, 1},
+               {1, 2},
+               {1, 3},
+               {2, 0},
+               {2, 1},
+               {2, 2},
+               {3, 0},
+               {3, 1},
+               {4, 0},
+               {5, 0},
+               {0, 0, 0},
+               {0, 0, 1},
+               {0, 0, 2},
+               {0, 0, 3},
+               {0, 1, 0},
+               {0, 1, 1},
+               {0, 2, 0},
+               {1, 0, 0},
+               {1, 0, 1},
+               {1, 1, 0},
+               {2, 0, 0},
+               {3, 0, 0},
+               {0, 0, 0, 0},
+               {0, 0, 0, 1},
+               {0, 0, 0, 2},
+               {0, 0, 1, 0},
+               {0, 0, 2, 0},
+               {0, 1, 0, 0},
+               {1, 0, 0, 0},
+               {0, 0, 3, 0},
+               {0, 1, 1, 0},
+               {2, 0, 0, 0},
+               {0, 0, 0, 0, 0},
+               {0, 0, 0, 0, 1},
+               {0, 0, 0, 0, 2},
+               {0, 0, 0, 1, 0},
+               {0, 0, 1, 0, 0},
+               {0, 1, 0, 0, 0},
+               {1, 0, 0, 0, 0},
+               {0, 0, 0, 2, 0}};
   } else {
     throw Error("unknown static tree '" + name + "' (eagle25 or eagle57)");
   }
@@ -95,8 +176,7 @@ StaticTreeSpec StaticTreeSpec::preset(const std::string& name) {
   return s;
 }
 
-DraftTree build_static_tree(DraftContext& ctx, const StaticTreeSpec& spec, bool sample_children,
-                            Rng& rng) {
+DraftTree build_static_tree(DraftContext& ctx, const StaticTreeSpec& spec) {
   DraftTree tree;
   tree.nodes.push_back(DraftNode{ctx.root_token, -1, 0, 0.0, 1.f, 0});
   tree.child_dist.emplace_back();
@@ -126,7 +206,8 @@ DraftTree build_static_tree(DraftContext& ctx, const StaticTreeSpec& spec, bool 
       idx.push_back(ctx.root_index + pn.depth + 1);
     }
     if (need.count(0)) {
-      tree.child_dist[0] = draft_probs(ctx.draft_proc, ctx.root_logits.unsqueeze(1), {ctx.root_index + 1})[0];
+      tree.child_dist[0] =
+          draft_probs(ctx.draft_proc, ctx.root_logits.unsqueeze(1), {ctx.root_index + 1})[0];
     }
     if (!inputs.empty()) {
       std::vector<int64_t> new_rows;
@@ -138,10 +219,10 @@ DraftTree build_static_tree(DraftContext& ctx, const StaticTreeSpec& spec, bool 
       }
     }
     // Children of each parent, then the spec's nodes at this level in path order.
-    std::map<int64_t, std::vector<std::pair<int64_t, float>>> kids;
+    std::map<int64_t, std::vector<Child>> kids;
     for (const auto& [parent, n] : need) {
-      const auto& q = tree.child_dist[size_t(parent)];
-      kids[parent] = sample_children ? draw_tokens(q, n, rng) : top_tokens(q, n);
+      const int64_t cell = ctx.root_index + tree.nodes[size_t(parent)].depth + 1;
+      kids[parent] = ctx.picker.pick(tree.child_dist[size_t(parent)], n, cell);
     }
     for (const auto& p : spec.paths) {
       if (int64_t(p.size()) != level) continue;
@@ -149,10 +230,10 @@ DraftTree build_static_tree(DraftContext& ctx, const StaticTreeSpec& spec, bool 
       if (it == node_of.end()) continue;
       const auto& cand = kids[it->second];
       if (p.back() >= int(cand.size())) continue;
-      const auto& [tok, qv] = cand[size_t(p.back())];
+      const Child& ch = cand[size_t(p.back())];
       const auto& parent = tree.nodes[size_t(it->second)];
       node_of[p] = tree.size();
-      tree.nodes.push_back(DraftNode{tok, it->second, level, parent.score + std::log(double(qv)), qv,
+      tree.nodes.push_back(DraftNode{ch.token, it->second, level, parent.score + ch.log_score, ch.q,
                                      int32_t(p.back())});
       tree.child_dist.emplace_back();
     }
@@ -169,8 +250,22 @@ double root_confidence(const DraftContext& ctx) {
   return q.max().item<double>();
 }
 
+namespace {
+// The score below which nothing can enter the N best of `cands` (ties go to the earlier node, so a
+// later node with exactly this score loses too); -inf while fewer than N are recorded.
+template <class Cands>
+double nth_best_score(const Cands& cands, int64_t budget) {
+  if (budget <= 0 || int64_t(cands.size()) - 1 < budget) return -HUGE_VAL;
+  std::vector<double> s;
+  for (size_t i = 1; i < cands.size(); ++i) s.push_back(cands[i].node.score);
+  std::nth_element(s.begin(), s.begin() + (budget - 1), s.end(), std::greater<double>());
+  return s[size_t(budget - 1)];
+}
+}  // namespace
+
 DraftTree build_dynamic_tree(DraftContext& ctx, int64_t levels, int64_t width, int64_t budget) {
   levels = std::min(levels, ctx.max_levels);
+  if (budget > 0) levels = std::min(levels, budget);  // N nodes hold at most N levels
   // All recorded candidates; each remembers whether it was expanded (has a draft row and q).
   struct Cand {
     DraftNode node;
@@ -179,16 +274,24 @@ DraftTree build_dynamic_tree(DraftContext& ctx, int64_t levels, int64_t width, i
   };
   std::vector<Cand> cands;
   cands.push_back(Cand{DraftNode{ctx.root_token, -1, 0, 0.0, 1.f, 0}, kRootRow, {}});
-  cands[0].dist = draft_probs(ctx.draft_proc, ctx.root_logits.unsqueeze(1), {ctx.root_index + 1})[0];
+  cands[0].dist =
+      draft_probs(ctx.draft_proc, ctx.root_logits.unsqueeze(1), {ctx.root_index + 1})[0];
   std::vector<int64_t> frontier{0};
   for (int64_t level = 1; level <= levels; ++level) {
     if (level > 1) {
+      // A frontier node at or below the N-th best score cannot have a child in the N best.
+      const double cut = nth_best_score(cands, budget);
+      frontier.erase(std::remove_if(frontier.begin(), frontier.end(),
+                                    [&](int64_t f) { return cands[size_t(f)].node.score <= cut; }),
+                     frontier.end());
+      if (frontier.empty()) break;
       // Expand the frontier (one batched forward with the tree mask) to get its children's q.
       std::vector<DraftInput> inputs;
       std::vector<int64_t> idx;
       for (auto f : frontier) {
         const auto& n = cands[size_t(f)].node;
-        inputs.push_back(DraftInput{n.token, cands[size_t(n.parent)].row, ctx.root_index + n.depth});
+        inputs.push_back(
+            DraftInput{n.token, cands[size_t(n.parent)].row, ctx.root_index + n.depth});
         idx.push_back(ctx.root_index + n.depth + 1);
       }
       std::vector<int64_t> rows;
@@ -198,15 +301,18 @@ DraftTree build_dynamic_tree(DraftContext& ctx, int64_t levels, int64_t width, i
         cands[size_t(frontier[i])].dist = q[int64_t(i)];
       }
     }
-    // Each frontier node's top-K children, scored by cumulative log q; all are recorded.
+    // Each frontier node's top-K children; all are recorded. A child scores no higher than its
+    // parent or its earlier sibling (min), so the kept set stays a tree of candidate prefixes.
     std::vector<int64_t> level_ids;
     for (auto f : frontier) {
-      const double base = cands[size_t(f)].node.score;
+      double prev = cands[size_t(f)].node.score;
+      const double base = prev;
       int32_t rank = 0;
-      for (const auto& [tok, qv] : top_tokens(cands[size_t(f)].dist, width)) {
+      const int64_t cell = ctx.root_index + level;
+      for (const Child& ch : ctx.picker.pick(cands[size_t(f)].dist, width, cell)) {
+        prev = std::min(prev, base + ch.log_score);
         level_ids.push_back(int64_t(cands.size()));
-        cands.push_back(Cand{DraftNode{tok, f, level, base + std::log(double(qv)), qv, rank++},
-                             kRootRow - 1, {}});
+        cands.push_back(Cand{DraftNode{ch.token, f, level, prev, ch.q, rank++}, kRootRow - 1, {}});
       }
     }
     if (level_ids.empty()) break;
@@ -217,8 +323,8 @@ DraftTree build_dynamic_tree(DraftContext& ctx, int64_t levels, int64_t width, i
     if (int64_t(level_ids.size()) > width) level_ids.resize(size_t(width));
     frontier = level_ids;
   }
-  // Rerank: the N best nodes by score. Scores never rise with depth, and ties go to the shallower
-  // (earlier-recorded) node, so every kept node's parent is kept: the result is a tree.
+  // Rerank: the N best nodes by score. Scores never rise with depth or rank, and ties go to the
+  // shallower (earlier-recorded) node, so every kept node's parent and earlier siblings are kept.
   std::vector<int64_t> order;
   for (int64_t i = 1; i < int64_t(cands.size()); ++i) order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
@@ -242,6 +348,16 @@ DraftTree build_dynamic_tree(DraftContext& ctx, int64_t levels, int64_t width, i
   }
   tree.width = width;
   return tree;
+}
+
+int64_t max_draft_rows(const MethodSettings& m, int64_t budget) {
+  if (m.method == "static")
+    return int64_t(StaticTreeSpec::preset(m.static_tree.preset).paths.size());
+  const bool adt = m.method == "adt";
+  int64_t levels = adt ? m.adt.d_max : m.dynamic_tree.depth + 1;
+  const int64_t width = adt ? m.adt.k_max : m.dynamic_tree.width;
+  if (budget > 0) levels = std::min(levels, budget);
+  return std::max<int64_t>(0, levels - 1) * width;  // each expansion round feeds <= K rows
 }
 
 }  // namespace adtree::decode

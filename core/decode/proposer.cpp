@@ -1,0 +1,200 @@
+#include "decode/proposer.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "decode/adt_policy.h"
+#include "util/error.h"
+
+namespace adtree::decode {
+
+namespace {
+
+// The draft-head proposers share the lifecycle of their DraftSource (draft_source.h): the rows
+// each step feeds are the tokens committed by the last step, with their predecessors' features.
+class DraftTreeProposer : public Proposer {
+ public:
+  explicit DraftTreeProposer(const ProposerInputs& in)
+      : src_(*in.source), proc_(in.draft_proc), picker_(in.picker) {}
+
+  void start(const model::Condition& cond, const at::Tensor& feature) override {
+    src_.start(cond, feature);
+    src_.take_forward_ms();  // the first rows are fed by the first step
+    todo_feats_ = feature;
+  }
+
+  DraftTree propose(const std::vector<int64_t>& committed, int64_t max_levels) override {
+    if (todo_tokens_.empty()) todo_tokens_ = {committed.back()}, todo_first_ = 0;
+    auto root_logits = src_.begin_step(todo_tokens_, todo_feats_, todo_first_);
+    DraftContext ctx{
+        src_,      proc_, picker_, root_logits, committed.back(), int64_t(committed.size()) - 1,
+        max_levels};
+    auto tree = build(ctx);
+    src_.end_step();
+    return tree;
+  }
+
+  void observe(const StepOutcome& out) override {
+    // Next step's draft rows: each new token with the target feature of its predecessor.
+    todo_tokens_ = out.new_tokens;
+    auto idx =
+        at::tensor(out.parents, at::TensorOptions().dtype(at::kLong)).to(out.hidden.device());
+    todo_feats_ = out.hidden.index_select(1, idx);
+    todo_first_ = out.first_cell;
+  }
+
+  double take_draft_ms() override { return src_.take_forward_ms(); }
+
+ protected:
+  virtual DraftTree build(DraftContext& ctx) = 0;
+
+ private:
+  DraftSource& src_;
+  const LogitsProcessor& proc_;
+  ChildPicker picker_;
+  std::vector<int64_t> todo_tokens_;
+  at::Tensor todo_feats_;
+  int64_t todo_first_ = 0;
+};
+
+class StaticProposer : public DraftTreeProposer {
+ public:
+  explicit StaticProposer(const ProposerInputs& in)
+      : DraftTreeProposer(in), spec_(StaticTreeSpec::preset(in.method.static_tree.preset)) {}
+  int64_t budget() const override { return int64_t(spec_.paths.size()); }
+  int64_t max_nodes() const override { return int64_t(spec_.paths.size()); }
+
+ protected:
+  DraftTree build(DraftContext& ctx) override { return build_static_tree(ctx, spec_); }
+
+ private:
+  StaticTreeSpec spec_;
+};
+
+// EAGLE-2's tree with fixed (D + 1, K); the budget N is fixed or follows the run (AdaptiveBudget).
+class DynamicProposer : public DraftTreeProposer {
+ public:
+  explicit DynamicProposer(const ProposerInputs& in)
+      : DraftTreeProposer(in),
+        shape_{in.method.dynamic_tree.depth + 1, in.method.dynamic_tree.width},
+        fixed_(in.budget),
+        max_budget_(in.budget) {
+    if (in.auto_budget) {
+      adaptive_.emplace(*in.auto_budget);
+      for (const auto& [n, ms] : in.auto_budget->cost_ms) max_budget_ = std::max(max_budget_, n);
+    }
+    if (max_budget_ < 1) throw Error("the verification budget N must be resolved (> 0)");
+    last_budget_ = step_budget();
+  }
+  int64_t budget() const override { return last_budget_; }
+  int64_t max_nodes() const override { return std::max<int64_t>(max_budget_, shape_.k); }
+  void observe(const StepOutcome& out) override {
+    DraftTreeProposer::observe(out);
+    if (adaptive_) adaptive_->observe(out.tree, out.acc);
+  }
+
+ protected:
+  // N for this step: the fixed or adaptive budget (ADT may shrink it to its shape).
+  int64_t step_budget() const { return adaptive_ ? adaptive_->current() : fixed_; }
+  int64_t max_budget() const { return max_budget_; }
+  DraftTree build_shape(DraftContext& ctx, TreeShape shape, int64_t n) {
+    last_budget_ = n;
+    return build_dynamic_tree(ctx, shape.d, shape.k, n);
+  }
+  DraftTree build(DraftContext& ctx) override { return build_shape(ctx, shape_, step_budget()); }
+
+ private:
+  TreeShape shape_;
+  int64_t fixed_, max_budget_;
+  std::optional<AdaptiveBudget> adaptive_;
+  int64_t last_budget_ = 0;
+};
+
+class AdtProposer : public DynamicProposer {
+ public:
+  explicit AdtProposer(const ProposerInputs& in)
+      : DynamicProposer(in),
+        s_(in.method.adt),
+        policy_(in.method.adt, in.target.grid_h, in.target.grid_w, in.seed) {}
+  int64_t max_nodes() const override {
+    return std::max<int64_t>(max_budget(), s_.k_max * s_.d_max);
+  }
+  void start(const model::Condition& cond, const at::Tensor& feature) override {
+    DynamicProposer::start(cond, feature);
+    policy_.start();
+  }
+  void observe(const StepOutcome& out) override {
+    DynamicProposer::observe(out);
+    // alpha: the share of the levels actually built (after the budget and the image end).
+    alpha_ = out.tree.levels > 0 ? double(out.acc.path.size()) / double(out.tree.levels) : 0.0;
+    accepted_ = int64_t(out.acc.path.size());
+    std::vector<int64_t> cells;
+    for (size_t i = 0; i < out.new_tokens.size(); ++i) cells.push_back(out.first_cell + int64_t(i));
+    next_ = policy_.update(shape_, alpha_, cells);
+  }
+  void annotate(StepTrace& st) const override {
+    st.has_adt = true;
+    st.adt = AdtTrace{shape_.d,  shape_.k, origin_,
+                      accepted_, alpha_,   s_.beta,
+                      next_.d,   next_.k,  AdtPolicy::describe(s_, alpha_)};
+  }
+
+ protected:
+  DraftTree build(DraftContext& ctx) override {
+    const double conf = s_.adjacency == Adjacency::Confidence ? root_confidence(ctx) : 0.0;
+    shape_ = policy_.shape_for(ctx.root_index + 1, &origin_, conf);
+    int64_t n = step_budget();
+    if (s_.budget_rule == AdtBudget::Shape) n = std::min(n, shape_.d * shape_.k);
+    return build_shape(ctx, shape_, n);
+  }
+
+ private:
+  AdtSettings s_;
+  AdtPolicy policy_;
+  TreeShape shape_, next_;
+  std::string origin_;
+  double alpha_ = 0;
+  int64_t accepted_ = 0;
+};
+
+class JacobiProposer : public Proposer {
+ public:
+  explicit JacobiProposer(const ProposerInputs& in, Rng& rng)
+      : state_(in.method.method, in.method.jacobi, in.target.grid_h, in.target.grid_w,
+               in.target.vocab_size, in.n_img, in.rule, in.noise),
+        rng_(rng) {}
+  void start(const model::Condition&, const at::Tensor&) override {}
+  DraftTree propose(const std::vector<int64_t>& committed, int64_t max_levels) override {
+    return state_.build_tree(committed, max_levels, rng_);
+  }
+  void observe(const StepOutcome& out) override { state_.recycle(out.acc, rng_); }
+  int64_t budget() const override { return state_.paths() * state_.length(); }
+  int64_t max_nodes() const override { return budget(); }
+  JacobiState& state() { return state_; }
+
+ private:
+  JacobiState state_;
+  Rng& rng_;
+};
+
+}  // namespace
+
+std::unique_ptr<Proposer> make_proposer(const ProposerInputs& in) {
+  const auto& m = in.method.method;
+  if (m == "sjd" || m == "pathspec") {
+    if (!in.picker.rng) throw Error("make_proposer: the Jacobi proposer needs the job's Rng");
+    return std::make_unique<JacobiProposer>(in, *in.picker.rng);
+  }
+  if (!in.source) throw Error("method '" + m + "' needs a draft source");
+  if (m == "static") return std::make_unique<StaticProposer>(in);
+  if (m == "dynamic") return std::make_unique<DynamicProposer>(in);
+  if (m == "adt") return std::make_unique<AdtProposer>(in);
+  throw Error("'" + m + "' is not a draft-tree method");
+}
+
+JacobiState* jacobi_state(Proposer& p) {
+  auto* j = dynamic_cast<JacobiProposer*>(&p);
+  return j ? &j->state() : nullptr;
+}
+
+}  // namespace adtree::decode
