@@ -11,7 +11,6 @@
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
-#include <QMimeData>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -21,6 +20,7 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRandomGenerator>
@@ -40,17 +40,17 @@
 #include "ui/compare_window.h"
 #include "ui/default_model.h"
 #include "ui/distribution_view.h"
-#include "ui/histogram_panel.h"
-#include "ui/history_panel.h"
-#include "ui/replay_panel.h"
-#include "ui/tree_view.h"
 #include "ui/engine_bridge.h"
 #include "ui/heatmap_panel.h"
+#include "ui/histogram_panel.h"
+#include "ui/history_panel.h"
 #include "ui/image_view.h"
 #include "ui/method_names.h"
 #include "ui/plot_panel.h"
 #include "ui/prompt_edit.h"
+#include "ui/replay_panel.h"
 #include "ui/settings_panel.h"
+#include "ui/tree_view.h"
 
 namespace adtree::ui {
 
@@ -77,7 +77,8 @@ QString format_params(qint64 n) {
 
 }  // namespace
 
-MainWindow::MainWindow(QWidget* parent) : MainWindow(engine::EngineOptions{}.preview_interval_ms, parent) {}
+MainWindow::MainWindow(QWidget* parent)
+    : MainWindow(engine::EngineOptions{}.preview_interval_ms, parent) {}
 
 MainWindow::MainWindow(double previewIntervalMs, QWidget* parent) : QMainWindow(parent) {
   setWindowTitle(tr("ADT-Tree Studio"));
@@ -110,8 +111,9 @@ void MainWindow::buildUi() {
   banner_->setObjectName("randomModelBanner");
   banner_->setWordWrap(true);
   banner_->setTextFormat(Qt::RichText);
-  banner_->setStyleSheet("QLabel#randomModelBanner { background: #fff4ce; color: #5c4400; "
-                         "border: 1px solid #e0c060; border-radius: 4px; padding: 5px 8px; }");
+  banner_->setStyleSheet(
+      "QLabel#randomModelBanner { background: #fff4ce; color: #5c4400; "
+      "border: 1px solid #e0c060; border-radius: 4px; padding: 5px 8px; }");
   banner_->setVisible(false);
   v->addWidget(banner_);
 
@@ -119,10 +121,12 @@ void MainWindow::buildUi() {
   auto* row1 = new QHBoxLayout;
   row1->setSpacing(6);
   prompt_ = new PromptEdit(central);
-  prompt_->setPlaceholderText(tr("Describe the image, e.g. \"red apple noto\" (words from the model's "
-                                 "vocabulary; Tab/arrows pick a completion)"));
-  prompt_->setToolTip(tr("The prompt: words the model knows (completion lists them as you type) "
-                         "or, for class models, one class name.\nReturn or Ctrl+Return generates."));
+  prompt_->setPlaceholderText(
+      tr("Describe the image, e.g. \"red apple noto\" (words from the model's "
+         "vocabulary; Tab/arrows pick a completion)"));
+  prompt_->setToolTip(
+      tr("The prompt: words the model knows (completion lists them as you type) "
+         "or, for class models, one class name.\nReturn or Ctrl+Return generates."));
   QFont pf = prompt_->font();
   pf.setPointSizeF(pf.pointSizeF() * 1.15);
   prompt_->setFont(pf);
@@ -145,13 +149,14 @@ void MainWindow::buildUi() {
   prompt_file_button_ = new QPushButton(tr("Embedding…"), central);
   prompt_file_button_->setObjectName("promptFileButton");
   prompt_file_button_->setMinimumHeight(30);
-  prompt_file_button_->setToolTip(tr("Choose a caption-embedding file (.safetensors from "
-                                     "tools/t5_embed.py) as the prompt"));
+  prompt_file_button_->setToolTip(
+      tr("Choose a caption-embedding file (.safetensors from "
+         "tools/t5_embed.py) as the prompt"));
   prompt_file_button_->setVisible(false);
   connect(prompt_file_button_, &QPushButton::clicked, this, [this] {
-    const QString path = QFileDialog::getOpenFileName(
-        this, tr("Choose a caption embedding"), QDir::homePath(),
-        tr("Caption embeddings (*.safetensors);;All files (*)"));
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Choose a caption embedding"), QDir::homePath(),
+                                     tr("Caption embeddings (*.safetensors);;All files (*)"));
     if (!path.isEmpty()) prompt_->setText(path);
   });
   row1->addWidget(prompt_, 1);
@@ -172,15 +177,17 @@ void MainWindow::buildUi() {
     method_->addItem(method_label(key), key);
     method_->setItemData(method_->count() - 1, method_help(key), Qt::ToolTipRole);
   }
-  method_->setToolTip(tr("Decoding method. All lossless methods draw from the same distribution "
-                         "as AR; they differ in speed.\nTree methods need the model's draft head "
-                         "(drafter.safetensors)."));
+  method_->setToolTip(
+      tr("Decoding method. All lossless methods draw from the same distribution "
+         "as AR; they differ in speed.\nTree methods need the model's draft head "
+         "(drafter.safetensors)."));
   method_label_w->setBuddy(method_);
   lantern_ = new QCheckBox(tr("Relaxed acceptance (LANTERN)"), central);
-  lantern_->setToolTip(tr("Accept a draft token when it is close in the VQ codebook to what the "
-                          "model would pick (LANTERN).\nFaster with draft trees, but lossy: the "
-                          "image differs slightly from plain sampling.\nOnly for draft-tree "
-                          "methods; settings in the LANTERN section."));
+  lantern_->setToolTip(
+      tr("Accept a draft token when it is close in the VQ codebook to what the "
+         "model would pick (LANTERN).\nFaster with draft trees, but lossy: the "
+         "image differs slightly from plain sampling.\nOnly for draft-tree "
+         "methods; settings in the LANTERN section."));
   auto* seed_label = new QLabel(tr("Seed"), central);
   seed_ = new QSpinBox(central);
   seed_->setRange(0, std::numeric_limits<int>::max());
@@ -188,8 +195,9 @@ void MainWindow::buildUi() {
   seed_->setMinimumWidth(110);
   seed_label->setBuddy(seed_);
   random_seed_ = new QCheckBox(tr("random"), central);
-  random_seed_->setToolTip(tr("Draw a new seed for every generation (it is shown in the seed box, "
-                              "so a good image can be reproduced)."));
+  random_seed_->setToolTip(
+      tr("Draw a new seed for every generation (it is shown in the seed box, "
+         "so a good image can be reproduced)."));
   row2->addWidget(method_label_w);
   row2->addWidget(method_);
   row2->addWidget(lantern_);
@@ -215,9 +223,10 @@ void MainWindow::buildUi() {
   // Tabular digits: the numbers change 30 times a second and must not make the text jump.
   QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
   progress_text_->setFont(mono);
-  progress_text_->setToolTip(tr("τ (tau) = tokens committed per target-model forward: 1 for AR, "
-                                "the speed-up factor of speculative methods.\nSpeed and ETA use "
-                                "the last 0.25 s."));
+  progress_text_->setToolTip(
+      tr("τ (tau) = tokens committed per target-model forward: 1 for AR, "
+         "the speed-up factor of speculative methods.\nSpeed and ETA use "
+         "the last 0.25 s."));
   row3->addWidget(progress_, 2);
   row3->addWidget(progress_text_, 3);
   v->addLayout(row3);
@@ -253,7 +262,8 @@ void MainWindow::buildUi() {
   settings_dock_->setFeatures(QDockWidget::DockWidgetClosable | QDockWidget::DockWidgetMovable |
                               QDockWidget::DockWidgetFloatable);
   // Wide enough for every label and field without a horizontal scroll bar.
-  scroll->setMinimumWidth(settings_->sizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() + 4);
+  scroll->setMinimumWidth(settings_->sizeHint().width() +
+                          scroll->verticalScrollBar()->sizeHint().width() + 4);
   addDockWidget(Qt::LeftDockWidgetArea, settings_dock_);
 
   // The teaching and research views (GUI.md "Beyond a single run"): docks, so a class can show
@@ -261,12 +271,15 @@ void MainWindow::buildUi() {
   // All under the maps: the replay strip, and beside it the inspector, histograms and history as
   // tabs, so the image and maps keep the window's full width.
   replay_ = new ReplayPanel;
-  replay_dock_ = addDock(tr("Replay and draft tree"), "replayDock", replay_, Qt::BottomDockWidgetArea);
+  replay_dock_ =
+      addDock(tr("Replay and draft tree"), "replayDock", replay_, Qt::BottomDockWidgetArea);
   inspector_ = new DistributionView;
-  inspector_dock_ = addDock(tr("Token distribution"), "inspectorDock", inspector_, Qt::BottomDockWidgetArea);
+  inspector_dock_ =
+      addDock(tr("Token distribution"), "inspectorDock", inspector_, Qt::BottomDockWidgetArea);
   splitDockWidget(replay_dock_, inspector_dock_, Qt::Horizontal);
   histograms_ = new HistogramPanel;
-  histogram_dock_ = addDock(tr("Acceptance histograms"), "histogramDock", histograms_, Qt::BottomDockWidgetArea);
+  histogram_dock_ =
+      addDock(tr("Acceptance histograms"), "histogramDock", histograms_, Qt::BottomDockWidgetArea);
   history_panel_ = new HistoryPanel;
   history_dock_ = addDock(tr("History"), "historyDock", history_panel_, Qt::BottomDockWidgetArea);
   tabifyDockWidget(inspector_dock_, histogram_dock_);
@@ -319,8 +332,10 @@ QDockWidget* MainWindow::addDock(const QString& title, const QString& name, QWid
 void MainWindow::createActions() {
   auto* file = menuBar()->addMenu(tr("&File"));
   act_open_ = file->addAction(tr("&Open Model…"), this, [this] {
-    const QString start = model_ ? QFileInfo(QString::fromStdString(model_->dir)).path() : QDir::homePath();
-    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open a model directory"), start);
+    const QString start =
+        model_ ? QFileInfo(QString::fromStdString(model_->dir)).path() : QDir::homePath();
+    const QString dir =
+        QFileDialog::getExistingDirectory(this, tr("Open a model directory"), start);
     if (!dir.isEmpty()) openModel(dir);
   });
   act_open_->setShortcut(QKeySequence::Open);
@@ -331,8 +346,9 @@ void MainWindow::createActions() {
       ->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
   act_save_run_ = file->addAction(tr("Save Ru&n…"), this, &MainWindow::saveRunDialog);
   act_save_run_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
-  act_save_run_->setToolTip(tr("One file with the settings, tokens, per-step records, trees and the "
-                               "picture: reopen it here, share it, or reproduce it from its settings"));
+  act_save_run_->setToolTip(
+      tr("One file with the settings, tokens, per-step records, trees and the "
+         "picture: reopen it here, share it, or reproduce it from its settings"));
   auto* exp = file->addMenu(tr("&Export"));
   act_save_image_ = exp->addAction(tr("&Image as PNG…"), this, &MainWindow::saveImage);
   act_save_image_->setShortcut(QKeySequence::Save);
@@ -346,7 +362,8 @@ void MainWindow::createActions() {
 
   auto* run = menuBar()->addMenu(tr("&Run"));
   act_generate_ = run->addAction(tr("&Generate"), this, &MainWindow::generate);
-  act_generate_->setShortcuts({QKeySequence(Qt::CTRL | Qt::Key_Return), QKeySequence(Qt::CTRL | Qt::Key_Enter)});
+  act_generate_->setShortcuts(
+      {QKeySequence(Qt::CTRL | Qt::Key_Return), QKeySequence(Qt::CTRL | Qt::Key_Enter)});
   act_cancel_ = run->addAction(tr("&Cancel"), this, &MainWindow::cancel);
   act_cancel_->setShortcut(QKeySequence(Qt::Key_Escape));
   run->addSeparator();
@@ -355,8 +372,9 @@ void MainWindow::createActions() {
   act_trace_ = run->addAction(tr("Record Step &Traces"));
   act_trace_->setCheckable(true);
   act_trace_->setChecked(true);
-  act_trace_->setToolTip(tr("Keep every step's draft tree and target distributions for replay and "
-                            "the token inspector (a few hundred kB per run)"));
+  act_trace_->setToolTip(
+      tr("Keep every step's draft tree and target distributions for replay and "
+         "the token inspector (a few hundred kB per run)"));
   run->addSeparator();
   act_step_back_ = run->addAction(tr("Replay: Previous Step"), replay_, &ReplayPanel::stepBack);
   act_step_back_->setShortcut(QKeySequence(Qt::ALT | Qt::Key_Left));
@@ -379,9 +397,10 @@ void MainWindow::createActions() {
   device_group_->actions().first()->setChecked(true);
   auto* prec = model->addMenu(tr("&Precision"));
   dtype_group_ = new QActionGroup(this);
-  for (const auto& [key, label] : {std::pair<QString, QString>{"fp32", tr("fp32 (exact; best on CPU)")},
-                                   std::pair<QString, QString>{"bf16", tr("bf16 (GPU)")},
-                                   std::pair<QString, QString>{"fp16", tr("fp16 (GPU)")}}) {
+  for (const auto& [key, label] :
+       {std::pair<QString, QString>{"fp32", tr("fp32 (exact; best on CPU)")},
+        std::pair<QString, QString>{"bf16", tr("bf16 (GPU)")},
+        std::pair<QString, QString>{"fp16", tr("fp16 (GPU)")}}) {
     auto* a = prec->addAction(label);
     a->setCheckable(true);
     a->setData(key);
@@ -405,12 +424,19 @@ void MainWindow::createActions() {
   view->addSeparator();
   auto* fit = view->addAction(tr("Zoom to &Fit"), image_, [this] { image_->setZoom(0); });
   fit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
-  view->addAction(tr("Zoom &In"), image_, [this] {
-    image_->setZoom((image_->zoom() == 0 ? int(image_->effectiveScale()) : image_->zoom()) + 1);
-  })->setShortcut(QKeySequence::ZoomIn);
-  view->addAction(tr("Zoom &Out"), image_, [this] {
-    image_->setZoom(std::max(1, (image_->zoom() == 0 ? int(image_->effectiveScale()) : image_->zoom()) - 1));
-  })->setShortcut(QKeySequence::ZoomOut);
+  view->addAction(tr("Zoom &In"), image_,
+                  [this] {
+                    image_->setZoom(
+                        (image_->zoom() == 0 ? int(image_->effectiveScale()) : image_->zoom()) + 1);
+                  })
+      ->setShortcut(QKeySequence::ZoomIn);
+  view->addAction(
+          tr("Zoom &Out"), image_,
+          [this] {
+            image_->setZoom(std::max(
+                1, (image_->zoom() == 0 ? int(image_->effectiveScale()) : image_->zoom()) - 1));
+          })
+      ->setShortcut(QKeySequence::ZoomOut);
 
   auto* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About"), this, [this] {
@@ -424,7 +450,9 @@ void MainWindow::createActions() {
 
 void MainWindow::connectBridge() {
   connect(bridge_, &EngineBridge::loadProgress, this,
-          [this](const QString&, const QString& stage, double) { statusBar()->showMessage(stage + "…"); });
+          [this](const QString&, const QString& stage, double) {
+            statusBar()->showMessage(stage + "…");
+          });
   connect(bridge_, &EngineBridge::modelLoaded, this, &MainWindow::onModelLoaded);
   connect(bridge_, &EngineBridge::loadFailed, this, &MainWindow::onLoadFailed);
   connect(bridge_, &EngineBridge::jobStarted, this, &MainWindow::onJobStarted);
@@ -443,8 +471,10 @@ void MainWindow::loadSettings() {
   if (!restoreGeometry(s.value("window/geometry").toByteArray())) resize(1280, 800);
   first_layout_ = !restoreState(s.value("window/state").toByteArray());
   // First start: image 40%, maps 60%; maps and plots 5:2 in height.
-  if (!top_split_->restoreState(s.value("window/topSplit").toByteArray())) top_split_->setSizes({400, 600});
-  if (!main_split_->restoreState(s.value("window/mainSplit").toByteArray())) main_split_->setSizes({500, 200});
+  if (!top_split_->restoreState(s.value("window/topSplit").toByteArray()))
+    top_split_->setSizes({400, 600});
+  if (!main_split_->restoreState(s.value("window/mainSplit").toByteArray()))
+    main_split_->setSizes({500, 200});
   prompt_->setText(s.value("run/prompt").toString());
   seed_->setValue(s.value("run/seed", 0).toInt());
   random_seed_->setChecked(s.value("run/randomSeed", false).toBool());
@@ -520,8 +550,10 @@ void MainWindow::openModel(const QString& dir, const QString& createRandom) {
 }
 
 void MainWindow::reloadWithDevice() {
-  device_ = device_group_->checkedAction() ? device_group_->checkedAction()->data().toString() : "cpu";
-  dtype_ = dtype_group_->checkedAction() ? dtype_group_->checkedAction()->data().toString() : "fp32";
+  device_ =
+      device_group_->checkedAction() ? device_group_->checkedAction()->data().toString() : "cpu";
+  dtype_ =
+      dtype_group_->checkedAction() ? dtype_group_->checkedAction()->data().toString() : "fp32";
   if (model_) openModel(QString::fromStdString(model_->dir));
 }
 
@@ -534,14 +566,17 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
   prompt_->setVocabulary(vocab, info.vocabulary_is_classes);
   prompt_file_button_->setVisible(info.prompt_is_file);
   if (info.prompt_is_file) {
-    prompt_->setPlaceholderText(tr("Path of a caption-embedding file (.safetensors; Embedding… "
-                                   "picks one)"));
+    prompt_->setPlaceholderText(
+        tr("Path of a caption-embedding file (.safetensors; Embedding… "
+           "picks one)"));
   } else if (info.vocabulary_is_classes) {
-    prompt_->setPlaceholderText(tr("A class: name, synonym or number, e.g. \"golden retriever\" "
-                                   "or 207 (Tab/arrows pick a completion)"));
+    prompt_->setPlaceholderText(
+        tr("A class: name, synonym or number, e.g. \"golden retriever\" "
+           "or 207 (Tab/arrows pick a completion)"));
   } else {
-    prompt_->setPlaceholderText(tr("Describe the image, e.g. \"red apple noto\" (words from the "
-                                   "model's vocabulary; Tab/arrows pick a completion)"));
+    prompt_->setPlaceholderText(
+        tr("Describe the image, e.g. \"red apple noto\" (words from the "
+           "model's vocabulary; Tab/arrows pick a completion)"));
   }
   image_->setTokenColors(info.token_colors);
   // The same model as last time keeps the user's sampling; another model brings its own defaults.
@@ -558,9 +593,10 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
     const bool needs_drafter = is_tree_method(key);
     const bool ok = !needs_drafter || info.has_drafter;
     if (items) items->item(i)->setEnabled(ok);
-    method_->setItemData(i, ok ? method_help(key)
-                               : method_help(key) + tr("\nNot available: this model has no draft "
-                                                       "head (drafter.safetensors)."),
+    method_->setItemData(i,
+                         ok ? method_help(key)
+                            : method_help(key) + tr("\nNot available: this model has no draft "
+                                                    "head (drafter.safetensors)."),
                          Qt::ToolTipRole);
   }
   if (items && !items->item(method_->currentIndex())->isEnabled()) {
@@ -581,9 +617,8 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
                             .arg(info.grid_h)
                             .arg(format_params(info.gpt_params)));
   model_label_->setToolTip(QDir::toNativeSeparators(dir));
-  device_label_->setText(QStringLiteral("%1 · %2")
-                             .arg(QString::fromStdString(info.device).toUpper(),
-                                  QString::fromStdString(info.dtype)));
+  device_label_->setText(QStringLiteral("%1 · %2").arg(
+      QString::fromStdString(info.device).toUpper(), QString::fromStdString(info.dtype)));
   if (!isRunning()) {
     // The empty canvas and maps of this model's grid, so the window shows what is coming.
     // Colour scales already span what the current settings can produce, not a placeholder 0..1.
@@ -595,14 +630,16 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
     }
     run_.showEmpty(int(info.grid_h), int(info.grid_w), ranges);
     image_->startRun(int(info.grid_h), int(info.grid_w), int(info.image_h), int(info.image_w));
-    image_->setPlaceholder(tr("Type a prompt and press Generate (Ctrl+Return).\nThe image appears "
-                              "here token by token."));
+    image_->setPlaceholder(
+        tr("Type a prompt and press Generate (Ctrl+Return).\nThe image appears "
+           "here token by token."));
     heatmaps_->refresh(run_);
     plots_->refresh(run_);
     progress_->setRange(0, int(info.grid_h * info.grid_w));
     progress_->setValue(0);
   }
-  statusBar()->showMessage(tr("Loaded %1 in %2 ms").arg(QDir::toNativeSeparators(dir)).arg(int(loaded.load_ms)), 8000);
+  statusBar()->showMessage(
+      tr("Loaded %1 in %2 ms").arg(QDir::toNativeSeparators(dir)).arg(int(loaded.load_ms)), 8000);
   // Every model a user opened is worth a shortcut, except the automatic random fallback.
   if (QDir(dir) != QDir(randomModelDir())) addRecent(dir);
   setWindowTitle(tr("ADT-Tree Studio — %1").arg(QString::fromStdString(info.name)));
@@ -627,7 +664,8 @@ void MainWindow::onLoadFailed(const QString& dir, const QString& message) {
   statusBar()->showMessage(tr("Could not open %1").arg(QDir::toNativeSeparators(dir)), 10000);
   showError(tr("Could not open the model"),
             tr("The directory %1 could not be opened as a model.")
-                .arg("<b>" + QDir::toNativeSeparators(dir).toHtmlEscaped() + "</b>") + "<br><br>" + keep,
+                    .arg("<b>" + QDir::toNativeSeparators(dir).toHtmlEscaped() + "</b>") +
+                "<br><br>" + keep,
             message);
   Q_EMIT modelLoadFailed(message);
 }
@@ -657,7 +695,8 @@ void MainWindow::showModelCard() {
   row(tr("Licence"), q(m.license));
   row(tr("Device"), q(m.device) + " · " + q(m.dtype));
   html += "</table>";
-  auto* box = new QMessageBox(QMessageBox::Information, tr("Model card"), html, QMessageBox::Ok, this);
+  auto* box =
+      new QMessageBox(QMessageBox::Information, tr("Model card"), html, QMessageBox::Ok, this);
   box->setAttribute(Qt::WA_DeleteOnClose);
   box->open();
 }
@@ -759,30 +798,35 @@ void MainWindow::onFinished(const engine::JobFinished& f) {
   run_.finish(f);
   const auto& im = f.image;
   if (!im.empty()) {
-    last_image_ = QImage(im.pixels.data(), im.width, im.height, im.width * 3, QImage::Format_RGB888).copy();
+    last_image_ =
+        QImage(im.pixels.data(), im.width, im.height, im.width * 3, QImage::Format_RGB888).copy();
     image_->setPreview(last_image_, int(f.tokens.size()));
   }
   last_stats_json_ = QString::fromStdString(f.stats_json);
   last_job_ms_ = f.elapsed_ms;
   last_decode_cpu_ms_ = f.decode_cpu_ms;
+  QString rule;  // the acceptance rule the run used, said in the status line
   try {
     RunRecord r = recordFromFinished(f);
+    rule = QString::fromStdString(r.stats.settings.value("verify", std::string()));
     r.id = next_run_id_++;
     shown_id_ = r.id;
     addToHistory(std::move(r));
   } catch (const std::exception& e) {
     // The run is on screen either way; only its history entry and replay are missing.
-    statusBar()->showMessage(tr("The run's statistics could not be read back: %1").arg(e.what()), 10000);
+    statusBar()->showMessage(tr("The run's statistics could not be read back: %1").arg(e.what()),
+                             10000);
   }
   replay_->setRun(run_);
   onReplayStep(replay_->step());
   const auto& s = f.summary;
-  endRun("finished", tr("Done: %1 tokens in %2 (%3 tokens/s), τ = %4, %5 steps")
+  endRun("finished", tr("Done: %1 tokens in %2 (%3 tokens/s), τ = %4, %5 steps%6")
                          .arg(s.tokens)
                          .arg(format_seconds(f.elapsed_ms / 1000.0))
                          .arg(s.tokens_per_s, 0, 'f', 0)
                          .arg(s.tau, 0, 'f', 2)
-                         .arg(s.steps));
+                         .arg(s.steps)
+                         .arg(rule.isEmpty() ? QString() : tr(", %1 verification").arg(rule)));
   Q_EMIT generationFinished();
 }
 
@@ -834,8 +878,9 @@ void MainWindow::updateProgress() {
   }
   const double elapsed = isRunning() ? job_clock_.elapsed() / 1000.0 : run_.elapsedMs() / 1000.0;
   const double eta = run_.etaSeconds();
-  const QString eta_text = isRunning() ? tr("ETA %1").arg(format_seconds(eta), 7)
-                                       : (run_.committed() == run_.cells() && run_.cells() > 0 ? tr("done") : QString());
+  const QString eta_text =
+      isRunning() ? tr("ETA %1").arg(format_seconds(eta), 7)
+                  : (run_.committed() == run_.cells() && run_.cells() > 0 ? tr("done") : QString());
   progress_text_->setText(tr("step %1  τ %2  %3 tok/s  %4 elapsed  %5")
                               .arg(run_.steps(), 4)
                               .arg(run_.tau(), 4, 'f', 2)
@@ -906,7 +951,8 @@ void MainWindow::addToHistory(RunRecord r) {
 
 void MainWindow::showHistoryRun(int id) {
   if (isRunning()) {
-    statusBar()->showMessage(tr("A run is in progress: earlier runs can be shown when it ends."), 5000);
+    statusBar()->showMessage(tr("A run is in progress: earlier runs can be shown when it ends."),
+                             5000);
     return;
   }
   for (const auto& r : history_) {
@@ -921,9 +967,12 @@ void MainWindow::showRecord(const RunRecord& r) {
   shown_id_ = r.id;
   MapRanges ranges;
   try {
-    ranges = ranges_for(decode::DecodeRequest{
-        decode::MethodSettings::from_json(r.stats.settings.value("method_settings", nlohmann::json::object())),
-        {}, 0, {}});
+    ranges =
+        ranges_for(decode::DecodeRequest{decode::MethodSettings::from_json(r.stats.settings.value(
+                                             "method_settings", nlohmann::json::object())),
+                                         {},
+                                         0,
+                                         {}});
   } catch (const std::exception&) {
     // Settings from another version: the ranges grow to what the run holds.
   }
@@ -932,7 +981,8 @@ void MainWindow::showRecord(const RunRecord& r) {
   last_stats_json_ = QString::fromStdString(r.json.dump(1));
   last_job_ms_ = r.elapsedMs;
   const int h = r.gridH(), w = r.gridW();
-  image_->startRun(h, w, r.image.isNull() ? h * 8 : r.image.height(), r.image.isNull() ? w * 8 : r.image.width());
+  image_->startRun(h, w, r.image.isNull() ? h * 8 : r.image.height(),
+                   r.image.isNull() ? w * 8 : r.image.width());
   if (!r.image.isNull()) image_->setPreview(r.image, int(r.tokens.size()));
   image_->setCommitted(run_.committed(), run_.tokens());
   image_->refresh();
@@ -946,7 +996,8 @@ void MainWindow::showRecord(const RunRecord& r) {
   onReplayStep(replay_->step());
   history_panel_->setCurrent(r.id);
   histograms_->setRun(r.id, histogram_of(r));
-  statusBar()->showMessage(tr("Showing run #%1: “%2”, %3").arg(r.id).arg(r.prompt, r.summaryLine()), 8000);
+  statusBar()->showMessage(tr("Showing run #%1: “%2”, %3").arg(r.id).arg(r.prompt, r.summaryLine()),
+                           8000);
   setBusyUi();
 }
 
@@ -982,7 +1033,9 @@ void MainWindow::inspectCell(int cell) {
   } else {
     inspector_->clear();
     statusBar()->showMessage(
-        !run_.filled(cell) ? tr("Cell (%1, %2) is not generated yet.").arg(cell / run_.gridW()).arg(cell % run_.gridW())
+        !run_.filled(cell) ? tr("Cell (%1, %2) is not generated yet.")
+                                 .arg(cell / run_.gridW())
+                                 .arg(cell % run_.gridW())
                            : tr("This run has no step traces (Run ▸ Record Step Traces), so the "
                                 "distribution at a cell was not kept."),
         6000);
@@ -1017,13 +1070,16 @@ bool MainWindow::openRunFile(const QString& path) {
   QString error;
   auto r = loadRunFile(path, &error);
   if (!r) {
-    showError(tr("Could not open the run"), tr("%1 could not be opened as a run.").arg(path.toHtmlEscaped()), error);
+    showError(tr("Could not open the run"),
+              tr("%1 could not be opened as a run.").arg(path.toHtmlEscaped()), error);
     return false;
   }
   r->id = next_run_id_++;
   if (r->image.isNull()) {
-    statusBar()->showMessage(tr("The file has no picture (a CLI statistics file): tokens are shown in "
-                                "their codes' colours."), 8000);
+    statusBar()->showMessage(
+        tr("The file has no picture (a CLI statistics file): tokens are shown in "
+           "their codes' colours."),
+        8000);
   }
   addToHistory(*r);
   showRecord(history_.back());
@@ -1034,7 +1090,8 @@ void MainWindow::saveRunDialog() {
   const RunRecord* r = shownRecord();
   if (!r) return;
   const QString path = QFileDialog::getSaveFileName(
-      this, tr("Save run"), QDir::home().filePath(QStringLiteral("adtree-run-%1.adtrun.json").arg(r->id)),
+      this, tr("Save run"),
+      QDir::home().filePath(QStringLiteral("adtree-run-%1.adtrun.json").arg(r->id)),
       tr("ADT-Tree runs (*.adtrun.json)"));
   if (!path.isEmpty()) saveRunFile(path);
 }
@@ -1062,35 +1119,39 @@ void MainWindow::saveImage() {
     if (scales[i].toInt() <= suggested) current = i;
   }
   const QString pick = QInputDialog::getItem(this, tr("Export image"),
-                                             tr("Upscale (nearest neighbour, crisp tokens):"), scales,
-                                             current, false, &ok);
+                                             tr("Upscale (nearest neighbour, crisp tokens):"),
+                                             scales, current, false, &ok);
   if (!ok) return;
-  const QString path = QFileDialog::getSaveFileName(this, tr("Export image"), QDir::home().filePath("adtree.png"),
-                                                    tr("PNG images (*.png)"));
+  const QString path = QFileDialog::getSaveFileName(
+      this, tr("Export image"), QDir::home().filePath("adtree.png"), tr("PNG images (*.png)"));
   if (!path.isEmpty()) exportImage(path, pick.toInt());
 }
 
 bool MainWindow::exportImage(const QString& path, int scale) {
   if (last_image_.isNull()) return false;
   scale = std::clamp(scale, 1, 64);
-  const QImage big = last_image_.scaled(last_image_.size() * scale, Qt::IgnoreAspectRatio, Qt::FastTransformation);
+  const QImage big =
+      last_image_.scaled(last_image_.size() * scale, Qt::IgnoreAspectRatio, Qt::FastTransformation);
   if (!big.save(path, "PNG")) {
     showError(tr("Could not save"), tr("Could not write %1.").arg(path.toHtmlEscaped()));
     return false;
   }
-  statusBar()->showMessage(tr("Saved %1 (%2×%3)").arg(path).arg(big.width()).arg(big.height()), 5000);
+  statusBar()->showMessage(tr("Saved %1 (%2×%3)").arg(path).arg(big.width()).arg(big.height()),
+                           5000);
   return true;
 }
 
 void MainWindow::saveMaps() {
-  const QString dir = QFileDialog::getExistingDirectory(this, tr("Export the maps into a folder"), QDir::homePath());
+  const QString dir = QFileDialog::getExistingDirectory(this, tr("Export the maps into a folder"),
+                                                        QDir::homePath());
   if (dir.isEmpty()) return;
   const RunRecord* r = shownRecord();
   exportMaps(dir, r ? QStringLiteral("adtree-run-%1").arg(r->id) : QStringLiteral("adtree"));
 }
 
 bool MainWindow::exportMaps(const QString& dir, const QString& prefix) {
-  static const char* kNames[RunState::MapCount] = {"depth", "top1", "accept-length", "tree-depth", "tree-width"};
+  static const char* kNames[RunState::MapCount] = {"depth", "top1", "accept-length", "tree-depth",
+                                                   "tree-width"};
   QStringList written;
   for (int m = 0; m < RunState::MapCount; ++m) {
     const QString path = QDir(dir).filePath(QStringLiteral("%1-%2.png").arg(prefix, kNames[m]));
@@ -1106,8 +1167,8 @@ bool MainWindow::exportMaps(const QString& dir, const QString& prefix) {
 
 void MainWindow::saveStats() {
   if (last_stats_json_.isEmpty()) return;
-  const QString path = QFileDialog::getSaveFileName(this, tr("Save statistics"), QDir::home().filePath("adtree-stats.json"),
-                                                    tr("JSON (*.json)"));
+  const QString path = QFileDialog::getSaveFileName(
+      this, tr("Save statistics"), QDir::home().filePath("adtree-stats.json"), tr("JSON (*.json)"));
   if (!path.isEmpty()) exportStatsJson(path);
 }
 
@@ -1129,8 +1190,9 @@ bool MainWindow::exportStatsJson(const QString& path) {
 }
 
 void MainWindow::saveStatsCsv() {
-  const QString path = QFileDialog::getSaveFileName(this, tr("Save statistics as CSV"),
-                                                    QDir::home().filePath("adtree-cells.csv"), tr("CSV (*.csv)"));
+  const QString path =
+      QFileDialog::getSaveFileName(this, tr("Save statistics as CSV"),
+                                   QDir::home().filePath("adtree-cells.csv"), tr("CSV (*.csv)"));
   if (!path.isEmpty()) exportStatsCsv(path);
 }
 
@@ -1146,9 +1208,10 @@ bool MainWindow::exportStatsCsv(const QString& path) {
 }
 
 void MainWindow::saveTree() {
-  const QString path = QFileDialog::getSaveFileName(this, tr("Export the draft tree"),
-                                                    QDir::home().filePath(QStringLiteral("adtree-tree-step-%1.svg").arg(replay_->step())),
-                                                    tr("SVG (*.svg);;PNG (*.png)"));
+  const QString path = QFileDialog::getSaveFileName(
+      this, tr("Export the draft tree"),
+      QDir::home().filePath(QStringLiteral("adtree-tree-step-%1.svg").arg(replay_->step())),
+      tr("SVG (*.svg);;PNG (*.png)"));
   if (!path.isEmpty()) exportTree(path);
 }
 
@@ -1172,8 +1235,10 @@ CompareWindow* MainWindow::compareWindow() {
     // Start from the main window's configuration against AR: the first question a user asks.
     compare_->setSide(0, "ar", false);
     try {
-      const auto req = settings_->request(method_->currentData().toString(), lantern_->isChecked(), 0);
-      compare_->setSide(1, method_->currentData().toString(), lantern_->isChecked() && lantern_->isEnabled(), &req);
+      const auto req =
+          settings_->request(method_->currentData().toString(), lantern_->isChecked(), 0);
+      compare_->setSide(1, method_->currentData().toString(),
+                        lantern_->isChecked() && lantern_->isEnabled(), &req);
     } catch (const std::exception&) {
       compare_->setSide(1, method_->currentData().toString(), false);
     }
@@ -1210,7 +1275,8 @@ bool MainWindow::openDropped(const QString& path) {
     return true;
   }
   if (fi.isFile()) return openRunFile(fi.absoluteFilePath());
-  showError(tr("Nothing to open"), tr("%1 is neither a model directory nor a run file.").arg(path.toHtmlEscaped()));
+  showError(tr("Nothing to open"),
+            tr("%1 is neither a model directory nor a run file.").arg(path.toHtmlEscaped()));
   return false;
 }
 
@@ -1220,7 +1286,8 @@ void MainWindow::showEvent(QShowEvent* e) {
   first_layout_ = false;
   // First start, at the window's real size: the replay strip and the inspector share the bottom
   // third and leave the image, maps and plots the rest.
-  resizeDocks({replay_dock_, inspector_dock_}, {width() * 55 / 100, width() * 45 / 100}, Qt::Horizontal);
+  resizeDocks({replay_dock_, inspector_dock_}, {width() * 55 / 100, width() * 45 / 100},
+              Qt::Horizontal);
   resizeDocks({replay_dock_}, {std::max(220, height() * 30 / 100)}, Qt::Vertical);
 }
 

@@ -54,6 +54,16 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
   top_p_ = addReal(f, tr("Top-p"), 0.01, 1, 0.05, 2,
                    tr("Nucleus sampling: keep the most likely tokens until their probability "
                       "mass reaches p.\n1 = off."));
+  verify_ =
+      addChoice(f, tr("Verification"), {"auto", "coupled", "sampled", "deterministic", "maximal"},
+                tr("How drafts are picked and checked when sampling (greedy has one rule).\n"
+                   "coupled: every cell has fixed Gumbel noise; AR takes argmax log p + g, "
+                   "drafts guess that token and are accepted when they equal it, so every "
+                   "method makes AR's picture for the same seed.\nsampled: children drawn "
+                   "from the draft q, recursive rejection (SJD: independent re-draws).\n"
+                   "deterministic: the draft's top-k children, accepted with p(child) "
+                   "(trees).\nmaximal: Jacobi drafts re-drawn by a maximal coupling "
+                   "(MC-SJD).\nauto: coupled, or sampled with LANTERN / path relax."));
 
   static_ = new CollapsibleSection(tr("Static tree (EAGLE-1)"), this);
   static_preset_ = addChoice(static_->form(), tr("Tree"), {"eagle25", "eagle57"},
@@ -89,13 +99,18 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
                         tr("How (d, k) move after each step.\nbisect: half-way to the bound "
                            "(fast adaptation, the paper's 'bisectional' rule);\nstep: by fixed "
                            "increments (gentler)."));
-  adt_adjacency_ = addChoice(f, tr("Adjacency"), {"left", "left+up", "none", "random", "confidence"},
-                             tr("Where each tree's starting shape comes from.\nleft: the cell to "
-                                "the left (the paper's horizontal adjacency; the cell above at a "
-                                "row start);\nleft+up: the average of the left and upper "
-                                "neighbours;\nnone: carry the last shape (pure bisection).\nrandom, confidence: ablation "
-                                "baselines without adjacency (a random shape per tree; a shape "
-                                "from the draft's own top-1 confidence)."));
+  adt_adjacency_ = addChoice(
+      f, tr("Adjacency"), {"left", "left+up", "none", "random", "confidence"},
+      tr("Where each tree's starting shape comes from.\nleft: the cell to "
+         "the left (the paper's horizontal adjacency; the cell above at a "
+         "row start);\nleft+up: the average of the left and upper "
+         "neighbours;\nnone: carry the last shape (pure bisection).\nrandom, confidence: ablation "
+         "baselines without adjacency (a random shape per tree; a shape "
+         "from the draft's own top-1 confidence)."));
+  adt_budget_rule_ = addChoice(f, tr("Budget rule"), {"fixed", "shape"},
+                               tr("fixed: every tree keeps the budget N's best nodes.\nshape: N "
+                                  "follows the shape, min(d x k, N), so a shallow-wide tree is "
+                                  "not cut back to the same N as a deep one."));
   adt_d0_ = addInt(f, tr("Start depth d0"), 1, 64, tr("Draft levels of the very first tree."));
   adt_k0_ = addInt(f, tr("Start width k0"), 1, 1 << 16, tr("Width of the very first tree."));
   adt_dmin_ = addInt(f, tr("Depth min"), 1, 64, tr("Lower bound on the draft levels d."));
@@ -310,6 +325,8 @@ decode::DecodeRequest SettingsPanel::request(const QString& method, bool lantern
   a.step_d = adt_step_d_->value();
   a.step_k = adt_step_k_->value();
   a.adjacency = decode::adjacency_from_string(adt_adjacency_->currentText().toStdString());
+  a.budget_rule = decode::adt_budget_from_string(adt_budget_rule_->currentText().toStdString());
+  m.verify = decode::verify_rule_from_string(verify_->currentText().toStdString());
   m.acceptance =
       lantern && is_tree(method) ? decode::Acceptance::Lantern : decode::Acceptance::Lossless;
   m.lantern.mode = lantern_mode_->currentText() == "delta" ? decode::LanternMode::Delta
@@ -353,6 +370,8 @@ void SettingsPanel::setRequest(const decode::DecodeRequest& r) {
   adt_step_d_->setValue(int(a.step_d));
   adt_step_k_->setValue(int(a.step_k));
   adt_adjacency_->setCurrentText(QString::fromStdString(decode::to_string(a.adjacency)));
+  adt_budget_rule_->setCurrentText(QString::fromStdString(decode::to_string(a.budget_rule)));
+  verify_->setCurrentText(QString::fromStdString(decode::to_string(m.verify)));
   lantern_mode_->setCurrentIndex(m.lantern.mode == decode::LanternMode::Delta ? 0 : 1);
   lantern_k_->setValue(int(m.lantern.k));
   lantern_delta_->setValue(m.lantern.delta);

@@ -1,6 +1,7 @@
-// SettingsPanel: every knob of a decoding request (decode/method.h, decode/sampling.h) with a tooltip
-// that says what it does, grouped in collapsible sections; only the sections that matter for the
-// chosen method are shown. The method itself and the LANTERN switch sit in the window's top bar.
+// SettingsPanel: every knob of a decoding request (decode/method.h, decode/sampling.h) with a
+// tooltip that says what it does, grouped in collapsible sections; only the sections that matter
+// for the chosen method are shown. The method itself and the LANTERN switch sit in the window's top
+// bar.
 #pragma once
 #include <QWidget>
 #include <nlohmann/json_fwd.hpp>
@@ -60,8 +61,11 @@ class SettingsPanel : public QWidget {
   QSpinBox *cfg_interval_, *top_k_;
   // Trees
   QComboBox* static_preset_;
+  QComboBox* verify_;
+  QComboBox* adt_budget_rule_;
   QSpinBox *dyn_depth_, *dyn_width_, *budget_n_;
-  QSpinBox *adt_d0_, *adt_k0_, *adt_dmin_, *adt_dmax_, *adt_kmin_, *adt_kmax_, *adt_step_d_, *adt_step_k_;
+  QSpinBox *adt_d0_, *adt_k0_, *adt_dmin_, *adt_dmax_, *adt_kmin_, *adt_kmax_, *adt_step_d_,
+      *adt_step_k_;
   QDoubleSpinBox* adt_beta_;
   QComboBox *adt_mode_, *adt_adjacency_;
   // LANTERN

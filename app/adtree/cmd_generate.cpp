@@ -63,7 +63,9 @@ decode::SamplingParams sampling_from(const Args& a, const model::ModelBundle& m)
 int cmd_generate(int argc, char** argv) {
   Args a("generate", "Generate one image from a prompt (or class) and write it as PNG.");
   add_model_options(a);
-  a.option("prompt", "TEXT", "caption words (t2i), class name / synonym / number (c2i), or a caption-embedding .safetensors file (t2i-embeddings)")
+  a.option("prompt", "TEXT",
+           "caption words (t2i), class name / synonym / number (c2i), or a caption-embedding "
+           ".safetensors file (t2i-embeddings)")
       .option("class", "ID", "class name or number (c2i models; same as --prompt)")
       .option("seed", "N", "random seed: same seed + settings + device = same image", "0");
   add_method_options(a);
@@ -76,7 +78,8 @@ int cmd_generate(int argc, char** argv) {
             "--stats file (the studio opens it with File > Open Run)")
       .flag("quiet", "print nothing but errors");
   if (!a.parse(argc, argv)) return 0;
-  if (a.flag_set("trace") && !a.given("stats")) throw Error("--trace needs --stats FILE to write to");
+  if (a.flag_set("trace") && !a.given("stats"))
+    throw Error("--trace needs --stats FILE to write to");
   const std::string prompt = a.given("class") ? a.str("class") : a.str("prompt");
   if (prompt.empty()) throw Error("give a prompt with --prompt TEXT (or --class for c2i models)");
   const int64_t scale = a.integer("scale");
@@ -116,7 +119,8 @@ int cmd_generate(int argc, char** argv) {
     std::cout << "wrote " << std::filesystem::absolute(a.str("out")).string() << " ("
               << img.size(1) * scale << "x" << img.size(0) * scale << ")\n"
               << s.tokens << " tokens in " << s.wall_ms << " ms (" << s.tokens_per_s
-              << " tokens/s), tau " << s.tau << ", method " << res.stats.method << "\n";
+              << " tokens/s), tau " << s.tau << ", method " << res.stats.method << ", verify "
+              << res.stats.settings.value("verify", std::string("-")) << "\n";
   }
   return 0;
 }

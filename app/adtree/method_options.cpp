@@ -27,9 +27,12 @@ void add_method_options(Args& a, bool list) {
            d.method)
       .option("tree", "NAME", "static tree: eagle25 (25 nodes) or eagle57 (57 nodes), depth 5",
               d.static_tree.preset)
-      .option("depth", "D", "dynamic tree expansion rounds (d = D + 1 draft levels)", str(d.dynamic_tree.depth))
-      .option("width", "K", "dynamic tree width (top-K per node and frontier)", str(d.dynamic_tree.width))
-      .option("budget", "N", "draft tokens verified per step (dynamic and ADT); auto = time this machine",
+      .option("depth", "D", "dynamic tree expansion rounds (d = D + 1 draft levels)",
+              str(d.dynamic_tree.depth))
+      .option("width", "K", "dynamic tree width (top-K per node and frontier)",
+              str(d.dynamic_tree.width))
+      .option("budget", "N",
+              "draft tokens verified per step (dynamic and ADT); auto = time this machine",
               str(d.dynamic_tree.budget))
       .option("adt-d0", "D", "ADT: draft levels of the first tree", str(d.adt.d0))
       .option("adt-k0", "K", "ADT: width of the first tree", str(d.adt.k0))
@@ -37,25 +40,45 @@ void add_method_options(Args& a, bool list) {
       .option("adt-d-max", "D", "ADT: most draft levels", str(d.adt.d_max))
       .option("adt-k-min", "K", "ADT: narrowest width", str(d.adt.k_min))
       .option("adt-k-max", "K", "ADT: widest width", str(d.adt.k_max))
-      .option("adt-beta", "B", "ADT: acceptance ratio a/d at or above which trees grow deeper", str(d.adt.beta))
-      .option("adt-mode", "MODE", "ADT: bisect (half-way to the bound) or step", to_string(d.adt.mode))
+      .option("adt-beta", "B", "ADT: acceptance ratio a/d at or above which trees grow deeper",
+              str(d.adt.beta))
+      .option("adt-mode", "MODE", "ADT: bisect (half-way to the bound) or step",
+              to_string(d.adt.mode))
       .option("adt-step-d", "N", "ADT step mode: depth change per step", str(d.adt.step_d))
       .option("adt-step-k", "N", "ADT step mode: width change per step", str(d.adt.step_k))
-      .option("adt-adjacency", "SRC", "ADT: initial shape from left, left+up or none; random / confidence are ablation baselines", to_string(d.adt.adjacency))
+      .option("adt-adjacency", "SRC",
+              "ADT: initial shape from left, left+up or none; random / confidence are ablation "
+              "baselines",
+              to_string(d.adt.adjacency))
+      .option("adt-budget", "RULE", "ADT: budget fixed (N) or shape (N = min(d x k, N))",
+              to_string(d.adt.budget_rule))
+      .option("verify", "RULE",
+              "how drafts are picked and verified when sampling: coupled (shared Gumbel noise, "
+              "token-identical to AR), sampled (children drawn from q, recursive rejection; SJD's "
+              "own rule), deterministic (top-k children, trees), maximal (MC-SJD, Jacobi), auto "
+              "(coupled, or sampled with a relaxation)",
+              to_string(d.verify))
       .option("relax", "RULE", "acceptance: lossless or lantern (relaxed, lossy)", "lossless")
-      .option("lantern-mode", "MODE", "LANTERN: delta (TVD budget) or lambda (ratio, LANTERN++)", "delta")
+      .option("lantern-mode", "MODE", "LANTERN: delta (TVD budget) or lambda (ratio, LANTERN++)",
+              "delta")
       .option("lantern-k", "K", "LANTERN: latent neighbours per draft token", str(d.lantern.k))
-      .option("lantern-delta", "D", "LANTERN delta mode: total-variation budget in [0, 1]", str(d.lantern.delta))
+      .option("lantern-delta", "D", "LANTERN delta mode: total-variation budget in [0, 1]",
+              str(d.lantern.delta))
       .option("lantern-lambda", "L", "LANTERN lambda mode: ratio > 1", str(d.lantern.lambda))
       .option("window", "L", "SJD: draft tokens guessed ahead per step", str(d.jacobi.window))
-      .option("jacobi-init", "INIT", "SJD/PathSpec: new guesses are random codes or spatial (the left "
+      .option("jacobi-init", "INIT",
+              "SJD/PathSpec: new guesses are random codes or spatial (the left "
               "cell's code; PathSpec's other paths the cell above, up-left, up-right)",
               d.jacobi.spatial_init ? "spatial" : "random")
-      .option("paths", "K", "PathSpec: parallel Jacobi chains sharing the root", str(d.jacobi.paths))
+      .option("paths", "K", "PathSpec: parallel Jacobi chains sharing the root",
+              str(d.jacobi.paths))
       .option("path-length", "N", "PathSpec: draft tokens per chain", str(d.jacobi.path_length))
-      .option("path-relax", "LAMBDA", "PathSpec PathRelax (lossy): off, on (lambda = " +
-              str(decode::JacobiSettings::kPathRelaxDefault) + ") or a lambda >= 0; "
-              "combines with --relax lantern", "off")
+      .option("path-relax", "LAMBDA",
+              "PathSpec PathRelax (lossy): off, on (lambda = " +
+                  str(decode::JacobiSettings::kPathRelaxDefault) +
+                  ") or a lambda >= 0; "
+                  "combines with --relax lantern",
+              "off")
       .option("jacobi-start-margin", "M", "SJD/PathSpec: plain AR for the first M tokens",
               str(d.jacobi.start_margin))
       .option("jacobi-stop-margin", "M", "SJD/PathSpec: plain AR for the last M tokens",
@@ -65,6 +88,15 @@ void add_method_options(Args& a, bool list) {
 decode::MethodSettings method_from(const Args& a, const std::string& method) {
   decode::MethodSettings m;
   m.method = method;
+  // ADT-Tree picks (d, k) itself: --depth / --width would be silently ignored, so say so (they
+  // are fine in a list that also runs the dynamic tree).
+  if (method == "adt" && (a.given("depth") || a.given("width")) &&
+      a.str("method").find("dynamic") == std::string::npos) {
+    throw Error(
+        "--depth and --width shape the dynamic tree; ADT-Tree chooses (d, k) per step within "
+        "--adt-d-min..--adt-d-max and --adt-k-min..--adt-k-max, starting from --adt-d0, "
+        "--adt-k0");
+  }
   m.static_tree.preset = a.str("tree");
   m.dynamic_tree.depth = a.integer("depth");
   m.dynamic_tree.width = a.integer("width");
@@ -80,9 +112,13 @@ decode::MethodSettings method_from(const Args& a, const std::string& method) {
   t.mode = decode::adt_mode_from_string(a.str("adt-mode"));
   t.step_d = a.integer("adt-step-d"), t.step_k = a.integer("adt-step-k");
   t.adjacency = decode::adjacency_from_string(a.str("adt-adjacency"));
+  t.budget_rule = decode::adt_budget_from_string(a.str("adt-budget"));
+  m.verify = decode::verify_rule_from_string(a.str("verify"));
   const auto relax = a.str("relax");
-  if (relax == "lantern") m.acceptance = decode::Acceptance::Lantern;
-  else if (relax != "lossless") throw Error("--relax must be lossless or lantern, not '" + relax + "'");
+  if (relax == "lantern")
+    m.acceptance = decode::Acceptance::Lantern;
+  else if (relax != "lossless")
+    throw Error("--relax must be lossless or lantern, not '" + relax + "'");
   const auto lm = a.str("lantern-mode");
   if (lm != "delta" && lm != "lambda") throw Error("--lantern-mode must be delta or lambda");
   m.lantern.mode = lm == "delta" ? decode::LanternMode::Delta : decode::LanternMode::Lambda;
@@ -99,8 +135,10 @@ decode::MethodSettings method_from(const Args& a, const std::string& method) {
   j.paths = a.integer("paths");
   j.path_length = a.integer("path-length");
   const auto pr = a.str("path-relax");
-  if (pr == "off") j.path_relax = 0;
-  else if (pr == "on") j.path_relax = decode::JacobiSettings::kPathRelaxDefault;
+  if (pr == "off")
+    j.path_relax = 0;
+  else if (pr == "on")
+    j.path_relax = decode::JacobiSettings::kPathRelaxDefault;
   else {
     try {
       j.path_relax = a.number("path-relax");  // validate() rejects negative values

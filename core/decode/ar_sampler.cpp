@@ -33,7 +33,10 @@ DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
   CouplingNoise noise(seed, cfg.vocab_size);  // Gumbel-max: x_n = argmax log p_n + g_n (coupling.h)
   DecodeResult res;
   res.stats.method = "ar";
-  res.stats.settings = {{"method", "ar"}, {"seed", seed}, {"sampling", params.to_json()}};
+  res.stats.settings = {{"method", "ar"},
+                        {"seed", seed},
+                        {"sampling", params.to_json()},
+                        {"verify", params.greedy() ? "greedy" : "coupled"}};
   res.stats.grids = CellGrids(cfg.grid_h, cfg.grid_w);
   const int64_t n_tokens = cfg.image_tokens();
   res.tokens.reserve(size_t(n_tokens));

@@ -73,9 +73,22 @@ AdaptiveBudget::AdaptiveBudget(const BudgetChoice& timed, double gain)
 
 double AdaptiveBudget::expected_tokens(int64_t n) const {
   constexpr double kPseudo = 4.0;
+  // Ranks beyond the deepest one tried (kPseudo times or more) follow the fixed model's decay from
+  // that rank's measured rate: optimistic where the run accepts well, so a larger N gets tried.
+  int64_t tried = -1;
+  for (int64_t r = 0; r < int64_t(prior_.size()); ++r) {
+    if (trials_[size_t(r)] >= kPseudo) tried = r;
+  }
+  auto measured = [&](int64_t r, double prior) {
+    return (hits_[size_t(r)] + kPseudo * prior) / (trials_[size_t(r)] + kPseudo);
+  };
+  const double at_tried = tried >= 0 ? measured(tried, prior_[size_t(tried)]) : 0.0;
   double t = 1.0;
   for (int64_t r = 0; r < n && r < int64_t(prior_.size()); ++r) {
-    t += (hits_[size_t(r)] + kPseudo * prior_[size_t(r)]) / (trials_[size_t(r)] + kPseudo);
+    const double prior = tried >= 0 && r > tried
+                             ? at_tried * prior_[size_t(r)] / prior_[size_t(tried)]
+                             : prior_[size_t(r)];
+    t += measured(r, prior);
   }
   return t;
 }

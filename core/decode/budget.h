@@ -8,6 +8,7 @@
 
 #include "decode/acceptance.h"
 #include "decode/draft_tree.h"
+#include "decode/method.h"
 #include "model/gpt.h"
 
 namespace adtree::decode {
@@ -21,14 +22,15 @@ struct BudgetChoice {
 // (the first guess, before a run has measured anything). Cached per model.
 BudgetChoice choose_budget(const model::Gpt& target, int64_t batch, double gain = 0.35,
                            const std::vector<int64_t>& candidates = {1, 2, 4, 8, 12, 16, 24, 32, 48,
-                                                                     58});
+                                                                     kMaxAutoBudget});
 
 // `--budget auto` during a run: N follows this run's measured acceptance. A tree's nodes are
 // ranked by score (the order in which a budget keeps them); a_r is the share of steps whose
 // accepted path held the node of rank r, so a step with budget N commits 1 + sum_{r <= N} a_r
-// tokens on average. N maximises that over the timed cost of verifying N + 1 rows. Ranks the run
-// has not tried yet keep the fixed model's marginal gain as a prior (4 pseudo-steps), so a larger
-// N gets tried when the measured ranks look good.
+// tokens on average. N maximises that over the timed cost of verifying N + 1 rows. Each rank's
+// estimate starts from a prior worth 4 steps: the fixed model's marginal gain, and beyond the
+// deepest rank tried that model's decay scaled to the rate measured there, so a larger N gets
+// tried when the ranks the run has seen are accepted well.
 class AdaptiveBudget {
  public:
   AdaptiveBudget(const BudgetChoice& timed, double gain = 0.35);

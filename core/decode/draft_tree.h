@@ -21,9 +21,10 @@ struct DraftNode {
 
 struct DraftTree {
   std::vector<DraftNode> nodes;
-  std::vector<at::Tensor> child_dist;  // per node: q over the vocabulary [V] (CPU fp32) or undefined
-  int64_t levels = 0;                  // d: deepest draft level present
-  int64_t width = 0;                   // k used to build it (for statistics)
+  std::vector<at::Tensor>
+      child_dist;      // per node: q over the vocabulary [V] (CPU fp32) or undefined
+  int64_t levels = 0;  // d: deepest draft level present
+  int64_t width = 0;   // k used to build it (for statistics)
 
   int64_t size() const { return int64_t(nodes.size()); }
   // Children of node i, in rank order.

@@ -18,7 +18,8 @@ at::Tensor latent_neighbours(const at::Tensor& codebook, int64_t k) {
     auto rows = cb.narrow(0, s, n);
     auto d2 = sq.narrow(0, s, n).unsqueeze(1) + sq.unsqueeze(0) - 2 * at::matmul(rows, cb.t());
     // A code is not its own neighbour.
-    d2.scatter_(1, at::arange(s, s + n, at::kLong).unsqueeze(1), std::numeric_limits<float>::infinity());
+    d2.scatter_(1, at::arange(s, s + n, at::kLong).unsqueeze(1),
+                std::numeric_limits<float>::infinity());
     parts.push_back(std::get<1>(d2.topk(k, 1, /*largest=*/false, /*sorted=*/true)));
   }
   return at::cat(parts, 0).contiguous();

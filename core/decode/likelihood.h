@@ -1,6 +1,7 @@
-// The target's likelihood of a finished token sequence (quality of lossy settings, docs/adt-tree.md):
-// one teacher-forced pass over the whole sequence through the same logits processing as sampling
-// (CFG mix, temperature; T = 1 when greedy), averaged negative log-probability per token.
+// The target's likelihood of a finished token sequence (quality of lossy settings,
+// docs/adt-tree.md): one teacher-forced pass over the whole sequence through the same logits
+// processing as sampling (CFG mix, temperature; T = 1 when greedy), averaged negative
+// log-probability per token.
 #pragma once
 #include <vector>
 

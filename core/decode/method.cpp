@@ -1,5 +1,6 @@
 #include "decode/method.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -104,12 +105,11 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
     bad("unknown method '" + method + "' (known: " + list + ")");
   }
   // Only the settings the chosen method reads are checked: a GUI keeps every group's values.
-  const bool tree = method == "dynamic" || method == "adt";
   if (method == "static" && static_tree.preset != "eagle25" && static_tree.preset != "eagle57") {
     bad("unknown static tree '" + static_tree.preset + "' (eagle25 or eagle57)");
   }
   const auto& d = dynamic_tree;
-  if (tree) {
+  if (method == "dynamic") {
     // 64 rounds is far deeper than any tree worth verifying; the bound keeps the node count below
     // from overflowing (reliability.md, Fuzzing).
     if (d.depth < 1 || d.depth > 64) bad("dynamic tree depth D must be >= 1 and at most 64");
@@ -133,6 +133,21 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
     if (a.k0 < a.k_min || a.k0 > a.k_max) bad("ADT k0 must lie in [k_min, k_max]");
     if (!(a.beta >= 0 && a.beta <= 1)) bad("ADT beta must be in [0, 1]");
     if (a.step_d < 1 || a.step_k < 1) bad("ADT step sizes must be >= 1");
+    const int64_t max_nodes = a.k_max + (a.d_max - 1) * a.k_max * a.k_max;
+    if (d.budget < 0 || d.budget > max_nodes) {
+      bad("budget N = " + std::to_string(d.budget) + " is larger than an ADT tree can hold (" +
+          std::to_string(max_nodes) + " nodes for d_max = " + std::to_string(a.d_max) +
+          ", k_max = " + std::to_string(a.k_max) + "); 0 = auto");
+    }
+  }
+  if (method == "dynamic" || method == "adt") {
+    // The draft head feeds each expansion round's frontier through its scratch rows; checked here
+    // so that settings too large fail before a generation starts, not in the middle of one.
+    const int64_t rows = max_expansion_rows(d.budget > 0 ? d.budget : kMaxAutoBudget);
+    if (rows > kMaxDraftRows) {
+      bad("these tree settings can draft " + std::to_string(rows) + " rows in one step (at most " +
+          std::to_string(kMaxDraftRows) + "): lower the depth, the width or the budget");
+    }
   }
   validate_verify();
   const auto& l = lantern;
@@ -164,6 +179,14 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
       bad("Jacobi start + stop margins must leave tokens to draft (< " +
           std::to_string(image_tokens) + ")");
   }
+}
+
+int64_t MethodSettings::max_expansion_rows(int64_t budget) const {
+  const bool is_adt = method == "adt";
+  int64_t levels = is_adt ? adt.d_max : dynamic_tree.depth + 1;
+  const int64_t width = is_adt ? adt.k_max : dynamic_tree.width;
+  if (budget > 0) levels = std::min(levels, budget);  // N nodes hold at most N levels
+  return std::max<int64_t>(0, levels - 1) * width;    // each round feeds <= K frontier rows
 }
 
 void MethodSettings::validate_verify() const {

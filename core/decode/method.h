@@ -81,6 +81,9 @@ struct JacobiSettings {                              // SPEC_DECODING.md section
   int64_t stop_margin = 0;   // ... and for the last M
 };
 
+constexpr int64_t kMaxAutoBudget = 58;   // the largest N `--budget auto` may choose (budget.h)
+constexpr int64_t kMaxDraftRows = 4096;  // draft-head scratch rows one step may use
+
 struct MethodSettings {
   std::string method = "ar";
   StaticTreeSettings static_tree;
@@ -96,6 +99,8 @@ struct MethodSettings {
   }
   // Throws adtree::Error naming the bad setting (unknown method, depth 0, width > vocab, ...).
   void validate(int64_t vocab_size, int64_t image_tokens) const;
+  // Draft-head rows one step of a dynamic / ADT tree can feed for budget N (<= 0: unbounded).
+  int64_t max_expansion_rows(int64_t budget) const;
   // The verification rule against the method and the relaxations (part of validate()).
   void validate_verify() const;
   nlohmann::json to_json() const;

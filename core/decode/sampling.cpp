@@ -26,8 +26,11 @@ void SamplingParams::validate(int64_t vocab_size) const {
 }
 
 nlohmann::json SamplingParams::to_json() const {
-  return {{"cfg_scale", cfg_scale}, {"cfg_interval", cfg_interval}, {"temperature", temperature},
-          {"top_k", top_k},         {"top_p", top_p}};
+  return {{"cfg_scale", cfg_scale},
+          {"cfg_interval", cfg_interval},
+          {"temperature", temperature},
+          {"top_k", top_k},
+          {"top_p", top_p}};
 }
 
 SamplingParams SamplingParams::from_json(const nlohmann::json& j, const SamplingParams& d) {
@@ -36,12 +39,18 @@ SamplingParams SamplingParams::from_json(const nlohmann::json& j, const Sampling
   try {
     for (auto it = j.begin(); it != j.end(); ++it) {
       const auto& k = it.key();
-      if (k == "cfg_scale") p.cfg_scale = it->get<double>();
-      else if (k == "cfg_interval") p.cfg_interval = json_int(*it, k);
-      else if (k == "temperature") p.temperature = it->get<double>();
-      else if (k == "top_k") p.top_k = json_int(*it, k);
-      else if (k == "top_p") p.top_p = it->get<double>();
-      else throw Error("unknown sampling setting '" + k + "'");
+      if (k == "cfg_scale")
+        p.cfg_scale = it->get<double>();
+      else if (k == "cfg_interval")
+        p.cfg_interval = json_int(*it, k);
+      else if (k == "temperature")
+        p.temperature = it->get<double>();
+      else if (k == "top_k")
+        p.top_k = json_int(*it, k);
+      else if (k == "top_p")
+        p.top_p = it->get<double>();
+      else
+        throw Error("unknown sampling setting '" + k + "'");
     }
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("invalid sampling settings: ") + e.what());
@@ -102,9 +111,11 @@ Processed LogitsProcessor::process_rows(const at::Tensor& logits,
   auto scaled = params_.temperature == 1.0 ? mixed : mixed / params_.temperature;
   auto full = at::softmax(scaled, -1);
   out.top1 = std::get<0>(full.max(-1));
-  const bool filters = (params_.top_k > 0 && params_.top_k < scaled.size(-1)) || params_.top_p < 1.0;
-  out.probs = filters ? at::softmax(top_p_filter(top_k_filter(scaled, params_.top_k), params_.top_p), -1)
-                      : full;  // one softmax serves both when nothing is filtered
+  const bool filters =
+      (params_.top_k > 0 && params_.top_k < scaled.size(-1)) || params_.top_p < 1.0;
+  out.probs =
+      filters ? at::softmax(top_p_filter(top_k_filter(scaled, params_.top_k), params_.top_p), -1)
+              : full;  // one softmax serves both when nothing is filtered
   out.view = out.probs;
   return out;
 }

@@ -52,8 +52,11 @@ nlohmann::json RunSummary::to_json() const {
           {"mean_drafted", mean_drafted},
           {"wall_ms", wall_ms},
           {"tokens_per_s", tokens_per_s},
-          {"time_ms", {{"draft", t_draft_ms}, {"verify", t_verify_ms}, {"sample", t_sample_ms},
-                       {"other", t_other_ms}}}};
+          {"time_ms",
+           {{"draft", t_draft_ms},
+            {"verify", t_verify_ms},
+            {"sample", t_sample_ms},
+            {"other", t_other_ms}}}};
 }
 
 nlohmann::json to_json(const StepRecord& r) {
@@ -66,8 +69,11 @@ nlohmann::json to_json(const StepRecord& r) {
           {"first_cell", r.first_cell},
           {"cum_tokens", r.cum_tokens},
           {"target_forwards", r.target_forwards},
-          {"time_ms", {{"draft", r.t_draft_ms}, {"verify", r.t_verify_ms},
-                       {"sample", r.t_sample_ms}, {"other", r.t_other_ms}}}};
+          {"time_ms",
+           {{"draft", r.t_draft_ms},
+            {"verify", r.t_verify_ms},
+            {"sample", r.t_sample_ms},
+            {"other", r.t_other_ms}}}};
 }
 
 void RunStats::add_step(const StepRecord& r) {
@@ -102,13 +108,19 @@ nlohmann::json RunStats::to_json() const {
   for (const auto& r : steps) st.push_back(decode::to_json(r));
   nlohmann::json reach = nlohmann::json::array();
   for (size_t j = 0; j < depth_reach.size(); ++j) {
-    reach.push_back({{"depth", j},
-                     {"steps", depth_reach[j]},
-                     {"share", steps.empty() ? 0.0 : double(depth_reach[j]) / double(steps.size())}});
+    reach.push_back(
+        {{"depth", j},
+         {"steps", depth_reach[j]},
+         {"share", steps.empty() ? 0.0 : double(depth_reach[j]) / double(steps.size())}});
   }
-  nlohmann::json j = {{"format", "adtree-stats"}, {"version", 1},     {"method", method},
-                      {"settings", settings},     {"summary", summary.to_json()},
-                      {"depth_reach", reach},     {"grids", grids.to_json()}, {"steps", st}};
+  nlohmann::json j = {{"format", "adtree-stats"},
+                      {"version", 1},
+                      {"method", method},
+                      {"settings", settings},
+                      {"summary", summary.to_json()},
+                      {"depth_reach", reach},
+                      {"grids", grids.to_json()},
+                      {"steps", st}};
   if (!traces.empty()) {
     nlohmann::json tr = nlohmann::json::array();
     for (const auto& t : traces) tr.push_back(decode::to_json(t));
@@ -119,7 +131,8 @@ nlohmann::json RunStats::to_json() const {
 
 CellGrids CellGrids::from_json(const nlohmann::json& j) {
   const int64_t h = json_int<int64_t>(j.at("h"), "h"), w = json_int<int64_t>(j.at("w"), "w");
-  if (h <= 0 || w <= 0 || h > 4096 || w > 4096) throw Error("the statistics grid has an invalid size");
+  if (h <= 0 || w <= 0 || h > 4096 || w > 4096)
+    throw Error("the statistics grid has an invalid size");
   // Every grid must really hold h x w values before h x w cells are allocated: a file claiming a
   // 4096 x 4096 grid in a few bytes must not cost 400 MB (reliability.md, Fuzzing).
   static constexpr const char* kGrids[] = {"depth",      "top1",       "accept_len",

@@ -34,7 +34,7 @@ struct CellStats {
   int32_t accept_len = 0;  // tokens committed by the step that produced this cell
   int32_t tree_depth = 0;  // (d, k) of the tree that produced the cell
   int32_t tree_width = 0;
-  int32_t rank = 0;        // rank among the parent's draft candidates (0 for target tokens)
+  int32_t rank = 0;  // rank among the parent's draft candidates (0 for target tokens)
 };
 
 class CellGrids {
@@ -60,8 +60,8 @@ struct RunSummary {
   int64_t tokens = 0;
   int64_t steps = 0;
   int64_t target_forwards = 0;
-  double tau = 0;              // tokens / target forwards
-  double mean_drafted = 0;     // draft tokens per step
+  double tau = 0;           // tokens / target forwards
+  double mean_drafted = 0;  // draft tokens per step
   double wall_ms = 0;
   double tokens_per_s = 0;
   double t_draft_ms = 0, t_verify_ms = 0, t_sample_ms = 0, t_other_ms = 0;
@@ -76,7 +76,7 @@ struct RunStats {
   CellGrids grids;
   std::vector<int64_t> depth_reach;  // [j] = steps whose accepted path reached depth j
   RunSummary summary;
-  std::vector<StepTrace> traces;     // one per step when DecodeRequest::trace is enabled, else empty
+  std::vector<StepTrace> traces;  // one per step when DecodeRequest::trace is enabled, else empty
 
   void add_step(const StepRecord& r);  // appends and updates depth_reach (path depth = committed-1)
   void finish(double wall_ms);         // fills the summary from the steps
@@ -88,9 +88,9 @@ struct RunStats {
 // Streamed after every step: the record plus the newly committed cells, in order.
 struct StepEvent {
   const StepRecord& record;
-  const std::vector<int64_t>& tokens;     // committed tokens, cells first_cell ...
-  const std::vector<CellStats>& cells;    // their statistics
-  const StepTrace* trace = nullptr;       // the step's trace when tracing is on
+  const std::vector<int64_t>& tokens;   // committed tokens, cells first_cell ...
+  const std::vector<CellStats>& cells;  // their statistics
+  const StepTrace* trace = nullptr;     // the step's trace when tracing is on
 };
 using StepCallback = std::function<void(const StepEvent&)>;
 
