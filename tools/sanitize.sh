@@ -17,6 +17,6 @@ export LSAN_OPTIONS=suppressions=$PWD/cmake/lsan.supp:print_suppressions=0
 export OPENBLAS_NUM_THREADS=1
 for s in "${SUITES[@]}"; do
   echo "== $s (ASan + UBSan)"
-  build/sanitize/tests/"$s" --gtest_brief=1
+  build/sanitize/tests/"$s" --gtest_brief=1 --gtest_filter=-SamplingMatchesExactDistribution.*
 done
 echo "sanitizer run: ${#SUITES[@]} suites, no reports"

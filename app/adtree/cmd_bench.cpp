@@ -169,8 +169,12 @@ int cmd_bench(int argc, char** argv) {
   };
   std::map<std::string, Agg> agg;
   for (const auto& method : methods) {
+    // An entry may name its verification rule: "adt:sampled" is ADT-Tree with q-sampled children.
+    const auto colon = method.find(':');
     decode::DecodeRequest req;
-    req.method = method_from(a, method);
+    req.method = method_from(a, method.substr(0, colon));
+    if (colon != std::string::npos)
+      req.method.verify = decode::verify_rule_from_string(method.substr(colon + 1));
     req.sampling = params;
     if (method == "ar") req.method.acceptance = decode::Acceptance::Lossless;
     for (const auto& prompt : prompts) {
@@ -183,6 +187,7 @@ int cmd_bench(int argc, char** argv) {
         for (const auto& r : res.stats.steps)
           step_ms.push_back(r.t_draft_ms + r.t_verify_ms + r.t_sample_ms + r.t_other_ms);
         runs.push_back({{"method", method},
+                        {"verify", res.stats.settings.value("verify", std::string())},
                         {"prompt", prompt},
                         {"seed", seed},
                         {"summary", su.to_json()},
@@ -221,7 +226,8 @@ int cmd_bench(int argc, char** argv) {
               << b["ms"].get<double>() << "  " << std::setw(6) << b["ms"].get<double>() / ms1
               << "\n";
   }
-  std::cout << "\nmethod      tau  drafted/step  target fwd   wall ms  tokens/s  speed-up  outside "
+  std::cout << "\nmethod                 tau  drafted/step  target fwd   wall ms  tokens/s  "
+               "speed-up  outside "
                "fwd  ms/step\n";
   nlohmann::json summary = nlohmann::json::object();
   const double ar_wall = median(agg["ar"].wall);
@@ -241,7 +247,7 @@ int cmd_bench(int argc, char** argv) {
                        {"share_outside_forwards", outside},
                        {"median_step_ms", step},
                        {"step_over_floor", step / floor_ms}};
-    std::cout << std::left << std::setw(9) << method << std::right << std::setw(6) << tau
+    std::cout << std::left << std::setw(20) << method << std::right << std::setw(6) << tau
               << std::setw(14) << drafted << std::setw(12) << g2.forwards / double(g2.wall.size())
               << std::setw(10) << wall << std::setw(10) << tps << std::setw(10) << ar_wall / wall
               << std::setw(13) << outside << std::setw(9) << step << "\n";

@@ -21,7 +21,9 @@ void add_method_options(Args& a, bool list) {
   std::string names;
   for (const auto& m : decode::known_methods()) names += (names.empty() ? "" : "|") + m;
   a.option("method", list ? "LIST" : "NAME",
-           (list ? "comma-separated methods: " : "decoding method: ") + names +
+           (list ? "comma-separated methods, each optionally METHOD:RULE with a --verify rule: "
+                 : "decoding method: ") +
+               names +
                " (pathspec with K > 1 paths is LOSSY: picking the longest accepted chain biases "
                "the samples, see docs/JACOBI.md)",
            d.method)

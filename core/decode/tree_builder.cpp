@@ -53,9 +53,22 @@ std::vector<Child> ChildPicker::pick(const at::Tensor& q_t, int64_t count, int64
     for (int64_t i = 0; i < V; ++i) key[size_t(i)] = q[i];
   }
   std::vector<Child> out;
+  // Drawn children are scored by the q a draw is EXPECTED to have given the earlier draws,
+  // E[q(x_j) | x_1 .. x_j-1] = sum q^2 / sum q over the tokens not drawn yet: whether a budget
+  // keeps child j must not depend on which token child j turned out to be, or the kept children
+  // would no longer be draws from q and the rejection rule would be biased.
+  double mass = 0, square = 0;
+  for (int64_t i = 0; i < V; ++i) mass += q[i], square += double(q[i]) * q[i];
   for (int64_t id : top_by_key(key, count)) {
-    const double inc =
-        rule == VerifyRule::Coupled ? std::log(key[size_t(id)] / total) : std::log(double(q[id]));
+    double inc = 0;
+    if (rule == VerifyRule::Coupled) {
+      inc = std::log(key[size_t(id)] / total);
+    } else if (rule == VerifyRule::Sampled) {
+      inc = std::log(std::max(square, 1e-300) / std::max(mass, 1e-300));
+      mass -= q[id], square -= double(q[id]) * q[id];
+    } else {
+      inc = std::log(double(q[id]));
+    }
     out.push_back(Child{id, q[id], inc});
   }
   return out;

@@ -33,7 +33,9 @@ struct Child {
 // Picks the children of a node from its draft distribution q [V] (CPU fp32), in rank order:
 //   Deterministic  the top-k of q (ties to the lower id); score log q.
 //   Sampled        k draws from q without replacement (Gumbel-top-k with fresh noise from the
-//                  job's Rng), in draw order, which the rejection rule walks; score log q.
+//                  job's Rng), in draw order, which the rejection rule walks; score the log of
+//                  the q a draw is expected to have given the earlier draws (never the drawn
+//                  token's own q: a budget must not keep a child because of which token it is).
 //   Coupled        the top-k of q * exp(g_cell) with the shared noise of the cell they would fill:
 //                  the first is the draft's guess of the target's Gumbel-max token; score
 //                  log(q w / sum q w), the draft's belief in that guess once the noise is known.
