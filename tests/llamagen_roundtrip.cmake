@@ -1,4 +1,4 @@
-# Round trip of the released LlamaGen shapes (issue 7): tests/llamagen/reference.py writes a
+# Round trip of the released LlamaGen shapes: tests/llamagen/reference.py writes a
 # checkpoint with random weights in the exact B / L / XL layout (no download, nothing committed),
 # tools/convert_llamagen.py converts it, and `adtree info --json --no-vq` must load it and report
 # the configuration and parameter count the reference computed, plus its peak resident memory.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install test of the Debian package (issue 10): build the .deb with CPack, check its metadata,
+# Install test of the Debian package: build the .deb with CPack, check its metadata,
 # unpack it into a scratch root (as dpkg would lay it out, without touching the system), run the
 # installed `adtree generate` on the installed shipped model, start the installed `adtree-studio`
 # offscreen for one generation, validate the desktop entry and AppStream metainfo, and remove

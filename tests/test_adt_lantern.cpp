@@ -155,7 +155,7 @@ TEST(AdtPolicy, BaselinesAreLosslessAtGreedy) {
   adtree::testing::SpecFixture f(adtree::testing::SpecFixture::micro());
   auto c = f.cond({1, 5}, true);
   DecodeRequest r;
-  r.method.method = "adt";
+  r.method.method = Method::Adt;
   r.sampling.cfg_scale = 2.0;
   r.sampling.temperature = 0;
   auto ar = generate_ar(*f.target, c, r.sampling, 0);
@@ -238,7 +238,7 @@ TEST(Lantern, DeltaZeroIsTokenIdenticalToLossless) {
   adtree::testing::SpecFixture f(adtree::testing::SpecFixture::micro());
   auto c = f.cond({1, 2}, true);
   DecodeRequest r;
-  r.method.method = "dynamic";
+  r.method.method = Method::Dynamic;
   r.method.dynamic_tree.budget = 12;
   r.method.verify = VerifyRule::Deterministic;  // the same lossless rule on both sides
   r.seed = 9;

@@ -30,7 +30,7 @@ struct Sampling {
 
 DecodeRequest coupled_request(const std::string& method, const Sampling& s, uint64_t seed) {
   DecodeRequest r;
-  r.method.method = method;
+  r.method.method = adtree::decode::method_from_string(method);
   r.method.verify = VerifyRule::Coupled;
   r.method.dynamic_tree.budget = 16;
   r.method.adt.d_max = 6;
@@ -47,8 +47,7 @@ DecodeResult run_method(const SpecFixture& f, DraftSource* src, const model::Con
                         const DecodeRequest& r) {
   SpecOptions o;
   o.budget = r.method.dynamic_tree.budget;
-  if (r.method.method == "sjd" || r.method.method == "pathspec")
-    return generate_jacobi(*f.target, c, r, o);
+  if (is_jacobi(r.method.method)) return generate_jacobi(*f.target, c, r, o);
   return generate_speculative(*f.target, *src, c, r, o);
 }
 
@@ -265,7 +264,7 @@ TEST(TreeBuilder, BudgetBoundedDraftingKeepsTheBestNodesAndFeedsFewerRows) {
 TEST(BadSettings, TreesTooLargeForTheDraftHeadFailBeforeGenerating) {
   SpecFixture f(SpecFixture::micro());
   MethodSettings m;
-  m.method = "adt";
+  m.method = Method::Adt;
   const int64_t vocab = 16384;  // a LlamaGen codebook: k_max = vocab is a valid width bound
   m.adt.k_max = vocab, m.adt.d_max = 64;
   m.dynamic_tree.budget = 0;
@@ -277,7 +276,7 @@ TEST(BadSettings, TreesTooLargeForTheDraftHeadFailBeforeGenerating) {
   }
   // A source whose scratch area cannot hold the settings' largest tree: refused up front.
   DecodeRequest r;
-  r.method.method = "dynamic";
+  r.method.method = Method::Dynamic;
   r.sampling.cfg_scale = 2.0;
   auto src = make_eagle_source(*f.head, *f.target, 2, /*scratch=*/8);
   SpecOptions o;
@@ -301,24 +300,25 @@ TEST(BadSettings, RuleCombinationsWithoutMeaningAreClearErrors) {
       EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
     }
   };
-  bad([](MethodSettings& m) { m.method = "adt", m.verify = VerifyRule::Maximal; }, "not to trees");
-  bad([](MethodSettings& m) { m.method = "sjd", m.verify = VerifyRule::Deterministic; },
+  bad([](MethodSettings& m) { m.method = Method::Adt, m.verify = VerifyRule::Maximal; },
+      "not to trees");
+  bad([](MethodSettings& m) { m.method = Method::Sjd, m.verify = VerifyRule::Deterministic; },
       "Jacobi drafts are samples");
   bad(
       [](MethodSettings& m) {
-        m.method = "dynamic", m.verify = VerifyRule::Coupled, m.acceptance = Acceptance::Lantern,
-        m.lantern.k = 10;
+        m.method = Method::Dynamic, m.verify = VerifyRule::Coupled,
+        m.acceptance = Acceptance::Lantern, m.lantern.k = 10;
       },
       "LANTERN relaxes");
   bad(
       [](MethodSettings& m) {
-        m.method = "pathspec", m.verify = VerifyRule::Coupled, m.jacobi.path_relax = 0.5;
+        m.method = Method::PathSpec, m.verify = VerifyRule::Coupled, m.jacobi.path_relax = 0.5;
       },
       "PathRelax raises");
   EXPECT_THROW(verify_rule_from_string("gumbel"), Error);
   // auto: coupled, or sampled where a relaxation needs p / q; greedy has one rule.
   MethodSettings m;
-  m.method = "adt";
+  m.method = Method::Adt;
   SamplingParams sp;
   EXPECT_EQ(resolve_verify(m, sp), VerifyRule::Coupled);
   m.acceptance = Acceptance::Lantern;

@@ -13,9 +13,9 @@
 
 #include "engine/engine.h"
 #include "engine/soak.h"
-#include "util/error.h"
 #include "model/gpt_config.h"
 #include "model/random_model.h"
+#include "util/error.h"
 
 namespace fs = std::filesystem;
 using namespace adtree::engine;
@@ -369,16 +369,18 @@ TEST_F(EngineTest, BadSettingsFailNamingTheSetting) {
   auto j1 = job();
   j1.request.sampling.temperature = -1;
   auto j2 = job();
-  j2.request.method.method = "dynamic";  // only the chosen method's settings are checked
+  j2.request.method.method =
+      adtree::decode::Method::Dynamic;  // only the chosen method's settings are checked
   j2.request.method.dynamic_tree.depth = 0;
-  auto j3 = job();
-  j3.request.method.method = "warp-speed";
+  auto j3 = job();  // a verification rule that has no meaning for the method
+  j3.request.method.method = adtree::decode::Method::Adt;
+  j3.request.method.verify = adtree::decode::VerifyRule::Maximal;
   auto j4 = job();
-  j4.request.method.method = "adt";
+  j4.request.method.method = adtree::decode::Method::Adt;
   j4.request.method.adt.beta = 2;
   const std::vector<std::pair<JobId, std::string>> cases{{e->submit(j1), "temperature"},
                                                          {e->submit(j2), "depth"},
-                                                         {e->submit(j3), "warp-speed"},
+                                                         {e->submit(j3), "maximal coupling"},
                                                          {e->submit(j4), "beta"}};
   for (const auto& [id, word] : cases) {
     SCOPED_TRACE(word);
@@ -518,8 +520,8 @@ TEST_F(EngineTest, SoakMixesMethodsCancelsSomeAndKeepsMemoryFlat) {
   // docs/reliability.md has its curve.)
   const std::string micro = dir_ + "/micro";
   auto g = adtree::model::GptConfig::preset("micro");
-  adtree::model::write_random_model(micro, g, adtree::model::small_vq_config(g.vocab_size, g.grid_h), 6,
-                                    "soak micro");
+  adtree::model::write_random_model(
+      micro, g, adtree::model::small_vq_config(g.vocab_size, g.grid_h), 6, "soak micro");
   SoakOptions o;
   o.model_dir = micro;
   o.runs = 60;
@@ -547,8 +549,8 @@ TEST_F(EngineTest, SoakMixesMethodsCancelsSomeAndKeepsMemoryFlat) {
 TEST_F(EngineTest, CancelStormOfTwoHundredJobsWithAModelSwitch) {
   auto g = adtree::model::GptConfig::preset("micro");
   const std::string micro = dir_ + "/storm-micro";
-  adtree::model::write_random_model(micro, g, adtree::model::small_vq_config(g.vocab_size, g.grid_h),
-                                    6, "storm micro");
+  adtree::model::write_random_model(
+      micro, g, adtree::model::small_vq_config(g.vocab_size, g.grid_h), 6, "storm micro");
   auto e = loaded_engine();
   std::mutex mu;
   std::map<JobId, int> cancel_at;  // step at which the listener cancels
@@ -571,7 +573,7 @@ TEST_F(EngineTest, CancelStormOfTwoHundredJobsWithAModelSwitch) {
   std::map<JobId, std::string> kind;
   for (int i = 0; i < 200; ++i) {
     auto j = job(i % 2 ? "a red cat" : "a blue dog", uint64_t(i));
-    j.request.method.method = methods[rng() % 6];
+    j.request.method.method = adtree::decode::method_from_string(methods[rng() % 6]);
     j.request.method.dynamic_tree.budget = 8;
     const int r = int(rng() % 10);
     // Registered before submit, under the lock the hook takes, so the first step already sees it.
@@ -585,9 +587,9 @@ TEST_F(EngineTest, CancelStormOfTwoHundredJobsWithAModelSwitch) {
       cancel_at[id] = 1 + int(rng() % unsigned(max_step));  // mid-run, at a random step
       kind[id] = "step";
     } else if (r < 8) {
-      kind[id] = "queued";                   // cancelled at once, usually before it starts
+      kind[id] = "queued";  // cancelled at once, usually before it starts
     } else {
-      kind[id] = "none";                     // runs to the end
+      kind[id] = "none";  // runs to the end
     }
     lk.unlock();
     if (kind[id] == "queued") e->cancel(id);
@@ -610,7 +612,8 @@ TEST_F(EngineTest, CancelStormOfTwoHundredJobsWithAModelSwitch) {
     const auto ev = rec.of_job(id);
     const Event& last = ev.back();
     const int steps = count<JobStep>(ev);
-    if (kind[id] == "step" && cancel_at[id] <= steps && std::holds_alternative<JobCancelled>(last)) {
+    if (kind[id] == "step" && cancel_at[id] <= steps &&
+        std::holds_alternative<JobCancelled>(last)) {
       // Cancelled from the listener at step k: no step k + 1.
       EXPECT_EQ(steps, cancel_at[id]) << "job " << id << " stepped after its cancel";
       ++cancelled_mid;

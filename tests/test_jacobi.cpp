@@ -1,4 +1,4 @@
-// The training-free Jacobi methods (SPEC_DECODING.md 6, issue 9) in the one decoding loop: SJD is
+// The training-free Jacobi methods (SPEC_DECODING.md 6) in the one decoding loop: SJD is
 // lossless (greedy identity with AR, exact sampling distribution), PathExplore is greedy-identical
 // but its "longest accepted path wins" is measurably NOT exact under sampling, which is why it
 // labels itself lossy. Numbers from these tests are in docs/JACOBI.md.
@@ -36,7 +36,7 @@ namespace {
 
 DecodeRequest jacobi_request(const std::string& method, double temperature, uint64_t seed) {
   DecodeRequest r;
-  r.method.method = method;
+  r.method.method = adtree::decode::method_from_string(method);
   r.sampling.cfg_scale = 2.0;
   r.sampling.temperature = temperature;
   r.seed = seed;
@@ -221,7 +221,7 @@ TEST(JacobiState, SpatialInitCopiesNeighboursAndRecyclesWithTheRowAsQ) {
   JacobiSettings s;
   s.paths = 2, s.path_length = 5, s.spatial_init = true;
   const int64_t V = 32;
-  JacobiState st("pathspec", s, 4, 4, V, 16);
+  JacobiState st(Method::PathSpec, s, 4, 4, V, 16);
   Rng rng(5);
   auto tree = st.build_tree({7}, 15, rng);
   ASSERT_EQ(tree.size(), 1 + 2 * 5);
@@ -317,7 +317,7 @@ TEST(JacobiState, CombinesWithLantern) {
   ls.delta = 0.5;
   LanternRule loose(nb, ls);
   o.lantern = &loose;
-  r.method.method = "pathspec";
+  r.method.method = Method::PathSpec;
   r.method.jacobi.path_relax = JacobiSettings::kPathRelaxDefault;
   auto res = generate_jacobi(*f.target, c, r, o);
   EXPECT_EQ(res.stats.method, "pathspec+pathrelax+lantern (lossy)");
@@ -391,7 +391,7 @@ TEST(BadSettings, JacobiSettingsAreClearErrors) {
   SpecFixture f(SpecFixture::micro());  // 16 image tokens
   auto bad = [&](const char* method, auto mutate, const std::string& expect) {
     MethodSettings m;
-    m.method = method;
+    m.method = method_from_string(method);
     mutate(m);
     try {
       m.validate(f.cfg.vocab_size, f.cfg.image_tokens());
@@ -427,7 +427,7 @@ TEST(BadSettings, JacobiSettingsAreClearErrors) {
       "margins must leave tokens to draft");
   // The settings a method does not read are not checked (a GUI keeps every group's values).
   MethodSettings ok;
-  ok.method = "sjd";
+  ok.method = Method::Sjd;
   ok.jacobi.paths = 0;
   EXPECT_NO_THROW(ok.validate(f.cfg.vocab_size, f.cfg.image_tokens()));
   // Each entry point refuses the other family's methods.
@@ -438,7 +438,7 @@ TEST(BadSettings, JacobiSettingsAreClearErrors) {
                Error);
   // JSON round trip keeps every Jacobi setting.
   MethodSettings m;
-  m.method = "pathspec";
+  m.method = Method::PathSpec;
   m.jacobi = {7, false, 3, 9, 0.25, 2, 1};
   auto back = MethodSettings::from_json(m.to_json()).jacobi;
   EXPECT_EQ(back.window, 7);

@@ -1,4 +1,4 @@
-// Parity with LlamaGen (issue 7): tests/llamagen/reference.py, an independent implementation
+// Parity with LlamaGen: tests/llamagen/reference.py, an independent implementation
 // written from the published formulas in Python/torch, builds small random models in the exact
 // released tensor layout (checkpoints with the same stray buffers) and their reference outputs;
 // tools/convert_llamagen.py converts them; the C++ model must reproduce the outputs in fp32:
@@ -98,12 +98,11 @@ at::Tensor teacher_forced(const model::Gpt& gpt, const model::Condition& cond,
   const int64_t B = cond.batch();
   auto cache = gpt.new_cache(B);
   auto first = gpt.prefill(cache, cond).logits;  // predicts token 0
-  auto rest = gpt.forward_tokens(cache, tokens.narrow(0, 0, tokens.size(0) - 1)
-                                            .unsqueeze(0)
-                                            .expand({B, -1})
-                                            .contiguous(),
-                                 0)
-                  .logits;
+  auto rest =
+      gpt.forward_tokens(
+             cache,
+             tokens.narrow(0, 0, tokens.size(0) - 1).unsqueeze(0).expand({B, -1}).contiguous(), 0)
+          .logits;
   return at::cat({first.narrow(1, first.size(1) - 1, 1), rest}, 1);  // [B, N, vocab]
 }
 
@@ -116,7 +115,7 @@ model::Condition class_cond(const model::Gpt& gpt, int64_t id) {
 std::vector<int64_t> greedy_tokens(const Fixture& f, const model::Condition& cond,
                                    const std::string& method) {
   decode::DecodeRequest r;
-  r.method.method = method;
+  r.method.method = adtree::decode::method_from_string(method);
   r.sampling.cfg_scale = f.meta.at("cfg_scale").get<double>();
   r.sampling.temperature = 0.0;
   r.sampling.top_k = 0;
@@ -130,7 +129,7 @@ void expect_tokens(const std::vector<int64_t>& got, const at::Tensor& want, cons
   }
 }
 
-#define REQUIRE_TORCH()                                                                    \
+#define REQUIRE_TORCH() \
   if (!have_torch()) GTEST_SKIP() << python() << " has no torch (apt install python3-torch)"
 
 }  // namespace

@@ -21,7 +21,7 @@ const model::ModelBundle& shipped() {
 
 decode::DecodeRequest request(const std::string& method, double temperature, uint64_t seed) {
   decode::DecodeRequest r;
-  r.method.method = method;
+  r.method.method = adtree::decode::method_from_string(method);
   r.sampling.cfg_scale = 3.0;
   r.sampling.temperature = temperature;
   r.seed = seed;

@@ -14,7 +14,7 @@ namespace {
 
 DecodeRequest request(const std::string& method, double temperature, uint64_t seed) {
   DecodeRequest r;
-  r.method.method = method;
+  r.method.method = adtree::decode::method_from_string(method);
   r.method.dynamic_tree.budget = 20;
   r.method.adt.d_max = 6;
   r.sampling.cfg_scale = 2.0;
@@ -70,7 +70,7 @@ TEST(GreedyIdentity, WithoutCfgAndWithTopKToo) {
   auto ar = generate_ar(*f.target, c, r.sampling, 3);
   for (const char* m : {"static", "dynamic", "adt"}) {
     auto rr = r;
-    rr.method.method = m;
+    rr.method.method = adtree::decode::method_from_string(m);
     auto src = make_eagle_source(*f.head, *f.target, 1);
     EXPECT_EQ(run_tree(f, *src, c, rr).tokens, ar.tokens) << m;
   }
@@ -176,7 +176,7 @@ TEST(BadSettings, AreClearErrors) {
   SpecFixture f(SpecFixture::micro());
   auto bad = [&](auto mutate, const std::string& expect) {
     MethodSettings m;
-    m.method = "dynamic";
+    m.method = Method::Dynamic;
     mutate(m);
     try {
       m.validate(f.cfg.vocab_size, f.cfg.image_tokens());
@@ -193,8 +193,9 @@ TEST(BadSettings, AreClearErrors) {
         m.acceptance = Acceptance::Lantern, m.lantern.k = 10, m.lantern.delta = -0.1;
       },
       "LANTERN delta must be in [0, 1]");
-  bad([](MethodSettings& m) { m.method = "medusa"; }, "unknown method 'medusa'");
-  bad([](MethodSettings& m) { m.method = "adt", m.adt.d0 = 9; },
+  EXPECT_THROW(method_from_string("medusa"), Error);  // names are read at the boundary
+  bad([](MethodSettings& m) { m.method = Method::Adt, m.adt.d0 = 9; },
       "ADT d0 must lie in [d_min, d_max]");
-  bad([](MethodSettings& m) { m.method = "adt", m.adt.beta = 1.5; }, "ADT beta must be in [0, 1]");
+  bad([](MethodSettings& m) { m.method = Method::Adt, m.adt.beta = 1.5; },
+      "ADT beta must be in [0, 1]");
 }

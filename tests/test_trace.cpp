@@ -16,7 +16,7 @@ namespace {
 
 DecodeRequest request(const std::string& method, double temperature, bool trace) {
   DecodeRequest r;
-  r.method.method = method;
+  r.method.method = adtree::decode::method_from_string(method);
   r.method.dynamic_tree.budget = 20;
   r.method.adt.d_max = 6;
   r.sampling.cfg_scale = 2.0;

@@ -1,4 +1,4 @@
-// The training pipeline (issue 4) on a handful of synthetic 8x8 pictures: shared pieces (config
+// The training pipeline on a handful of synthetic 8x8 pictures: shared pieces (config
 // merging, schedule, data order, AdamW, clipping), each trainer for a few steps (finite, falling
 // loss), exact resume from a checkpoint, clear errors for bad data and configs, and the assembled
 // model directory loading through the product's loader.
@@ -718,8 +718,9 @@ TEST(TrainDrafter, WarmStartTakesAFinishedHeadOfTheSameShape) {
   // Not a finished drafter run, and a head for another GPT shape: clear errors.
   auto bad = options(temp_dir("head3"), 1, kDrafterConfig, &log);
   bad.init_from = gpt;
-  EXPECT_NE(error_of([&] { tr::train_drafter(d, gpt, bad); })
-                .find("not a finished 'adtree train drafter' run folder"),
+  EXPECT_NE(error_of([&] {
+              tr::train_drafter(d, gpt, bad);
+            }).find("not a finished 'adtree train drafter' run folder"),
             std::string::npos);
   auto wide_cfg = kGptConfig;
   wide_cfg["dim"] = 64;
@@ -728,7 +729,6 @@ TEST(TrainDrafter, WarmStartTakesAFinishedHeadOfTheSameShape) {
   const auto wide_head = temp_dir("widehead");
   tr::train_drafter(d, wide_gpt, options(wide_head, 1, kDrafterConfig, &log));
   bad.init_from = wide_head;
-  EXPECT_NE(error_of([&] { tr::train_drafter(d, gpt, bad); })
-                .find("a head for another GPT shape"),
+  EXPECT_NE(error_of([&] { tr::train_drafter(d, gpt, bad); }).find("a head for another GPT shape"),
             std::string::npos);
 }

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# The ablation sweeps behind docs/adt-tree.md, on the first shipped model (emoji-v1, the one the
-# tables were measured on; ADTREE_MODEL picks another): the open questions about
-# ADT-Tree (shape source, beta, l_d / l_k, budget N, EAGLE-2 at equal draft size, T = 0 vs 1,
-# LANTERN). Sweep A runs as two shards side by side and is merged, like a cluster array would
-# (docs/cluster.md). Usage: tools/sweep-adt.sh [OUT_DIR] (default docs/sweeps); SEEDS=2;
-# ONLY_GREEDY=1 runs just the T = 0 sweeps F-H; ONLY_A=1 just sweep A.
+# The ablation sweeps behind docs/adt-tree.md, on the shipped default model (ADTREE_MODEL picks
+# another): the open questions about ADT-Tree (shape source, beta, l_d / l_k, budget N and the
+# shape-following budget, EAGLE-2 at equal draft size, T = 0 vs 1, the verification rule at T = 1,
+# LANTERN). At T = 1 every lossless tree row uses the default rule (shared-noise coupling) unless
+# the sweep names another. Sweep A runs as two shards side by side and is merged, like a cluster
+# array would (docs/cluster.md). Usage: tools/sweep-adt.sh [OUT_DIR] (default docs/sweeps);
+# SEEDS=2; ONLY_GREEDY=1 runs just the T = 0 sweeps F-H; ONLY_A=1 just sweep A.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build/release/bin/adtree
-export ADTREE_MODEL=${ADTREE_MODEL:-resources/models/emoji-v1}
+export ADTREE_MODEL=${ADTREE_MODEL:-resources/models/emoji}
 OUT=${1:-docs/sweeps}
 SEEDS=${SEEDS:-2}
 mkdir -p "$OUT"
@@ -42,5 +43,8 @@ if [[ "${ONLY_A:-0}" == 1 ]]; then echo "sweep A written to $OUT"; exit 0; fi
 # B, C, D: the same knobs at T = 1. E: LANTERN delta (lossy).
 knobs 1 b-beta c-steps d-budget
 sweep e-lantern --method adt --temperatures 1 --lantern-deltas off,0.05,0.1,0.2
+# I: the verification rule at T = 1 for every tree. J: the budget that follows the shape.
+sweep i-verify --method adt,dynamic,static --temperatures 1 --verifies coupled,sampled,deterministic
+sweep j-adt-budget --method adt --temperatures 0,1 --adt-budgets fixed,shape
 greedy
 echo "sweeps written to $OUT"

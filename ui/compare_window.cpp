@@ -127,8 +127,8 @@ QWidget* CompareWindow::buildSide(int side) {
   auto* name = new QLabel(QStringLiteral("<b>%1</b>").arg(kSideName[side]), w);
   method_[side] = new QComboBox(w);
   method_[side]->setObjectName(QStringLiteral("compareMethod%1").arg(kSideName[side]));
-  for (const auto& m : decode::known_methods()) {
-    const QString key = QString::fromStdString(m);
+  for (const auto& m : decode::method_table()) {
+    const QString key = QString::fromLatin1(m.key);
     method_[side]->addItem(method_label(key), key);
   }
   lantern_[side] = new QCheckBox(tr("LANTERN"), w);
@@ -387,25 +387,35 @@ void CompareWindow::updateComparison() {
   diff_plot_->xAxis->setRange(-0.5, w - 0.5);
   diff_plot_->yAxis->setRange(-0.5, h - 0.5);
   diff_plot_->replot();
-  const bool comparable = a.lossless() && b.lossless() && a.greedy() && b.greedy() &&
-                          a.prompt == b.prompt && a.seed == b.seed;
-  if (comparable) {
+  // Token identity is owed when both runs are lossless on the same prompt and seed, and either
+  // greedy, or coupled with the same sampling settings (the same Gumbel noise picks every token).
+  const bool same_run = a.lossless() && b.lossless() && a.prompt == b.prompt && a.seed == b.seed;
+  const bool greedy = a.greedy() && b.greedy();
+  const bool coupled = a.coupled() && b.coupled() &&
+                       a.stats.settings.value("sampling", nlohmann::json()) ==
+                           b.stats.settings.value("sampling", nlohmann::json());
+  if (same_run && (greedy || coupled)) {
+    const QString how = greedy ? tr("ran greedy") : tr("sampled with the same coupled noise");
     identity_->setText(diff == 0
                            ? tr("<span style='color:#15803d; font-weight:bold'>✓ Identical tokens "
-                                "(%1 / %1)</span>: both methods are lossless and ran greedy, so "
-                                "they must produce exactly the same image.")
+                                "(%1 / %1)</span>: both methods are lossless and %2, so they "
+                                "must produce exactly the same image.")
                                  .arg(h * w)
+                                 .arg(how)
                            : tr("<span style='color:#b91c1c; font-weight:bold'>✗ Tokens differ "
                                 "at %1 of %2 cells</span> although both runs are lossless and "
-                                "greedy: this is a bug, please report it with both run files.")
+                                "%3: this is a bug, please report it with both run files.")
                                  .arg(diff)
-                                 .arg(h * w));
+                                 .arg(h * w)
+                                 .arg(how));
   } else {
     QString why;
     if (!a.lossless() || !b.lossless()) {
       why = tr("a relaxed (lossy) method is involved");
     } else if (!a.greedy() || !b.greedy()) {
-      why = tr("sampling is on: lossless methods match AR in distribution, not token by token");
+      why =
+          tr("sampling without shared-noise coupling on both sides: lossless methods then match "
+             "in distribution, not token by token");
     } else {
       why = tr("the prompts or seeds differ");
     }

@@ -1,4 +1,4 @@
-// Which model the app opens at start (issue 5): $ADTREE_MODEL, else the shipped emoji model (source
+// Which model the app opens at start: $ADTREE_MODEL, else the shipped emoji model (source
 // tree or installed), else a random tiny model kept under the XDG data directory, created on first
 // use so the app works out of the box (and says clearly that its pictures are noise).
 #pragma once

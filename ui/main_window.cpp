@@ -172,8 +172,8 @@ void MainWindow::buildUi() {
   method_ = new QComboBox(central);
   method_->setObjectName("methodBox");
   method_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
-  for (const auto& m : decode::known_methods()) {
-    const QString key = QString::fromStdString(m);
+  for (const auto& m : decode::method_table()) {
+    const QString key = QString::fromLatin1(m.key);
     method_->addItem(method_label(key), key);
     method_->setItemData(method_->count() - 1, method_help(key), Qt::ToolTipRole);
   }

@@ -29,38 +29,42 @@ QString method_help(const QString& m) {
   if (m == "sjd") return QObject::tr("Speculative Jacobi decoding: training-free, no draft head.");
   if (m == "pathspec") {
     return QObject::tr(
-        "Several Jacobi chains in parallel; the longest accepted one wins. With more "
-        "than one chain or PathRelax on it is lossy (see the Jacobi settings).");
+        "Several Jacobi chains in parallel; the longest accepted one wins. Lossless with "
+        "coupled verification (the default); with more than one chain and another rule, or "
+        "PathRelax on, it is lossy (see the Jacobi settings).");
   }
   return {};
 }
 
 bool is_tree_method(const QString& m) {
-  return m == "static" || m == "dynamic" || m == "adt";
+  for (const auto& i : decode::method_table()) {
+    if (m == i.key) return i.family == decode::Family::Tree;
+  }
+  return false;
 }
 
 MapRanges ranges_for(const decode::DecodeRequest& r) {
   MapRanges g;
   const auto& m = r.method;
-  if (m.method == "adt") {
+  if (m.method == decode::Method::Adt) {
     g.depth_max = double(m.adt.d_max);
     g.accept_max = double(m.adt.d_max + 1);
     g.tree_d_min = double(m.adt.d_min);
     g.tree_d_max = double(m.adt.d_max);
     g.tree_k_min = double(m.adt.k_min);
     g.tree_k_max = double(m.adt.k_max);
-  } else if (m.method == "dynamic") {
+  } else if (m.method == decode::Method::Dynamic) {
     const double d = double(m.dynamic_tree.depth + 1);
     g.depth_max = d;
     g.accept_max = d + 1;
     g.tree_d_min = g.tree_d_max = d;
     g.tree_k_min = g.tree_k_max = double(m.dynamic_tree.width);
-  } else if (m.method == "static") {
+  } else if (m.method == decode::Method::Static) {
     g.depth_max = 5;  // both presets have depth 5
     g.accept_max = 6;
-  } else if (m.method == "sjd" || m.method == "pathspec") {
+  } else if (decode::is_jacobi(m.method)) {
     // Depth = position in the window (SJD) or along the winning chain (PathSpec).
-    const auto n = m.method == "pathspec" ? m.jacobi.path_length : m.jacobi.window;
+    const auto n = m.method == decode::Method::PathSpec ? m.jacobi.path_length : m.jacobi.window;
     g.depth_max = double(n);
     g.accept_max = double(n + 1);
   }

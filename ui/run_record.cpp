@@ -25,6 +25,11 @@ bool RunRecord::greedy() const {
   return s["sampling"].value("temperature", 1.0) <= 0.0;
 }
 
+bool RunRecord::coupled() const {
+  const auto& s = stats.settings;
+  return s.is_object() && s.value("verify", std::string()) == "coupled";
+}
+
 QString RunRecord::summaryLine() const {
   return QStringLiteral("%1 · τ %2 · %3 s · seed %4")
       .arg(label)

@@ -33,6 +33,7 @@ struct RunRecord {
   int gridW() const { return int(stats.grids.w()); }
   bool lossless() const;  // settings.lossless (AR is lossless)
   bool greedy() const;    // settings.sampling.temperature == 0
+  bool coupled() const;   // shared-noise coupling (AR when sampling, and coupled methods)
   // One line for lists: "adt · τ 2.41 · 1.8 s · seed 3".
   QString summaryLine() const;
 };

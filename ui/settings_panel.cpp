@@ -13,15 +13,19 @@
 
 #include "decode/method.h"
 #include "ui/collapsible_section.h"
+#include "ui/method_names.h"
 
 namespace adtree::ui {
 
 namespace {
 bool is_tree(const QString& m) {
-  return m == "static" || m == "dynamic" || m == "adt";
+  return is_tree_method(m);
 }
 bool is_jacobi(const QString& m) {
-  return m == "sjd" || m == "pathspec";
+  for (const auto& i : decode::method_table()) {
+    if (m == i.key) return i.family == decode::Family::Jacobi;
+  }
+  return false;
 }
 }  // namespace
 
@@ -107,6 +111,8 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
          "neighbours;\nnone: carry the last shape (pure bisection).\nrandom, confidence: ablation "
          "baselines without adjacency (a random shape per tree; a shape "
          "from the draft's own top-1 confidence)."));
+  verify_->setObjectName("verifyRule");
+  connect(verify_, &QComboBox::currentIndexChanged, this, &SettingsPanel::updateEnabled);
   adt_budget_rule_ = addChoice(f, tr("Budget rule"), {"fixed", "shape"},
                                tr("fixed: every tree keeps the budget N's best nodes.\nshape: N "
                                   "follows the shape, min(d x k, N), so a shallow-wide tree is "
@@ -169,8 +175,9 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
   jac_stop_margin_ =
       addInt(f, tr("Stop margin"), 0, 1 << 16, tr("Plain AR for the last M image tokens."));
   // Shown only while the settings make PathSpec lossy, in the words of the CLI's help.
-  jac_lossy_ = new QLabel(tr("Lossy: with more than one path, taking the longest accepted chain "
-                             "biases the samples; PathRelax changes the target distribution."),
+  jac_lossy_ = new QLabel(tr("Lossy: with more than one path and no shared-noise coupling, taking "
+                             "the longest accepted chain biases the samples; PathRelax changes the "
+                             "target distribution."),
                           jacobi_);
   jac_lossy_->setObjectName("pathspecLossyNote");
   jac_paths_->setObjectName("jacobiPaths");
@@ -260,7 +267,11 @@ void SettingsPanel::updateEnabled() {
   jac_path_length_->setEnabled(pathspec);
   jac_relax_->setEnabled(pathspec);
   jac_window_->setEnabled(!pathspec);  // PathSpec drafts along its paths, not in one window
-  jac_lossy_->setVisible(pathspec && (jac_paths_->value() > 1 || jac_relax_->value() > 0));
+  // Shared-noise coupling makes every chain commit AR's tokens: then only PathRelax is lossy.
+  const auto rule = verify_->currentText();
+  const bool coupled = rule == "coupled" || (rule == "auto" && jac_relax_->value() <= 0);
+  jac_lossy_->setVisible(pathspec &&
+                         ((jac_paths_->value() > 1 && !coupled) || jac_relax_->value() > 0));
 }
 
 void SettingsPanel::setModel(const nlohmann::json& defaultSampling, qint64 vocabSize,
@@ -308,7 +319,7 @@ decode::DecodeRequest SettingsPanel::request(const QString& method, bool lantern
   s.top_k = top_k_->value();
   s.top_p = top_p_->value();
   auto& m = r.method;
-  m.method = method.toStdString();
+  m.method = decode::method_from_string(method.toStdString());
   m.static_tree.preset = static_preset_->currentText().toStdString();
   m.dynamic_tree.depth = dyn_depth_->value();
   m.dynamic_tree.width = dyn_width_->value();

@@ -176,7 +176,8 @@ int cmd_bench(int argc, char** argv) {
     if (colon != std::string::npos)
       req.method.verify = decode::verify_rule_from_string(method.substr(colon + 1));
     req.sampling = params;
-    if (method == "ar") req.method.acceptance = decode::Acceptance::Lossless;
+    if (req.method.method == decode::Method::Ar)
+      req.method.acceptance = decode::Acceptance::Lossless;
     for (const auto& prompt : prompts) {
       auto c = model::make_condition(*m.gpt, m.vocab, prompt, params.uses_cfg());
       for (int64_t seed = 0; seed < seeds; ++seed) {

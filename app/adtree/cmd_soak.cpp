@@ -43,7 +43,9 @@ int cmd_soak(int argc, char** argv) {
   o.methods.clear();
   std::stringstream list(a.str("methods"));
   for (std::string m; std::getline(list, m, ',');) {
-    if (!m.empty()) o.methods.push_back(m);
+    if (m.empty()) continue;
+    decode::method_from_string(m);  // an unknown name is an error now, not after some runs
+    o.methods.push_back(m);
   }
   const double max_growth = a.number("max-growth");
 

@@ -47,7 +47,8 @@ std::vector<int64_t> ints(const Args& a, const std::string& name, bool allow_aut
   std::vector<int64_t> out;
   for (double d : reals(a, name)) {
     if (d != double(int64_t(d)) || (d < 1 && !(allow_auto && d == 0))) {
-      throw Error("--" + name + " takes positive whole numbers" + (allow_auto ? " (0 = auto)" : ""));
+      throw Error("--" + name + " takes positive whole numbers" +
+                  (allow_auto ? " (0 = auto)" : ""));
     }
     out.push_back(int64_t(d));
   }
@@ -103,7 +104,8 @@ int cmd_sweep(int argc, char** argv) {
   add_model_options(a);
   add_method_options(a, /*list=*/true);
   add_sampling_options(a);
-  a.option("prompts", "LIST", "semicolon-separated prompts (default: 4 prompts of the shipped model)")
+  a.option("prompts", "LIST",
+           "semicolon-separated prompts (default: 4 prompts of the shipped model)")
       .option("seeds", "N", "seeds 0 .. N-1 per prompt", "2")
       .option("temperatures", "LIST", "axis: sampling temperatures (0 = greedy)")
       .option("betas", "LIST", "axis (adt): beta thresholds")
@@ -114,7 +116,10 @@ int cmd_sweep(int argc, char** argv) {
       .option("k-maxes", "LIST", "axis (adt): width bounds k_max")
       .option("adjacencies", "LIST", "axis (adt): left, left+up, none, random, confidence")
       .option("budgets", "LIST", "axis (dynamic, adt): verification budgets N (0 = auto)")
-      .option("lantern-deltas", "LIST", "axis (tree methods): LANTERN delta values, 'off' = lossless")
+      .option("adt-budgets", "LIST", "axis (adt): budget rules fixed, shape")
+      .option("verifies", "LIST", "axis (all but ar): verification rules (see --verify)")
+      .option("lantern-deltas", "LIST",
+              "axis (tree methods): LANTERN delta values, 'off' = lossless")
       .flag("match-drafted", "after every adt row, EAGLE-2 with N = ADT-Tree's mean drafted tokens")
       .option("shard", "I/N", "run only units i, i+n, i+2n, ... of the sweep (0-based)", "0/1")
       .option("out", "FILE", "JSONL rows (appended; with --resume, rows already there are skipped)")
@@ -136,13 +141,14 @@ int cmd_sweep(int argc, char** argv) {
   g.k_max = ints(a, "k-maxes");
   g.adjacency = words(a, "adjacencies");
   g.budget = ints(a, "budgets", /*allow_auto=*/true);
+  g.adt_budget = words(a, "adt-budgets");
+  g.verify = words(a, "verifies");
   g.lantern_delta = reals(a, "lantern-deltas", /*allow_off=*/true);
 
   research::SweepOptions o;
-  o.prompts = a.given("prompts")
-                  ? split(a.str("prompts"), ';')
-                  : std::vector<std::string>{"grinning face noto", "red apple noto",
-                                             "rocket twemoji", "blue heart twemoji"};
+  o.prompts = a.given("prompts") ? split(a.str("prompts"), ';')
+                                 : std::vector<std::string>{"grinning face noto", "red apple noto",
+                                                            "rocket twemoji", "blue heart twemoji"};
   o.seeds = a.integer("seeds");
   o.shard = research::Shard::parse(a.str("shard"));
   o.match_drafted = a.flag_set("match-drafted");
@@ -163,7 +169,8 @@ int cmd_sweep(int argc, char** argv) {
   if (a.flag_set("resume")) {
     std::ifstream probe(a.str("out"));
     if (probe) {
-      for (const auto& r : research::read_jsonl(a.str("out"))) o.skip_keys.push_back(research::row_key(r));
+      for (const auto& r : research::read_jsonl(a.str("out")))
+        o.skip_keys.push_back(research::row_key(r));
       std::cout << o.skip_keys.size() << " row(s) already in " << a.str("out") << ": skipped\n";
     }
   }
@@ -172,12 +179,15 @@ int cmd_sweep(int argc, char** argv) {
   std::ofstream out(a.str("out"), a.flag_set("resume") ? std::ios::app : std::ios::trunc);
   if (!out) throw Error("cannot write " + a.str("out"));
   std::vector<nlohmann::json> rows;
-  research::run_sweep(m, points, o, [&](const nlohmann::json& r) {
-    out << r.dump() << "\n";
-    out.flush();
-    if (!out) throw Error("writing " + a.str("out") + " failed (disk full?)");
-    rows.push_back(r);
-  }, &std::cout);
+  research::run_sweep(
+      m, points, o,
+      [&](const nlohmann::json& r) {
+        out << r.dump() << "\n";
+        out.flush();
+        if (!out) throw Error("writing " + a.str("out") + " failed (disk full?)");
+        rows.push_back(r);
+      },
+      &std::cout);
   const auto table = research::markdown_table(research::summarize(rows));
   if (a.given("summary")) io::write_file(a.str("summary"), table, "the summary table");
   std::cout << rows.size() << " row(s) written to " << a.str("out") << "\n" << table;

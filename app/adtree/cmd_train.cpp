@@ -1,4 +1,4 @@
-// adtree train vq|gpt|drafter|assemble: the training pipeline of the shipped model (issue 4).
+// adtree train vq|gpt|drafter|assemble: the training pipeline of the shipped model.
 // Each stage writes a run folder (checkpoint, metrics.jsonl, run.json, weights); assemble turns
 // finished runs into a model directory.
 #ifdef __GLIBC__

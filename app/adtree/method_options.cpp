@@ -19,14 +19,16 @@ std::string str(T v) {
 void add_method_options(Args& a, bool list) {
   const decode::MethodSettings d;
   std::string names;
-  for (const auto& m : decode::known_methods()) names += (names.empty() ? "" : "|") + m;
+  for (const auto& m : decode::method_table())
+    names += (names.empty() ? "" : "|") + std::string(m.key);
   a.option("method", list ? "LIST" : "NAME",
            (list ? "comma-separated methods, each optionally METHOD:RULE with a --verify rule: "
                  : "decoding method: ") +
                names +
-               " (pathspec with K > 1 paths is LOSSY: picking the longest accepted chain biases "
-               "the samples, see docs/JACOBI.md)",
-           d.method)
+               " (pathspec with K > 1 paths is lossless only with --verify coupled, the default: "
+               "otherwise picking the longest accepted chain biases the samples, see "
+               "docs/JACOBI.md)",
+           decode::to_string(d.method))
       .option("tree", "NAME", "static tree: eagle25 (25 nodes) or eagle57 (57 nodes), depth 5",
               d.static_tree.preset)
       .option("depth", "D", "dynamic tree expansion rounds (d = D + 1 draft levels)",
@@ -89,10 +91,10 @@ void add_method_options(Args& a, bool list) {
 
 decode::MethodSettings method_from(const Args& a, const std::string& method) {
   decode::MethodSettings m;
-  m.method = method;
+  m.method = decode::method_from_string(method);
   // ADT-Tree picks (d, k) itself: --depth / --width would be silently ignored, so say so (they
   // are fine in a list that also runs the dynamic tree).
-  if (method == "adt" && (a.given("depth") || a.given("width")) &&
+  if (m.method == decode::Method::Adt && (a.given("depth") || a.given("width")) &&
       a.str("method").find("dynamic") == std::string::npos) {
     throw Error(
         "--depth and --width shape the dynamic tree; ADT-Tree chooses (d, k) per step within "

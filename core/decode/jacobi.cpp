@@ -15,7 +15,7 @@ namespace {
 constexpr int64_t kNeighbours[4][2] = {{0, -1}, {-1, 0}, {-1, -1}, {-1, 1}};
 }  // namespace
 
-JacobiState::JacobiState(const std::string& method, const JacobiSettings& settings, int64_t grid_h,
+JacobiState::JacobiState(Method method, const JacobiSettings& settings, int64_t grid_h,
                          int64_t grid_w, int64_t vocab, int64_t n_img, VerifyRule rule,
                          CouplingNoise* noise)
     : method_(method),
@@ -26,15 +26,16 @@ JacobiState::JacobiState(const std::string& method, const JacobiSettings& settin
       grid_w_(grid_w),
       vocab_(vocab),
       n_img_(n_img) {
-  if (method_ != "sjd" && method_ != "pathspec") {
-    throw Error("JacobiState: '" + method_ + "' is not a Jacobi method (sjd or pathspec)");
+  if (method_ != Method::Sjd && method_ != Method::PathSpec) {
+    throw Error("JacobiState: '" + to_string(method_) +
+                "' is not a Jacobi method (sjd or pathspec)");
   }
   if (rule_ != VerifyRule::Sampled && rule_ != VerifyRule::Coupled &&
       rule_ != VerifyRule::Maximal) {
     throw Error("JacobiState: Jacobi drafts are verified sampled, coupled or maximal");
   }
   if (rule_ == VerifyRule::Coupled && !noise_) throw Error("JacobiState: coupling needs the noise");
-  const bool ps = method_ == "pathspec";
+  const bool ps = method_ == Method::PathSpec;
   paths_ = ps ? s_.paths : 1;
   length_ = ps ? s_.path_length : s_.window;
   if (paths_ < 1 || length_ < 1) throw Error("Jacobi paths and window length must be >= 1");
@@ -49,8 +50,8 @@ bool JacobiState::lossless() const {
 }
 
 std::string JacobiState::label() const {
-  std::string l = method_;
-  if (method_ == "pathspec" && s_.path_relax > 0 && paths_ > 1) l += "+pathrelax";
+  std::string l = to_string(method_);
+  if (method_ == Method::PathSpec && s_.path_relax > 0 && paths_ > 1) l += "+pathrelax";
   return l;
 }
 

@@ -42,11 +42,12 @@ namespace adtree::decode {
 
 class JacobiState {
  public:
-  // `method` is "sjd" or "pathspec"; the grid gives spatial init its neighbours; `n_img` is the
-  // number of image tokens this generation produces (the stop margin counts back from it).
-  // `rule`: Sampled, Coupled or Maximal; `noise` is the run's shared noise (Coupled reads it).
-  JacobiState(const std::string& method, const JacobiSettings& settings, int64_t grid_h,
-              int64_t grid_w, int64_t vocab, int64_t n_img, VerifyRule rule = VerifyRule::Sampled,
+  // `method` is Method::Sjd or Method::PathSpec; the grid gives spatial init its neighbours;
+  // `n_img` is the number of image tokens this generation produces (the stop margin counts back
+  // from it). `rule`: Sampled, Coupled or Maximal; `noise` is the run's shared noise (Coupled reads
+  // it).
+  JacobiState(Method method, const JacobiSettings& settings, int64_t grid_h, int64_t grid_w,
+              int64_t vocab, int64_t n_img, VerifyRule rule = VerifyRule::Sampled,
               CouplingNoise* noise = nullptr);
 
   int64_t paths() const { return paths_; }
@@ -83,7 +84,7 @@ class JacobiState {
   int64_t redraw(const at::Tensor& q, int64_t cell, const Draft* prev, Rng& rng) const;
   int64_t node_id(int64_t path, int64_t depth) const;  // depth >= 1, in the tree built last
 
-  std::string method_;
+  Method method_;
   JacobiSettings s_;
   VerifyRule rule_;
   CouplingNoise* noise_;

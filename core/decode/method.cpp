@@ -9,11 +9,6 @@
 
 namespace adtree::decode {
 
-const std::vector<std::string>& known_methods() {
-  static const std::vector<std::string> m{"ar", "static", "dynamic", "adt", "sjd", "pathspec"};
-  return m;
-}
-
 std::string to_string(AdtMode m) {
   return m == AdtMode::Bisect ? "bisect" : "step";
 }
@@ -70,7 +65,7 @@ VerifyRule verify_rule_from_string(const std::string& s) {
 }
 
 VerifyRule resolve_verify(const MethodSettings& m, const SamplingParams& sampling) {
-  const bool jacobi = m.method == "sjd" || m.method == "pathspec";
+  const bool jacobi = is_jacobi(m.method);
   if (sampling.greedy()) return jacobi ? VerifyRule::Sampled : VerifyRule::Deterministic;
   if (m.verify != VerifyRule::Auto) return m.verify;
   // Shared noise commits coupled AR's tokens and accepts most (docs/PERFORMANCE.md); the relaxed
@@ -97,19 +92,13 @@ Adjacency adjacency_from_string(const std::string& s) {
 
 void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
   auto bad = [](const std::string& m) { throw Error("invalid method setting: " + m); };
-  bool known = false;
-  for (const auto& m : known_methods()) known = known || m == method;
-  if (!known) {
-    std::string list;
-    for (const auto& m : known_methods()) list += (list.empty() ? "" : ", ") + m;
-    bad("unknown method '" + method + "' (known: " + list + ")");
-  }
   // Only the settings the chosen method reads are checked: a GUI keeps every group's values.
-  if (method == "static" && static_tree.preset != "eagle25" && static_tree.preset != "eagle57") {
+  if (method == Method::Static && static_tree.preset != "eagle25" &&
+      static_tree.preset != "eagle57") {
     bad("unknown static tree '" + static_tree.preset + "' (eagle25 or eagle57)");
   }
   const auto& d = dynamic_tree;
-  if (method == "dynamic") {
+  if (method == Method::Dynamic) {
     // 64 rounds is far deeper than any tree worth verifying; the bound keeps the node count below
     // from overflowing (reliability.md, Fuzzing).
     if (d.depth < 1 || d.depth > 64) bad("dynamic tree depth D must be >= 1 and at most 64");
@@ -124,7 +113,7 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
     }
   }
   const auto& a = adt;
-  if (method == "adt") {
+  if (method == Method::Adt) {
     if (a.d_min < 1 || a.d_min > a.d_max || a.d_max > 64)
       bad("ADT depth bounds need 1 <= d_min <= d_max <= 64");
     if (a.k_min < 1 || a.k_min > a.k_max) bad("ADT width bounds need 1 <= k_min <= k_max");
@@ -140,7 +129,7 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
           ", k_max = " + std::to_string(a.k_max) + "); 0 = auto");
     }
   }
-  if (method == "dynamic" || method == "adt") {
+  if (method == Method::Dynamic || method == Method::Adt) {
     // The draft head feeds each expansion round's frontier through its scratch rows; checked here
     // so that settings too large fail before a generation starts, not in the middle of one.
     const int64_t rows = max_expansion_rows(d.budget > 0 ? d.budget : kMaxAutoBudget);
@@ -158,11 +147,11 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
     if (!(l.lambda > 1)) bad("LANTERN lambda must be > 1");
   }
   const auto& j = jacobi;
-  if (method == "sjd" || method == "pathspec") {
+  if (is_jacobi(method)) {
     const std::string last = std::to_string(image_tokens - 1);
-    if (method == "sjd" && (j.window < 1 || j.window >= image_tokens))
+    if (method == Method::Sjd && (j.window < 1 || j.window >= image_tokens))
       bad("Jacobi window L must be in 1.." + last + ", got " + std::to_string(j.window));
-    if (method == "pathspec") {
+    if (method == Method::PathSpec) {
       // 64 chains keep the verification block (K x length + 1 rows) within reason.
       if (j.paths < 1 || j.paths > 64)
         bad("PathSpec paths K must be in 1..64, got " + std::to_string(j.paths));
@@ -182,7 +171,7 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
 }
 
 int64_t MethodSettings::max_expansion_rows(int64_t budget) const {
-  const bool is_adt = method == "adt";
+  const bool is_adt = method == Method::Adt;
   int64_t levels = is_adt ? adt.d_max : dynamic_tree.depth + 1;
   const int64_t width = is_adt ? adt.k_max : dynamic_tree.width;
   if (budget > 0) levels = std::min(levels, budget);  // N nodes hold at most N levels
@@ -191,17 +180,17 @@ int64_t MethodSettings::max_expansion_rows(int64_t budget) const {
 
 void MethodSettings::validate_verify() const {
   auto bad = [](const std::string& m) { throw Error("invalid method setting: " + m); };
-  const bool is_jacobi = method == "sjd" || method == "pathspec";
-  if (method != "ar") {
-    if (verify == VerifyRule::Maximal && !is_jacobi)
+  const bool jacobi_method = is_jacobi(method);
+  if (method != Method::Ar) {
+    if (verify == VerifyRule::Maximal && !jacobi_method)
       bad("maximal coupling re-samples Jacobi drafts: it applies to sjd and pathspec, not to "
           "trees");
-    if (verify == VerifyRule::Deterministic && is_jacobi)
-      bad("Jacobi drafts are samples: use sampled, coupled or maximal for " + method);
+    if (verify == VerifyRule::Deterministic && jacobi_method)
+      bad("Jacobi drafts are samples: use sampled, coupled or maximal for " + to_string(method));
     if (verify == VerifyRule::Coupled && acceptance == Acceptance::Lantern)
       bad("LANTERN relaxes p(x) / q(x), which shared-noise coupling does not test: use --verify "
           "sampled or deterministic with --relax lantern");
-    if (verify == VerifyRule::Coupled && method == "pathspec" && jacobi.path_relax > 0)
+    if (verify == VerifyRule::Coupled && method == Method::PathSpec && jacobi.path_relax > 0)
       bad("PathRelax raises p(x) in the min(1, p/q) test, which shared-noise coupling does not "
           "use: "
           "use --verify sampled or maximal with --path-relax");
@@ -209,7 +198,7 @@ void MethodSettings::validate_verify() const {
 }
 
 nlohmann::json MethodSettings::to_json() const {
-  return {{"method", method},
+  return {{"method", to_string(method)},
           {"static_tree", {{"preset", static_tree.preset}}},
           {"dynamic_tree",
            {{"depth", dynamic_tree.depth},
@@ -248,7 +237,7 @@ nlohmann::json MethodSettings::to_json() const {
 MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
   MethodSettings m;
   try {
-    m.method = j.value("method", m.method);
+    m.method = method_from_string(j.value("method", to_string(m.method)));
     if (j.contains("static_tree"))
       m.static_tree.preset = j["static_tree"].value("preset", m.static_tree.preset);
     if (j.contains("dynamic_tree")) {

@@ -8,13 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "decode/method_table.h"
 #include "decode/sampling.h"
 #include "decode/trace.h"
 
 namespace adtree::decode {
 
-// Method names: "ar", "static" (EAGLE-1 tree), "dynamic" (EAGLE-2), "adt" (ADT-Tree),
-// "sjd" and "pathspec" (Jacobi, no draft head).
+// Methods: method_table.h (ar, static = EAGLE-1 tree, dynamic = EAGLE-2, adt = ADT-Tree, sjd and
+// pathspec = Jacobi, no draft head).
 struct StaticTreeSettings {
   std::string preset = "eagle25";  // "eagle25" (25 nodes, depth 5) | "eagle57" (57 nodes, depth 5)
 };
@@ -71,10 +72,10 @@ struct LanternSettings {  // SPEC_DECODING.md section 4, LANTERN / LANTERN++
 };
 
 struct JacobiSettings {                              // SPEC_DECODING.md section 6
-  static constexpr double kPathRelaxDefault = 0.01;  // issue 9: PathRelax's lambda when switched on
+  static constexpr double kPathRelaxDefault = 0.01;  // PathRelax's lambda when switched on
   int64_t window = 15;                               // SJD: L draft tokens per step
   bool spatial_init = true;  // init drafts from the token to the left, else random
-  int64_t paths = 2;         // PathExplore: K parallel chains (issue 9: 2 x 12)
+  int64_t paths = 2;         // PathExplore: K parallel chains (2 x 12 by default)
   int64_t path_length = 12;  // PathExplore: draft tokens per chain
   double path_relax = 0.0;   // PathRelax lambda (lossy; 0 = off); "on" = kPathRelaxDefault
   int64_t start_margin = 0;  // plain AR (no drafts) for the first M image tokens
@@ -85,7 +86,7 @@ constexpr int64_t kMaxAutoBudget = 58;   // the largest N `--budget auto` may ch
 constexpr int64_t kMaxDraftRows = 4096;  // draft-head scratch rows one step may use
 
 struct MethodSettings {
-  std::string method = "ar";
+  Method method = Method::Ar;
   StaticTreeSettings static_tree;
   DynamicTreeSettings dynamic_tree;
   AdtSettings adt;
@@ -94,9 +95,7 @@ struct MethodSettings {
   LanternSettings lantern;
   JacobiSettings jacobi;
 
-  bool needs_drafter() const {
-    return method == "static" || method == "dynamic" || method == "adt";
-  }
+  bool needs_drafter() const { return method_info(method).needs_drafter; }
   // Throws adtree::Error naming the bad setting (unknown method, depth 0, width > vocab, ...).
   void validate(int64_t vocab_size, int64_t image_tokens) const;
   // Draft-head rows one step of a dynamic / ADT tree can feed for budget N (<= 0: unbounded).
@@ -107,7 +106,6 @@ struct MethodSettings {
   static MethodSettings from_json(const nlohmann::json& j);  // missing keys keep defaults
 };
 
-const std::vector<std::string>& known_methods();
 std::string to_string(AdtMode m);
 std::string to_string(AdtBudget b);
 std::string to_string(VerifyRule r);

@@ -181,15 +181,15 @@ class JacobiProposer : public Proposer {
 
 std::unique_ptr<Proposer> make_proposer(const ProposerInputs& in) {
   const auto& m = in.method.method;
-  if (m == "sjd" || m == "pathspec") {
+  if (m == Method::Sjd || m == Method::PathSpec) {
     if (!in.picker.rng) throw Error("make_proposer: the Jacobi proposer needs the job's Rng");
     return std::make_unique<JacobiProposer>(in, *in.picker.rng);
   }
-  if (!in.source) throw Error("method '" + m + "' needs a draft source");
-  if (m == "static") return std::make_unique<StaticProposer>(in);
-  if (m == "dynamic") return std::make_unique<DynamicProposer>(in);
-  if (m == "adt") return std::make_unique<AdtProposer>(in);
-  throw Error("'" + m + "' is not a draft-tree method");
+  if (!in.source) throw Error("method '" + to_string(m) + "' needs a draft source");
+  if (m == Method::Static) return std::make_unique<StaticProposer>(in);
+  if (m == Method::Dynamic) return std::make_unique<DynamicProposer>(in);
+  if (m == Method::Adt) return std::make_unique<AdtProposer>(in);
+  throw Error("'" + to_string(m) + "' is not a draft-tree method");
 }
 
 JacobiState* jacobi_state(Proposer& p) {

@@ -42,21 +42,22 @@ DecodeResult run_decode(const model::ModelBundle& model, const model::Condition&
   m.validate(g.vocab_size, g.image_tokens());
   request.sampling.validate(g.vocab_size);
   DecodeResult res;
-  if (m.method == "ar") {
+  if (m.method == Method::Ar) {
     if (m.acceptance == Acceptance::Lantern)
       throw Error("LANTERN applies to draft-tree methods, not to ar");
     res = generate_ar(*model.gpt, cond, request.sampling, request.seed, on_step, cancel,
                       request.trace);
   } else if (m.needs_drafter()) {
     if (!model.drafter) {
-      throw Error("method '" + m.method + "' needs a draft head, and this model has none " +
+      throw Error("method '" + to_string(m.method) +
+                  "' needs a draft head, and this model has none " +
                   "(drafter.safetensors); use ar or a Jacobi method");
     }
     const int64_t batch = request.sampling.uses_cfg() ? 2 : 1;
     SpecOptions opts;
     opts.budget = m.dynamic_tree.budget;  // ADT keeps the dynamic tree's N (SPEC_DECODING.md 5)
     BudgetChoice timed;
-    if (opts.budget == 0 && m.method != "static") {
+    if (opts.budget == 0 && m.method != Method::Static) {
       // auto: the fixed model's first guess, then N follows the run's acceptance (budget.h).
       timed = choose_budget(*model.gpt, batch);
       opts.budget = timed.budget;
@@ -69,14 +70,12 @@ DecodeResult run_decode(const model::ModelBundle& model, const model::Condition&
     const int64_t scratch = std::max(kDefaultScratchRows, max_draft_rows(m, largest));
     auto source = make_eagle_source(*model.drafter, *model.gpt, batch, scratch);
     res = generate_speculative(*model.gpt, *source, cond, request, opts, on_step, cancel);
-  } else if (m.method == "sjd" || m.method == "pathspec") {
-    // Training-free: no draft head needed, any model runs them (SPEC_DECODING.md 6).
+  } else {
+    // Jacobi: training-free, no draft head needed, any model runs them (SPEC_DECODING.md 6).
     SpecOptions opts;
     auto lantern = lantern_for(model, m);
     opts.lantern = lantern.get();
     res = generate_jacobi(*model.gpt, cond, request, opts, on_step, cancel);
-  } else {
-    throw Error("method '" + m.method + "' is not available in this build yet");
   }
   res.stats.settings["method_settings"] = m.to_json();
   return res;

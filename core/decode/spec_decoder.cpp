@@ -19,10 +19,6 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-bool is_jacobi(const MethodSettings& m) {
-  return m.method == "sjd" || m.method == "pathspec";
-}
-
 // Everything the loop uses besides the model: processors, noise, rule, proposer and verifier.
 struct LoopParts {
   LogitsProcessor target_proc, draft_proc;
@@ -91,11 +87,11 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
                 std::to_string(source->scratch_rows()) + "): lower the depth, width or budget");
   }
   DecodeResult res;
-  const bool lossless = !opts.lantern && (!is_jacobi(m) || jacobi_state(proposer)->lossless());
   const auto* js = jacobi_state(proposer);
-  res.stats.method = (js ? js->label() : m.method) + (opts.lantern ? "+lantern" : "") +
+  const bool lossless = !opts.lantern && (!js || js->lossless());
+  res.stats.method = (js ? js->label() : to_string(m.method)) + (opts.lantern ? "+lantern" : "") +
                      (js && !js->lossless() ? " (lossy)" : "");
-  res.stats.settings = {{"method", m.method},
+  res.stats.settings = {{"method", to_string(m.method)},
                         {"seed", request.seed},
                         {"sampling", request.sampling.to_json()},
                         {"budget", proposer.budget()},
@@ -172,8 +168,8 @@ DecodeResult generate_speculative(const model::Gpt& target, DraftSource& source,
                                   const SpecOptions& opts, const StepCallback& on_step,
                                   const std::atomic<bool>* cancel) {
   const auto& m = request.method.method;
-  if (m != "static" && m != "dynamic" && m != "adt") {
-    throw Error("generate_speculative: '" + m + "' is not a draft-tree method");
+  if (m != Method::Static && m != Method::Dynamic && m != Method::Adt) {
+    throw Error("generate_speculative: '" + to_string(m) + "' is not a draft-tree method");
   }
   return decode_loop(target, &source, cond, request, opts, on_step, cancel);
 }
@@ -182,8 +178,8 @@ DecodeResult generate_jacobi(const model::Gpt& target, const model::Condition& c
                              const DecodeRequest& request, const SpecOptions& opts,
                              const StepCallback& on_step, const std::atomic<bool>* cancel) {
   const auto& m = request.method.method;
-  if (m != "sjd" && m != "pathspec") {
-    throw Error("generate_jacobi: '" + m + "' is not a Jacobi method (sjd or pathspec)");
+  if (m != Method::Sjd && m != Method::PathSpec) {
+    throw Error("generate_jacobi: '" + to_string(m) + "' is not a Jacobi method (sjd or pathspec)");
   }
   return decode_loop(target, nullptr, cond, request, opts, on_step, cancel);
 }

@@ -364,9 +364,9 @@ DraftTree build_dynamic_tree(DraftContext& ctx, int64_t levels, int64_t width, i
 }
 
 int64_t max_draft_rows(const MethodSettings& m, int64_t budget) {
-  if (m.method == "static")
+  if (m.method == Method::Static)
     return int64_t(StaticTreeSpec::preset(m.static_tree.preset).paths.size());
-  const bool adt = m.method == "adt";
+  const bool adt = m.method == Method::Adt;
   int64_t levels = adt ? m.adt.d_max : m.dynamic_tree.depth + 1;
   const int64_t width = adt ? m.adt.k_max : m.dynamic_tree.width;
   if (budget > 0) levels = std::min(levels, budget);

@@ -398,8 +398,8 @@ struct Engine::Impl {
       auto cond = model::make_condition(*m->gpt, m->vocab, t.job.prompt, req.sampling.uses_cfg());
 
       const int64_t f = m->vq_config.downsample_factor();
-      emit(JobStarted{t.id, t.job.prompt, req.method.method, req.seed, g.grid_h, g.grid_w,
-                      g.image_tokens(), g.grid_h * f, g.grid_w * f});
+      emit(JobStarted{t.id, t.job.prompt, decode::to_string(req.method.method), req.seed, g.grid_h,
+                      g.grid_w, g.image_tokens(), g.grid_h * f, g.grid_w * f});
 
       tokens.reserve(size_t(g.image_tokens()));
       auto next_preview = Clock::now();  // the first committed step is shown at once

@@ -65,8 +65,9 @@ std::string random_prompt(Rng& rng, const ModelInfo& info) {
 
 // Settings that vary what the engine exercises: greedy and sampled, CFG on and off, top-k,
 // LANTERN on tree methods, ADT modes, small and large trees.
-decode::DecodeRequest random_request(Rng& rng, const std::string& method, const ModelInfo& info,
+decode::DecodeRequest random_request(Rng& rng, decode::Method method, const ModelInfo& info,
                                      uint64_t seed) {
+  using decode::Method;
   decode::DecodeRequest r;
   r.seed = seed;
   r.method.method = method;
@@ -76,16 +77,16 @@ decode::DecodeRequest random_request(Rng& rng, const std::string& method, const 
   if (rng.uniform() < 0.25) r.sampling.cfg_scale = 1.0;
   const int64_t V = info.codebook_size;
   if (rng.uniform() < 0.25) r.sampling.top_k = std::max<int64_t>(1, std::min<int64_t>(50, V / 2));
-  const bool tree = method == "static" || method == "dynamic" || method == "adt";
+  const bool tree = decode::is_tree(method);
   if (tree && rng.uniform() < 0.3) {
     r.method.acceptance = decode::Acceptance::Lantern;
     r.method.lantern.k = std::min<int64_t>(r.method.lantern.k, V - 1);
   }
-  if (method == "static" && rng.uniform() < 0.5) r.method.static_tree.preset = "eagle57";
-  if (method == "dynamic" || method == "adt")
+  if (method == Method::Static && rng.uniform() < 0.5) r.method.static_tree.preset = "eagle57";
+  if (method == Method::Dynamic || method == Method::Adt)
     r.method.dynamic_tree.budget = rng.uniform() < 0.5 ? 8 : 58;
-  if (method == "adt" && rng.uniform() < 0.5) r.method.adt.mode = decode::AdtMode::Step;
-  if (method == "pathspec" && rng.uniform() < 0.3) r.method.jacobi.path_relax = 0.01;
+  if (method == Method::Adt && rng.uniform() < 0.5) r.method.adt.mode = decode::AdtMode::Step;
+  if (method == Method::PathSpec && rng.uniform() < 0.3) r.method.jacobi.path_relax = 0.01;
   return r;
 }
 
@@ -129,7 +130,8 @@ SoakReport run_soak(const SoakOptions& opts, std::ostream* progress) {
   double warm_rss = 0;
   for (int64_t run = 0; run < opts.runs; ++run) {
     const auto& method = opts.methods[size_t(run) % opts.methods.size()];
-    const auto request = random_request(rng, method, info, opts.seed * 1000003 + uint64_t(run));
+    const auto request = random_request(rng, decode::method_from_string(method), info,
+                                        opts.seed * 1000003 + uint64_t(run));
     const bool cancel = rng.uniform() < opts.cancel_share;
     const int64_t cancel_after =
         1 + int64_t(pick(rng, 6));  // steps: early, so short jobs count too

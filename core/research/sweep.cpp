@@ -18,8 +18,6 @@ namespace adtree::research {
 
 namespace {
 
-bool is_tree(const std::string& m) { return m == "static" || m == "dynamic" || m == "adt"; }
-
 std::string num(double v) {
   std::ostringstream s;
   s << v;
@@ -41,7 +39,9 @@ void axis(std::vector<SweepPoint>& pts, const std::vector<T>& values, F apply) {
   pts = std::move(out);
 }
 
-void add_label(SweepPoint& p, const std::string& part) { p.label += " " + part; }
+void add_label(SweepPoint& p, const std::string& part) {
+  p.label += " " + part;
+}
 
 }  // namespace
 
@@ -55,7 +55,7 @@ std::vector<SweepPoint> expand(const SweepGrid& g) {
   for (const auto& m : g.methods) {
     SweepPoint p;
     p.method = g.base;
-    p.method.method = m;
+    p.method.method = decode::method_from_string(m);
     p.sampling = g.sampling;
     p.label = m;
     pts.push_back(p);
@@ -67,49 +67,62 @@ std::vector<SweepPoint> expand(const SweepGrid& g) {
     add_label(p, "T=" + num(t));
   });
   axis(pts, g.budget, [](SweepPoint& p, int64_t n) {
-    if (p.method.method != "dynamic" && p.method.method != "adt") return;
+    if (p.method.method != decode::Method::Dynamic && p.method.method != decode::Method::Adt)
+      return;
     p.method.dynamic_tree.budget = n;
     add_label(p, "N=" + (n == 0 ? std::string("auto") : std::to_string(n)));
   });
   axis(pts, g.beta, [](SweepPoint& p, double b) {
-    if (p.method.method != "adt") return;
+    if (p.method.method != decode::Method::Adt) return;
     p.method.adt.beta = b;
     add_label(p, "beta=" + num(b));
   });
   axis(pts, g.update, [](SweepPoint& p, const std::string& u) {
-    if (p.method.method != "adt") return;
+    if (p.method.method != decode::Method::Adt) return;
     p.method.adt.mode = decode::adt_mode_from_string(u);
     add_label(p, "update=" + u);
   });
   axis(pts, g.step_d, [](SweepPoint& p, int64_t v) {
-    if (p.method.method != "adt" || p.method.adt.mode != decode::AdtMode::Step) return;
+    if (p.method.method != decode::Method::Adt || p.method.adt.mode != decode::AdtMode::Step)
+      return;
     p.method.adt.step_d = v;
     add_label(p, "l_d=" + std::to_string(v));
   });
   axis(pts, g.step_k, [](SweepPoint& p, int64_t v) {
-    if (p.method.method != "adt" || p.method.adt.mode != decode::AdtMode::Step) return;
+    if (p.method.method != decode::Method::Adt || p.method.adt.mode != decode::AdtMode::Step)
+      return;
     p.method.adt.step_k = v;
     add_label(p, "l_k=" + std::to_string(v));
   });
   axis(pts, g.d_max, [](SweepPoint& p, int64_t v) {
-    if (p.method.method != "adt") return;
+    if (p.method.method != decode::Method::Adt) return;
     p.method.adt.d_max = v;
     p.method.adt.d0 = std::min(p.method.adt.d0, v);
     add_label(p, "d_max=" + std::to_string(v));
   });
   axis(pts, g.k_max, [](SweepPoint& p, int64_t v) {
-    if (p.method.method != "adt") return;
+    if (p.method.method != decode::Method::Adt) return;
     p.method.adt.k_max = v;
     p.method.adt.k0 = std::min(p.method.adt.k0, v);
     add_label(p, "k_max=" + std::to_string(v));
   });
   axis(pts, g.adjacency, [](SweepPoint& p, const std::string& a) {
-    if (p.method.method != "adt") return;
+    if (p.method.method != decode::Method::Adt) return;
     p.method.adt.adjacency = decode::adjacency_from_string(a);
     add_label(p, "adjacency=" + a);
   });
+  axis(pts, g.adt_budget, [](SweepPoint& p, const std::string& b) {
+    if (p.method.method != decode::Method::Adt) return;
+    p.method.adt.budget_rule = decode::adt_budget_from_string(b);
+    add_label(p, "budget=" + b);
+  });
+  axis(pts, g.verify, [](SweepPoint& p, const std::string& v) {
+    if (p.method.method == decode::Method::Ar) return;
+    p.method.verify = decode::verify_rule_from_string(v);
+    add_label(p, "verify=" + v);
+  });
   axis(pts, g.lantern_delta, [](SweepPoint& p, double d) {
-    if (!is_tree(p.method.method)) return;
+    if (!decode::is_tree(p.method.method)) return;
     if (d < 0) {
       p.method.acceptance = decode::Acceptance::Lossless;
       return;
@@ -168,7 +181,7 @@ nlohmann::json make_row(const SweepPoint& p, const std::string& prompt, uint64_t
   const auto& s = res.stats.summary;
   const bool lossless = res.stats.settings.value("lossless", true);
   nlohmann::json row = {{"label", p.label},
-                        {"method", p.method.method},
+                        {"method", decode::to_string(p.method.method)},
                         {"prompt", prompt},
                         {"seed", seed},
                         {"temperature", p.sampling.temperature},
@@ -214,7 +227,8 @@ void run_sweep(const model::ModelBundle& model, const std::vector<SweepPoint>& p
     auto key = std::make_pair(prompt, sp.uses_cfg());
     auto it = conds.find(key);
     if (it == conds.end()) {
-      it = conds.emplace(key, model::make_condition(*model.gpt, model.vocab, prompt, sp.uses_cfg())).first;
+      it = conds.emplace(key, model::make_condition(*model.gpt, model.vocab, prompt, sp.uses_cfg()))
+               .first;
     }
     return it->second;
   };
@@ -228,11 +242,12 @@ void run_sweep(const model::ModelBundle& model, const std::vector<SweepPoint>& p
         const std::string key = p.label + "|" + prompt + "|" + std::to_string(seed);
         if (skip.count(key)) continue;
         const auto& cond = condition(prompt, p.sampling);
-        const std::string ar_key = prompt + "|" + std::to_string(seed) + "|" + p.sampling.to_json().dump();
+        const std::string ar_key =
+            prompt + "|" + std::to_string(seed) + "|" + p.sampling.to_json().dump();
         auto it = ar_cache.find(ar_key);
         if (it == ar_cache.end()) {
           decode::DecodeRequest ar_req;
-          ar_req.method.method = "ar";
+          ar_req.method.method = decode::Method::Ar;
           ar_req.sampling = p.sampling;
           ar_req.seed = seed;
           auto ar = decode::run_decode(model, cond, ar_req);
@@ -251,16 +266,16 @@ void run_sweep(const model::ModelBundle& model, const std::vector<SweepPoint>& p
         auto r = make_row(p, prompt, seed, res, nll, it->second, opts.shard);
         if (log) {
           *log << std::fixed << std::setprecision(2) << "[" << unit << "] " << p.label << " | "
-               << prompt << " | seed " << seed << ": tau " << r["tau"].get<double>()
-               << ", drafted " << r["mean_drafted"].get<double>() << ", speed-up "
-               << r["speedup"].get<double>() << "\n";
+               << prompt << " | seed " << seed << ": tau " << r["tau"].get<double>() << ", drafted "
+               << r["mean_drafted"].get<double>() << ", speed-up " << r["speedup"].get<double>()
+               << "\n";
         }
         row(r);
-        if (opts.match_drafted && p.method.method == "adt") {
+        if (opts.match_drafted && p.method.method == decode::Method::Adt) {
           // EAGLE-2 at equal mean draft size: its budget N set to what ADT-Tree drafted per step
           // here, on the same prompt and seed (its D and K stay EAGLE-2's defaults).
           SweepPoint q = p;
-          q.method.method = "dynamic";
+          q.method.method = decode::Method::Dynamic;
           q.method.dynamic_tree.budget =
               std::max<int64_t>(1, std::llround(res.stats.summary.mean_drafted));
           q.label = "dynamic@drafted-of(" + p.label + ")";
@@ -272,7 +287,8 @@ void run_sweep(const model::ModelBundle& model, const std::vector<SweepPoint>& p
             dr["matched_budget"] = q.method.dynamic_tree.budget;
             if (log) {
               *log << "      " << q.label << ": N " << q.method.dynamic_tree.budget << ", tau "
-                   << dr["tau"].get<double>() << ", speed-up " << dr["speedup"].get<double>() << "\n";
+                   << dr["tau"].get<double>() << ", speed-up " << dr["speedup"].get<double>()
+                   << "\n";
             }
             row(dr);
           }
@@ -367,17 +383,18 @@ std::vector<nlohmann::json> summarize(const std::vector<nlohmann::json>& rows) {
 
 std::string markdown_table(const std::vector<nlohmann::json>& summary) {
   std::ostringstream s;
-  s << "| setting | runs | tau | drafted/step | speed-up vs AR (min-max) | NLL - AR NLL | greedy = AR |\n"
+  s << "| setting | runs | tau | drafted/step | speed-up vs AR (min-max) | NLL - AR NLL | greedy = "
+       "AR |\n"
     << "|---|---:|---:|---:|---|---:|---:|\n";
   s << std::fixed;
   for (const auto& r : summary) {
-    s << "| " << r.at("label").get<std::string>() << (r.at("lossless").get<bool>() ? "" : " (lossy)")
-      << " | " << r.at("runs").get<int64_t>() << " | " << std::setprecision(2)
-      << r.at("tau").get<double>() << " | " << std::setprecision(1) << r.at("mean_drafted").get<double>()
-      << " | " << std::setprecision(2) << r.at("speedup").get<double>() << "x ("
-      << r.at("speedup_min").get<double>() << "-" << r.at("speedup_max").get<double>() << ") | "
-      << std::showpos << std::setprecision(3) << r.at("nll_delta").get<double>() << std::noshowpos
-      << " | ";
+    s << "| " << r.at("label").get<std::string>()
+      << (r.at("lossless").get<bool>() ? "" : " (lossy)") << " | " << r.at("runs").get<int64_t>()
+      << " | " << std::setprecision(2) << r.at("tau").get<double>() << " | " << std::setprecision(1)
+      << r.at("mean_drafted").get<double>() << " | " << std::setprecision(2)
+      << r.at("speedup").get<double>() << "x (" << r.at("speedup_min").get<double>() << "-"
+      << r.at("speedup_max").get<double>() << ") | " << std::showpos << std::setprecision(3)
+      << r.at("nll_delta").get<double>() << std::noshowpos << " | ";
     if (r.contains("identical_to_ar")) {
       s << std::setprecision(0) << 100.0 * r.at("identical_to_ar").get<double>() << "%";
     } else {

@@ -25,12 +25,14 @@ struct SweepGrid {
   std::vector<std::string> methods{"adt"};
   std::vector<double> temperature;
   std::vector<double> beta;
-  std::vector<std::string> update;     // "bisect", "step"
+  std::vector<std::string> update;      // "bisect", "step"
   std::vector<int64_t> step_d, step_k;  // l_d, l_k (step mode)
   std::vector<int64_t> d_max, k_max;
-  std::vector<std::string> adjacency;  // left, left+up, none, random, confidence
-  std::vector<int64_t> budget;         // N (0 = auto)
-  std::vector<double> lantern_delta;   // relaxed acceptance (delta mode); < 0 = lossless
+  std::vector<std::string> adjacency;   // left, left+up, none, random, confidence
+  std::vector<int64_t> budget;          // N (0 = auto)
+  std::vector<std::string> adt_budget;  // adt: "fixed", "shape" (N = min(d k, N))
+  std::vector<std::string> verify;      // auto, coupled, sampled, deterministic, maximal
+  std::vector<double> lantern_delta;    // relaxed acceptance (delta mode); < 0 = lossless
   decode::MethodSettings base;
   decode::SamplingParams sampling;
 };

@@ -1,4 +1,4 @@
-// Pieces every trainer shares (issue 4, "Training"): run options, a seeded per-step generator and
+// Pieces every trainer shares: run options, a seeded per-step generator and
 // data order, AdamW with weight decay on matrices only, gradient clipping, the learning-rate
 // schedule, resumable checkpoints, the progress line and the metrics log.
 //
@@ -9,9 +9,9 @@
 #include <ATen/ATen.h>
 
 #include <chrono>
-#include <functional>
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -27,21 +27,22 @@ using model::TensorMap;
 
 // What every `adtree train <kind>` run takes besides its kind-specific config.
 struct TrainOptions {
-  std::string out;              // run folder: checkpoint, metrics.jsonl, final weights
-  int64_t steps = 0;            // total optimiser steps (0: the config's default)
-  int64_t batch = 0;            // batch size (0: the config's default)
-  double lr = 0.0;              // peak learning rate (0: the config's default)
+  std::string out;    // run folder: checkpoint, metrics.jsonl, final weights
+  int64_t steps = 0;  // total optimiser steps (0: the config's default)
+  int64_t batch = 0;  // batch size (0: the config's default)
+  double lr = 0.0;    // peak learning rate (0: the config's default)
   uint64_t seed = 0;
-  bool resume = false;          // continue from <out>/checkpoint.safetensors
-  int64_t stop_at = 0;          // > 0: stop after this step (checkpointed), as an interruption would
-  double max_minutes = 0.0;     // > 0: stop (checkpointed) once this much wall time is spent
+  bool resume = false;       // continue from <out>/checkpoint.safetensors
+  int64_t stop_at = 0;       // > 0: stop after this step (checkpointed), as an interruption would
+  double max_minutes = 0.0;  // > 0: stop (checkpointed) once this much wall time is spent
   nlohmann::json config = nlohmann::json::object();  // overrides of the trainer's config
-  int64_t log_every = 10;       // progress line and metrics record every N steps
-  int64_t eval_every = 0;       // validation every N steps (0: the config's default)
-  int64_t checkpoint_every = 0; // checkpoint every N steps (0: the config's default)
-  std::ostream* log = nullptr;  // progress lines (nullptr: std::cout)
-  std::string device = "cpu";   // "cpu", "cuda", "cuda:N": where parameters and batches live
-  nlohmann::json provenance = nlohmann::json::object();  // command line, data file: kept in run.json
+  int64_t log_every = 10;        // progress line and metrics record every N steps
+  int64_t eval_every = 0;        // validation every N steps (0: the config's default)
+  int64_t checkpoint_every = 0;  // checkpoint every N steps (0: the config's default)
+  std::ostream* log = nullptr;   // progress lines (nullptr: std::cout)
+  std::string device = "cpu";    // "cpu", "cuda", "cuda:N": where parameters and batches live
+  nlohmann::json provenance =
+      nlohmann::json::object();  // command line, data file: kept in run.json
   // GPT stage: start from a finished run's weights (same architecture and words) instead of the
   // random initialisation, with a fresh optimiser and schedule: a second training stage.
   std::string init_from;
@@ -52,11 +53,11 @@ struct TrainOptions {
 
 // One record of a finished (or stopped) run: what the tests and the CLI summary read.
 struct TrainResult {
-  int64_t first_step = 0;            // step the run started from (> 0 when resumed)
-  int64_t last_step = 0;             // steps completed
-  std::vector<double> losses;        // training loss of each step taken in this run
+  int64_t first_step = 0;      // step the run started from (> 0 when resumed)
+  int64_t last_step = 0;       // steps completed
+  std::vector<double> losses;  // training loss of each step taken in this run
   nlohmann::json metrics = nlohmann::json::object();  // final evaluation
-  bool finished = false;             // reached the configured number of steps
+  bool finished = false;                              // reached the configured number of steps
 };
 
 // ---- configuration helpers ------------------------------------------------------------------
@@ -215,9 +216,9 @@ class Progress {
 // loss (adding the items it processed to `items`); the loop owns zeroing, clipping, the update,
 // logging, evaluation, checkpoints, stopping and resuming.
 struct LoopSpec {
-  std::string kind;            // "vq", "gpt", "drafter"
-  std::string unit;            // "img", "tok"
-  nlohmann::json config;       // the resolved config: a checkpoint must match it to be resumed
+  std::string kind;       // "vq", "gpt", "drafter"
+  std::string unit;       // "img", "tok"
+  nlohmann::json config;  // the resolved config: a checkpoint must match it to be resumed
   int64_t steps = 0;
   int64_t eval_every = 0;
   int64_t checkpoint_every = 0;

@@ -1,4 +1,4 @@
-// Prompt fidelity of a trained model (issue 4, "The shipped model"): generate images for seen
+// Prompt fidelity of a trained model: generate images for seen
 // (training) prompts and check whether the nearest training picture, in pixel space and in VQ-code
 // space, carries that prompt (top-1 and top-5). Chance level is 1 / (training pictures).
 #pragma once
@@ -16,7 +16,7 @@
 namespace adtree::train {
 
 struct FidelityOptions {
-  int64_t prompts = 48;       // distinct training captions, drawn with `seed`
+  int64_t prompts = 48;  // distinct training captions, drawn with `seed`
   double cfg = 3.0;
   double temperature = 1.0;
   uint64_t seed = 0;
@@ -27,8 +27,8 @@ struct FidelityOptions {
 struct FidelityResult {
   nlohmann::json metrics;
   std::vector<std::string> prompts;
-  at::Tensor images;  // uint8 [prompts, H, W, 3] generated pictures
-  at::Tensor nearest; // uint8 [prompts, H, W, 3] nearest training picture in pixel space
+  at::Tensor images;   // uint8 [prompts, H, W, 3] generated pictures
+  at::Tensor nearest;  // uint8 [prompts, H, W, 3] nearest training picture in pixel space
 };
 
 FidelityResult prompt_fidelity(const model::ModelBundle& m, const io::Dataset& data,

@@ -3,7 +3,7 @@
 
 Why: the C++ GPT, VQ decoder and EAGLE head must match LlamaGen in every structural detail (2-D
 RoPE on adjacent pairs, zeroed condition q/k, left-shifted captions, CFG, KV cache). This file
-computes the same things a second time, written only from /work/shared/design/LLAMAGEN.md and
+computes the same things a second time, written only from docs/design/LLAMAGEN.md and
 SPEC_DECODING.md 2 (not from core/model), so a shared misreading of the formulas is the only way
 both can agree on a wrong answer. Everything runs in fp32 on one CPU thread; a seed gives the same
 bytes on every run.

@@ -23,13 +23,13 @@
 #include <random>
 
 #include "decode/method.h"
+#include "gui_test_util.h"
 #include "io/safetensors.h"
 #include "model/gpt_config.h"
 #include "model/random_model.h"
 #include "ui/engine_bridge.h"
 #include "ui/heatmap_panel.h"
 #include "ui/image_view.h"
-#include "gui_test_util.h"
 #include "ui/main_window.h"
 #include "ui/plot_panel.h"
 #include "ui/prompt_edit.h"
@@ -363,10 +363,14 @@ class GuiTest : public QObject {
     auto* length = panel->findChild<QSpinBox*>("jacobiPathLength");
     auto* relax = panel->findChild<QDoubleSpinBox*>("jacobiPathRelax");
     auto* note = panel->findChild<QLabel*>("pathspecLossyNote");
-    QVERIFY(paths && length && relax && note);
+    auto* rule = panel->findChild<QComboBox*>("verifyRule");
+    QVERIFY(paths && length && relax && note && rule);
     paths->setValue(2);
     length->setValue(9);
-    QVERIFY(!note->isHidden());
+    QVERIFY(note->isHidden());  // two chains, coupled (auto): every chain commits AR's tokens
+    rule->setCurrentText("sampled");
+    QVERIFY(!note->isHidden());  // independent chains: the longest one biases
+    rule->setCurrentText("auto");
     auto r = panel->request("pathspec", false, 1);
     QCOMPARE(r.method.jacobi.paths, 2);
     QCOMPARE(r.method.jacobi.path_length, 9);

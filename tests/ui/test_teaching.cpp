@@ -1,4 +1,4 @@
-// The teaching and research views (issue: compare, replay + draft-tree inspector, token
+// The teaching and research views (compare, replay + draft-tree inspector, token
 // distribution, histograms, history, export), driven as a person would on the offscreen platform:
 // run, scrub, click cells, restore, save and reopen, export, compare. Every wait is bounded.
 #include <QAction>
@@ -23,6 +23,7 @@
 
 #include <memory>
 
+#include "gui_test_util.h"
 #include "model/gpt_config.h"
 #include "model/random_model.h"
 #include "ui/compare_window.h"
@@ -31,7 +32,6 @@
 #include "ui/histogram_panel.h"
 #include "ui/history_panel.h"
 #include "ui/image_view.h"
-#include "gui_test_util.h"
 #include "ui/main_window.h"
 #include "ui/prompt_edit.h"
 #include "ui/qcp.h"
