@@ -108,6 +108,7 @@ DecodeRequest request_for(const Case& c) {
   r.method.dynamic_tree = {2, 3, 6};  // D 2 = 3 draft levels, K 3, N 6
   auto& a = r.method.adt;
   a.d_min = 1, a.d_max = 3, a.k_min = 1, a.k_max = 3, a.d0 = 2, a.k0 = 2;
+  a.adjacency = Adjacency::Left;  // the source the pinned acceptance was measured with
   r.sampling.cfg_scale = 2.0;
   r.sampling.cfg_interval = 1;  // cells 2 and 3 from the cond logits alone
   r.sampling.temperature = 0.8;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Screenshots of the desktop app for docs/screenshots (GUI issue): idle, mid-generation, finished
+# Screenshots of the desktop app for docs/screenshots: idle, mid-generation, finished
 # ADT-Tree run and a hovered cell, at 1280x800 and 1920x1080, on a virtual X server (Xvfb).
 # Usage: tools/screenshots.sh [MODEL_DIR] [PROMPT]
 # Needs xvfb, imagemagick (import) and xdotool. Timings (MID_S, FIN_S) are seconds after start;
@@ -8,8 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${1:-resources/models/emoji}
-# The teaching views stay on the first model: docs/teaching.md quotes numbers read off them.
-TEACH_MODEL=${TEACH_MODEL:-resources/models/emoji-v1}
+# The teaching views: docs/teaching.md quotes numbers read off them (the default model).
+TEACH_MODEL=${TEACH_MODEL:-resources/models/emoji}
 PROMPT=${2:-grinning face noto}
 APP=build/release/bin/adtree-studio
 OUT=docs/screenshots
