@@ -55,6 +55,23 @@ foreach(method static dynamic adt sjd pathspec)
     message(FATAL_ERROR "greedy ${method} tokens differ from AR:\n${toks_${method}}\n${toks_ar}")
   endif()
 endforeach()
+# Sampling at T = 1 with the default rule (shared-noise coupling): every lossless method commits
+# AR's tokens for the same seed, and the statistics name the rule.
+foreach(method ar static dynamic adt sjd pathspec)
+  run_ok(${ADTREE} generate --model ${WORK}/model --prompt "a red cat" --seed 5 --method ${method}
+         --temperature 1 --out ${WORK}/t1-${method}.png --stats ${WORK}/t1-${method}.json --quiet)
+  file(READ "${WORK}/t1-${method}.json" js)
+  string(JSON t1_${method} GET "${js}" tokens)
+  string(JSON rule GET "${js}" settings verify)
+  if(NOT rule STREQUAL "coupled")
+    message(FATAL_ERROR "${method} at T = 1 verified with '${rule}', not coupled")
+  endif()
+endforeach()
+foreach(method static dynamic adt sjd pathspec)
+  if(NOT t1_${method} STREQUAL t1_ar)
+    message(FATAL_ERROR "coupled ${method} tokens at T = 1 differ from AR:\n${t1_${method}}\n${t1_ar}")
+  endif()
+endforeach()
 # --trace: every step's tree and distributions go into the statistics (what the studio opens).
 run_ok(${ADTREE} generate --model ${WORK}/model --prompt "a red cat" --seed 1 --method adt
        --out ${WORK}/traced.png --stats ${WORK}/traced.json --trace --quiet)
@@ -115,6 +132,10 @@ run_fails("depth D must be >= 1" ${ADTREE} generate --model ${WORK}/model --prom
 run_fails("tree width K must be in" ${ADTREE} generate --model ${WORK}/model --prompt cat --method dynamic --width 99)
 run_fails("larger than the tree can hold" ${ADTREE} generate --model ${WORK}/model --prompt cat --method dynamic --budget 5000)
 run_fails("LANTERN delta must be in" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --relax lantern --lantern-k 4 --lantern-delta -1)
+run_fails("ADT-Tree chooses (d, k) per step" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --depth 6)
+run_fails("unknown verification rule 'gumbel'" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --verify gumbel)
+run_fails("applies to sjd and pathspec" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --verify maximal)
+run_fails("LANTERN relaxes" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --verify coupled --relax lantern --lantern-k 4)
 
 # Outputs that cannot be written: a full disk (/dev/full behind a link), a missing folder, a name
 # without an image extension. Each is an error naming the file, not a silent truncated file.

@@ -29,16 +29,23 @@ struct LoopParts {
   std::unique_ptr<Verifier> own_verifier;
   Verifier* verifier = nullptr;
 
-  LoopParts(const model::GptConfig& cfg, DraftSource* source, const DecodeRequest& r,
-            const SpecOptions& opts, int64_t n_img)
+  // `m`: the checked settings (with the caller's relaxed rule); `r` the request they came from.
+  LoopParts(const model::GptConfig& cfg, DraftSource* source, const MethodSettings& m,
+            const DecodeRequest& r, const SpecOptions& opts, int64_t n_img)
       : target_proc(r.sampling),
         draft_proc(draft_params(r.sampling)),
         noise(r.seed, cfg.vocab_size),
         rng(r.seed),
-        rule(resolve_verify(r.method, r.sampling)) {
+        rule(resolve_verify(m, r.sampling)) {
     ChildPicker picker{rule == VerifyRule::Maximal ? VerifyRule::Sampled : rule, &noise, &rng};
-    proposer = make_proposer(ProposerInputs{r.method, cfg, source, draft_proc, picker, opts.budget,
+    proposer = make_proposer(ProposerInputs{m, cfg, source, draft_proc, picker, opts.budget,
                                             opts.auto_budget, n_img, r.seed, &noise, rule});
+    if (source && max_draft_rows(m, proposer->max_nodes()) > source->scratch_rows()) {
+      throw Error("these tree settings can draft " +
+                  std::to_string(max_draft_rows(m, proposer->max_nodes())) +
+                  " rows in one step, more than the draft head's scratch area holds (" +
+                  std::to_string(source->scratch_rows()) + "): lower the depth, width or budget");
+    }
     if (auto* js = jacobi_state(*proposer)) {
       own_verifier = make_jacobi_verifier(*js, opts.lantern, rng);
     } else if (rule == VerifyRule::Coupled) {
@@ -61,44 +68,78 @@ at::Tensor long_tensor(const std::vector<int64_t>& v) {
   return at::tensor(v, at::TensorOptions().dtype(at::kLong));
 }
 
+// The settings checked against each other and the model, before anything runs.
+MethodSettings checked_settings(const model::GptConfig& cfg, const model::Condition& cond,
+                                const DecodeRequest& request, const SpecOptions& opts) {
+  request.method.validate(cfg.vocab_size, cfg.image_tokens());
+  request.sampling.validate(cfg.vocab_size);
+  auto m = request.method;  // a relaxed rule given by the caller counts as the settings' own
+  if (opts.lantern) m.acceptance = Acceptance::Lantern;
+  m.validate_verify();
+  if (cond.batch() != (request.sampling.uses_cfg() ? 2 : 1)) {
+    throw Error("the condition batch does not match the CFG setting");
+  }
+  return m;
+}
+
+// The run's label and settings in its statistics: method, rule, budget, whether it is lossless.
+void describe_run(RunStats& stats, const model::GptConfig& cfg, const DecodeRequest& request,
+                  const LoopParts& parts, bool lantern) {
+  const auto* js = jacobi_state(*parts.proposer);
+  const auto& m = request.method;
+  stats.method = (js ? js->label() : to_string(m.method)) + (lantern ? "+lantern" : "") +
+                 (js && !js->lossless() ? " (lossy)" : "");
+  stats.settings = {{"method", to_string(m.method)},
+                    {"seed", request.seed},
+                    {"sampling", request.sampling.to_json()},
+                    {"budget", parts.proposer->budget()},
+                    {"verify", request.sampling.greedy() ? "greedy" : to_string(parts.rule)},
+                    {"lantern", lantern},
+                    {"lossless", !lantern && (!js || js->lossless())}};
+  stats.grids = CellGrids(cfg.grid_h, cfg.grid_w);
+}
+
+// One target forward over the root and every node under the ancestor mask; row i predicts image
+// cell `predicts[i]` = root + depth + 1.
+model::Gpt::Output forward_tree(const model::Gpt& target, model::KvCache& cache,
+                                const DraftTree& tree, int64_t root, int64_t batch,
+                                std::vector<int64_t>& predicts) {
+  std::vector<int64_t> pos, tok;
+  for (const auto& nd : tree.nodes) {
+    pos.push_back(target.config().cond_tokens() + root + nd.depth);
+    tok.push_back(nd.token);
+    predicts.push_back(root + nd.depth + 1);
+  }
+  auto tokens = long_tensor(tok).unsqueeze(0).expand({batch, tree.size()});
+  return target.forward(target.embed_tokens(tokens), long_tensor(pos), &cache,
+                        tree.ancestor_mask());
+}
+
+// The tokens a verified step commits (the accepted path, then the bonus) and, for each, the node
+// whose row predicted it.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> committed_by(const DraftTree& tree,
+                                                                   const AcceptResult& acc) {
+  std::vector<int64_t> tokens, parents{0};
+  for (auto id : acc.path) tokens.push_back(tree.nodes[size_t(id)].token), parents.push_back(id);
+  if (acc.has_bonus) tokens.push_back(acc.bonus);
+  parents.resize(tokens.size());
+  return {tokens, parents};
+}
+
 DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
                          const model::Condition& cond, const DecodeRequest& request,
                          const SpecOptions& opts, const StepCallback& on_step,
                          const std::atomic<bool>* cancel) {
   c10::InferenceMode guard;
+  const auto t_start = Clock::now();
   const auto& cfg = target.config();
-  request.method.validate(cfg.vocab_size, cfg.image_tokens());
-  auto req = request;  // a relaxed rule given by the caller counts as the settings' own
-  if (opts.lantern) req.method.acceptance = Acceptance::Lantern;
-  const auto& m = req.method;
-  m.validate_verify();
-  request.sampling.validate(cfg.vocab_size);
   const int64_t batch = request.sampling.uses_cfg() ? 2 : 1;
-  if (cond.batch() != batch) throw Error("the condition batch does not match the CFG setting");
   const int64_t n_img =
       opts.max_tokens > 0 ? std::min(opts.max_tokens, cfg.image_tokens()) : cfg.image_tokens();
-  const auto t_start = Clock::now();
-  LoopParts parts(cfg, source, req, opts, n_img);
+  LoopParts parts(cfg, source, checked_settings(cfg, cond, request, opts), request, opts, n_img);
   auto& proposer = *parts.proposer;
-  if (source && max_draft_rows(m, proposer.max_nodes()) > source->scratch_rows()) {
-    throw Error("these tree settings can draft " +
-                std::to_string(max_draft_rows(m, proposer.max_nodes())) +
-                " rows in one step, more than the draft head's scratch area holds (" +
-                std::to_string(source->scratch_rows()) + "): lower the depth, width or budget");
-  }
   DecodeResult res;
-  const auto* js = jacobi_state(proposer);
-  const bool lossless = !opts.lantern && (!js || js->lossless());
-  res.stats.method = (js ? js->label() : to_string(m.method)) + (opts.lantern ? "+lantern" : "") +
-                     (js && !js->lossless() ? " (lossy)" : "");
-  res.stats.settings = {{"method", to_string(m.method)},
-                        {"seed", request.seed},
-                        {"sampling", request.sampling.to_json()},
-                        {"budget", proposer.budget()},
-                        {"verify", request.sampling.greedy() ? "greedy" : to_string(parts.rule)},
-                        {"lantern", opts.lantern != nullptr},
-                        {"lossless", lossless}};
-  res.stats.grids = CellGrids(cfg.grid_h, cfg.grid_w);
+  describe_run(res.stats, cfg, request, parts, opts.lantern != nullptr);
   StepRecorder recorder(res.stats, request.trace, on_step);
   auto& tokens = res.tokens;
   auto cache = target.new_cache(batch, proposer.max_nodes() + 2);  // root + the largest tree
@@ -125,31 +166,20 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
     const double propose_ms = ms_since(t0);
     rec.t_draft_ms = proposer.take_draft_ms();
 
-    t0 = Clock::now();  // verify: root + nodes in one target forward with the ancestor mask
-    std::vector<int64_t> pos, tok, predicts;
-    for (const auto& nd : tree.nodes) {
-      pos.push_back(cfg.cond_tokens() + n + nd.depth);
-      tok.push_back(nd.token);
-      predicts.push_back(n + nd.depth + 1);
-    }
-    auto tok_t = long_tensor(tok).unsqueeze(0).expand({batch, tree.size()});
-    auto out =
-        target.forward(target.embed_tokens(tok_t), long_tensor(pos), &cache, tree.ancestor_mask());
+    t0 = Clock::now();
+    std::vector<int64_t> predicts;
+    auto out = forward_tree(target, cache, tree, n, batch, predicts);
     rec.t_verify_ms = ms_since(t0);
     rec.target_forwards = 1;
 
     t0 = Clock::now();  // accept (and the Jacobi methods' new guesses: both are sampling)
     auto proc = parts.target_proc.process_rows(out.logits, predicts);
     auto acc = parts.verifier->verify(tree, proc.probs.to(at::kCPU), n, max_levels);
-    std::vector<int64_t> new_tokens, parents{0};
-    for (auto id : acc.path)
-      new_tokens.push_back(tree.nodes[size_t(id)].token), parents.push_back(id);
-    if (acc.has_bonus) new_tokens.push_back(acc.bonus);
-    parents.resize(new_tokens.size());
+    auto [new_tokens, parents] = committed_by(tree, acc);
     proposer.observe(StepOutcome{tree, acc, out.hidden, new_tokens, parents, n + 1});
     rec.t_sample_ms = ms_since(t0);
 
-    t0 = Clock::now();  // commit: compact the accepted path's K/V rows
+    t0 = Clock::now();  // commit: keep the root's and the accepted path's K/V rows
     std::vector<int64_t> keep{0};
     keep.insert(keep.end(), acc.path.begin(), acc.path.end());
     cache.keep(keep);

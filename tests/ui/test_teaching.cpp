@@ -324,6 +324,20 @@ class TeachingTest : public QObject {
     QCOMPARE(c->imageView(1)->validCells(), 16);
     QCOMPARE(c->result(0)->tokens, c->result(1)->tokens);
 
+    // Sampling (T = 1) with shared-noise coupling, the default rule: the same seed still gives
+    // AR's tokens, and the window owes (and checks) identity.
+    QTest::mouseClick(c->greedyBox(), Qt::LeftButton);
+    QVERIFY(!c->greedyBox()->isChecked());
+    QSignalSpy sampled(c, &adtree::ui::CompareWindow::comparisonFinished);
+    QTest::mouseClick(c->runButton(), Qt::LeftButton);
+    QVERIFY(sampled.wait(kRunMs));
+    QCOMPARE(c->result(0)->tokens, c->result(1)->tokens);
+    QVERIFY2(c->identityLabel()->text().contains("Identical tokens") &&
+                 c->identityLabel()->text().contains("coupled"),
+             qPrintable(c->identityLabel()->text()));
+    QTest::mouseClick(c->greedyBox(), Qt::LeftButton);
+    QVERIFY(c->greedyBox()->isChecked());
+
     // Relaxed acceptance on B: no identity promise, the difference map is the evidence instead.
     c->setSide(1, "adt", true);
     QSignalSpy again(c, &adtree::ui::CompareWindow::comparisonFinished);
