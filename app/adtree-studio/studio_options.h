@@ -1,0 +1,54 @@
+// The studio's command line: the options a person or a script gives adtree-studio. Kept apart
+// from main() so that `--help` and `--version` can be answered before any display is opened.
+#pragma once
+#include <QCommandLineOption>
+#include <QCommandLineParser>
+
+namespace adtree::studio {
+
+struct StudioOptions {
+  QCommandLineOption run{"run", "type PROMPT and press Generate once the model is loaded",
+                         "PROMPT"};
+  QCommandLineOption method{
+      "method", "decoding method for --run (ar, static, dynamic, adt, sjd, pathspec)", "NAME"};
+  QCommandLineOption seed{"seed", "seed for --run", "N"};
+  QCommandLineOption benchmark{"benchmark",
+                               "with --run: N runs, one JSON line of timings each, then quit", "N"};
+  QCommandLineOption size{"size", "window size WxH (screenshots)", "WxH"};
+  QCommandLineOption stall{"stall-meter",
+                           "with --benchmark: also run a 5 ms heartbeat timer and report the "
+                           "longest gap between its ticks"};
+  QCommandLineOption preview{"preview-interval",
+                             "milliseconds between live previews of the partial image (0 = none)",
+                             "MS", "100"};
+  QCommandLineOption replay{"replay-step",
+                            "with --run: when it finishes, show step N in the replay (demos, "
+                            "teaching, screenshots)",
+                            "N"};
+  QCommandLineOption inspect{"inspect",
+                             "with --run: when it finishes, open the token distribution of cell "
+                             "N (raster order)",
+                             "N"};
+  QCommandLineOption dock{"show-dock", "raise this dock first: inspector, histograms or history",
+                          "NAME"};
+  QCommandLineOption compare{"compare",
+                             "with --run: also open the compare window, AR against --method, and "
+                             "run both"};
+  QCommandLineOption methods{"methods",
+                             "with --run: after the first run, run the same prompt and seed with "
+                             "each of these methods in turn (comma-separated), filling the "
+                             "history and the histograms",
+                             "LIST"};
+
+  // Adds the description, --help, --version, the model argument and every option above.
+  void describe(QCommandLineParser& cli) const;
+};
+
+// Names and version the application reports (the same for the GUI and the display-free path).
+void set_application_identity();
+
+// True when the command line asks for --help, --help-all or --version: answered without a
+// display (Qt's GUI platform would abort on a machine that has none).
+bool asks_for_help_or_version(int argc, char** argv);
+
+}  // namespace adtree::studio
