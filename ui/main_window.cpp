@@ -4,6 +4,7 @@
 #include <QActionGroup>
 #include <QApplication>
 #include <QCheckBox>
+#include <QClipboard>
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QCursor>
@@ -15,6 +16,7 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFontDatabase>
+#include <QGuiApplication>
 #include <QHBoxLayout>
 #include <QInputDialog>
 #include <QLabel>
@@ -359,6 +361,11 @@ void MainWindow::createActions() {
   file->addSeparator();
   auto* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence::Quit);
+
+  auto* edit = menuBar()->addMenu(tr("&Edit"));
+  act_copy_image_ = edit->addAction(tr("&Copy Image"), this, [this] { copyImage(); });
+  act_copy_image_->setShortcut(QKeySequence::Copy);  // a focused text field keeps Ctrl+C for text
+  act_copy_image_->setToolTip(tr("Copy the picture, upscaled 4x with crisp pixels"));
 
   auto* run = menuBar()->addMenu(tr("&Run"));
   act_generate_ = run->addAction(tr("&Generate"), this, &MainWindow::generate);
@@ -718,6 +725,7 @@ void MainWindow::setBusyUi() {
   act_cancel_->setEnabled(isRunning());
   const bool shown = shownRecord() != nullptr && !isRunning();
   act_save_image_->setEnabled(!last_image_.isNull() && !isRunning());
+  act_copy_image_->setEnabled(!last_image_.isNull() && !isRunning());
   act_save_stats_->setEnabled(!last_stats_json_.isEmpty() && !isRunning());
   act_save_csv_->setEnabled(shown);
   act_save_maps_->setEnabled(shown);
@@ -1125,6 +1133,15 @@ void MainWindow::saveImage() {
   const QString path = QFileDialog::getSaveFileName(
       this, tr("Export image"), QDir::home().filePath("adtree.png"), tr("PNG images (*.png)"));
   if (!path.isEmpty()) exportImage(path, pick.toInt());
+}
+
+bool MainWindow::copyImage() {
+  if (last_image_.isNull()) return false;
+  // 4x with nearest neighbour: a 64 x 64 picture pasted elsewhere stays crisp and visible.
+  QGuiApplication::clipboard()->setImage(
+      last_image_.scaled(last_image_.size() * 4, Qt::IgnoreAspectRatio, Qt::FastTransformation));
+  statusBar()->showMessage(tr("Copied the picture to the clipboard"), 3000);
+  return true;
 }
 
 bool MainWindow::exportImage(const QString& path, int scale) {

@@ -1,6 +1,6 @@
 // MainWindow (GUI.md "Main window"): prompt, seed, method and LANTERN switch on top; the growing
-// image, the per-cell heatmaps and the per-step plots in the middle; settings in a dock; progress and
-// model in the status area. It forwards intent to the EngineBridge and paints what comes back,
+// image, the per-cell heatmaps and the per-step plots in the middle; settings in a dock; progress
+// and model in the status area. It forwards intent to the EngineBridge and paints what comes back,
 // throttled by one frame timer; it never runs model code and never waits on the engine.
 #pragma once
 #include <QElapsedTimer>
@@ -97,6 +97,8 @@ class MainWindow : public QMainWindow {
   bool openDropped(const QString& path);
   bool saveRunFile(const QString& path);
   bool exportImage(const QString& path, int scale);
+  // Edit > Copy Image (Ctrl+C): the finished picture to the clipboard; false if there is none.
+  bool copyImage();
   bool exportMaps(const QString& dir, const QString& prefix);
   bool exportStatsJson(const QString& path);
   bool exportStatsCsv(const QString& path);
@@ -113,7 +115,7 @@ class MainWindow : public QMainWindow {
   void cancel();
 
  Q_SIGNALS:
-  void modelReady();                         // a model finished loading
+  void modelReady();  // a model finished loading
   void modelLoadFailed(const QString& message);
   void generationFinished();                 // the run's final image and statistics are shown
   void generationEnded(const QString& how);  // "finished", "cancelled" or "failed"
@@ -151,7 +153,8 @@ class MainWindow : public QMainWindow {
   void onReplayStep(int step);
   void addToHistory(RunRecord r);
   void showRecord(const RunRecord& r);
-  QDockWidget* addDock(const QString& title, const QString& name, QWidget* w, Qt::DockWidgetArea area);
+  QDockWidget* addDock(const QString& title, const QString& name, QWidget* w,
+                       Qt::DockWidgetArea area);
   void reloadWithDevice();
 
   void onModelLoaded(const engine::ModelLoaded& loaded);
@@ -215,6 +218,7 @@ class MainWindow : public QMainWindow {
   QAction* act_generate_ = nullptr;
   QAction* act_cancel_ = nullptr;
   QAction* act_save_image_ = nullptr;
+  QAction* act_copy_image_ = nullptr;
   QAction* act_save_stats_ = nullptr;
   QAction* act_save_csv_ = nullptr;
   QAction* act_save_maps_ = nullptr;

@@ -3,9 +3,11 @@
 // run, scrub, click cells, restore, save and reopen, export, compare. Every wait is bounded.
 #include <QAction>
 #include <QCheckBox>
+#include <QClipboard>
 #include <QComboBox>
 #include <QDir>
 #include <QFile>
+#include <QGuiApplication>
 #include <QImage>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -269,6 +271,14 @@ class TeachingTest : public QObject {
     QVERIFY(w->exportImage(out.filePath("img.png"), 4));
     QImage img(out.filePath("img.png"));
     QCOMPARE(img.size(), w->imageView()->image().size() * 4);
+    // Ctrl+C on the picture (Edit > Copy Image) puts it on the clipboard, 4x with crisp pixels.
+    QGuiApplication::clipboard()->clear();
+    w->imageView()->setFocus();
+    QTest::keyClick(w->imageView(), Qt::Key_C, Qt::ControlModifier);
+    const QImage copied = QGuiApplication::clipboard()->image();
+    QCOMPARE(copied.size(), w->imageView()->image().size() * 4);
+    QCOMPARE(copied.convertToFormat(QImage::Format_RGB888),
+             img.convertToFormat(QImage::Format_RGB888));
     QVERIFY(w->exportMaps(out.path(), "run"));
     for (const char* n : {"depth", "top1", "accept-length", "tree-depth", "tree-width"}) {
       QImage map(out.filePath(QStringLiteral("run-%1.png").arg(n)));
