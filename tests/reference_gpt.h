@@ -47,7 +47,9 @@ inline at::Tensor ref_forward(const model::GptConfig& cfg, const model::TensorMa
   auto rms = [&](const at::Tensor& h, const at::Tensor& g) {
     return h / at::sqrt((h * h).mean(-1, true) + cfg.norm_eps) * g;
   };
-  auto L = [&](int64_t i, const std::string& n) { return w.at("layers." + std::to_string(i) + "." + n); };
+  auto L = [&](int64_t i, const std::string& n) {
+    return w.at("layers." + std::to_string(i) + "." + n);
+  };
   auto h = x.clone();
   for (int64_t l = 0; l < cfg.n_layer; ++l) {
     auto xn = rms(h, L(l, "attention_norm.weight"));
@@ -59,8 +61,10 @@ inline at::Tensor ref_forward(const model::GptConfig& cfg, const model::TensorMa
       auto qh = at::zeros({T, hd}), kh = at::zeros({T, hd});
       for (int64_t t = 0; t < T; ++t) {
         const int64_t p = positions[t].item<int64_t>();
-        qh[t] = ref_rope(q[t].narrow(0, head * hd, hd), p, cfg.cond_tokens(), cfg.grid_h, cfg.rope_base);
-        kh[t] = ref_rope(k[t].narrow(0, head * hd, hd), p, cfg.cond_tokens(), cfg.grid_h, cfg.rope_base);
+        qh[t] = ref_rope(q[t].narrow(0, head * hd, hd), p, cfg.cond_tokens(), cfg.grid_h,
+                         cfg.rope_base);
+        kh[t] = ref_rope(k[t].narrow(0, head * hd, hd), p, cfg.cond_tokens(), cfg.grid_h,
+                         cfg.rope_base);
       }
       auto vh = v.narrow(1, head * hd, hd);
       auto s = at::matmul(qh, kh.t()) / std::sqrt(double(hd));

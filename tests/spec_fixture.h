@@ -27,7 +27,8 @@ struct SpecFixture {
   std::unique_ptr<model::Drafter> head;
 
   explicit SpecFixture(model::GptConfig c, uint64_t seed = 1, double scale = 0.3) : cfg(c) {
-    target = std::make_unique<model::Gpt>(cfg, scaled_params(model::gpt_param_specs(cfg), seed, scale));
+    target =
+        std::make_unique<model::Gpt>(cfg, scaled_params(model::gpt_param_specs(cfg), seed, scale));
     head = std::make_unique<model::Drafter>(
         *target, scaled_params(model::drafter_param_specs(cfg), seed + 100, scale));
   }

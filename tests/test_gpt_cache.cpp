@@ -100,7 +100,8 @@ TEST(GptCache, IncrementalDecodingEqualsOneCausalForward) {
   for (int64_t i = 0; i < n; ++i) {
     out = gpt.forward_tokens(cache, toks.narrow(1, i, 1), i);
     cache.commit();
-    worst = std::max(worst, (out.logits.select(1, 0) - full.select(1, C + i)).abs().max().item<float>());
+    worst = std::max(worst,
+                     (out.logits.select(1, 0) - full.select(1, C + i)).abs().max().item<float>());
   }
   EXPECT_LT(worst, 1e-4);
   EXPECT_EQ(cache.len, C + n);
@@ -160,10 +161,14 @@ TEST(GptCache, TreeMaskedBlockEqualsEachRootToNodePath) {
     auto path_out = gpt.forward_tokens(cache, path_toks, n);
     cache.pending = 0;
     auto diff = (tree_out.logits.select(1, i) - path_out.logits.select(1, int64_t(p.size()) - 1))
-                    .abs().max().item<float>();
+                    .abs()
+                    .max()
+                    .item<float>();
     EXPECT_LT(diff, 1e-4) << "node " << i;
     auto hdiff = (tree_out.hidden.select(1, i) - path_out.hidden.select(1, int64_t(p.size()) - 1))
-                     .abs().max().item<float>();
+                     .abs()
+                     .max()
+                     .item<float>();
     EXPECT_LT(hdiff, 1e-4) << "hidden of node " << i;
   }
 }

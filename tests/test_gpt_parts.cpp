@@ -16,7 +16,8 @@ TEST(RmsNorm, MatchesDirectFormula) {
 }
 
 TEST(RmsNorm, NormalisesInFp32ThenCastsThenScales) {
-  // bf16 input: the result equals (normalise in fp32 -> cast to bf16) * weight, the reference order.
+  // bf16 input: the result equals (normalise in fp32 -> cast to bf16) * weight, the reference
+  // order.
   auto x = at::randn({2, 32}).to(at::kBFloat16);
   auto g = at::randn({32}).to(at::kBFloat16);
   auto xf = x.to(at::kFloat);
@@ -59,7 +60,7 @@ TEST(Rope2d, HandComputedPairLayout) {
   Rope2d rope(8, 1, 4, 10000.0);
   auto x = at::tensor({1.f, 0.f, 1.f, 0.f, 1.f, 0.f, 1.f, 0.f}).view({1, 1, 1, 8});
   auto y = rope.apply(x, at::tensor({int64_t(7)})).view({8});
-  const float expect[8] = {std::cos(1.f), std::sin(1.f),  std::cos(.01f), std::sin(.01f),
+  const float expect[8] = {std::cos(1.f), std::sin(1.f), std::cos(.01f), std::sin(.01f),
                            std::cos(2.f), std::sin(2.f), std::cos(.02f), std::sin(.02f)};
   for (int i = 0; i < 8; ++i) EXPECT_NEAR(y[i].item<float>(), expect[i], 1e-6) << "element " << i;
 }

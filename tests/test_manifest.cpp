@@ -27,7 +27,9 @@ nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);
   return nlohmann::json::parse(in);
 }
-void write_json(const std::string& path, const nlohmann::json& j) { std::ofstream(path) << j.dump(); }
+void write_json(const std::string& path, const nlohmann::json& j) {
+  std::ofstream(path) << j.dump();
+}
 std::string load_error(const std::string& dir, const LoadOptions& o = {}) {
   try {
     load_model_dir(dir, o);
@@ -60,9 +62,12 @@ TEST(ModelDir, ListsEveryTensorMismatchInOneError) {
   }
   const auto msg = load_error(dir);
   EXPECT_NE(msg.find("3 problem(s)"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("gpt.safetensors: missing tensor 'layers.0.attention.wo.weight'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("gpt.safetensors: missing tensor 'layers.0.attention.wo.weight'"),
+            std::string::npos)
+      << msg;
   EXPECT_NE(msg.find("missing tensor 'norm.weight'"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("'output.weight' has shape [5, 5], expected [32, 64]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'output.weight' has shape [5, 5], expected [32, 64]"), std::string::npos)
+      << msg;
 }
 
 TEST(ModelDir, ConfigMismatchesAreListedTogether) {
@@ -73,8 +78,11 @@ TEST(ModelDir, ConfigMismatchesAreListedTogether) {
   write_json(dir + "/model.json", j);
   const auto msg = load_error(dir);
   EXPECT_NE(msg.find("gpt.vocab_size 32 differs from codebook_size 99"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("vq.codebook_size 32 differs from codebook_size 99"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("'tok_embeddings.weight' has shape [32, 64], expected [32, 128]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("vq.codebook_size 32 differs from codebook_size 99"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("'tok_embeddings.weight' has shape [32, 64], expected [32, 128]"),
+            std::string::npos)
+      << msg;
 }
 
 TEST(ModelDir, MissingManifestAndBadJsonAreClear) {
@@ -97,7 +105,9 @@ TEST(ModelDir, StructuralProblemsInManifestAreAllNamed) {
   write_json(dir + "/model.json", j);
   const auto msg = load_error(dir);
   EXPECT_NE(msg.find("missing 'name'"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("'kind' must be c2i, t2i-words or t2i-embeddings, not 'video'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'kind' must be c2i, t2i-words or t2i-embeddings, not 'video'"),
+            std::string::npos)
+      << msg;
   EXPECT_NE(msg.find("'grid' must be [h, w]"), std::string::npos) << msg;
 }
 
@@ -188,7 +198,7 @@ TEST(Vocabulary, ClassesByNumberNameSynonymAndDisambiguatedSynonym) {
     EXPECT_NE(msg.find("4 (crane)"), std::string::npos) << msg;
     EXPECT_NE(msg.find("crane (2)"), std::string::npos) << msg;  // how to write it
   }
-  EXPECT_THROW(v.class_id("maillot"), adtree::Error);  // classes 5 and 6
+  EXPECT_THROW(v.class_id("maillot"), adtree::Error);    // classes 5 and 6
   EXPECT_THROW(v.class_id("crane (3)"), adtree::Error);  // 3 is the retriever
   EXPECT_THROW(v.class_id("7"), adtree::Error);
   EXPECT_THROW(v.class_id("-1"), adtree::Error);
@@ -227,7 +237,8 @@ Gpt embedding_gpt() {
   return Gpt(c, init_params(gpt_param_specs(c), 3));
 }
 std::string embedding_file(const std::string& name, const std::map<std::string, at::Tensor>& t) {
-  const auto p = (fs::path(::testing::TempDir()) / ("adtree_emb_" + name + ".safetensors")).string();
+  const auto p =
+      (fs::path(::testing::TempDir()) / ("adtree_emb_" + name + ".safetensors")).string();
   adtree::io::write_safetensors(p, t);
   return p;
 }
@@ -271,28 +282,32 @@ TEST(Conditioning, BadEmbeddingFilesAreClearErrors) {
   EXPECT_NE(condition_error(gpt, embedding_file("noemb", {{"x", at::zeros({2, 8})}}))
                 .find("no tensor 'caption_embedding'"),
             std::string::npos);
-  EXPECT_NE(condition_error(gpt, embedding_file("width", {{"caption_embedding", at::zeros({2, 5})}}))
-                .find("expected [L, 8]"),
-            std::string::npos);
+  EXPECT_NE(
+      condition_error(gpt, embedding_file("width", {{"caption_embedding", at::zeros({2, 5})}}))
+          .find("expected [L, 8]"),
+      std::string::npos);
   EXPECT_NE(condition_error(gpt, embedding_file("long", {{"caption_embedding", at::zeros({7, 8})}}))
                 .find("L <= 6"),
             std::string::npos);
-  EXPECT_NE(condition_error(gpt, embedding_file("int", {{"caption_embedding",
-                                                         at::zeros({2, 8}, at::kLong)}}))
+  EXPECT_NE(condition_error(
+                gpt, embedding_file("int", {{"caption_embedding", at::zeros({2, 8}, at::kLong)}}))
                 .find("F32, F16 or BF16"),
             std::string::npos);
-  EXPECT_NE(condition_error(gpt, embedding_file("maskshape", {{"caption_embedding", at::zeros({2, 8})},
-                                                              {"caption_mask", at::ones({3}, at::kLong)}}))
+  EXPECT_NE(condition_error(
+                gpt, embedding_file("maskshape", {{"caption_embedding", at::zeros({2, 8})},
+                                                  {"caption_mask", at::ones({3}, at::kLong)}}))
                 .find("caption_mask has shape"),
             std::string::npos);
-  EXPECT_NE(condition_error(gpt, embedding_file("maskval", {{"caption_embedding", at::zeros({2, 8})},
-                                                            {"caption_mask", 2 * ok_mask}}))
-                .find("0 or 1"),
-            std::string::npos);
-  EXPECT_NE(condition_error(gpt, embedding_file("maskfloat", {{"caption_embedding", at::zeros({2, 8})},
-                                                              {"caption_mask", at::ones({2})}}))
-                .find("integers or bools"),
-            std::string::npos);
+  EXPECT_NE(
+      condition_error(gpt, embedding_file("maskval", {{"caption_embedding", at::zeros({2, 8})},
+                                                      {"caption_mask", 2 * ok_mask}}))
+          .find("0 or 1"),
+      std::string::npos);
+  EXPECT_NE(
+      condition_error(gpt, embedding_file("maskfloat", {{"caption_embedding", at::zeros({2, 8})},
+                                                        {"caption_mask", at::ones({2})}}))
+          .find("integers or bools"),
+      std::string::npos);
   EXPECT_NE(condition_error(gpt, embedding_file("empty", {{"caption_embedding", at::zeros({2, 8})},
                                                           {"caption_mask", 0 * ok_mask}}))
                 .find("no token"),

@@ -22,9 +22,11 @@ namespace {
 class ResearchTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = (fs::temp_directory_path() / ("adtree_test_research_" + std::to_string(::getpid()))).string();
+    dir_ = (fs::temp_directory_path() / ("adtree_test_research_" + std::to_string(::getpid())))
+               .string();
     auto g = model::GptConfig::preset("micro");
-    model::write_random_model(dir_, g, model::small_vq_config(g.vocab_size, g.grid_h), 4, "research");
+    model::write_random_model(dir_, g, model::small_vq_config(g.vocab_size, g.grid_h), 4,
+                              "research");
     bundle_ = new model::ModelBundle(model::load_model_dir(dir_));
   }
   static void TearDownTestSuite() {

@@ -46,7 +46,8 @@ TEST(LogitsProcessor, TemperatureScalesBeforeFiltering) {
   auto logits = at::tensor({1.f, 2.f, 4.f}).view({1, 1, 3});
   auto out = proc.process(logits, 0);
   EXPECT_TRUE(at::allclose(out.probs[0], at::softmax(at::tensor({0.5f, 1.f, 2.f}), 0)));
-  EXPECT_NEAR(out.top1[0].item<float>(), at::softmax(at::tensor({0.5f, 1.f, 2.f}), 0)[2].item<float>(), 1e-6);
+  EXPECT_NEAR(out.top1[0].item<float>(),
+              at::softmax(at::tensor({0.5f, 1.f, 2.f}), 0)[2].item<float>(), 1e-6);
 }
 
 TEST(LogitsProcessor, CfgBatchIsMixedAndIntervalSwitchesToCond) {
@@ -55,7 +56,8 @@ TEST(LogitsProcessor, CfgBatchIsMixedAndIntervalSwitchesToCond) {
   p.cfg_interval = 1;
   LogitsProcessor proc(p);
   auto cond = at::tensor({1.f, 0.f, 0.f}), unc = at::tensor({0.f, 0.f, 1.f});
-  auto logits = at::stack({at::stack({cond, cond, cond}), at::stack({unc, unc, unc})});  // [2, 3, 3]
+  auto logits =
+      at::stack({at::stack({cond, cond, cond}), at::stack({unc, unc, unc})});  // [2, 3, 3]
   auto out = proc.process(logits, 0);  // rows predict tokens 0, 1, 2: token 2 is past the interval
   auto mixed = at::softmax(cfg_mix(cond, unc, 3.0), 0);
   EXPECT_TRUE(at::allclose(out.probs[0], mixed));
@@ -71,7 +73,8 @@ TEST(LogitsProcessor, GreedyIsOneHotAtArgmaxWithTop1AtTemperatureOne) {
   auto logits = at::tensor({0.f, 3.f, 1.f}).view({1, 1, 3});
   auto out = proc.process(logits, 0);
   EXPECT_TRUE(at::equal(out.probs[0], at::tensor({0.f, 1.f, 0.f})));
-  EXPECT_NEAR(out.top1[0].item<float>(), at::softmax(at::tensor({0.f, 3.f, 1.f}), 0)[1].item<float>(), 1e-6);
+  EXPECT_NEAR(out.top1[0].item<float>(),
+              at::softmax(at::tensor({0.f, 3.f, 1.f}), 0)[1].item<float>(), 1e-6);
 }
 
 TEST(SampleFrom, FollowsTheDistribution) {

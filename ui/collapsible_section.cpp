@@ -39,6 +39,8 @@ void CollapsibleSection::setExpanded(bool expanded) {
   body_->setVisible(expanded);
 }
 
-bool CollapsibleSection::isExpanded() const { return header_->isChecked(); }
+bool CollapsibleSection::isExpanded() const {
+  return header_->isChecked();
+}
 
 }  // namespace adtree::ui

@@ -28,8 +28,12 @@ QBrush checkerBrush(int check) {
   return QBrush(tile);
 }
 
-QColor pendingCellColor() { return QColor(0x6b, 0x72, 0x80); }
+QColor pendingCellColor() {
+  return QColor(0x6b, 0x72, 0x80);
+}
 
-QColor highlightColor() { return QColor(0xff, 0x4d, 0x6d); }
+QColor highlightColor() {
+  return QColor(0xff, 0x4d, 0x6d);
+}
 
 }  // namespace adtree::ui

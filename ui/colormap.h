@@ -1,6 +1,7 @@
-// Colours shared by the panels: a perceptually uniform viridis gradient for every heatmap (QCustomPlot
-// 2.1 has no viridis preset, and its rainbow-like presets exaggerate small differences), and the one
-// "not generated yet" checkerboard used by the image and the maps alike, so a user learns it once.
+// Colours shared by the panels: a perceptually uniform viridis gradient for every heatmap
+// (QCustomPlot 2.1 has no viridis preset, and its rainbow-like presets exaggerate small
+// differences), and the one "not generated yet" checkerboard used by the image and the maps alike,
+// so a user learns it once.
 #pragma once
 #include <QBrush>
 #include <QColor>

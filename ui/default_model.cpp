@@ -18,7 +18,8 @@ DefaultModel findDefaultModel() {
   const QString env = qEnvironmentVariable("ADTREE_MODEL");
   if (!env.isEmpty()) return {env, {}, QStringLiteral("$ADTREE_MODEL")};
   const auto shipped = util::find_shipped_model("emoji");
-  if (!shipped.empty()) return {QString::fromStdString(shipped), {}, QStringLiteral("the shipped emoji model")};
+  if (!shipped.empty())
+    return {QString::fromStdString(shipped), {}, QStringLiteral("the shipped emoji model")};
   return {randomModelDir(), QStringLiteral("tiny"),
           QStringLiteral("a random tiny model (no trained model installed)")};
 }

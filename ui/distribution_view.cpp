@@ -57,12 +57,12 @@ DistributionView::DistributionView(QWidget* parent) : QWidget(parent) {
   topCol->setContentsMargins(0, 0, 0, 0);
   topCol->setSpacing(2);
 
-  plot_ = makeStyledPlot(
-      top, tr("Target distribution"),
-      tr("The target model's most likely tokens at this cell, most likely first "
-         "(tick labels: token ids).\nGreen: the committed token. Orange markers: "
-         "tokens the draft proposed here.\nOne tall bar = a simple region the draft "
-         "tends to hit; a flat spread = a complex region."));
+  plot_ =
+      makeStyledPlot(top, tr("Target distribution"),
+                     tr("The target model's most likely tokens at this cell, most likely first "
+                        "(tick labels: token ids).\nGreen: the committed token. Orange markers: "
+                        "tokens the draft proposed here.\nOne tall bar = a simple region the draft "
+                        "tends to hit; a flat spread = a complex region."));
   plot_->setMinimumSize(200, 150);
   plot_->xAxis->setLabel(tr("target rank (tick: token id)"));
   plot_->yAxis->setLabel(tr("target p"));
@@ -123,8 +123,9 @@ DistributionView::DistributionView(QWidget* parent) : QWidget(parent) {
 }
 
 void DistributionView::clear() {
-  headline_->setText(tr("Click a cell of the image or of a map: the target's distribution there, "
-                        "and what the draft offered, appear here."));
+  headline_->setText(
+      tr("Click a cell of the image or of a map: the target's distribution there, "
+         "and what the draft offered, appear here."));
   others_->data()->clear();
   committed_->data()->clear();
   cands_->data()->clear();

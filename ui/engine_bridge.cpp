@@ -11,8 +11,8 @@ namespace adtree::ui {
 EngineBridge::EngineBridge(QObject* parent) : EngineBridge(engine::EngineOptions{}, parent) {}
 
 EngineBridge::EngineBridge(const engine::EngineOptions& opts, QObject* parent) : QObject(parent) {
-  engine_ = std::make_unique<engine::Engine>([this](engine::Event e) { onEngineEvent(std::move(e)); },
-                                             opts);
+  engine_ = std::make_unique<engine::Engine>(
+      [this](engine::Event e) { onEngineEvent(std::move(e)); }, opts);
 }
 
 EngineBridge::~EngineBridge() {
@@ -38,9 +38,15 @@ engine::JobId EngineBridge::submit(const QString& prompt, const decode::DecodeRe
   return engine_->submit(std::move(job));
 }
 
-void EngineBridge::cancel(engine::JobId id) { engine_->cancel(id); }
-void EngineBridge::cancelAll() { engine_->cancel_all(); }
-bool EngineBridge::busy() const { return engine_->busy(); }
+void EngineBridge::cancel(engine::JobId id) {
+  engine_->cancel(id);
+}
+void EngineBridge::cancelAll() {
+  engine_->cancel_all();
+}
+bool EngineBridge::busy() const {
+  return engine_->busy();
+}
 
 void EngineBridge::shutdown() {
   engine_->shutdown();
@@ -120,7 +126,7 @@ void EngineBridge::drain() {
           using T = std::decay_t<decltype(x)>;
           if constexpr (std::is_same_v<T, engine::LoadProgress>) {
             Q_EMIT loadProgress(QString::fromStdString(x.dir), QString::fromStdString(x.stage),
-                              x.fraction);
+                                x.fraction);
           } else if constexpr (std::is_same_v<T, engine::ModelLoaded>) {
             Q_EMIT modelLoaded(x);
           } else if constexpr (std::is_same_v<T, engine::LoadFailed>) {

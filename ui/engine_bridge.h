@@ -22,7 +22,7 @@ struct DecodeRequest;
 namespace adtree::engine {
 class Engine;
 struct EngineOptions;
-}
+}  // namespace adtree::engine
 
 namespace adtree::ui {
 

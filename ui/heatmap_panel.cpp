@@ -29,25 +29,29 @@ HeatmapPanel::HeatmapPanel(QWidget* parent) : QWidget(parent) {
   auto* grid = new QGridLayout(this);
   grid->setContentsMargins(0, 0, 0, 0);
   grid->setSpacing(4);
-  setupMap(RunState::Depth, tr("Acceptance depth"), tr("level"),
-           tr("Depth in the draft tree at which each token was accepted.\n0 = sampled by the target "
-              "model itself (root, bonus or residual token);\n1, 2, ... = a draft token accepted at "
-              "that level of the tree.\nThe paper's \"image token depth matrix\": bright = the "
-              "drafter predicted this region well."));
+  setupMap(
+      RunState::Depth, tr("Acceptance depth"), tr("level"),
+      tr("Depth in the draft tree at which each token was accepted.\n0 = sampled by the target "
+         "model itself (root, bonus or residual token);\n1, 2, ... = a draft token accepted at "
+         "that level of the tree.\nThe paper's \"image token depth matrix\": bright = the "
+         "drafter predicted this region well."));
   setupMap(RunState::Top1, tr("Top-1 probability"), tr("p"),
            tr("The target model's largest probability at each cell (after CFG and temperature).\n"
               "High = the model is sure what comes next (flat regions); low = many tokens are "
               "plausible (texture, edges), where drafts get rejected."));
-  setupMap(RunState::AcceptLen, tr("Acceptance length"), tr("tokens/step"),
-           tr("Tokens committed by the decoding step that produced each cell (accepted drafts + 1).\n"
-              "Every cell of one step has the same value; plain AR is always 1."));
-  setupMap(RunState::TreeDepth, tr("Tree depth d"), tr("levels"),
-           tr("Draft levels d of the tree that produced each cell.\nADT-Tree grows d where drafts "
-              "are accepted (simple regions) and shrinks it where they are not.\nJacobi methods: the "
-              "window (SJD) or path length (PathSpec) drafted. 0 = plain AR."));
+  setupMap(
+      RunState::AcceptLen, tr("Acceptance length"), tr("tokens/step"),
+      tr("Tokens committed by the decoding step that produced each cell (accepted drafts + 1).\n"
+         "Every cell of one step has the same value; plain AR is always 1."));
+  setupMap(
+      RunState::TreeDepth, tr("Tree depth d"), tr("levels"),
+      tr("Draft levels d of the tree that produced each cell.\nADT-Tree grows d where drafts "
+         "are accepted (simple regions) and shrinks it where they are not.\nJacobi methods: the "
+         "window (SJD) or path length (PathSpec) drafted. 0 = plain AR."));
   setupMap(RunState::TreeWidth, tr("Tree width k"), tr("branches"),
            tr("Width k of the tree that produced each cell.\nADT-Tree widens the tree where depth "
-              "does not pay (complex regions).\nJacobi: the number of chains (1 for SJD). 0 = plain AR."));
+              "does not pay (complex regions).\nJacobi: the number of chains (1 for SJD). 0 = "
+              "plain AR."));
   grid->addWidget(maps_[RunState::Depth].plot, 0, 0);
   grid->addWidget(maps_[RunState::Top1].plot, 0, 1);
   grid->addWidget(maps_[RunState::AcceptLen].plot, 0, 2);
@@ -79,7 +83,8 @@ void HeatmapPanel::setupMap(RunState::Map m, const QString& title, const QString
   v.plot->setMouseTracking(true);
 
   v.plot->plotLayout()->insertRow(0);
-  v.title = new QCPTextElement(v.plot, title, QFont(font().family(), font().pointSize(), QFont::Bold));
+  v.title =
+      new QCPTextElement(v.plot, title, QFont(font().family(), font().pointSize(), QFont::Bold));
   v.title->setTextColor(palette().color(QPalette::WindowText));
   v.plot->plotLayout()->addElement(0, 0, v.title);
 
@@ -224,12 +229,23 @@ void HeatmapPanel::refresh(const RunState& run) {
       data->setCell(cell % w, cell / w, vals[cell]);
     }
     switch (m) {
-      case RunState::Depth: applyRange(m, 0, rg.depth_max, true); break;
-      case RunState::Top1: applyRange(m, 0, niceCeiling(rg.top1_max), false); break;
-      case RunState::AcceptLen: applyRange(m, 1, std::max(2.0, rg.accept_max), true); break;
-      case RunState::TreeDepth: applyRange(m, rg.tree_d_min, std::max(rg.tree_d_min + 1, rg.tree_d_max), true); break;
-      case RunState::TreeWidth: applyRange(m, rg.tree_k_min, std::max(rg.tree_k_min + 1, rg.tree_k_max), true); break;
-      default: break;
+      case RunState::Depth:
+        applyRange(m, 0, rg.depth_max, true);
+        break;
+      case RunState::Top1:
+        applyRange(m, 0, niceCeiling(rg.top1_max), false);
+        break;
+      case RunState::AcceptLen:
+        applyRange(m, 1, std::max(2.0, rg.accept_max), true);
+        break;
+      case RunState::TreeDepth:
+        applyRange(m, rg.tree_d_min, std::max(rg.tree_d_min + 1, rg.tree_d_max), true);
+        break;
+      case RunState::TreeWidth:
+        applyRange(m, rg.tree_k_min, std::max(rg.tree_k_min + 1, rg.tree_k_max), true);
+        break;
+      default:
+        break;
     }
     v.plot->replot(QCustomPlot::rpQueuedReplot);
   }

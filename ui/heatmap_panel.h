@@ -1,7 +1,8 @@
-// HeatmapPanel: one QCustomPlot colour map per token-cell statistic (SPEC_DECODING.md 7): acceptance
-// depth, target top-1 probability, acceptance length, and the ADT tree shape (d, k). Each has its own
-// colour scale, no interpolation (one flat square per token) and the checkerboard for cells not yet
-// generated. Hovering a map reports the cell, so the window can highlight it everywhere.
+// HeatmapPanel: one QCustomPlot colour map per token-cell statistic (SPEC_DECODING.md 7):
+// acceptance depth, target top-1 probability, acceptance length, and the ADT tree shape (d, k).
+// Each has its own colour scale, no interpolation (one flat square per token) and the checkerboard
+// for cells not yet generated. Hovering a map reports the cell, so the window can highlight it
+// everywhere.
 #pragma once
 #include <QLabel>
 #include <QVector>

@@ -12,9 +12,10 @@ namespace adtree::ui {
 ImageView::ImageView(QWidget* parent) : QWidget(parent) {
   setMouseTracking(true);
   setAttribute(Qt::WA_OpaquePaintEvent);
-  setToolTip(tr("The image as tokens are committed.\nCheckerboard: not generated yet. "
-                "Grey: generated, picture coming.\nCtrl+wheel or wheel: zoom (crisp pixels); "
-                "double-click: fit."));
+  setToolTip(
+      tr("The image as tokens are committed.\nCheckerboard: not generated yet. "
+         "Grey: generated, picture coming.\nCtrl+wheel or wheel: zoom (crisp pixels); "
+         "double-click: fit."));
 }
 
 void ImageView::startRun(int gridH, int gridW, int imageH, int imageW) {
@@ -30,7 +31,9 @@ void ImageView::startRun(int gridH, int gridW, int imageH, int imageW) {
   update();
 }
 
-void ImageView::clear() { startRun(grid_h_, grid_w_, image_h_, image_w_); }
+void ImageView::clear() {
+  startRun(grid_h_, grid_w_, image_h_, image_w_);
+}
 
 void ImageView::setPreview(const QImage& image, int validCells) {
   image_ = image;
@@ -53,7 +56,8 @@ void ImageView::setCommitted(int cells, const QVector<qint64>& tokens) {
 void ImageView::setTokenColors(const std::vector<uint8_t>& rgb) {
   palette_.clear();
   palette_.reserve(int(rgb.size() / 3));
-  for (size_t i = 0; i + 2 < rgb.size(); i += 3) palette_.push_back(qRgb(rgb[i], rgb[i + 1], rgb[i + 2]));
+  for (size_t i = 0; i + 2 < rgb.size(); i += 3)
+    palette_.push_back(qRgb(rgb[i], rgb[i + 1], rgb[i + 2]));
   dirty_ = true;
 }
 
@@ -166,7 +170,8 @@ void ImageView::paintEvent(QPaintEvent*) {
     const QRect target = r.toAlignedRect();
     if (scaled_.size() != target.size()) {
       // Nearest neighbour (FastTransformation): every token stays a crisp block of pixels.
-      scaled_ = QPixmap::fromImage(image_.scaled(target.size(), Qt::IgnoreAspectRatio, Qt::FastTransformation));
+      scaled_ = QPixmap::fromImage(
+          image_.scaled(target.size(), Qt::IgnoreAspectRatio, Qt::FastTransformation));
     }
     p.save();
     p.setClipRegion(clip);
@@ -176,8 +181,10 @@ void ImageView::paintEvent(QPaintEvent*) {
   // Faint cell grid when cells are large enough for it not to become noise.
   if (cw >= 14) {
     p.setPen(QPen(QColor(255, 255, 255, 28), 1));
-    for (int c = 1; c < grid_w_; ++c) p.drawLine(QPointF(r.left() + c * cw, r.top()), QPointF(r.left() + c * cw, r.bottom()));
-    for (int row = 1; row < grid_h_; ++row) p.drawLine(QPointF(r.left(), r.top() + row * ch), QPointF(r.right(), r.top() + row * ch));
+    for (int c = 1; c < grid_w_; ++c)
+      p.drawLine(QPointF(r.left() + c * cw, r.top()), QPointF(r.left() + c * cw, r.bottom()));
+    for (int row = 1; row < grid_h_; ++row)
+      p.drawLine(QPointF(r.left(), r.top() + row * ch), QPointF(r.right(), r.top() + row * ch));
   }
   // The next cell to be generated: where the decoder is working now.
   if (running_ && committed_ < grid_h_ * grid_w_) {
@@ -199,7 +206,9 @@ void ImageView::paintEvent(QPaintEvent*) {
     QFont f = font();
     f.setPointSizeF(f.pointSizeF() * 1.05);
     p.setFont(f);
-    const QRectF box = QFontMetricsF(f).boundingRect(rect().adjusted(20, 0, -20, 0), Qt::AlignCenter | Qt::TextWordWrap, placeholder_)
+    const QRectF box = QFontMetricsF(f)
+                           .boundingRect(rect().adjusted(20, 0, -20, 0),
+                                         Qt::AlignCenter | Qt::TextWordWrap, placeholder_)
                            .adjusted(-14, -10, 14, 10);
     p.setPen(Qt::NoPen);
     p.setBrush(QColor(20, 22, 26, 200));
@@ -242,7 +251,9 @@ void ImageView::wheelEvent(QWheelEvent* e) {
   e->accept();
 }
 
-void ImageView::mouseDoubleClickEvent(QMouseEvent*) { setZoom(0); }
+void ImageView::mouseDoubleClickEvent(QMouseEvent*) {
+  setZoom(0);
+}
 
 void ImageView::mousePressEvent(QMouseEvent* e) {
   if (e->button() != Qt::LeftButton) return QWidget::mousePressEvent(e);

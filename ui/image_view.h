@@ -30,7 +30,7 @@ class ImageView : public QWidget {
   // Approximate RGB colour per code (ModelInfo::token_colors); empty = paint pending cells grey.
   void setTokenColors(const std::vector<uint8_t>& rgb);
   void setRunning(bool running);
-  void setHighlight(int cell);   // -1 = none
+  void setHighlight(int cell);  // -1 = none
   void setPlaceholder(const QString& text);
   // 0 = fit to the widget (integer scale when it fits at least 1x), else pixels per image pixel.
   void setZoom(int zoom);

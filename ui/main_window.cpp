@@ -49,6 +49,7 @@
 #include "ui/image_view.h"
 #include "ui/method_names.h"
 #include "ui/plot_panel.h"
+#include "ui/presets.h"
 #include "ui/prompt_edit.h"
 #include "ui/replay_panel.h"
 #include "ui/settings_panel.h"
@@ -366,6 +367,17 @@ void MainWindow::createActions() {
   act_copy_image_ = edit->addAction(tr("&Copy Image"), this, [this] { copyImage(); });
   act_copy_image_->setShortcut(QKeySequence::Copy);  // a focused text field keeps Ctrl+C for text
   act_copy_image_->setToolTip(tr("Copy the picture, upscaled 4x with crisp pixels"));
+  edit->addSeparator();
+  edit->addAction(tr("Save Settings as &Preset…"), this, [this] {
+    bool ok = false;
+    const QString name =
+        QInputDialog::getText(this, tr("Save preset"), tr("Name for the method and its settings:"),
+                              QLineEdit::Normal, method_->currentText(), &ok)
+            .trimmed();
+    if (ok && !name.isEmpty()) savePreset(name);
+  });
+  presets_menu_ = edit->addMenu(tr("P&resets"));
+  connect(presets_menu_, &QMenu::aboutToShow, this, &MainWindow::fillPresetsMenu);
 
   auto* run = menuBar()->addMenu(tr("&Run"));
   act_generate_ = run->addAction(tr("&Generate"), this, &MainWindow::generate);
@@ -1133,6 +1145,36 @@ void MainWindow::saveImage() {
   const QString path = QFileDialog::getSaveFileName(
       this, tr("Export image"), QDir::home().filePath("adtree.png"), tr("PNG images (*.png)"));
   if (!path.isEmpty()) exportImage(path, pick.toInt());
+}
+
+void MainWindow::savePreset(const QString& name) {
+  PresetStore().save(name, Preset{method_->currentData().toString(), lantern_->isChecked(),
+                                  settings_->saveState()});
+  statusBar()->showMessage(tr("Saved the preset “%1”").arg(name), 3000);
+}
+
+bool MainWindow::applyPreset(const QString& name) {
+  const auto p = PresetStore().load(name);
+  const int idx = p ? method_->findData(p->method) : -1;
+  if (idx < 0) {
+    statusBar()->showMessage(tr("The preset “%1” cannot be read").arg(name), 5000);
+    return false;
+  }
+  method_->setCurrentIndex(idx);
+  lantern_->setChecked(p->lantern && lantern_->isEnabled());
+  settings_->restoreState(p->settings);
+  statusBar()->showMessage(tr("Applied the preset “%1”").arg(name), 3000);
+  return true;
+}
+
+void MainWindow::fillPresetsMenu() {
+  presets_menu_->clear();
+  const QStringList names = PresetStore().names();
+  for (const auto& n : names) presets_menu_->addAction(n, this, [this, n] { applyPreset(n); });
+  if (names.isEmpty()) presets_menu_->addAction(tr("(none saved yet)"))->setEnabled(false);
+  auto* del = presets_menu_->addMenu(tr("&Delete"));
+  del->setEnabled(!names.isEmpty());
+  for (const auto& n : names) del->addAction(n, this, [n] { PresetStore().remove(n); });
 }
 
 bool MainWindow::copyImage() {

@@ -99,6 +99,9 @@ class MainWindow : public QMainWindow {
   bool exportImage(const QString& path, int scale);
   // Edit > Copy Image (Ctrl+C): the finished picture to the clipboard; false if there is none.
   bool copyImage();
+  // Edit > Presets: the method, LANTERN switch and settings under a name (ui/presets.h).
+  void savePreset(const QString& name);
+  bool applyPreset(const QString& name);  // false (and a status message) if it cannot be read
   bool exportMaps(const QString& dir, const QString& prefix);
   bool exportStatsJson(const QString& path);
   bool exportStatsCsv(const QString& path);
@@ -133,6 +136,7 @@ class MainWindow : public QMainWindow {
   void loadSettings();
   void saveSettings() const;
   void updateRecentMenu();
+  void fillPresetsMenu();
   void addRecent(const QString& dir);
   void setBusyUi();
   void endRun(const QString& how, const QString& status);
@@ -230,6 +234,7 @@ class MainWindow : public QMainWindow {
   QActionGroup* device_group_ = nullptr;
   QActionGroup* dtype_group_ = nullptr;
   QMenu* recent_menu_ = nullptr;
+  QMenu* presets_menu_ = nullptr;
 };
 
 }  // namespace adtree::ui

@@ -73,8 +73,8 @@ PlotPanel::PlotPanel(QWidget* parent) : QWidget(parent) {
   hist_->xAxis->setTicker(t);
 }
 
-QCustomPlot* PlotPanel::makePlot(const QString& title, const QString& xLabel,
-                                 const QString& yLabel, const QString& help) {
+QCustomPlot* PlotPanel::makePlot(const QString& title, const QString& xLabel, const QString& yLabel,
+                                 const QString& help) {
   auto* p = makeStyledPlot(this, title, help);
   p->setMinimumSize(150, 120);
   p->xAxis->setLabel(xLabel);
@@ -116,7 +116,8 @@ void PlotPanel::refresh(const RunState& run) {
   per_step_->xAxis->setRange(0, steps);
   per_step_->yAxis->setRange(0, max_of(run.stepCommitted(), 1.0) * 1.15 + 0.2);
   shape_->xAxis->setRange(0, steps);
-  shape_->yAxis->setRange(0, std::max(max_of(run.stepDepth(), 1.0), max_of(run.stepWidth(), 1.0)) * 1.15 + 0.5);
+  shape_->yAxis->setRange(
+      0, std::max(max_of(run.stepDepth(), 1.0), max_of(run.stepWidth(), 1.0)) * 1.15 + 0.5);
   const auto& secs = run.stepSeconds();
   speed_->xAxis->setRange(0, std::max(0.1, secs.isEmpty() ? 0.1 : secs.back()));
   speed_->yAxis->setRange(0, max_of(run.stepRate(), 1.0) * 1.15);
@@ -125,10 +126,18 @@ void PlotPanel::refresh(const RunState& run) {
   for (auto* p : {per_step_, shape_, speed_, hist_}) p->replot(QCustomPlot::rpQueuedReplot);
 }
 
-int PlotPanel::tokensPerStepPoints() const { return committed_->dataCount(); }
-int PlotPanel::treeShapePoints() const { return depth_->dataCount() + width_->dataCount(); }
-int PlotPanel::speedPoints() const { return rate_->dataCount(); }
-int PlotPanel::histogramBars() const { return bars_->dataCount(); }
+int PlotPanel::tokensPerStepPoints() const {
+  return committed_->dataCount();
+}
+int PlotPanel::treeShapePoints() const {
+  return depth_->dataCount() + width_->dataCount();
+}
+int PlotPanel::speedPoints() const {
+  return rate_->dataCount();
+}
+int PlotPanel::histogramBars() const {
+  return bars_->dataCount();
+}
 
 double PlotPanel::replotCostMs() const {
   double ms = 0;

@@ -1,5 +1,5 @@
-// PlotPanel: the run over time (SPEC_DECODING.md 7): tokens committed per step, the tree shape (d, k)
-// chosen per step, decoding speed, and the histogram of acceptance lengths.
+// PlotPanel: the run over time (SPEC_DECODING.md 7): tokens committed per step, the tree shape (d,
+// k) chosen per step, decoding speed, and the histogram of acceptance lengths.
 #pragma once
 #include <QWidget>
 

@@ -10,7 +10,9 @@
 namespace adtree::ui {
 
 namespace {
-bool is_word_char(QChar c) { return c.isLetterOrNumber(); }
+bool is_word_char(QChar c) {
+  return c.isLetterOrNumber();
+}
 }  // namespace
 
 PromptEdit::PromptEdit(QWidget* parent) : QLineEdit(parent) {

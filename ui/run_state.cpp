@@ -63,7 +63,8 @@ void RunState::reset(const engine::JobStarted& s, const MapRanges& ranges) {
   tokens_ = QVector<qint64>(cells(), -1);
   ranks_ = QVector<int>(cells(), 0);
   const int n = cells();
-  for (auto* v : {&step_index_, &step_committed_, &step_d_, &step_k_, &step_seconds_, &step_rate_}) {
+  for (auto* v :
+       {&step_index_, &step_committed_, &step_d_, &step_k_, &step_seconds_, &step_rate_}) {
     v->reserve(n);
   }
 }
@@ -135,7 +136,8 @@ void RunState::restore(const decode::RunStats& stats, const std::vector<int64_t>
   reset(st, ranges);
   std::vector<engine::JobStep> steps;
   double ms = 0, total_ms = 0;
-  for (const auto& r : stats.steps) total_ms += r.t_draft_ms + r.t_verify_ms + r.t_sample_ms + r.t_other_ms;
+  for (const auto& r : stats.steps)
+    total_ms += r.t_draft_ms + r.t_verify_ms + r.t_sample_ms + r.t_other_ms;
   // Spread the recorded wall time over the steps in proportion to their measured parts.
   const double scale = total_ms > 0 && elapsedMs > 0 ? elapsedMs / total_ms : 1.0;
   for (size_t i = 0; i < stats.steps.size(); ++i) {
@@ -150,7 +152,8 @@ void RunState::restore(const decode::RunStats& stats, const std::vector<int64_t>
     }
     ms += (r.t_draft_ms + r.t_verify_ms + r.t_sample_ms + r.t_other_ms) * scale;
     js.elapsed_ms = ms;
-    if (i < stats.traces.size()) js.trace = std::make_shared<const decode::StepTrace>(stats.traces[i]);
+    if (i < stats.traces.size())
+      js.trace = std::make_shared<const decode::StepTrace>(stats.traces[i]);
     steps.push_back(std::move(js));
   }
   addSteps(steps);
@@ -231,7 +234,8 @@ QString RunState::describeCell(int cell) const {
   s += QStringLiteral("\ntop-1 probability %1").arg(v(Top1), 0, 'f', 3);
   s += QStringLiteral("\nacceptance length %1 tokens/step").arg(int(v(AcceptLen)));
   if (v(TreeDepth) > 0 || v(TreeWidth) > 0) {
-    s += QStringLiteral("\ndraft tree d = %1, k = %2").arg(int(v(TreeDepth))).arg(int(v(TreeWidth)));
+    s +=
+        QStringLiteral("\ndraft tree d = %1, k = %2").arg(int(v(TreeDepth))).arg(int(v(TreeWidth)));
   } else {
     s += QStringLiteral("\nno draft tree (%1)").arg(method_);
   }

@@ -17,11 +17,11 @@ namespace adtree::ui {
 // The value ranges of the maps, fixed per run from the settings so colours do not shift while the
 // run fills the grid (grown if a value ever falls outside).
 struct MapRanges {
-  double depth_max = 1;    // draft levels a tree may have (0 = sampled by the target)
-  double accept_max = 1;   // tokens one step may commit
+  double depth_max = 1;   // draft levels a tree may have (0 = sampled by the target)
+  double accept_max = 1;  // tokens one step may commit
   double tree_d_min = 0, tree_d_max = 1;
   double tree_k_min = 0, tree_k_max = 1;
-  double top1_max = 0;     // largest top-1 probability seen (the map's scale is rounded up from it)
+  double top1_max = 0;  // largest top-1 probability seen (the map's scale is rounded up from it)
 };
 
 class RunState {
@@ -30,7 +30,8 @@ class RunState {
 
   void reset(const engine::JobStarted& started, const MapRanges& ranges);
   void clear();
-  // No run, but the grid of the loaded model, all cells "not generated" (what an idle window shows).
+  // No run, but the grid of the loaded model, all cells "not generated" (what an idle window
+  // shows).
   void showEmpty(int gridH, int gridW, const MapRanges& ranges = {});
   void addSteps(const std::vector<engine::JobStep>& steps);
   void finish(const engine::JobFinished& finished);

@@ -1,7 +1,8 @@
 // Measuring the GUI thread (docs/GUI.md, "Measurements").
 //  - StallMeter: a 5 ms timer records the gap between its ticks; a gap longer than the interval is
 //    time the event loop could not run (busy in a handler, or not scheduled on a CPU at all).
-//  - TimedApplication: times every top-level event delivery on the GUI thread in wall and thread-CPU
+//  - TimedApplication: times every top-level event delivery on the GUI thread in wall and
+//  thread-CPU
 //    time, which tells the two causes apart: CPU time is our code, wall minus CPU is the scheduler.
 // Used by the GUI tests and by `adtree-studio --benchmark`.
 #pragma once

@@ -216,7 +216,9 @@ void TreeView::buildTree(const decode::StepTrace& t, int gridW) {
   // Top-down: depth runs down the view, siblings side by side. Draft trees are wide and shallow
   // (tens of leaves, at most ~10 levels) and the replay dock is wide and short, so this fills it.
   const double slotPitch = maxW + kSiblingGap, levelPitch = maxH + kLevelGap;
-  auto centre = [&](int v) { return QPointF(row[v] * slotPitch + maxW / 2, depth[v] * levelPitch); };
+  auto centre = [&](int v) {
+    return QPointF(row[v] * slotPitch + maxW / 2, depth[v] * levelPitch);
+  };
 
   nodes_ = QVector<QGraphicsPathItem*>(n, nullptr);
   for (int v : order) {
@@ -262,8 +264,8 @@ void TreeView::buildTree(const decode::StepTrace& t, int gridW) {
     box->setPos(c);
     box->setToolTip(tip);
     // The view opens on the end of the accepted path (the bonus, else the deepest accepted node).
-    if (v == n || (v > 0 && nodes[size_t(v)].accepted && !bonus_ &&
-                   (!has_focus_ || c.y() >= focus_.y()))) {
+    if (v == n ||
+        (v > 0 && nodes[size_t(v)].accepted && !bonus_ && (!has_focus_ || c.y() >= focus_.y()))) {
       focus_ = c;
       has_focus_ = true;
     }
@@ -318,7 +320,8 @@ void TreeView::finishScene() {
 
 QRectF TreeView::exportRect() const {
   QRectF r = scene_->sceneRect();
-  if (export_caption_) r |= export_caption_->sceneBoundingRect().adjusted(-kMargin, -kMargin, kMargin, kMargin);
+  if (export_caption_)
+    r |= export_caption_->sceneBoundingRect().adjusted(-kMargin, -kMargin, kMargin, kMargin);
   return r;
 }
 
@@ -331,13 +334,14 @@ void TreeView::fitScene() {
   // its height instead (up to kMinReadScale) and scroll sideways. Children are ordered by draft
   // rank, so the accepted path runs down the left: the view starts there.
   double scale = std::min(fit, kMaxFitScale);
-  if (scale < kMinReadScale) scale = std::max(scale, std::min(kMinReadScale, vp.height() / r.height()));
+  if (scale < kMinReadScale)
+    scale = std::max(scale, std::min(kMinReadScale, vp.height() / r.height()));
   setTransform(QTransform::fromScale(scale, scale));
   if (scale > fit + 1e-9) {
     // Horizontally on the accepted path's end, kept inside the scene.
     const double half = vp.width() / (2 * scale);
-    const double x = has_focus_ ? std::clamp(focus_.x(), r.left() + half, r.right() - half)
-                                : r.left() + half;
+    const double x =
+        has_focus_ ? std::clamp(focus_.x(), r.left() + half, r.right() - half) : r.left() + half;
     centerOn(QPointF(x, r.center().y()));
   } else {
     centerOn(r.center());

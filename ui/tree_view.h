@@ -1,7 +1,8 @@
 // TreeView: one decoding step's draft tree (GUI.md "Beyond a single run", replay), drawn from the
-// step's plain StepTrace: depth grows downwards, siblings sit side by side by draft rank, the accepted path
-// and the bonus token stand out, and what ADT-Tree decided for the step is spelled out above. The
-// scene is a figure (white, fixed colours), so what is exported as PNG or SVG is what is shown.
+// step's plain StepTrace: depth grows downwards, siblings sit side by side by draft rank, the
+// accepted path and the bonus token stand out, and what ADT-Tree decided for the step is spelled
+// out above. The scene is a figure (white, fixed colours), so what is exported as PNG or SVG is
+// what is shown.
 #pragma once
 #include <QGraphicsView>
 #include <QString>
@@ -66,7 +67,7 @@ class TreeView : public QGraphicsView {
   QGraphicsPathItem* bonus_ = nullptr;
   QString caption_;
   QGraphicsSimpleTextItem* export_caption_ = nullptr;  // a tree's caption: hidden on screen
-  QPointF focus_;          // where a scrolled view is centred: the accepted path's end
+  QPointF focus_;  // where a scrolled view is centred: the accepted path's end
   bool has_focus_ = false;
   int accepted_ = 0;
   bool user_zoomed_ = false;  // Ctrl+wheel used since the last setTrace: resizing keeps the zoom

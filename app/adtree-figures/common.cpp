@@ -60,9 +60,11 @@ QString Run::temperatureText() const {
 }
 
 QString Run::label() const {
-  // The statistics' label says more than the key when it differs ("adt+lantern", "pathspec (lossy)").
-  const QString name =
-      (methodLabel.isEmpty() || methodLabel == methodKey) ? ui::method_label(methodKey) : methodLabel;
+  // The statistics' label says more than the key when it differs ("adt+lantern", "pathspec
+  // (lossy)").
+  const QString name = (methodLabel.isEmpty() || methodLabel == methodKey)
+                           ? ui::method_label(methodKey)
+                           : methodLabel;
   return QStringLiteral("%1 · %2").arg(name, temperatureText());
 }
 
@@ -72,7 +74,8 @@ Run loadRun(const QString& path) {
   try {
     j = nlohmann::json::parse(bytes.constBegin(), bytes.constEnd());
   } catch (const std::exception& e) {
-    throw InputError(QStringLiteral("%1: not a statistics file (not JSON: %2)").arg(path, e.what()));
+    throw InputError(
+        QStringLiteral("%1: not a statistics file (not JSON: %2)").arg(path, e.what()));
   }
   Run r;
   r.path = path;
@@ -121,8 +124,9 @@ DrafterLog loadDrafterLog(const QString& path) {
     try {
       j = nlohmann::json::parse(line.constBegin(), line.constEnd());
     } catch (const std::exception&) {
-      throw InputError(
-          QStringLiteral("%1:%2: not a drafter training log (the line is not JSON)").arg(path).arg(lineNo));
+      throw InputError(QStringLiteral("%1:%2: not a drafter training log (the line is not JSON)")
+                           .arg(path)
+                           .arg(lineNo));
     }
     if (!j.is_object() || !j.contains("step") || !j["step"].is_number()) continue;
     const int step = j["step"].get<int>();
@@ -154,10 +158,10 @@ DrafterLog loadDrafterLog(const QString& path) {
     }
   }
   if (loss.empty() && evals.empty()) {
-    throw InputError(QStringLiteral(
-                         "%1: not a drafter training log (no lines with \"step\" and \"loss\" or "
-                         "\"eval\")")
-                         .arg(path));
+    throw InputError(
+        QStringLiteral("%1: not a drafter training log (no lines with \"step\" and \"loss\" or "
+                       "\"eval\")")
+            .arg(path));
   }
   for (const auto& [s, v] : loss) log.loss.emplace_back(s, v);
   for (const auto& [s, e] : evals) log.evals.push_back(e);
@@ -231,7 +235,8 @@ QCPColorMap* addCellMap(QCustomPlot* p, int h, int w, const std::function<double
   };
   auto* data = map->data();
   data->setSize(w, h);
-  data->setRange(QCPRange(0, w - 1), QCPRange(0, h - 1));  // cell centres: key = column, value = row
+  data->setRange(QCPRange(0, w - 1),
+                 QCPRange(0, h - 1));  // cell centres: key = column, value = row
   for (int r = 0; r < h; ++r) {
     for (int c = 0; c < w; ++c) data->setCell(c, r, stored(value(r, c)));
   }
@@ -286,7 +291,8 @@ QCPColorMap* addCellMap(QCustomPlot* p, int h, int w, const std::function<double
 
 QPixmap renderPanel(QCustomPlot* p, QSize size, bool squareCells) {
   QCPColorMap* map = nullptr;
-  for (int i = 0; i < p->plottableCount() && !map; ++i) map = qobject_cast<QCPColorMap*>(p->plottable(i));
+  for (int i = 0; i < p->plottableCount() && !map; ++i)
+    map = qobject_cast<QCPColorMap*>(p->plottable(i));
   if (!squareCells || !map) return p->toPixmap(size.width(), size.height());
 
   // The title rows come out of the plot and are drawn over the panel's full width: in the plot
@@ -307,7 +313,10 @@ QPixmap renderPanel(QCustomPlot* p, QSize size, bool squareCells) {
   layout->simplify();
   int headerH = 4;
   for (const Line& l : lines) {
-    headerH += QFontMetrics(l.font).boundingRect(QRect(0, 0, size.width(), 1000), Qt::AlignHCenter, l.text).height() + 2;
+    headerH += QFontMetrics(l.font)
+                   .boundingRect(QRect(0, 0, size.width(), 1000), Qt::AlignHCenter, l.text)
+                   .height() +
+               2;
   }
 
   // Lay out at the full size, then shrink the plot by what the grid's aspect leaves over, so the
@@ -337,17 +346,20 @@ QPixmap renderPanel(QCustomPlot* p, QSize size, bool squareCells) {
   for (const Line& l : lines) {
     painter.setFont(l.font);
     painter.setPen(l.color);
-    const QRect r = QFontMetrics(l.font).boundingRect(QRect(0, 0, size.width(), 1000), Qt::AlignHCenter, l.text);
+    const QRect r = QFontMetrics(l.font).boundingRect(QRect(0, 0, size.width(), 1000),
+                                                      Qt::AlignHCenter, l.text);
     painter.drawText(QRect(0, y, size.width(), r.height()), Qt::AlignHCenter, l.text);
     y += r.height() + 2;
   }
-  painter.drawPixmap((size.width() - plot.width()) / 2, headerH + (size.height() - headerH - plot.height()) / 2, plot);
+  painter.drawPixmap((size.width() - plot.width()) / 2,
+                     headerH + (size.height() - headerH - plot.height()) / 2, plot);
   return out;
 }
 
 // ---- the canvas ----
 
-Canvas::Canvas(const QString& title, const QString& note) : img_(kWidth, kHeight, QImage::Format_RGB32) {
+Canvas::Canvas(const QString& title, const QString& note)
+    : img_(kWidth, kHeight, QImage::Format_RGB32) {
   img_.fill(Qt::white);
   QPainter painter(&img_);
   painter.setRenderHint(QPainter::TextAntialiasing);
@@ -379,7 +391,8 @@ QRect Canvas::span(int row, int rows, int colFrom, int colTo, int cols) const {
 void Canvas::place(const QRect& r, const QPixmap& px) {
   QPainter painter(&img_);
   // Centred: square-cell panels come back narrower (or shorter) than their rectangle.
-  painter.drawPixmap(r.x() + (r.width() - px.width()) / 2, r.y() + (r.height() - px.height()) / 2, px);
+  painter.drawPixmap(r.x() + (r.width() - px.width()) / 2, r.y() + (r.height() - px.height()) / 2,
+                     px);
 }
 
 void Canvas::text(const QRect& r, const QString& s, int flags, int pt, bool bold) {

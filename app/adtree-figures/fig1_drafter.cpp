@@ -1,7 +1,7 @@
 // Figure 1 analogue: how well the draft head learned. The paper compares the training accuracy of
-// EAGLE draft heads for text and image models; here: the shipped head's training loss, and its top-1
-// / top-3 accuracy and greedy acceptance rate at each evaluation, on held-out validation images and
-// on the target's own held-out samples.
+// EAGLE draft heads for text and image models; here: the shipped head's training loss, and its
+// top-1 / top-3 accuracy and greedy acceptance rate at each evaluation, on held-out validation
+// images and on the target's own held-out samples.
 #include <QFileInfo>
 
 #include <cmath>
@@ -29,8 +29,9 @@ void addEvalSeries(QCustomPlot* p, const std::vector<EvalPoint>& evals, bool val
   g->setData(x, y, true);
   QPen pen(color, 2.2, validation ? Qt::SolidLine : Qt::DashLine);
   g->setPen(pen);
-  g->setScatterStyle(QCPScatterStyle(validation ? QCPScatterStyle::ssDisc : QCPScatterStyle::ssSquare,
-                                     QPen(color.darker(130), 1.2), QBrush(color), 8));
+  g->setScatterStyle(
+      QCPScatterStyle(validation ? QCPScatterStyle::ssDisc : QCPScatterStyle::ssSquare,
+                      QPen(color.darker(130), 1.2), QBrush(color), 8));
 }
 
 }  // namespace
@@ -104,21 +105,26 @@ bool figure1(const std::optional<DrafterLog>& log, const QString& path, QString*
       }
       if (e.hasSelf) {
         sub += QStringLiteral("%1self-samples: top-1 %2, top-3 %3, accept %4")
-                   .arg(e.hasValidation ? QStringLiteral("\n") : QStringLiteral("step %1, ").arg(e.step))
+                   .arg(e.hasValidation ? QStringLiteral("\n")
+                                        : QStringLiteral("step %1, ").arg(e.step))
                    .arg(num(e.selfTop1))
                    .arg(num(e.selfTop3))
                    .arg(num(e.selfAccept));
       }
     }
     stylePlot(&p, QStringLiteral("(b) Draft accuracy at each evaluation"), sub);
-    addEvalSeries(&p, L.evals, true, &EvalPoint::valTop1, QStringLiteral("top-1, validation"), kBlue);
-    addEvalSeries(&p, L.evals, true, &EvalPoint::valTop3, QStringLiteral("top-3, validation"), kGreen);
-    addEvalSeries(&p, L.evals, true, &EvalPoint::valAccept, QStringLiteral("accept (T=1), validation"),
-                  kOrange);
-    addEvalSeries(&p, L.evals, false, &EvalPoint::selfTop1, QStringLiteral("top-1, self-samples"), kBlue);
-    addEvalSeries(&p, L.evals, false, &EvalPoint::selfTop3, QStringLiteral("top-3, self-samples"), kGreen);
-    addEvalSeries(&p, L.evals, false, &EvalPoint::selfAccept, QStringLiteral("accept (T=1), self-samples"),
-                  kOrange);
+    addEvalSeries(&p, L.evals, true, &EvalPoint::valTop1, QStringLiteral("top-1, validation"),
+                  kBlue);
+    addEvalSeries(&p, L.evals, true, &EvalPoint::valTop3, QStringLiteral("top-3, validation"),
+                  kGreen);
+    addEvalSeries(&p, L.evals, true, &EvalPoint::valAccept,
+                  QStringLiteral("accept (T=1), validation"), kOrange);
+    addEvalSeries(&p, L.evals, false, &EvalPoint::selfTop1, QStringLiteral("top-1, self-samples"),
+                  kBlue);
+    addEvalSeries(&p, L.evals, false, &EvalPoint::selfTop3, QStringLiteral("top-3, self-samples"),
+                  kGreen);
+    addEvalSeries(&p, L.evals, false, &EvalPoint::selfAccept,
+                  QStringLiteral("accept (T=1), self-samples"), kOrange);
     p.xAxis->setLabel(QStringLiteral("training step"));
     p.yAxis->setLabel(QStringLiteral("share of positions"));
     p.xAxis->setRange(0, std::max(1, lastStep) * 1.02);

@@ -58,7 +58,8 @@ void drawBars(QCustomPlot* p, const std::vector<Group>& groups, bool lengths, co
     bars->setData(keys, values, true);
     const QString what = lengths ? QStringLiteral("%1 steps").arg(g.steps)
                                  : QStringLiteral("%1 accepted draft tokens").arg(g.accepted);
-    bars->setName(QStringLiteral("%1 — %2 (%3)").arg(g.name, what, g.methods.join(QStringLiteral(", "))));
+    bars->setName(
+        QStringLiteral("%1 — %2 (%3)").arg(g.name, what, g.methods.join(QStringLiteral(", "))));
   }
   QSharedPointer<QCPAxisTickerFixed> whole(new QCPAxisTickerFixed);
   whole->setTickStep(1);
@@ -108,16 +109,20 @@ bool figure3(const std::vector<Run>& runs, const QString& path, QString* skip) {
   if (unknown.runs > 0) groups.push_back(unknown);
   QStringList meanLen, top1Share;
   for (auto& g : groups) {
-    meanLen << QStringLiteral("%1: %2").arg(g.name, num(double(g.committed) / double(std::max<int64_t>(1, g.steps))));
+    meanLen << QStringLiteral("%1: %2").arg(
+        g.name, num(double(g.committed) / double(std::max<int64_t>(1, g.steps))));
     toShares(g.lengths);
     toShares(g.ranks);
-    top1Share << QStringLiteral("%1: %2%").arg(g.name,
-                                               g.accepted ? num(100.0 * (g.ranks.count(1) ? g.ranks.at(1) : 0.0), 0)
-                                                          : QStringLiteral("-"));
+    top1Share << QStringLiteral("%1: %2%").arg(
+        g.name, g.accepted ? num(100.0 * (g.ranks.count(1) ? g.ranks.at(1) : 0.0), 0)
+                           : QStringLiteral("-"));
   }
   QString note = QStringLiteral("%1 run(s) pooled by sampling temperature").arg(runs.size());
-  if (groups.size() < 2) note += QStringLiteral(" (only one temperature given: add runs at T = 0 and T = 1 to compare)");
-  Canvas canvas(QStringLiteral("Fig. 3 — acceptance lengths and top-k location of accepted draft tokens"), note);
+  if (groups.size() < 2)
+    note += QStringLiteral(" (only one temperature given: add runs at T = 0 and T = 1 to compare)");
+  Canvas canvas(
+      QStringLiteral("Fig. 3 — acceptance lengths and top-k location of accepted draft tokens"),
+      note);
   const QRect left = canvas.cell(0, 0, 1, 2), right = canvas.cell(0, 1, 1, 2);
   {
     QCustomPlot p;
@@ -130,7 +135,8 @@ bool figure3(const std::vector<Run>& runs, const QString& path, QString* skip) {
   {
     QCustomPlot p;
     stylePlot(&p, QStringLiteral("(b) Top-k location of accepted draft tokens"),
-              QStringLiteral("share at the draft's top-1 — %1").arg(top1Share.join(QStringLiteral(", "))));
+              QStringLiteral("share at the draft's top-1 — %1")
+                  .arg(top1Share.join(QStringLiteral(", "))));
     drawBars(&p, groups, false, QStringLiteral("rank among the draft's candidates (1 = its top-1)"),
              QStringLiteral("share of accepted draft tokens"));
     canvas.place(right, renderPanel(&p, right.size()));

@@ -1,6 +1,6 @@
-// Figure 4: the target's top-1 probability at every token of the image (the paper's Fig. 4b), beside
-// the acceptance length of the step that produced each token, and the picture itself where its PNG
-// lies next to the statistics file (the paper's Fig. 4a).
+// Figure 4: the target's top-1 probability at every token of the image (the paper's Fig. 4b),
+// beside the acceptance length of the step that produced each token, and the picture itself where
+// its PNG lies next to the statistics file (the paper's Fig. 4a).
 #include <QImageReader>
 
 #include <algorithm>
@@ -29,7 +29,8 @@ QPixmap imagePanel(const Run& r, QSize size, const QString& title) {
   painter.setFont(small);
   painter.setPen(QColor(0x37, 0x41, 0x51));
   const int subH = QFontMetrics(small).height() + 4;
-  const QString prompt = r.prompt.isEmpty() ? QStringLiteral("(no prompt)") : QStringLiteral("\"%1\"").arg(r.prompt);
+  const QString prompt =
+      r.prompt.isEmpty() ? QStringLiteral("(no prompt)") : QStringLiteral("\"%1\"").arg(r.prompt);
   painter.drawText(QRect(0, 4 + titleH, size.width(), subH), Qt::AlignCenter, prompt);
   const QImage img(r.imagePath);
   const int side = std::min(size.width() - 40, size.height() - titleH - subH - 40);
@@ -72,10 +73,12 @@ bool figure4(const std::vector<Run>& runs, const QString& path, QString* skip) {
     const double e = std::pow(10.0, std::floor(std::log10(maxTop1)));
     top1Hi = std::ceil(maxTop1 / e) * e;
   }
-  QString note = QStringLiteral("top-1: the target's largest probability at the token (after CFG; the T = 1 softmax "
-                                "when greedy) · acceptance length: tokens committed by the step that made it");
+  QString note = QStringLiteral(
+      "top-1: the target's largest probability at the token (after CFG; the T = 1 softmax "
+      "when greedy) · acceptance length: tokens committed by the step that made it");
   if (runs.size() > 2) note += QStringLiteral(" · first 2 of %1 runs").arg(runs.size());
-  Canvas canvas(QStringLiteral("Fig. 4 — target top-1 probability map and acceptance-length map"), note);
+  Canvas canvas(QStringLiteral("Fig. 4 — target top-1 probability map and acceptance-length map"),
+                note);
   const int cols = images ? 3 : 2;
   char letter = 'a';
   for (int i = 0; i < n; ++i) {
@@ -85,9 +88,11 @@ bool figure4(const std::vector<Run>& runs, const QString& path, QString* skip) {
     if (images) {
       const QRect rc = canvas.cell(i, col++, n, cols);
       if (!r.imagePath.isEmpty()) {
-        canvas.place(rc, imagePanel(r, rc.size(), QStringLiteral("(%1) %2").arg(letter++).arg(r.label())));
+        canvas.place(
+            rc, imagePanel(r, rc.size(), QStringLiteral("(%1) %2").arg(letter++).arg(r.label())));
       } else {
-        canvas.text(rc, QStringLiteral("(no picture beside %1)").arg(r.path), Qt::AlignCenter | Qt::TextWordWrap, 9);
+        canvas.text(rc, QStringLiteral("(no picture beside %1)").arg(r.path),
+                    Qt::AlignCenter | Qt::TextWordWrap, 9);
       }
     }
     double sum = 0;

@@ -21,8 +21,8 @@ QString prob(double p) {
 }
 
 // One cell's top-N target distribution as bars, the committed token green, draft candidates marked.
-QPixmap distributionPanel(const decode::CellTrace& c, const decode::CellGrids& g, const QString& title,
-                          QSize size) {
+QPixmap distributionPanel(const decode::CellTrace& c, const decode::CellGrids& g,
+                          const QString& title, QSize size) {
   const int64_t gridW = g.w();
   const int n = int(std::min(c.top_tokens.size(), c.top_probs.size()));
   QVector<double> ok, ov, ck, cv, ticks, mk, mv;
@@ -53,7 +53,9 @@ QPixmap distributionPanel(const decode::CellTrace& c, const decode::CellGrids& g
   } else if (c.drafted) {
     outcome = QStringLiteral("draft candidate accepted");
     if (g.filled(c.cell)) {
-      outcome += QStringLiteral(" (tree depth %1, draft rank %2)").arg(g.at(c.cell).depth).arg(g.at(c.cell).rank + 1);
+      outcome += QStringLiteral(" (tree depth %1, draft rank %2)")
+                     .arg(g.at(c.cell).depth)
+                     .arg(g.at(c.cell).rank + 1);
     }
   } else {
     outcome = QStringLiteral("draft rejected: sampled by the target");
@@ -64,8 +66,10 @@ QPixmap distributionPanel(const decode::CellTrace& c, const decode::CellGrids& g
                     .arg(c.target_rank + 1);
   sub += QStringLiteral("\n") + outcome;
   if (!c.cand_tokens.empty()) {
-    sub += QStringLiteral(" · %1 draft candidates%2").arg(c.cand_tokens.size())
-               .arg(outside ? QStringLiteral(" (%1 beyond the top %2)").arg(outside).arg(n) : QString());
+    sub += QStringLiteral(" · %1 draft candidates%2")
+               .arg(c.cand_tokens.size())
+               .arg(outside ? QStringLiteral(" (%1 beyond the top %2)").arg(outside).arg(n)
+                            : QString());
   }
   QCustomPlot p;
   stylePlot(&p, title, sub);
@@ -84,8 +88,8 @@ QPixmap distributionPanel(const decode::CellTrace& c, const decode::CellGrids& g
   auto* cands = p.addGraph();
   cands->setName(QStringLiteral("draft candidate"));
   cands->setLineStyle(QCPGraph::lsNone);
-  cands->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangleInverted, QPen(kOrange.darker(150), 1.2),
-                                         QBrush(kOrange), 11));
+  cands->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangleInverted,
+                                         QPen(kOrange.darker(150), 1.2), QBrush(kOrange), 11));
   // The markers float just above their bars.
   for (auto& v : mv) v += top * 0.045;
   cands->setData(mk, mv, true);
@@ -97,7 +101,8 @@ QPixmap distributionPanel(const decode::CellTrace& c, const decode::CellGrids& g
   p.xAxis->grid()->setVisible(false);
   p.xAxis->setRange(0.4, std::max(1, n) + 0.6);
   p.yAxis->setRange(0, top > 0 ? std::min(1.05, top * 1.2) : 1.0);
-  p.xAxis->setLabel(QStringLiteral("the target's top %1 tokens, most likely first (tick: token id)").arg(n));
+  p.xAxis->setLabel(
+      QStringLiteral("the target's top %1 tokens, most likely first (tick: token id)").arg(n));
   p.yAxis->setLabel(QStringLiteral("target probability"));
   p.legend->setVisible(true);
   p.axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
@@ -117,9 +122,11 @@ bool figure5(const std::vector<Run>& runs, const QString& path, QString* skip) {
   if (!run) {
     QStringList names;
     for (const Run& r : runs) names << r.path;
-    *skip = runs.empty() ? QStringLiteral("no statistics files given")
-                         : QStringLiteral("%1: no step traces (make the run with adtree generate --stats F --trace)")
-                               .arg(names.join(QStringLiteral(", ")));
+    *skip = runs.empty()
+                ? QStringLiteral("no statistics files given")
+                : QStringLiteral(
+                      "%1: no step traces (make the run with adtree generate --stats F --trace)")
+                      .arg(names.join(QStringLiteral(", ")));
     return false;
   }
   std::vector<const decode::CellTrace*> cells;
@@ -132,20 +139,26 @@ bool figure5(const std::vector<Run>& runs, const QString& path, QString* skip) {
     *skip = QStringLiteral("%1: the traces hold no target distributions").arg(run->path);
     return false;
   }
-  std::stable_sort(cells.begin(), cells.end(),
-                   [](const decode::CellTrace* a, const decode::CellTrace* b) { return a->top1 < b->top1; });
+  std::stable_sort(
+      cells.begin(), cells.end(),
+      [](const decode::CellTrace* a, const decode::CellTrace* b) { return a->top1 < b->top1; });
   const decode::CellTrace* simple = cells.back();
   const size_t decile = std::max<size_t>(1, cells.size() / 10);
   const decode::CellTrace* hard = cells[decile / 2];
   const auto& g = run->stats.grids;
 
   Canvas canvas(QStringLiteral("Fig. 5 — simple vs complex regions: the target's distribution"),
-                QStringLiteral("%1, prompt \"%2\" (%3)").arg(run->label(), run->prompt, QFileInfo(run->path).fileName()));
-  const QRect a = canvas.cell(0, 0, 2, 2), b = canvas.cell(0, 1, 2, 2), c = canvas.span(1, 2, 0, 1, 2);
-  canvas.place(a, distributionPanel(*simple, g, QStringLiteral("(a) Simple region: the highest top-1"), a.size()));
-  canvas.place(b, distributionPanel(*hard, g,
-                                    QStringLiteral("(b) Complex region: median of the lowest 10% by top-1"),
-                                    b.size()));
+                QStringLiteral("%1, prompt \"%2\" (%3)")
+                    .arg(run->label(), run->prompt, QFileInfo(run->path).fileName()));
+  const QRect a = canvas.cell(0, 0, 2, 2), b = canvas.cell(0, 1, 2, 2),
+              c = canvas.span(1, 2, 0, 1, 2);
+  canvas.place(a,
+               distributionPanel(*simple, g, QStringLiteral("(a) Simple region: the highest top-1"),
+                                 a.size()));
+  canvas.place(
+      b, distributionPanel(*hard, g,
+                           QStringLiteral("(b) Complex region: median of the lowest 10% by top-1"),
+                           b.size()));
 
   // (c) top-1 over all tokens, stacked: sampled by the target below, drafted above.
   double maxTop1 = 0;
@@ -174,13 +187,17 @@ bool figure5(const std::vector<Run>& runs, const QString& path, QString* skip) {
     return v[v.size() / 2];
   };
   const double mdD = median(draftedV), mdS = median(sampledV);
-  QString sub = QStringLiteral("median top-1: drafted %1 (%2 tokens) · sampled by the target %3 (%4 tokens)")
-                    .arg(std::isnan(mdD) ? QStringLiteral("-") : prob(mdD))
-                    .arg(draftedV.size())
-                    .arg(std::isnan(mdS) ? QStringLiteral("-") : prob(mdS))
-                    .arg(sampledV.size());
+  QString sub =
+      QStringLiteral("median top-1: drafted %1 (%2 tokens) · sampled by the target %3 (%4 tokens)")
+          .arg(std::isnan(mdD) ? QStringLiteral("-") : prob(mdD))
+          .arg(draftedV.size())
+          .arg(std::isnan(mdS) ? QStringLiteral("-") : prob(mdS))
+          .arg(sampledV.size());
   QCustomPlot p;
-  stylePlot(&p, QStringLiteral("(c) Top-1 probability over all %1 tokens").arg(draftedV.size() + sampledV.size()), sub);
+  stylePlot(&p,
+            QStringLiteral("(c) Top-1 probability over all %1 tokens")
+                .arg(draftedV.size() + sampledV.size()),
+            sub);
   auto* sampled = new QCPBars(p.xAxis, p.yAxis);
   sampled->setName(QStringLiteral("sampled by the target (depth 0)"));
   sampled->setWidth(width * 0.9);
@@ -202,7 +219,8 @@ bool figure5(const std::vector<Run>& runs, const QString& path, QString* skip) {
   p.yAxis->setLabel(QStringLiteral("tokens"));
   p.xAxis->grid()->setVisible(false);
   // Where the two cells of (a) and (b) fall.
-  for (const auto& [cellTrace, name] : {std::pair{simple, QStringLiteral("(a)")}, std::pair{hard, QStringLiteral("(b)")}}) {
+  for (const auto& [cellTrace, name] :
+       {std::pair{simple, QStringLiteral("(a)")}, std::pair{hard, QStringLiteral("(b)")}}) {
     auto* line = new QCPItemStraightLine(&p);
     line->point1->setCoords(cellTrace->top1, 0);
     line->point2->setCoords(cellTrace->top1, 1);
@@ -210,7 +228,8 @@ bool figure5(const std::vector<Run>& runs, const QString& path, QString* skip) {
     auto* label = new QCPItemText(&p);
     label->position->setType(QCPItemPosition::ptPlotCoords);
     label->position->setCoords(cellTrace->top1, std::max(1.0, top * 1.15) * 0.97);
-    label->setPositionAlignment(Qt::AlignTop | (cellTrace == simple ? Qt::AlignRight : Qt::AlignLeft));
+    label->setPositionAlignment(Qt::AlignTop |
+                                (cellTrace == simple ? Qt::AlignRight : Qt::AlignLeft));
     label->setText(name);
     label->setColor(QColor(0xb9, 0x1c, 0x1c));
     label->setFont(QFont(QStringLiteral("DejaVu Sans"), 9, QFont::Bold));

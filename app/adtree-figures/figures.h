@@ -34,12 +34,12 @@ class InputError : public std::runtime_error {
 // One statistics file.
 struct Run {
   QString path;
-  QString methodKey;          // settings.method ("adt", "dynamic", ...)
-  QString methodLabel;        // the statistics' own label ("adt", "adt+lantern", ...)
+  QString methodKey;                  // settings.method ("adt", "dynamic", ...)
+  QString methodLabel;                // the statistics' own label ("adt", "adt+lantern", ...)
   std::optional<double> temperature;  // settings.sampling.temperature
   QString prompt;
-  decode::RunStats stats;     // with traces when the run was made with --trace
-  QString imagePath;          // the PNG beside the statistics file (same name, .png), if any
+  decode::RunStats stats;  // with traces when the run was made with --trace
+  QString imagePath;       // the PNG beside the statistics file (same name, .png), if any
 
   bool hasTraces() const { return !stats.traces.empty(); }
   QString temperatureText() const;  // "T = 1", "T = 0", "T = ?"

@@ -1,12 +1,13 @@
 // adtree-figures: regenerates the paper's Figures 1-5 from this project's own runs.
 //
-//   adtree-figures --out DIR [--drafter-log FILE.jsonl] [--only 1,2,3,4,5] STATS.json [STATS.json ...]
+//   adtree-figures --out DIR [--drafter-log FILE.jsonl] [--only 1,2,3,4,5] STATS.json [STATS.json
+//   ...]
 //
-// Each STATS.json is what `adtree generate ... --stats F --trace` writes (docs/figures/README.md has
-// the commands behind the shipped figures). Prints one line per PNG written; a figure that lacks its
-// input (no drafter log, no traces) is skipped with a message unless --only asked for it. Bad input
-// ends with a one-line message naming the file and status 1. No display is needed: without a
-// QT_QPA_PLATFORM the offscreen platform is used.
+// Each STATS.json is what `adtree generate ... --stats F --trace` writes (docs/figures/README.md
+// has the commands behind the shipped figures). Prints one line per PNG written; a figure that
+// lacks its input (no drafter log, no traces) is skipped with a message unless --only asked for it.
+// Bad input ends with a one-line message naming the file and status 1. No display is needed:
+// without a QT_QPA_PLATFORM the offscreen platform is used.
 #include <QApplication>
 #include <QDir>
 #include <QFileInfo>
@@ -22,20 +23,26 @@ namespace adtree::figures {
 namespace {
 
 const char* kUsage =
-    "usage: adtree-figures --out DIR [--drafter-log FILE.jsonl] [--only LIST] STATS.json [STATS.json ...]\n"
+    "usage: adtree-figures --out DIR [--drafter-log FILE.jsonl] [--only LIST] STATS.json "
+    "[STATS.json ...]\n"
     "\n"
     "Redraws the ADT-Tree paper's Figures 1-5 from this project's runs, one PNG each (1200x800):\n"
-    "  fig1-drafter-accuracy.png        draft-head loss and accuracy during training (--drafter-log)\n"
+    "  fig1-drafter-accuracy.png        draft-head loss and accuracy during training "
+    "(--drafter-log)\n"
     "  fig2-depth-matrix.png            acceptance-depth matrix of up to 4 runs\n"
     "  fig3-acceptance-histograms.png   acceptance lengths and top-k location, runs pooled by T\n"
-    "  fig4-top1-map.png                target top-1 map beside the acceptance-length map, up to 2 runs\n"
-    "  fig5-region-distributions.png    simple vs complex cells' target distributions (needs --trace)\n"
+    "  fig4-top1-map.png                target top-1 map beside the acceptance-length map, up to 2 "
+    "runs\n"
+    "  fig5-region-distributions.png    simple vs complex cells' target distributions (needs "
+    "--trace)\n"
     "\n"
-    "STATS.json: written by `adtree generate ... --stats STATS.json --trace` (a PNG of the same name\n"
+    "STATS.json: written by `adtree generate ... --stats STATS.json --trace` (a PNG of the same "
+    "name\n"
     "next to it is shown in Fig. 4).\n"
     "  --out DIR              where the PNGs go (created if missing)\n"
     "  --drafter-log FILE     the drafter trainer's metrics.jsonl, for Fig. 1\n"
-    "  --only LIST            only these figures, e.g. 2,5; a listed figure that cannot be drawn is an error\n"
+    "  --only LIST            only these figures, e.g. 2,5; a listed figure that cannot be drawn "
+    "is an error\n"
     "  -h, --help             this text\n";
 
 struct Spec {
@@ -76,7 +83,8 @@ int run(const QStringList& args) {
         if (t.startsWith("fig")) t = t.mid(3);
         bool ok = false;
         const int n = t.toInt(&ok);
-        if (!ok || n < 1 || n > 5) fail(QStringLiteral("--only: '%1' is not a figure number 1-5").arg(part));
+        if (!ok || n < 1 || n > 5)
+          fail(QStringLiteral("--only: '%1' is not a figure number 1-5").arg(part));
         only.insert(n);
       }
     } else if (a.startsWith("-") && a != "-") {
@@ -118,7 +126,8 @@ int run(const QStringList& args) {
     } else if (!only.empty()) {
       fail(QStringLiteral("Fig. %1 cannot be drawn: %2").arg(s.number).arg(skip));
     } else {
-      std::fprintf(stderr, "adtree-figures: skipped %s: %s\n", s.file, skip.toLocal8Bit().constData());
+      std::fprintf(stderr, "adtree-figures: skipped %s: %s\n", s.file,
+                   skip.toLocal8Bit().constData());
     }
   }
   return 0;
@@ -131,14 +140,16 @@ namespace {
 // Qt's own notes go to stderr as usual, except the one every run without a session prints
 // (XDG_RUNTIME_DIR unset): the figures never use that directory, and errors stay one line.
 void quietHandler(QtMsgType type, const QMessageLogContext& ctx, const QString& msg) {
-  if (type == QtWarningMsg && msg.startsWith(QLatin1String("QStandardPaths: XDG_RUNTIME_DIR"))) return;
+  if (type == QtWarningMsg && msg.startsWith(QLatin1String("QStandardPaths: XDG_RUNTIME_DIR")))
+    return;
   std::fprintf(stderr, "%s\n", qFormatLogMessage(type, ctx, msg).toLocal8Bit().constData());
 }
 }  // namespace
 
 int main(int argc, char** argv) {
   qInstallMessageHandler(quietHandler);
-  // Nothing is ever shown: without a platform chosen by the user, draw off screen (no display needed).
+  // Nothing is ever shown: without a platform chosen by the user, draw off screen (no display
+  // needed).
   if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) qputenv("QT_QPA_PLATFORM", "offscreen");
   QApplication app(argc, argv);
   QApplication::setApplicationName("adtree-figures");

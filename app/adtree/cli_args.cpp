@@ -50,7 +50,8 @@ bool Args::parse(int argc, char** argv) {
       continue;
     }
     if (!inline_value) {
-      if (i + 1 >= argc) throw Error("option '--" + name + "' needs a value (" + it->second.metavar + ")");
+      if (i + 1 >= argc)
+        throw Error("option '--" + name + "' needs a value (" + it->second.metavar + ")");
       value = argv[++i];
     }
     values_[name] = value;
@@ -58,9 +59,13 @@ bool Args::parse(int argc, char** argv) {
   return true;
 }
 
-bool Args::given(const std::string& name) const { return values_.count(name) > 0; }
+bool Args::given(const std::string& name) const {
+  return values_.count(name) > 0;
+}
 
-bool Args::flag_set(const std::string& name) const { return given(name); }
+bool Args::flag_set(const std::string& name) const {
+  return given(name);
+}
 
 std::string Args::str(const std::string& name) const {
   auto v = values_.find(name);
@@ -97,8 +102,10 @@ std::string Args::usage() const {
     const auto& o = opts_.at(name);
     std::string left = "  --" + name + (o.is_flag ? "" : " " + o.metavar);
     os << left;
-    if (left.size() < 28) os << std::string(28 - left.size(), ' ');
-    else os << "\n" << std::string(28, ' ');
+    if (left.size() < 28)
+      os << std::string(28 - left.size(), ' ');
+    else
+      os << "\n" << std::string(28, ' ');
     os << o.help;
     if (!o.def.empty()) os << " (default: " << o.def << ")";
     os << "\n";

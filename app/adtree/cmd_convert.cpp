@@ -24,8 +24,9 @@ namespace fs = std::filesystem;
 std::vector<std::string> load_classes(const std::string& given, int64_t want) {
   const std::string path = given.empty() ? util::find_data_file("imagenet/classes.json") : given;
   if (path.empty()) {
-    throw Error("no ImageNet class list found (share/adtree-studio/imagenet/classes.json); give "
-                "one with --classes FILE");
+    throw Error(
+        "no ImageNet class list found (share/adtree-studio/imagenet/classes.json); give "
+        "one with --classes FILE");
   }
   std::ifstream in(path);
   if (!in) throw Error(path + ": cannot open the class list");
@@ -74,9 +75,11 @@ int cmd_convert(int argc, char** argv) {
       .option("n-head", "N", "attention heads (overrides --model)", "0")
       .option("image-size", "PX", "image size in pixels (overrides --model)", "0")
       .option("grid", "N", "token grid side (overrides the image size)", "0")
-      .option("classes", "FILE", "class names JSON for c2i (default: the shipped ImageNet list)", "")
+      .option("classes", "FILE", "class names JSON for c2i (default: the shipped ImageNet list)",
+              "")
       .option("dtype", "T", "weight storage: fp32, bf16 or fp16", "fp32")
-      .option("name", "TEXT", "model name written to model.json (default: the out directory's)", "");
+      .option("name", "TEXT", "model name written to model.json (default: the out directory's)",
+              "");
   a.flag("force", "replace an existing output directory");
   if (!a.parse(argc, argv)) return 0;
   if (!a.given("gpt")) throw Error("give the GPT checkpoint with --gpt FILE");
@@ -108,8 +111,8 @@ int cmd_convert(int argc, char** argv) {
                 " codes, the GPT's vocabulary " + std::to_string(gcfg.vocab_size));
   }
   const bool c2i = gcfg.cond == model::CondKind::Class;
-  const auto classes = c2i ? load_classes(a.str("classes"), gcfg.num_classes)
-                           : std::vector<std::string>{};
+  const auto classes =
+      c2i ? load_classes(a.str("classes"), gcfg.num_classes) : std::vector<std::string>{};
 
   // Everything goes to a sibling temporary directory first: an interrupted run leaves no
   // half-written model behind, and a failed one leaves an existing --out untouched.
@@ -124,7 +127,8 @@ int cmd_convert(int argc, char** argv) {
     io::Manifest m;
     m.name = a.str("name").empty() ? out.filename().string() : a.str("name");
     m.kind = c2i ? "c2i" : "t2i-embeddings";
-    m.description = "LlamaGen " + (gopts.model_name.empty() ? std::string("GPT") : gopts.model_name) +
+    m.description = "LlamaGen " +
+                    (gopts.model_name.empty() ? std::string("GPT") : gopts.model_name) +
                     ", converted by adtree convert";
     m.grid_h = gcfg.grid_h;
     m.grid_w = gcfg.grid_w;
@@ -137,15 +141,16 @@ int cmd_convert(int argc, char** argv) {
                   {"top_k", std::min<int64_t>(c2i ? 2000 : 1000, gcfg.vocab_size)},
                   {"temperature", 1.0},
                   {"top_p", 1.0}};
-    m.license = {{"weights", "LlamaGen release (github.com/FoundationVision/LlamaGen): check the "
-                             "model's terms"}};
+    m.license = {{"weights",
+                  "LlamaGen release (github.com/FoundationVision/LlamaGen): check the "
+                  "model's terms"}};
     nlohmann::json dropped = gpt.dropped;
     for (const auto& d : vq.dropped) dropped.push_back(d);
     m.provenance = {{"tool", "adtree convert"},
                     {"date", today()},
                     {"gpt_checkpoint", fs::path(a.str("gpt")).filename().string()},
-                    {"vq_checkpoint", a.given("vq") ? fs::path(a.str("vq")).filename().string()
-                                                    : std::string()},
+                    {"vq_checkpoint",
+                     a.given("vq") ? fs::path(a.str("vq")).filename().string() : std::string()},
                     {"dropped_buffers", dropped},
                     {"dtype", a.str("dtype")}};
     m.save(tmp.string());
@@ -163,9 +168,9 @@ int cmd_convert(int argc, char** argv) {
   std::cout << "wrote " << out.string() << ": " << (c2i ? "c2i" : "t2i-embeddings") << ", "
             << gcfg.n_layer << " layers x " << gcfg.n_head << " heads x " << gcfg.dim << " dim, "
             << gcfg.grid_h << "x" << gcfg.grid_w << " grid, " << numel(gpt.weights)
-            << " GPT parameters" << (a.given("vq") ? ", VQ " + std::to_string(numel(vq.weights)) +
-                                                          " parameters"
-                                                    : std::string(", no VQ"))
+            << " GPT parameters"
+            << (a.given("vq") ? ", VQ " + std::to_string(numel(vq.weights)) + " parameters"
+                              : std::string(", no VQ"))
             << "; dropped " << gpt.dropped.size() + vq.dropped.size() << " buffer(s)\n";
   return 0;
 }

@@ -35,7 +35,9 @@ void print_data_usage() {
                "Build training datasets.\n\n"
                "Datasets:\n"
                "  emoji   64x64 emoji pictures with captions (npm emoji-datasource-google and\n"
-               "          emoji-datasource-twitter " << kEmojiVersion << ")\n\n"
+               "          emoji-datasource-twitter "
+            << kEmojiVersion
+            << ")\n\n"
                "Run 'adtree data emoji --help' for its options.\n";
 }
 
@@ -44,7 +46,8 @@ std::string default_cache_dir() {
   if (xdg != nullptr && *xdg != '\0') return std::string(xdg) + "/adtree-studio/npm";
   const char* home = std::getenv("HOME");
   if (home == nullptr || *home == '\0') {
-    throw Error("cannot find a cache folder ($HOME and $XDG_CACHE_HOME are unset): pass --cache DIR");
+    throw Error(
+        "cannot find a cache folder ($HOME and $XDG_CACHE_HOME are unset): pass --cache DIR");
   }
   return std::string(home) + "/.cache/adtree-studio/npm";
 }
@@ -80,7 +83,8 @@ std::string fetch_package(const std::string& set, const fs::path& cache) {
   const fs::path dir = cache / base;
   const fs::path done = dir / ".adtree-complete";
   if (fs::exists(done)) {
-    std::cout << "using cached " << package << "@" << kEmojiVersion << " (" << dir.string() << ")\n";
+    std::cout << "using cached " << package << "@" << kEmojiVersion << " (" << dir.string()
+              << ")\n";
     return (dir / "package").string();
   }
   std::error_code ec;
@@ -91,12 +95,13 @@ std::string fetch_package(const std::string& set, const fs::path& cache) {
   if (!fs::exists(tgz)) {
     std::cout << "fetching " << package << "@" << kEmojiVersion << " with npm pack (~70 MB)\n"
               << std::flush;
-    const int rc = run_shell("npm pack --loglevel=error --pack-destination " +
-                             shell_quote(cache.string()) + " " +
-                             shell_quote(package + "@" + kEmojiVersion) + " > /dev/null");
+    const int rc =
+        run_shell("npm pack --loglevel=error --pack-destination " + shell_quote(cache.string()) +
+                  " " + shell_quote(package + "@" + kEmojiVersion) + " > /dev/null");
     if (rc == 127) {
-      throw Error("npm is not installed (install nodejs and npm, e.g. tools/install-deps.sh), or "
-                  "pass --from DIR with extracted packages");
+      throw Error(
+          "npm is not installed (install nodejs and npm, e.g. tools/install-deps.sh), or "
+          "pass --from DIR with extracted packages");
     }
     if (rc != 0) {
       fs::remove(tgz, ec);
@@ -113,8 +118,10 @@ std::string fetch_package(const std::string& set, const fs::path& cache) {
   fs::remove_all(partial, ec);
   fs::create_directories(partial, ec);
   if (ec) throw Error(partial.string() + ": cannot create the folder (" + ec.message() + ")");
-  const std::string members = "package/package.json package/emoji.json package/LICENSE "
-                              "package/img/" + set + "/64";
+  const std::string members =
+      "package/package.json package/emoji.json package/LICENSE "
+      "package/img/" +
+      set + "/64";
   const int rc = run_shell("tar -xzf " + shell_quote(tgz.string()) + " -C " +
                            shell_quote(partial.string()) + " " + members);
   if (rc != 0) {
@@ -126,7 +133,8 @@ std::string fetch_package(const std::string& set, const fs::path& cache) {
   }
   fs::remove_all(dir, ec);
   fs::rename(partial, dir, ec);
-  if (ec) throw Error(dir.string() + ": cannot move the extracted package there (" + ec.message() + ")");
+  if (ec)
+    throw Error(dir.string() + ": cannot move the extracted package there (" + ec.message() + ")");
   std::ofstream marker(done);
   marker << package << "@" << kEmojiVersion << "\n";
   if (!marker.flush()) throw Error(done.string() + ": cannot write (is the cache folder full?)");
@@ -211,19 +219,21 @@ int data_emoji(int argc, char** argv) {
       rest.push_back(argv[i]);
     }
   }
-  Args a("data emoji",
-         std::string("Build the emoji dataset: 64x64 pictures (alpha on white) of the Noto (google) "
-                     "and Twemoji (twitter) sets from npm emoji-datasource-<set>@") +
-             kEmojiVersion +
-             ", captioned from the emoji names plus a style word, split train/validation by "
-             "emoji. Writes one safetensors file.");
+  Args a(
+      "data emoji",
+      std::string("Build the emoji dataset: 64x64 pictures (alpha on white) of the Noto (google) "
+                  "and Twemoji (twitter) sets from npm emoji-datasource-<set>@") +
+          kEmojiVersion +
+          ", captioned from the emoji names plus a style word, split train/validation by "
+          "emoji. Writes one safetensors file.");
   a.option("out", "FILE", "dataset file to write (a folder gets emoji64.safetensors)")
       .option("cache", "DIR", "where npm packages are kept ($XDG_CACHE_HOME/adtree-studio/npm)")
       .option("sets", "LIST", "sets to fetch, comma-separated", "google,twitter")
       .option("from", "DIR", "use an extracted package instead of fetching (repeat per set)")
       .option("val-fraction", "F", "share of emoji held out for validation", "0.05")
       .option("seed", "N", "seed of the train/validation split", "0")
-      .option("preview", "FILE", "also write a PNG of 64 random training images (captions printed)");
+      .option("preview", "FILE",
+              "also write a PNG of 64 random training images (captions printed)");
   if (!a.parse(int(rest.size()), rest.data())) return 0;
   if (!a.given("out")) throw Error("give the dataset file to write with --out FILE");
   const double val_fraction = a.number("val-fraction");
@@ -240,7 +250,8 @@ int data_emoji(int argc, char** argv) {
   if (const auto parent = fs::absolute(out).parent_path(); !fs::is_directory(parent)) {
     std::error_code ec;
     fs::create_directories(parent, ec);
-    if (ec) throw Error(parent.string() + ": cannot create the output folder (" + ec.message() + ")");
+    if (ec)
+      throw Error(parent.string() + ": cannot create the output folder (" + ec.message() + ")");
   }
 
   std::vector<std::string> dirs = from;
@@ -248,7 +259,8 @@ int data_emoji(int argc, char** argv) {
     const auto sets = split_list(a.str("sets"));
     if (sets.empty()) throw Error("--sets names no set (known: google, twitter)");
     for (const auto& s : sets) imaging::emoji_source(s);  // refuse unknown sets before fetching
-    const fs::path cache = a.given("cache") ? fs::path(a.str("cache")) : fs::path(default_cache_dir());
+    const fs::path cache =
+        a.given("cache") ? fs::path(a.str("cache")) : fs::path(default_cache_dir());
     for (const auto& s : sets) dirs.push_back(fetch_package(s, cache));
   }
 

@@ -44,7 +44,8 @@ int cmd_info(int argc, char** argv) {
   const int64_t dr_n = count(m.drafter_weights);
   const int64_t elem = at::elementSize(m.gpt->dtype());
   // KV cache for CFG (batch 2): 2 (k, v) x layers x seq x dim elements.
-  const double kv_bytes = 2.0 * 2 * double(g.n_layer) * double(g.seq_len() + 64) * double(g.dim) * double(elem);
+  const double kv_bytes =
+      2.0 * 2 * double(g.n_layer) * double(g.seq_len() + 64) * double(g.dim) * double(elem);
   nlohmann::json j{{"name", m.manifest.name},
                    {"dir", m.dir},
                    {"kind", m.manifest.kind},
@@ -52,15 +53,20 @@ int cmd_info(int argc, char** argv) {
                    {"grid", {g.grid_h, g.grid_w}},
                    {"codebook_size", m.manifest.codebook_size},
                    {"gpt", {{"config", g.to_json()}, {"params", gpt_n}}},
-                   {"vq", {{"config", m.vq_config.to_json()}, {"params", vq_n},
-                           {"has_encoder", m.vq && m.vq->has_encoder()}}},
+                   {"vq",
+                    {{"config", m.vq_config.to_json()},
+                     {"params", vq_n},
+                     {"has_encoder", m.vq && m.vq->has_encoder()}}},
                    {"drafter", {{"present", dr_n > 0}, {"params", dr_n}}},
                    {"vocabulary", m.vocab.size()},
                    {"sampling", m.manifest.sampling},
                    {"license", m.manifest.license},
                    {"provenance", m.manifest.provenance},
-                   {"memory_bytes", {{"gpt_weights", gpt_n * elem}, {"vq_weights", vq_n * 4},
-                                     {"drafter_weights", dr_n * elem}, {"kv_cache_cfg", kv_bytes}}},
+                   {"memory_bytes",
+                    {{"gpt_weights", gpt_n * elem},
+                     {"vq_weights", vq_n * 4},
+                     {"drafter_weights", dr_n * elem},
+                     {"kv_cache_cfg", kv_bytes}}},
                    {"load_seconds", load_s},
                    {"peak_rss_bytes", peak_rss},
                    {"device", a.str("device")},
@@ -87,8 +93,7 @@ int cmd_info(int argc, char** argv) {
                            (m.vq->has_encoder() ? " (encoder + decoder)" : " (decoder only)")
                      : std::string("not loaded"))
             << "\n"
-            << "  drafter       " << (dr_n ? std::to_string(dr_n) + " parameters" : "none")
-            << "\n"
+            << "  drafter       " << (dr_n ? std::to_string(dr_n) + " parameters" : "none") << "\n"
             << "  KV cache      " << mib(kv_bytes) << " (CFG batch 2, " << a.str("dtype") << ")\n"
             << "  loading       " << std::fixed << std::setprecision(2) << load_s
             << " s, peak resident memory " << mib(double(peak_rss)) << "\n"

@@ -43,7 +43,7 @@ struct AdtSettings {              // SPEC_DECODING.md section 5
   int64_t k_min = 2, k_max = 10;  // width
   double beta = 0.5;              // alpha >= beta: deeper and narrower
   AdtMode mode = AdtMode::Bisect;
-  int64_t step_d = 1, step_k = 1;  // step mode increments
+  int64_t step_d = 1, step_k = 1;           // step mode increments
   Adjacency adjacency = Adjacency::LeftUp;  // measured best (docs/adt-tree.md)
   AdtBudget budget_rule = AdtBudget::Fixed;
 };

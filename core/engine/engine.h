@@ -1,13 +1,13 @@
-// The engine service (ARCHITECTURE.md "Threading"): one worker thread owns the loaded model and runs
-// model loads and generation jobs one at a time from a FIFO queue (a helper thread only decodes
-// preview images for it). Callers never wait on the model:
-// every result comes back as an Event through the listener, called on the worker thread (a GUI
-// marshals it onto its own thread; see ui/engine_bridge.h).
+// The engine service (ARCHITECTURE.md "Threading"): one worker thread owns the loaded model and
+// runs model loads and generation jobs one at a time from a FIFO queue (a helper thread only
+// decodes preview images for it). Callers never wait on the model: every result comes back as an
+// Event through the listener, called on the worker thread (a GUI marshals it onto its own thread;
+// see ui/engine_bridge.h).
 //
 //   Engine e(listener);
 //   e.load_model(dir);                       // -> LoadProgress*, ModelLoaded | LoadFailed
-//   JobId id = e.submit({prompt, request});  // -> JobStarted, JobStep*, JobPreview*, terminal event
-//   e.cancel(id);                            // effective before the job's next decoding step
+//   JobId id = e.submit({prompt, request});  // -> JobStarted, JobStep*, JobPreview*, terminal
+//   event e.cancel(id);                            // effective before the job's next decoding step
 //   e.shutdown();                            // cancels, joins; no event after it returns
 #pragma once
 #include <functional>
@@ -41,7 +41,8 @@ struct EngineOptions {
   // thread is busy at most ~15% of the time. Their results are emitted by
   // the decoding thread at its next step, keeping every event of a job on one thread, in order.
   double preview_interval_ms = 100;
-  // Token colours (ModelInfo::token_colors) are skipped when decoding the codebook would take longer.
+  // Token colours (ModelInfo::token_colors) are skipped when decoding the codebook would take
+  // longer.
   double palette_budget_ms = 3000;
 };
 

@@ -26,14 +26,14 @@ struct RgbImage {
 // A loaded model as a front end needs to know it (the model card, the vocabulary for completion).
 struct ModelInfo {
   std::string dir, name, kind, description;
-  std::string device, dtype;        // as loaded: "cpu" / "cuda:0", "fp32" / "bf16" / "fp16"
+  std::string device, dtype;         // as loaded: "cpu" / "cuda:0", "fp32" / "bf16" / "fp16"
   int64_t grid_h = 0, grid_w = 0;    // token grid
   int64_t image_h = 0, image_w = 0;  // pixels of a decoded image
   int64_t codebook_size = 0;
   int64_t gpt_params = 0;
-  std::string gpt_shape;             // "256 x 8 (4 heads)"
-  bool has_drafter = false;          // false: only AR and the Jacobi methods can run
-  bool random_weights = false;       // made by 'adtree model random': it draws noise
+  std::string gpt_shape;        // "256 x 8 (4 heads)"
+  bool has_drafter = false;     // false: only AR and the Jacobi methods can run
+  bool random_weights = false;  // made by 'adtree model random': it draws noise
   bool vocabulary_is_classes = false;
   // What a prompt is: words of the vocabulary, a class (name, synonym or number), or the path of a
   // caption-embedding file (t2i-embeddings models such as a converted LlamaGen t2i).
@@ -75,30 +75,31 @@ struct JobStarted {
 };
 struct JobStep {
   JobId job = 0;
-  decode::StepRecord record;               // record.first_cell is the first new cell
-  std::vector<int64_t> tokens;             // the newly committed tokens, raster order
-  std::vector<decode::CellStats> cells;    // their statistics
-  double elapsed_ms = 0;                   // since the job started running
+  decode::StepRecord record;             // record.first_cell is the first new cell
+  std::vector<int64_t> tokens;           // the newly committed tokens, raster order
+  std::vector<decode::CellStats> cells;  // their statistics
+  double elapsed_ms = 0;                 // since the job started running
   // The step's tree, verification and distributions when the request asked for traces (shared:
   // events are copied through queues, the trace is not).
   std::shared_ptr<const decode::StepTrace> trace;
 };
 struct JobPreview {
   JobId job = 0;
-  RgbImage image;          // the VQ decode of the partial grid
-  int64_t valid_cells = 0; // cells 0 .. valid_cells-1 (raster order) are real; the rest must be masked
-  bool final = false;      // the last preview of the job (the full image, or where a cancel stopped)
-  double decode_ms = 0;    // the VQ decode's own time (on the preview thread unless final)
+  RgbImage image;  // the VQ decode of the partial grid
+  int64_t valid_cells =
+      0;               // cells 0 .. valid_cells-1 (raster order) are real; the rest must be masked
+  bool final = false;  // the last preview of the job (the full image, or where a cancel stopped)
+  double decode_ms = 0;  // the VQ decode's own time (on the preview thread unless final)
 };
 struct JobFinished {
   JobId job = 0;
   decode::RunSummary summary;
-  std::string stats_json;       // RunStats::to_json + tokens + prompt/model/device, like the CLI's
+  std::string stats_json;  // RunStats::to_json + tokens + prompt/model/device, like the CLI's
   std::vector<int64_t> tokens;
   RgbImage image;
-  double elapsed_ms = 0;        // conditioning + decoding + final VQ decode
-  double decode_cpu_ms = 0;     // the decoding thread's CPU time in the decoding loop: unlike wall
-                                // time, it does not grow when other processes share the cores
+  double elapsed_ms = 0;     // conditioning + decoding + final VQ decode
+  double decode_cpu_ms = 0;  // the decoding thread's CPU time in the decoding loop: unlike wall
+                             // time, it does not grow when other processes share the cores
 };
 struct JobFailed {
   JobId job = 0;

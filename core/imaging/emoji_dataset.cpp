@@ -29,7 +29,8 @@ const std::vector<EmojiSource>& sources() {
        "Noto Emoji images by Google (https://github.com/googlefonts/noto-emoji), licensed under "
        "the Apache License 2.0."},
       {"twitter", "twemoji", "emoji-datasource-twitter", "CC-BY-4.0",
-       "Twemoji graphics by Twitter, Inc and other contributors (https://github.com/twitter/twemoji,"
+       "Twemoji graphics by Twitter, Inc and other contributors "
+       "(https://github.com/twitter/twemoji,"
        " maintained at https://github.com/jdecked/twemoji), licensed under CC BY 4.0 "
        "(https://creativecommons.org/licenses/by/4.0/)."},
   };
@@ -55,9 +56,9 @@ std::string upper(std::string s) {
 // caption vocabulary stays plain ASCII so prompts can be typed anywhere.
 const char* fold_latin1(uint32_t cp) {
   static const char* table[64] = {
-      "a", "a", "a", "a", "a", "a", "ae", "c", "e", "e", "e", "e", "i", "i", "i", "i",   // C0-CF
+      "a", "a", "a", "a", "a", "a", "ae", "c", "e", "e", "e", "e", "i", "i", "i",  "i",   // C0-CF
       "d", "n", "o", "o", "o", "o", "o",  "",  "o", "u", "u", "u", "u", "y", "th", "ss",  // D0-DF
-      "a", "a", "a", "a", "a", "a", "ae", "c", "e", "e", "e", "e", "i", "i", "i", "i",   // E0-EF
+      "a", "a", "a", "a", "a", "a", "ae", "c", "e", "e", "e", "e", "i", "i", "i",  "i",   // E0-EF
       "d", "n", "o", "o", "o", "o", "o",  "",  "o", "u", "u", "u", "u", "y", "th", "y"};  // F0-FF
   if (cp >= 0xC0 && cp <= 0xFF) return table[cp - 0xC0];
   return "";
@@ -125,7 +126,8 @@ Package describe_package(const std::string& dir) {
     const std::string name = j.value("name", "");
     const std::string prefix = "emoji-datasource-";
     if (name.rfind(prefix, 0) != 0) {
-      throw Error(pj.string() + ": package '" + name + "' is not an emoji-datasource-<set> package");
+      throw Error(pj.string() + ": package '" + name +
+                  "' is not an emoji-datasource-<set> package");
     }
     p.set = name.substr(prefix.size());
     p.version = j.value("version", "unknown");
@@ -268,7 +270,8 @@ const EmojiSource& emoji_source(const std::string& set) {
   }
   std::string known;
   for (const auto& s : sources()) known += (known.empty() ? "" : ", ") + s.set;
-  throw Error("emoji set '" + set + "' is not supported: its pictures have no open licence we can " +
+  throw Error("emoji set '" + set +
+              "' is not supported: its pictures have no open licence we can " +
               "train on (supported: " + known + ")");
 }
 
@@ -330,7 +333,8 @@ std::string find_emoji_package_root(const std::string& dir) {
   for (const fs::path& p : {fs::path(dir), fs::path(dir) / "package"}) {
     if (fs::is_regular_file(p / "emoji.json")) return p.string();
   }
-  throw Error(dir + ": not an emoji-datasource package (no emoji.json in it or in its package/ "
+  throw Error(dir +
+              ": not an emoji-datasource package (no emoji.json in it or in its package/ "
               "folder)");
 }
 
@@ -452,7 +456,8 @@ io::Dataset build_emoji_dataset(const std::vector<std::string>& package_dirs,
       {"metadata_attribution", emoji_datasource_attribution()},
       {"metadata_license", "MIT"},
       {"caption_rule",
-       "name words, then short-name words not in the name, then the skin tone, then the style word"},
+       "name words, then short-name words not in the name, then the skin tone, then the style "
+       "word"},
       {"counts",
        {{"images", d.size()},
         {"emoji", n_units},

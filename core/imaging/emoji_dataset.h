@@ -1,5 +1,6 @@
 // The emoji training set: images and names from the npm packages emoji-datasource-<set> (an
-// extracted package holds emoji.json and img/<set>/64/<file>.png), captioned and split for training.
+// extracted package holds emoji.json and img/<set>/64/<file>.png), captioned and split for
+// training.
 #pragma once
 #include <ATen/ATen.h>
 

@@ -1,9 +1,9 @@
 #include "imaging/image_io.h"
 
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 #include <string>
 #include <vector>
-#include <opencv2/imgproc.hpp>
 
 #include "io/file_write.h"
 #include "util/error.h"

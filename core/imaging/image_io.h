@@ -6,7 +6,8 @@
 
 namespace adtree::imaging {
 
-// Writes uint8 RGB [H, W, 3] (CPU or not) as PNG/JPEG by extension; throws adtree::Error on failure.
+// Writes uint8 RGB [H, W, 3] (CPU or not) as PNG/JPEG by extension; throws adtree::Error on
+// failure.
 void write_image(const std::string& path, const at::Tensor& rgb);
 // Reads any OpenCV-readable image as uint8 RGB [H, W, 3]; alpha is composited onto white.
 at::Tensor read_image(const std::string& path);

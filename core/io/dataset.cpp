@@ -74,7 +74,9 @@ const TensorInfo& tensor_info(const std::string& path, const SafetensorsReader& 
 
 }  // namespace
 
-std::string split_name(Split s) { return s == Split::Train ? "train" : "validation"; }
+std::string split_name(Split s) {
+  return s == Split::Train ? "train" : "validation";
+}
 
 int64_t Dataset::count(Split s) const {
   int64_t n = 0;
@@ -90,7 +92,9 @@ std::vector<int64_t> Dataset::indices(Split s) const {
   return rows;
 }
 
-Dataset Dataset::subset(Split s) const { return select(indices(s)); }
+Dataset Dataset::subset(Split s) const {
+  return select(indices(s));
+}
 
 Dataset Dataset::select(const std::vector<int64_t>& rows) const {
   Dataset out;
@@ -121,8 +125,8 @@ void Dataset::validate(const std::string& where) const {
   const int64_t n = shape[0];
   const auto agree = [&](size_t got, const char* what) {
     if (static_cast<int64_t>(got) != n) {
-      fail(where, "it has " + std::to_string(n) + " images but " + std::to_string(got) + " " +
-                      what);
+      fail(where,
+           "it has " + std::to_string(n) + " images but " + std::to_string(got) + " " + what);
     }
   };
   agree(captions.size(), "captions");
@@ -188,11 +192,11 @@ void Dataset::save(const std::string& path) const {
     metadata["styles"] = json(style).dump();
     metadata["info"] = info.dump();
   } catch (const json::exception&) {
-    throw Error("Cannot write dataset file '" + path + "': a caption, style or info string is "
+    throw Error("Cannot write dataset file '" + path +
+                "': a caption, style or info string is "
                 "not valid UTF-8.");
   }
-  write_safetensors(path, {{"images", images}, {"emoji", emoji_t}, {"split", split_t}},
-                    metadata);
+  write_safetensors(path, {{"images", images}, {"emoji", emoji_t}, {"split", split_t}}, metadata);
 }
 
 }  // namespace adtree::io

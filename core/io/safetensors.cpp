@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -375,8 +375,7 @@ void SafetensorsReader::parse() {
                    std::to_string(static_cast<const char*>(nul) - header) + ")");
   }
   if (max_json_depth(header, header_len) > kMaxJsonDepth) {
-    fail(path,
-         "header JSON is nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
+    fail(path, "header JSON is nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
   }
   // nlohmann keeps only one of two equal keys; record top-level keys to reject duplicates,
   // which would otherwise silently hide a tensor.
@@ -494,9 +493,9 @@ std::map<std::string, at::Tensor> map_safetensors(const std::string& path) {
       continue;
     }
     // The deleter owns a reference to the reader, so the mapping outlives every view of it.
-    out.emplace(t.name, at::from_blob(const_cast<uint8_t*>(src), t.shape,
-                                      [reader](void*) {},
-                                      at::TensorOptions().dtype(to_scalar_type(t.dtype))));
+    out.emplace(t.name, at::from_blob(
+                            const_cast<uint8_t*>(src), t.shape, [reader](void*) {},
+                            at::TensorOptions().dtype(to_scalar_type(t.dtype))));
   }
   return out;
 }

@@ -1,9 +1,9 @@
 // safetensors files (https://github.com/huggingface/safetensors format): an 8-byte little-endian
-// header length N, N bytes of JSON {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__":
-// {str: str}}, then the data area. The reader memory-maps the file (or reads a buffer in memory) and
-// validates the whole header before any tensor byte is touched, so a corrupt file is an
-// adtree::Error, never a bad read. Nothing it allocates is larger than a small multiple of the
-// input's size, whatever sizes the header claims.
+// header length N, N bytes of JSON {name: {dtype, shape, data_offsets: [begin, end]},
+// "__metadata__": {str: str}}, then the data area. The reader memory-maps the file (or reads a
+// buffer in memory) and validates the whole header before any tensor byte is touched, so a corrupt
+// file is an adtree::Error, never a bad read. Nothing it allocates is larger than a small multiple
+// of the input's size, whatever sizes the header claims.
 #pragma once
 #include <ATen/ATen.h>
 
@@ -18,7 +18,7 @@ namespace adtree::io {
 enum class DType { F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL };
 
 size_t dtype_size(DType d);
-std::string dtype_name(DType d);  // "F32", "BF16", ...
+std::string dtype_name(DType d);             // "F32", "BF16", ...
 DType parse_dtype(const std::string& name);  // throws adtree::Error on unknown names
 at::ScalarType to_scalar_type(DType d);
 DType from_scalar_type(at::ScalarType t);  // throws adtree::Error for unsupported types
@@ -46,7 +46,7 @@ class SafetensorsReader {
   // In data-area order (by begin offset; ties by name), which for files from write_safetensors is
   // also name order.
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
-  const TensorInfo* find(const std::string& name) const;               // nullptr if absent
+  const TensorInfo* find(const std::string& name) const;  // nullptr if absent
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
   // Raw bytes of one tensor (inside the mapping or buffer; valid while the reader lives).

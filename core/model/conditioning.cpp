@@ -43,8 +43,8 @@ std::vector<std::string> synonyms_of(const std::string& entry) {
   size_t start = 0;
   while (start <= entry.size()) {
     const size_t comma = entry.find(',', start);
-    auto part = trim(entry.substr(start, comma == std::string::npos ? std::string::npos
-                                                                     : comma - start));
+    auto part =
+        trim(entry.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
     if (!part.empty()) out.push_back(std::move(part));
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -138,13 +138,13 @@ int64_t Vocabulary::class_id(const std::string& raw) const {
       const std::string name = trim(key.substr(0, open));
       if (id >= n) throw Error("class number " + std::to_string(id) + " is out of range" + range);
       auto it = synonyms_.find(name);
-      const bool belongs = lower(entries_[size_t(id)]) == name ||
-                           (it != synonyms_.end() &&
-                            std::any_of(it->second.begin(), it->second.end(),
-                                        [&](const auto& p) { return p.first == id; }));
+      const bool belongs =
+          lower(entries_[size_t(id)]) == name ||
+          (it != synonyms_.end() && std::any_of(it->second.begin(), it->second.end(),
+                                                [&](const auto& p) { return p.first == id; }));
       if (!belongs) {
-        throw Error("class " + std::to_string(id) + " is '" + entries_[size_t(id)] +
-                    "', not '" + name + "'");
+        throw Error("class " + std::to_string(id) + " is '" + entries_[size_t(id)] + "', not '" +
+                    name + "'");
       }
       return id;
     }
@@ -243,12 +243,17 @@ Condition make_condition(const Gpt& gpt, const Vocabulary& vocab, const std::str
 
 Condition condition_from_embedding_file(const Gpt& gpt, const std::string& path, bool cfg) {
   const auto& c = gpt.config();
-  if (c.cond != CondKind::Caption) throw Error("a caption-embedding file needs a text-to-image model");
+  if (c.cond != CondKind::Caption)
+    throw Error("a caption-embedding file needs a text-to-image model");
   const std::string what = "caption-embedding file '" + path + "'";
   if (path.empty() || !std::filesystem::is_regular_file(path)) {
-    throw Error("this model is prompted with a caption-embedding file (.safetensors with "
-                "caption_embedding [L, " + std::to_string(c.cap_dim) + "] and caption_mask [L]; "
-                "tools/t5_embed.py writes one): '" + path + "' is not a file");
+    throw Error(
+        "this model is prompted with a caption-embedding file (.safetensors with "
+        "caption_embedding [L, " +
+        std::to_string(c.cap_dim) +
+        "] and caption_mask [L]; "
+        "tools/t5_embed.py writes one): '" +
+        path + "' is not a file");
   }
   io::SafetensorsReader file(path);
   const auto* emb_info = file.find("caption_embedding");

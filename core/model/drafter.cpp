@@ -59,7 +59,8 @@ Drafter::Output Drafter::forward(KvCache* cache, const at::Tensor& feats, const 
     throw Error("drafter forward: features, tokens and positions must agree");
   }
   const auto plan = plan_block(target_.rope(), cache, B, pos, block_mask, {});
-  auto x = at::cat({target_.embed_tokens(tokens.to(target_.device())), feats.to(target_.dtype())}, -1);
+  auto x =
+      at::cat({target_.embed_tokens(tokens.to(target_.device())), feats.to(target_.dtype())}, -1);
   auto h = at::linear(x, fc_w_, fc_b_);
   h = run_layer(layer_, cfg.n_head, norm_eps_, h, plan, cache, 0, inference_);
   if (cache) cache->pending = plan.start - cache->len + q;

@@ -1,9 +1,9 @@
-// EAGLE-1 draft head (SPEC_DECODING.md 2): h = fc([embed(t_{i+1}), f_i]) (Linear 2D -> D with bias),
-// then ONE decoder layer of the target's kind without its input RMSNorm, then the target's frozen
-// output head. The embedding table and head are the target's. Row i of the head's sequence pairs
-// the target feature f_i (hidden after the final norm at the position before token t_{i+1}) with
-// t_{i+1}, and sits at t_{i+1}'s sequence position for the 2-D RoPE; its output predicts f_{i+1}
-// and, through the head, the token after t_{i+1}.
+// EAGLE-1 draft head (SPEC_DECODING.md 2): h = fc([embed(t_{i+1}), f_i]) (Linear 2D -> D with
+// bias), then ONE decoder layer of the target's kind without its input RMSNorm, then the target's
+// frozen output head. The embedding table and head are the target's. Row i of the head's sequence
+// pairs the target feature f_i (hidden after the final norm at the position before token t_{i+1})
+// with t_{i+1}, and sits at t_{i+1}'s sequence position for the 2-D RoPE; its output predicts
+// f_{i+1} and, through the head, the token after t_{i+1}.
 #pragma once
 #include <ATen/ATen.h>
 

@@ -34,11 +34,13 @@ std::vector<ParamSpec> gpt_param_specs(const GptConfig& c) {
   } else {
     s.push_back({"cls_embedding.cap_proj.fc1.weight", {c.dim, c.cap_dim}});
     s.push_back({"cls_embedding.cap_proj.fc2.weight", {c.dim, c.dim}});
-    s.push_back({"cls_embedding.uncond_embedding", {c.cond_len, c.cap_dim},
-                 Init::Normal, 1.0 / std::sqrt(double(c.cap_dim))});
+    s.push_back({"cls_embedding.uncond_embedding",
+                 {c.cond_len, c.cap_dim},
+                 Init::Normal,
+                 1.0 / std::sqrt(double(c.cap_dim))});
     if (c.num_words > 0) {
-      s.push_back({"cls_embedding.word_embeddings.weight", {c.num_words, c.cap_dim},
-                   Init::Normal, 1.0});
+      s.push_back(
+          {"cls_embedding.word_embeddings.weight", {c.num_words, c.cap_dim}, Init::Normal, 1.0});
     }
   }
   s.push_back({"tok_embeddings.weight", {c.vocab_size, c.dim}});
@@ -198,7 +200,8 @@ BlockPlan plan_block(const Rope2d& rope, KvCache* cache, int64_t B, const at::Te
   const int64_t prefix = cache ? cache->len : 0;
   if (cache) {
     if (cache->batch() != B) throw Error("forward: cache batch differs from input batch");
-    if (scratch > cache->pending) throw Error("forward: the mask refers to more scratch rows than are pending");
+    if (scratch > cache->pending)
+      throw Error("forward: the mask refers to more scratch rows than are pending");
     if (prefix + scratch + q > cache->capacity()) {
       throw Error("forward: block of " + std::to_string(q) + " tokens does not fit the KV cache (" +
                   std::to_string(cache->capacity() - prefix - scratch) + " rows free)");
@@ -297,10 +300,12 @@ Gpt::Output Gpt::forward(const at::Tensor& x_in, const at::Tensor& pos, KvCache*
   if (cache) cache->pending = plan.start - cache->len + q;
   Output out;
   out.hidden = rms_norm(h, norm_, cfg_.norm_eps);
-  auto head_in = logits_last > 0 && logits_last < q ? out.hidden.narrow(1, q - logits_last, logits_last)
-                                                    : out.hidden;
-  out.logits = (inference_ ? fast_linear(head_in.contiguous(), output_) : at::linear(head_in, output_))
-                   .to(at::kFloat);
+  auto head_in = logits_last > 0 && logits_last < q
+                     ? out.hidden.narrow(1, q - logits_last, logits_last)
+                     : out.hidden;
+  out.logits =
+      (inference_ ? fast_linear(head_in.contiguous(), output_) : at::linear(head_in, output_))
+          .to(at::kFloat);
   return out;
 }
 
@@ -318,7 +323,8 @@ Gpt::Output Gpt::prefill(KvCache& cache, const Condition& cond) const {
   return out;
 }
 
-Gpt::Output Gpt::forward_tokens(KvCache& cache, const at::Tensor& tokens, int64_t first_index) const {
+Gpt::Output Gpt::forward_tokens(KvCache& cache, const at::Tensor& tokens,
+                                int64_t first_index) const {
   c10::InferenceMode guard(inference_);
   auto pos = at::arange(cfg_.cond_tokens() + first_index,
                         cfg_.cond_tokens() + first_index + tokens.size(1),

@@ -36,8 +36,8 @@ DecoderLayer make_layer(const TensorMap& w, const std::string& prefix, int64_t d
 
 // Where a block of q new rows goes in a cache and what it may attend to (see Gpt::forward).
 struct BlockPlan {
-  at::Tensor cis;   // [q, head_dim/2] complex RoPE factors of the block's positions
-  at::Tensor bias;  // [B, 1, q, keys] additive attention bias
+  at::Tensor cis;     // [q, head_dim/2] complex RoPE factors of the block's positions
+  at::Tensor bias;    // [B, 1, q, keys] additive attention bias
   int64_t start = 0;  // first cache row written (len + scratch rows kept in front of the block)
 };
 BlockPlan plan_block(const Rope2d& rope, KvCache* cache, int64_t B, const at::Tensor& pos,
@@ -109,7 +109,6 @@ class Gpt {
   int64_t num_params() const;
 
  private:
-
   GptConfig cfg_;
   TensorMap w_;
   at::Device device_;

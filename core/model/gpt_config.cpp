@@ -8,7 +8,9 @@
 
 namespace adtree::model {
 
-std::string to_string(CondKind k) { return k == CondKind::Class ? "class" : "caption"; }
+std::string to_string(CondKind k) {
+  return k == CondKind::Class ? "class" : "caption";
+}
 
 CondKind cond_kind_from_string(const std::string& s) {
   if (s == "class") return CondKind::Class;
@@ -30,8 +32,8 @@ void GptConfig::validate() const {
   // 32); they keep every size derived below (FFN width, parameter shapes, sequence length) far
   // from int64 overflow whatever a model.json says (reliability.md, Fuzzing).
   auto at_most = [&](int64_t v, int64_t cap, const char* key) {
-    need(v <= cap, std::string(key) + " (" + std::to_string(v) + ") is larger than " +
-                       std::to_string(cap));
+    need(v <= cap,
+         std::string(key) + " (" + std::to_string(v) + ") is larger than " + std::to_string(cap));
   };
   at_most(dim, int64_t{1} << 16, "dim");
   at_most(n_layer, 1024, "n_layer");
@@ -47,8 +49,8 @@ void GptConfig::validate() const {
   need(std::isfinite(rope_base) && rope_base > 0, "rope_base must be a positive number");
   need(dim % n_head == 0, "dim (" + std::to_string(dim) + ") must be divisible by n_head (" +
                               std::to_string(n_head) + ")");
-  need(head_dim() % 4 == 0, "head_dim (" + std::to_string(head_dim()) +
-                                ") must be divisible by 4 for the 2-D RoPE");
+  need(head_dim() % 4 == 0,
+       "head_dim (" + std::to_string(head_dim()) + ") must be divisible by 4 for the 2-D RoPE");
   need(grid_h > 0 && grid_h == grid_w, "the token grid must be square (got " +
                                            std::to_string(grid_h) + "x" + std::to_string(grid_w) +
                                            ")");
@@ -63,9 +65,15 @@ void GptConfig::validate() const {
 }
 
 nlohmann::json GptConfig::to_json() const {
-  nlohmann::json j{{"dim", dim},           {"n_layer", n_layer},   {"n_head", n_head},
-                   {"vocab_size", vocab_size}, {"grid", {grid_h, grid_w}}, {"cond", to_string(cond)},
-                   {"multiple_of", multiple_of}, {"norm_eps", norm_eps}, {"rope_base", rope_base}};
+  nlohmann::json j{{"dim", dim},
+                   {"n_layer", n_layer},
+                   {"n_head", n_head},
+                   {"vocab_size", vocab_size},
+                   {"grid", {grid_h, grid_w}},
+                   {"cond", to_string(cond)},
+                   {"multiple_of", multiple_of},
+                   {"norm_eps", norm_eps},
+                   {"rope_base", rope_base}};
   if (cond == CondKind::Class) {
     j["num_classes"] = num_classes;
   } else {

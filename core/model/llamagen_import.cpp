@@ -16,7 +16,8 @@ namespace adtree::model {
 namespace {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string strip_prefixes(std::string name) {
@@ -50,8 +51,8 @@ TensorMap read_pickled(const std::string& path) {
   } catch (const std::exception& e) {
     std::string why = e.what();
     why = why.substr(0, why.find('\n'));
-    const std::string version = std::to_string(TORCH_VERSION_MAJOR) + "." +
-                                std::to_string(TORCH_VERSION_MINOR);
+    const std::string version =
+        std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR);
     throw Error(path + ": this build's libtorch (" + version +
                 ") cannot read this torch.save() checkpoint (" + why + ")." + use_python);
   }
@@ -68,7 +69,8 @@ TensorMap read_pickled(const std::string& path) {
     }
   }
   if (sd.isNone()) {
-    throw Error(path + ": no state dict found (looked at the file itself and at \"model\", "
+    throw Error(path +
+                ": no state dict found (looked at the file itself and at \"model\", "
                 "\"module\", \"state_dict\", \"ema\")");
   }
   TensorMap out;
@@ -90,7 +92,8 @@ const at::Tensor& need(const TensorMap& sd, const std::string& name, const std::
   return it->second;
 }
 
-Imported checked(const TensorMap& sd, const std::vector<ParamSpec>& specs, const std::string& what) {
+Imported checked(const TensorMap& sd, const std::vector<ParamSpec>& specs,
+                 const std::string& what) {
   Imported out;
   for (const auto& [name, t] : sd) {
     if (is_stray_buffer(name)) {
@@ -178,7 +181,8 @@ GptConfig infer_gpt_config(const TensorMap& sd, const GptImportOptions& opts) {
     c.cond_len = need(sd, "cls_embedding.uncond_embedding", what).size(0);
     c.num_words = 0;
   } else {
-    throw Error(what + ": neither cls_embedding.embedding_table.weight (c2i) nor "
+    throw Error(what +
+                ": neither cls_embedding.embedding_table.weight (c2i) nor "
                 "cls_embedding.cap_proj.fc1.weight (t2i): not a LlamaGen GPT");
   }
   // FFN width: int(8 dim / 3) rounded up to multiple_of; find the multiple that gives w1's rows.
@@ -199,8 +203,9 @@ GptConfig infer_gpt_config(const TensorMap& sd, const GptImportOptions& opts) {
   }
   c.n_head = opts.n_head > 0 ? opts.n_head : llamagen_heads(opts.model_name);
   if (c.n_head <= 0) {
-    throw Error("the number of attention heads cannot be read from the weights: give the "
-                "LlamaGen model name (--model c2i_XL_384, GPT-B, ...) or --n-head");
+    throw Error(
+        "the number of attention heads cannot be read from the weights: give the "
+        "LlamaGen model name (--model c2i_XL_384, GPT-B, ...) or --n-head");
   }
   if (c.dim % c.n_head != 0 || (c.dim / c.n_head) % 4 != 0) {
     throw Error(std::to_string(c.n_head) + " heads do not divide dim " + std::to_string(c.dim) +
@@ -210,8 +215,9 @@ GptConfig infer_gpt_config(const TensorMap& sd, const GptImportOptions& opts) {
   if (grid <= 0) {
     const int64_t px = opts.image_size > 0 ? opts.image_size : llamagen_image_size(opts.model_name);
     if (px <= 0) {
-      throw Error("the token grid cannot be read from the weights: give --image-size (256, 384, "
-                  "512), --grid, or a model name ending in the image size (c2i_L_256)");
+      throw Error(
+          "the token grid cannot be read from the weights: give --image-size (256, 384, "
+          "512), --grid, or a model name ending in the image size (c2i_L_256)");
     }
     if (px % opts.vq_factor != 0) throw Error("image size must be a multiple of the VQ factor");
     grid = px / opts.vq_factor;
@@ -238,13 +244,15 @@ VqConfig infer_vq_config(const TensorMap& sd) {
   // and LlamaGen's ch_mult starts at 1 (the encoder's conv_in says it exactly when present).
   std::vector<int64_t> width(static_cast<size_t>(levels));
   for (int64_t l = 0; l < levels; ++l) {
-    width[size_t(l)] = sd.at("decoder.conv_blocks." + std::to_string(l) + ".res.0.conv1.weight").size(0);
+    width[size_t(l)] =
+        sd.at("decoder.conv_blocks." + std::to_string(l) + ".res.0.conv1.weight").size(0);
   }
   auto enc = sd.find("encoder.conv_in.weight");
   c.ch = enc != sd.end() ? enc->second.size(0) : width.back();
   c.ch_mult.clear();
   for (int64_t l = levels - 1; l >= 0; --l) {
-    if (width[size_t(l)] % c.ch != 0) throw Error(what + ": decoder widths are not multiples of ch");
+    if (width[size_t(l)] % c.ch != 0)
+      throw Error(what + ": decoder widths are not multiples of ch");
     c.ch_mult.push_back(width[size_t(l)] / c.ch);
   }
   c.num_res_blocks = count_indexed(sd, "decoder.conv_blocks.0.res.", ".conv1.weight") - 1;

@@ -131,8 +131,8 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
     }
   }
   if (!problems.empty()) {
-    std::string msg = dir + ": the model directory has " + std::to_string(problems.size()) +
-                      " problem(s):";
+    std::string msg =
+        dir + ": the model directory has " + std::to_string(problems.size()) + " problem(s):";
     for (const auto& p : problems) msg += "\n  - " + p;
     throw Error(msg);
   }

@@ -15,7 +15,8 @@ std::string shape_str(at::IntArrayRef shape) {
   return os.str();
 }
 
-std::vector<std::string> check_params(const std::vector<ParamSpec>& specs, const TensorMap& tensors) {
+std::vector<std::string> check_params(const std::vector<ParamSpec>& specs,
+                                      const TensorMap& tensors) {
   std::vector<std::string> problems;
   std::set<std::string> expected;
   for (const auto& s : specs) {

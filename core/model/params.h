@@ -23,7 +23,8 @@ struct ParamSpec {
 
 // Every problem between the expected specs and the given tensors, one line each: missing tensors,
 // shape mismatches, unexpected extra tensors. Empty when everything matches.
-std::vector<std::string> check_params(const std::vector<ParamSpec>& specs, const TensorMap& tensors);
+std::vector<std::string> check_params(const std::vector<ParamSpec>& specs,
+                                      const TensorMap& tensors);
 
 // Throws adtree::Error listing every problem (prefixed with `what`, e.g. the file name) if any.
 void require_params(const std::vector<ParamSpec>& specs, const TensorMap& tensors,

@@ -26,10 +26,10 @@ VqConfig small_vq_config(int64_t codebook_size, int64_t grid) {
 
 namespace {
 // Plain words so tests and demos can type prompts; more entries are numbered.
-const char* kWords[] = {"a",     "red",   "green", "blue",  "yellow", "cat",  "dog",   "face",
-                        "heart", "star",  "sun",   "moon",  "tree",   "car",  "house", "smile",
-                        "happy", "sad",   "big",   "small", "noto",   "twemoji", "flag", "fire"};
-}
+const char* kWords[] = {"a",     "red",  "green", "blue",  "yellow", "cat",     "dog",   "face",
+                        "heart", "star", "sun",   "moon",  "tree",   "car",     "house", "smile",
+                        "happy", "sad",  "big",   "small", "noto",   "twemoji", "flag",  "fire"};
+}  // namespace
 
 void write_random_model(const std::string& dir, const GptConfig& gpt, const VqConfig& vq,
                         uint64_t seed, const std::string& name) {
@@ -54,9 +54,9 @@ void write_random_model(const std::string& dir, const GptConfig& gpt, const VqCo
   const int64_t n = gpt.cond == CondKind::Class ? gpt.num_classes : gpt.num_words;
   const int64_t n_named = int64_t(sizeof(kWords) / sizeof(kWords[0]));
   for (int64_t i = 0; i < n; ++i) {
-    entries.push_back(i < n_named ? kWords[i]
-                                  : (gpt.cond == CondKind::Class ? "class" : "word") +
-                                        std::to_string(i));
+    entries.push_back(i < n_named
+                          ? kWords[i]
+                          : (gpt.cond == CondKind::Class ? "class" : "word") + std::to_string(i));
   }
   if (!embeddings) {
     Vocabulary(gpt.cond == CondKind::Class ? Vocabulary::Kind::Classes : Vocabulary::Kind::Words,

@@ -10,7 +10,8 @@ Rope2d::Rope2d(int64_t head_dim, int64_t cond_tokens, int64_t grid, double base)
   if (head_dim % 4 != 0) throw Error("2-D RoPE needs head_dim divisible by 4");
   const int64_t quarter = head_dim / 4;  // pairs per axis
   // freq_i = base^(-2i / (head_dim/2)), i = 0 .. head_dim/4 - 1, in fp32 as the reference does.
-  auto freqs = at::pow(base, at::arange(0, 2 * quarter, 2, at::kFloat) / float(head_dim / 2)).reciprocal();
+  auto freqs =
+      at::pow(base, at::arange(0, 2 * quarter, 2, at::kFloat) / float(head_dim / 2)).reciprocal();
   auto idx = at::arange(grid, at::kFloat);
   auto row_ang = at::outer(idx, freqs);  // [grid, quarter]
   // angles[r, c] = [row_ang[r], col_ang[c]] -> [grid*grid, head_dim/2]
@@ -25,14 +26,16 @@ Rope2d::Rope2d(int64_t head_dim, int64_t cond_tokens, int64_t grid, double base)
 }
 
 at::Tensor Rope2d::apply(const at::Tensor& x, const at::Tensor& pos) const {
-  if (pos.numel() > 0 && (pos.min().item<int64_t>() < 0 || pos.max().item<int64_t>() >= seq_len())) {
+  if (pos.numel() > 0 &&
+      (pos.min().item<int64_t>() < 0 || pos.max().item<int64_t>() >= seq_len())) {
     throw Error("RoPE position out of range (sequence length " + std::to_string(seq_len()) + ")");
   }
   return apply(x, cos_.index_select(0, pos), sin_.index_select(0, pos));
 }
 
 at::Tensor Rope2d::apply(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-  // x viewed as complex pairs (a, b) -> (a cos - b sin, a sin + b cos); cos/sin broadcast over B, H.
+  // x viewed as complex pairs (a, b) -> (a cos - b sin, a sin + b cos); cos/sin broadcast over B,
+  // H.
   const auto shape = x.sizes().vec();
   auto xf = x.to(at::kFloat).reshape({shape[0], shape[1], shape[2], shape[3] / 2, 2});
   auto a = xf.select(-1, 0), b = xf.select(-1, 1);

@@ -48,8 +48,8 @@ void rows_sse(const float* w, int64_t n_out, int64_t in, const float* x, float* 
 
 template <int R>
 __attribute__((target("avx2,fma"))) void rows_avx2(const float* w, int64_t n_out, int64_t in,
-                                                     const float* x, float* y, int64_t o_begin,
-                                                     int64_t o_end) {
+                                                   const float* x, float* y, int64_t o_begin,
+                                                   int64_t o_end) {
   const int64_t in8 = in / 8 * 8;
   for (int64_t o = o_begin; o < o_end; ++o) {
     const float* wr = w + o * in;

@@ -33,7 +33,8 @@ json finished_run(const std::string& dir, const std::string& kind, const std::st
                 " are needed)");
   }
   auto j = read_json_file(path);
-  if (j.value("kind", "") != kind) throw Error(path + ": a '" + j.value("kind", "?") + "' run, not '" + kind + "'");
+  if (j.value("kind", "") != kind)
+    throw Error(path + ": a '" + j.value("kind", "?") + "' run, not '" + kind + "'");
   return j;
 }
 
@@ -44,7 +45,8 @@ void write_weights(const std::string& src, const std::string& dst, at::ScalarTyp
     if (dtype == at::kHalf) {
       // fp16 tops out at 65504: a weight beyond it would load as inf. Checked, not assumed.
       const double m = t.abs().max().item<double>();
-      if (m > 6.0e4) throw Error(src + ": tensor '" + k + "' exceeds the fp16 range; use --dtype bf16");
+      if (m > 6.0e4)
+        throw Error(src + ": tensor '" + k + "' exceeds the fp16 range; use --dtype bf16");
     }
     t = t.to(dtype).contiguous();
   }
@@ -58,7 +60,8 @@ json assemble_model(const AssembleOptions& o) {
   const auto vq_run = finished_run(o.vq_dir, "vq", "vq.safetensors");
   const auto gpt_run = finished_run(o.gpt_dir, "gpt", "gpt.safetensors");
   json drafter_run;
-  if (!o.drafter_dir.empty()) drafter_run = finished_run(o.drafter_dir, "drafter", "drafter.safetensors");
+  if (!o.drafter_dir.empty())
+    drafter_run = finished_run(o.drafter_dir, "drafter", "drafter.safetensors");
   const auto gcfg = model::GptConfig::from_json(gpt_run.at("gpt"));
   const auto vcfg = model::VqConfig::from_json(vq_run.at("vq"));
   if (gcfg.vocab_size != vcfg.codebook_size) {
@@ -68,7 +71,8 @@ json assemble_model(const AssembleOptions& o) {
   if (!drafter_run.is_null()) {
     const auto gd = fs::weakly_canonical(drafter_run.value("gpt_dir", ""));
     if (gd != fs::weakly_canonical(o.gpt_dir)) {
-      throw Error("assemble: the drafter was trained for the GPT in " + gd.string() + ", not " + o.gpt_dir);
+      throw Error("assemble: the drafter was trained for the GPT in " + gd.string() + ", not " +
+                  o.gpt_dir);
     }
   }
   std::error_code ec;
@@ -80,8 +84,9 @@ json assemble_model(const AssembleOptions& o) {
   write_weights(run_file(o.vq_dir, "vq.safetensors"), run_file(o.out, "vq.safetensors"), dtype,
                 "VQ tokenizer trained by adtree train vq");
   if (!drafter_run.is_null()) {
-    write_weights(run_file(o.drafter_dir, "drafter.safetensors"), run_file(o.out, "drafter.safetensors"),
-                  dtype, "EAGLE-1 draft head trained by adtree train drafter");
+    write_weights(run_file(o.drafter_dir, "drafter.safetensors"),
+                  run_file(o.out, "drafter.safetensors"), dtype,
+                  "EAGLE-1 draft head trained by adtree train drafter");
   } else {
     fs::remove(run_file(o.out, "drafter.safetensors"), ec);
   }
@@ -106,29 +111,39 @@ json assemble_model(const AssembleOptions& o) {
   m.vq = vcfg.to_json();
   if (!drafter_run.is_null()) m.drafter = {{"kind", "eagle1"}, {"layers", 1}};
   m.sampling = o.sampling;
-  m.license = {
-      {"weights", "CC-BY-4.0"},
-      {"weights_note",
-       "Trained by ADT-Tree Studio's own code on the images below; the Twemoji images are CC BY 4.0, "
-       "so the weights carry their attribution. See MODEL_CARD.md."},
-      {"data", data_licences},
-      {"metadata", {{"license", o.dataset_info.value("metadata_license", "")},
-                    {"attribution", o.dataset_info.value("metadata_attribution", "")}}}};
-  json runs = {{"vq", {{"steps", vq_run["steps"]}, {"config", vq_run["config"]}, {"metrics", vq_run["metrics"]},
-                       {"provenance", vq_run["provenance"]}}},
-               {"gpt", {{"steps", gpt_run["steps"]}, {"epochs", gpt_run.value("epochs", 0.0)},
-                        {"config", gpt_run["config"]}, {"metrics", gpt_run["metrics"]},
-                        {"provenance", gpt_run["provenance"]}}}};
+  m.license = {{"weights", "CC-BY-4.0"},
+               {"weights_note",
+                "Trained by ADT-Tree Studio's own code on the images below; the Twemoji images are "
+                "CC BY 4.0, "
+                "so the weights carry their attribution. See MODEL_CARD.md."},
+               {"data", data_licences},
+               {"metadata",
+                {{"license", o.dataset_info.value("metadata_license", "")},
+                 {"attribution", o.dataset_info.value("metadata_attribution", "")}}}};
+  json runs = {{"vq",
+                {{"steps", vq_run["steps"]},
+                 {"config", vq_run["config"]},
+                 {"metrics", vq_run["metrics"]},
+                 {"provenance", vq_run["provenance"]}}},
+               {"gpt",
+                {{"steps", gpt_run["steps"]},
+                 {"epochs", gpt_run.value("epochs", 0.0)},
+                 {"config", gpt_run["config"]},
+                 {"metrics", gpt_run["metrics"]},
+                 {"provenance", gpt_run["provenance"]}}}};
   if (!drafter_run.is_null()) {
-    runs["drafter"] = {{"steps", drafter_run["steps"]}, {"config", drafter_run["config"]},
-                       {"metrics", drafter_run["metrics"]}, {"provenance", drafter_run["provenance"]}};
+    runs["drafter"] = {{"steps", drafter_run["steps"]},
+                       {"config", drafter_run["config"]},
+                       {"metrics", drafter_run["metrics"]},
+                       {"provenance", drafter_run["provenance"]}};
   }
   m.provenance = {{"tool", "adtree train"},
                   {"storage_dtype", o.dtype},
-                  {"dataset", {{"file", fs::path(o.dataset_path).filename().string()},
-                               {"name", o.dataset_info.value("name", "")},
-                               {"counts", o.dataset_info.value("counts", json::object())},
-                               {"caption_rule", o.dataset_info.value("caption_rule", "")}}},
+                  {"dataset",
+                   {{"file", fs::path(o.dataset_path).filename().string()},
+                    {"name", o.dataset_info.value("name", "")},
+                    {"counts", o.dataset_info.value("counts", json::object())},
+                    {"caption_rule", o.dataset_info.value("caption_rule", "")}}},
                   {"runs", runs}};
   m.save(o.out);
 

@@ -18,7 +18,8 @@ struct AssembleOptions {
   std::string description;
   nlohmann::json dataset_info = nlohmann::json::object();  // io::Dataset::info of the training data
   std::string dataset_path;
-  nlohmann::json sampling = {{"cfg_scale", 3.0}, {"temperature", 1.0}, {"top_k", 0}, {"top_p", 1.0}};
+  nlohmann::json sampling = {
+      {"cfg_scale", 3.0}, {"temperature", 1.0}, {"top_k", 0}, {"top_p", 1.0}};
 };
 
 // Writes the directory, then loads it back with the product's loader as a check. Returns the

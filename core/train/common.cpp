@@ -1,7 +1,7 @@
 #include "train/common.h"
 
-#include <ATen/core/Generator.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/Generator.h>
 
 #include <cmath>
 #include <filesystem>
@@ -33,14 +33,16 @@ json merge_config(const json& defaults, const json& overrides, const std::string
       throw Error(what + ": unknown configuration key '" + key + "' (known: " + known + ")");
     }
     const auto& d = defaults.at(key);
-    const bool same = (d.is_number() && value.is_number()) || (d.is_string() && value.is_string()) ||
+    const bool same = (d.is_number() && value.is_number()) ||
+                      (d.is_string() && value.is_string()) ||
                       (d.is_boolean() && value.is_boolean()) || (d.is_array() && value.is_array());
     if (!same) {
       throw Error(what + ": configuration key '" + key + "' must be a " + d.type_name() +
                   " (like " + d.dump() + "), got " + value.dump());
     }
     if (d.is_number_integer() && !value.is_number_integer()) {
-      throw Error(what + ": configuration key '" + key + "' must be an integer, got " + value.dump());
+      throw Error(what + ": configuration key '" + key + "' must be an integer, got " +
+                  value.dump());
     }
     out[key] = value;
   }
@@ -94,7 +96,8 @@ const std::vector<int64_t>& BatchOrder::perm(int64_t epoch) {
 std::vector<int64_t> BatchOrder::rows_for_step(int64_t step) {
   std::vector<int64_t> out;
   const int64_t n = int64_t(rows_.size());
-  for (int64_t k = step * batch_; k < (step + 1) * batch_; ++k) out.push_back(perm(k / n)[size_t(k % n)]);
+  for (int64_t k = step * batch_; k < (step + 1) * batch_; ++k)
+    out.push_back(perm(k / n)[size_t(k % n)]);
   return out;
 }
 
@@ -149,7 +152,8 @@ void AdamW::step(double lr) {
     const auto& g = p.grad();
     if (!g.defined()) continue;
     auto w = p.detach();
-    if (p.dim() >= 2 && cfg_.weight_decay > 0 && !no_decay_.count(name)) w.mul_(1.0 - lr * cfg_.weight_decay);
+    if (p.dim() >= 2 && cfg_.weight_decay > 0 && !no_decay_.count(name))
+      w.mul_(1.0 - lr * cfg_.weight_decay);
     auto& m = m_.at(name);
     auto& v = v_.at(name);
     m.mul_(cfg_.beta1).add_(g, 1.0 - cfg_.beta1);
@@ -171,7 +175,8 @@ void AdamW::load_state(const TensorMap& in, const std::string& where) {
     if (it == in.end()) throw Error(where + ": the checkpoint lacks optimiser state '" + key + "'");
     if (it->second.sizes() != dst.sizes()) {
       throw Error(where + ": optimiser state '" + key + "' has shape " +
-                  model::shape_str(it->second.sizes()) + ", expected " + model::shape_str(dst.sizes()));
+                  model::shape_str(it->second.sizes()) + ", expected " +
+                  model::shape_str(dst.sizes()));
     }
     dst.copy_(it->second);
   };
@@ -244,7 +249,8 @@ Checkpoint Checkpoint::load(const std::string& out_dir, const std::string& kind,
   const auto& md = r.metadata();
   auto get = [&](const std::string& key) {
     auto it = md.find(key);
-    if (it == md.end()) throw Error(path + ": not a training checkpoint (metadata '" + key + "' missing)");
+    if (it == md.end())
+      throw Error(path + ": not a training checkpoint (metadata '" + key + "' missing)");
     return it->second;
   };
   Checkpoint c;
@@ -256,8 +262,10 @@ Checkpoint Checkpoint::load(const std::string& out_dir, const std::string& kind,
   c.config = json::parse(get("config"));
   if (c.config != config) {
     // Resuming under different settings would silently train another model than the log says.
-    throw Error(path + ": the checkpoint was made with another configuration; resume with the same "
-                "settings (saved: " + c.config.dump() + ")");
+    throw Error(path +
+                ": the checkpoint was made with another configuration; resume with the same "
+                "settings (saved: " +
+                c.config.dump() + ")");
   }
   for (auto& [name, t] : r.all()) {
     if (name.rfind("param.", 0) == 0) {
@@ -312,8 +320,10 @@ std::string duration_text(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
   const int64_t t = int64_t(s + 0.5);
   std::ostringstream os;
-  if (t >= 3600) os << t / 3600 << "h" << std::setw(2) << std::setfill('0') << (t % 3600) / 60 << "m";
-  else os << t / 60 << "m" << std::setw(2) << std::setfill('0') << t % 60 << "s";
+  if (t >= 3600)
+    os << t / 3600 << "h" << std::setw(2) << std::setfill('0') << (t % 3600) / 60 << "m";
+  else
+    os << t / 60 << "m" << std::setw(2) << std::setfill('0') << t % 60 << "s";
   return os.str();
 }
 }  // namespace
@@ -330,9 +340,11 @@ void Progress::print(int64_t step, double loss, double lr, const std::string& ex
   *log_ << os.str() << std::endl;
 }
 
-// ---- the loop ------------------------------------------------------------------------------------
+// ---- the loop
+// ------------------------------------------------------------------------------------
 
-LoopSpec LoopSpec::from_config(const std::string& kind, const std::string& unit, const json& config) {
+LoopSpec LoopSpec::from_config(const std::string& kind, const std::string& unit,
+                               const json& config) {
   LoopSpec spec;
   spec.kind = kind;
   spec.unit = unit;
@@ -382,7 +394,8 @@ TrainResult run_loop(const TrainOptions& opts, Params& params, AdamW& opt, const
                  {"config", spec.config}});
   Progress progress(spec.kind, spec.unit, start, spec.steps, opts.log);
   const int64_t log_every = std::max<int64_t>(1, opts.log_every);
-  const int64_t ckpt_every = opts.checkpoint_every > 0 ? opts.checkpoint_every : spec.checkpoint_every;
+  const int64_t ckpt_every =
+      opts.checkpoint_every > 0 ? opts.checkpoint_every : spec.checkpoint_every;
   const int64_t eval_every = opts.eval_every > 0 ? opts.eval_every : spec.eval_every;
   auto save = [&](int64_t step) {
     Checkpoint ck;
@@ -479,7 +492,9 @@ at::Tensor row_tensor(const std::vector<int64_t>& rows, at::Device device) {
   return at::tensor(rows, at::TensorOptions().dtype(at::kLong)).to(device);
 }
 
-at::Device train_device(const TrainOptions& opts) { return model::parse_device(opts.device); }
+at::Device train_device(const TrainOptions& opts) {
+  return model::parse_device(opts.device);
+}
 
 std::string run_file(const std::string& out_dir, const std::string& name) {
   return (fs::path(out_dir) / name).string();

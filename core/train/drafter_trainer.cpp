@@ -25,18 +25,18 @@ json drafter_default_config() {
               {"beta2", 0.95},
               {"weight_decay", 0.0},
               {"grad_clip", 0.5},
-              {"p_weight", 0.1},        // SPEC_DECODING.md 2: SmoothL1 + 0.1 soft cross-entropy
-              {"feature_noise", 0.2},   // EAGLE: uniform noise of width 0.2 on input features
-              {"uncond_fraction", 0.2}, // rows in the null-caption stream (the head runs both)
-              {"self_samples", 0},      // target samples of training captions to train on
-              {"self_eval_samples", 0}, // further samples kept for evaluation only
-              {"self_fraction", 0.5},   // share of batch rows drawn from the samples
+              {"p_weight", 0.1},         // SPEC_DECODING.md 2: SmoothL1 + 0.1 soft cross-entropy
+              {"feature_noise", 0.2},    // EAGLE: uniform noise of width 0.2 on input features
+              {"uncond_fraction", 0.2},  // rows in the null-caption stream (the head runs both)
+              {"self_samples", 0},       // target samples of training captions to train on
+              {"self_eval_samples", 0},  // further samples kept for evaluation only
+              {"self_fraction", 0.5},    // share of batch rows drawn from the samples
               {"sample_cfg", 3.0},
               {"sample_temperature", 1.0},
               {"sample_batch", 16},
               {"eval_cfg", 3.0},
               {"eval_every", 500},
-              {"eval_images", 0},       // validation pictures for periodic evals (0: all)
+              {"eval_images", 0},  // validation pictures for periodic evals (0: all)
               {"checkpoint_every", 200}};
 }
 
@@ -50,8 +50,8 @@ constexpr uint64_t kRowStream = 21, kNullStream = 22, kNoiseStream = 23, kSample
 struct TargetRows {
   at::Tensor feats_in, tokens_in, feats_next, logits_next;
 };
-TargetRows target_rows(const model::Gpt& target, const at::Tensor& tokens, const at::Tensor& word_ids,
-                       const at::Tensor& null_rows) {
+TargetRows target_rows(const model::Gpt& target, const at::Tensor& tokens,
+                       const at::Tensor& word_ids, const at::Tensor& null_rows) {
   at::NoGradGuard no_grad;
   const int64_t C = target.config().cond_len, N = tokens.size(1);
   auto out = teacher_forced(target, tokens.to(target.device()), word_ids.to(target.device()),
@@ -70,12 +70,15 @@ at::Tensor head_positions(const model::Gpt& target, int64_t n) {
   return at::arange(n, at::TensorOptions().dtype(at::kLong)) + target.config().cond_len;
 }
 
-at::Tensor cfg_mix(const at::Tensor& c, const at::Tensor& u, double s) { return u + s * (c - u); }
+at::Tensor cfg_mix(const at::Tensor& c, const at::Tensor& u, double s) {
+  return u + s * (c - u);
+}
 
 }  // namespace
 
-json evaluate_drafter(const model::Gpt& target, const model::Drafter& head, const at::Tensor& tokens,
-                      const at::Tensor& word_ids, double cfg, int64_t batch) {
+json evaluate_drafter(const model::Gpt& target, const model::Drafter& head,
+                      const at::Tensor& tokens, const at::Tensor& word_ids, double cfg,
+                      int64_t batch) {
   at::NoGradGuard no_grad;
   const int64_t n = tokens.size(0);
   double top1 = 0, top3 = 0, mix1 = 0, mix3 = 0, acc = 0, rows = 0;
@@ -100,8 +103,12 @@ json evaluate_drafter(const model::Gpt& target, const model::Drafter& head, cons
     rows += double(cond.logits_next.size(0) * cond.logits_next.size(1));
   }
   rows = std::max(rows, 1.0);
-  return json{{"top1", top1 / rows},       {"top3", top3 / rows},   {"cfg_top1", mix1 / rows},
-              {"cfg_top3", mix3 / rows},   {"accept_t1", acc / rows}, {"images", n},
+  return json{{"top1", top1 / rows},
+              {"top3", top3 / rows},
+              {"cfg_top1", mix1 / rows},
+              {"cfg_top3", mix3 / rows},
+              {"accept_t1", acc / rows},
+              {"images", n},
               {"cfg", cfg}};
 }
 
@@ -137,7 +144,8 @@ at::Tensor sample_target(const model::Gpt& target, const at::Tensor& word_ids, d
   return out;
 }
 
-TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir, const TrainOptions& opts) {
+TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir,
+                          const TrainOptions& opts) {
   const std::string what = "train drafter";
   auto cfg = merge_config(drafter_default_config(), opts.config, what);
   if (opts.steps > 0) cfg["steps"] = opts.steps;
@@ -179,9 +187,12 @@ TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir, c
   const int64_t total_samples = self_n + self_eval_n;
   if (total_samples > 0) {
     const auto spath = run_file(opts.out, "samples.safetensors");
-    const json skey = {{"n", total_samples}, {"cfg", cfg["sample_cfg"]},
-                       {"temperature", cfg["sample_temperature"]}, {"seed", opts.seed},
-                       {"gpt", fs::absolute(gpt_dir).string()}, {"gpt_steps", run.run.value("steps", 0)}};
+    const json skey = {{"n", total_samples},
+                       {"cfg", cfg["sample_cfg"]},
+                       {"temperature", cfg["sample_temperature"]},
+                       {"seed", opts.seed},
+                       {"gpt", fs::absolute(gpt_dir).string()},
+                       {"gpt_steps", run.run.value("steps", 0)}};
     bool have = false;
     if (fs::exists(spath)) {
       io::SafetensorsReader r(spath);
@@ -195,13 +206,16 @@ TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir, c
     }
     if (!have) {
       auto gen = step_generator(opts.seed, 0, kSourceStream);
-      auto pick = at::randint(int64_t(train_rows.size()), {total_samples}, gen, at::TensorOptions().dtype(at::kLong));
-      auto rows = at::tensor(train_rows, at::TensorOptions().dtype(at::kLong)).index_select(0, pick);
+      auto pick = at::randint(int64_t(train_rows.size()), {total_samples}, gen,
+                              at::TensorOptions().dtype(at::kLong));
+      auto rows =
+          at::tensor(train_rows, at::TensorOptions().dtype(at::kLong)).index_select(0, pick);
       sample_ids = caps.ids.index_select(0, rows);
       log << "sampling " << total_samples << " images from the target (cfg " << cfg["sample_cfg"]
           << ", temperature " << cfg["sample_temperature"] << ")" << std::endl;
-      sample_tokens = sample_target(target, sample_ids, cfg["sample_cfg"], cfg["sample_temperature"],
-                                    opts.seed, cfg["sample_batch"], &log);
+      sample_tokens =
+          sample_target(target, sample_ids, cfg["sample_cfg"], cfg["sample_temperature"], opts.seed,
+                        cfg["sample_batch"], &log);
       io::write_safetensors(spath, {{"tokens", sample_tokens}, {"word_ids", sample_ids}},
                             {{"format", "adtree-samples"}, {"key", skey.dump()}});
     }
@@ -229,8 +243,8 @@ TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir, c
     log << "starting from the weights of " << opts.init_from << std::endl;
   }
   Params params = Params::from(init, device);
-  AdamW opt(params, {cfg["lr"].get<double>(), cfg["beta1"].get<double>(), cfg["beta2"].get<double>(),
-                     1e-8, cfg["weight_decay"].get<double>()});
+  AdamW opt(params, {cfg["lr"].get<double>(), cfg["beta1"].get<double>(),
+                     cfg["beta2"].get<double>(), 1e-8, cfg["weight_decay"].get<double>()});
   const model::Drafter head(target, params.tensors, /*inference=*/false);
   log << "draft head: " << params.count() << " parameters; target " << run.config.dim << "x"
       << run.config.n_layer << std::endl;
@@ -252,17 +266,21 @@ TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir, c
     if (self_n > 0 && self_fraction > 0) {
       auto sgen = step_generator(opts.seed, step, kRowStream);
       auto use = at::empty({batch}, at::kFloat).uniform_(0.0, 1.0, sgen).lt(self_fraction);
-      auto sidx = at::tensor(sample_order.rows_for_step(step), at::TensorOptions().dtype(at::kLong));
+      auto sidx =
+          at::tensor(sample_order.rows_for_step(step), at::TensorOptions().dtype(at::kLong));
       tok = at::where(use.view({batch, 1}), sample_tokens.index_select(0, sidx), tok);
       ids = at::where(use.view({batch, 1}), sample_ids.index_select(0, sidx), ids);
     }
     auto ngen = step_generator(opts.seed, step, kNullStream);
-    auto null_rows = at::empty({batch}, at::kFloat).uniform_(0.0, 1.0, ngen).lt(uncond_fraction).to(device);
+    auto null_rows =
+        at::empty({batch}, at::kFloat).uniform_(0.0, 1.0, ngen).lt(uncond_fraction).to(device);
     auto tr = target_rows(target, tok, ids, null_rows);
     auto feats = tr.feats_in;
     if (noise > 0) {
       auto fgen = step_generator(opts.seed, step, kNoiseStream);
-      feats = feats + (at::empty(feats.sizes(), at::kFloat).uniform_(0.0, 1.0, fgen) - 0.5).to(device) * noise;
+      feats =
+          feats +
+          (at::empty(feats.sizes(), at::kFloat).uniform_(0.0, 1.0, fgen) - 0.5).to(device) * noise;
     }
     auto out = head.forward(nullptr, feats, tr.tokens_in, head_positions(target, N - 1));
     auto vloss = at::smooth_l1_loss(out.hidden, tr.feats_next);
@@ -277,36 +295,38 @@ TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir, c
   const double eval_cfg = cfg["eval_cfg"];
   spec.eval_fn = [&](int64_t, bool final) {
     std::vector<int64_t> rows = val_rows;
-    if (!final && eval_images > 0 && int64_t(rows.size()) > eval_images) rows.resize(size_t(eval_images));
+    if (!final && eval_images > 0 && int64_t(rows.size()) > eval_images)
+      rows.resize(size_t(eval_images));
     auto idx = at::tensor(rows, at::TensorOptions().dtype(at::kLong));
     json m;
     m["validation"] = evaluate_drafter(target, head, run.tokens.index_select(0, idx),
                                        caps.ids.index_select(0, idx), eval_cfg);
     if (self_eval_n > 0) {
-      m["self_samples_heldout"] = evaluate_drafter(target, head, sample_tokens.narrow(0, self_n, self_eval_n),
-                                                   sample_ids.narrow(0, self_n, self_eval_n), eval_cfg);
+      m["self_samples_heldout"] =
+          evaluate_drafter(target, head, sample_tokens.narrow(0, self_n, self_eval_n),
+                           sample_ids.narrow(0, self_n, self_eval_n), eval_cfg);
     }
     return m;
   };
   spec.eval_text = [](const json& m) {
     char buf[96];
-    std::snprintf(buf, sizeof buf, "| val top1 %.3f top3 %.3f", m["validation"]["top1"].get<double>(),
-                  m["validation"]["top3"].get<double>());
+    std::snprintf(buf, sizeof buf, "| val top1 %.3f top3 %.3f",
+                  m["validation"]["top1"].get<double>(), m["validation"]["top3"].get<double>());
     return std::string(buf);
   };
 
   auto result = run_loop(opts, params, opt, spec);
   if (result.finished) {
-    io::write_safetensors(run_file(opts.out, "drafter.safetensors"), params.detached(),
-                          {{"format", "adtree"}, {"content", "EAGLE-1 draft head trained by adtree train drafter"}});
-    write_json_file(run_file(opts.out, "run.json"),
-                    {{"kind", "drafter"},
-                     {"config", cfg},
-                     {"params", params.count()},
-                     {"steps", steps},
-                     {"gpt_dir", fs::absolute(gpt_dir).string()},
-                     {"metrics", result.metrics},
-                     {"provenance", opts.provenance}});
+    io::write_safetensors(
+        run_file(opts.out, "drafter.safetensors"), params.detached(),
+        {{"format", "adtree"}, {"content", "EAGLE-1 draft head trained by adtree train drafter"}});
+    write_json_file(run_file(opts.out, "run.json"), {{"kind", "drafter"},
+                                                     {"config", cfg},
+                                                     {"params", params.count()},
+                                                     {"steps", steps},
+                                                     {"gpt_dir", fs::absolute(gpt_dir).string()},
+                                                     {"metrics", result.metrics},
+                                                     {"provenance", opts.provenance}});
   }
   return result;
 }

@@ -1,7 +1,7 @@
 // Draft head training (`adtree train drafter`): EAGLE-1 on a frozen target, loss =
-// SmoothL1(f_hat, f) + p_weight * soft-CE(target probs, draft log-probs), uniform noise on the input
-// features. Data: the target's teacher-forced features on the training pictures and, optionally,
-// on the target's own CFG samples of training captions (self-distillation: the token
+// SmoothL1(f_hat, f) + p_weight * soft-CE(target probs, draft log-probs), uniform noise on the
+// input features. Data: the target's teacher-forced features on the training pictures and,
+// optionally, on the target's own CFG samples of training captions (self-distillation: the token
 // distribution the head meets at inference), both in the cond and in the null-caption stream.
 #pragma once
 #include <nlohmann/json.hpp>
@@ -19,7 +19,8 @@ nlohmann::json drafter_default_config();
 
 // Trains a head for the GPT of `gpt_dir` (a finished `train gpt` run) and writes
 // <out>/drafter.safetensors and run.json (and samples.safetensors when self-distilling).
-TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir, const TrainOptions& opts);
+TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir,
+                          const TrainOptions& opts);
 
 // Draft accuracy under teacher forcing on `tokens` [n, N] with caption word ids [n, C]: top-1 and
 // top-3 (the target's argmax among the head's 1 / 3 best) in the cond stream and on CFG-mixed

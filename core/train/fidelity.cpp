@@ -51,7 +51,8 @@ FidelityResult prompt_fidelity(const model::ModelBundle& m, const io::Dataset& d
   auto word_ids = at::full({P, g.cond_len}, -1, at::TensorOptions().dtype(at::kLong));
   for (int64_t i = 0; i < P; ++i) {
     const auto& w = ids[size_t(i)];
-    for (size_t j = 0; j < w.size(); ++j) word_ids[i][g.cond_len - int64_t(w.size()) + int64_t(j)] = w[j];
+    for (size_t j = 0; j < w.size(); ++j)
+      word_ids[i][g.cond_len - int64_t(w.size()) + int64_t(j)] = w[j];
   }
   auto tokens = sample_target(*m.gpt, word_ids, o.cfg, o.temperature, o.seed, o.batch, log);
   at::NoGradGuard no_grad;
@@ -59,9 +60,12 @@ FidelityResult prompt_fidelity(const model::ModelBundle& m, const io::Dataset& d
 
   // Pixel space: squared L2 over all pixels against every training picture.
   auto train_idx = at::tensor(train_rows, at::TensorOptions().dtype(at::kLong));
-  auto train_px = data.images.index_select(0, train_idx).reshape({int64_t(train_rows.size()), -1}).to(at::kFloat);
+  auto train_px = data.images.index_select(0, train_idx)
+                      .reshape({int64_t(train_rows.size()), -1})
+                      .to(at::kFloat);
   auto gen_px = r.images.reshape({P, -1}).to(at::kFloat);
-  auto d_px = (gen_px.pow(2).sum(1, true) + train_px.pow(2).sum(1).unsqueeze(0) - 2.0 * at::mm(gen_px, train_px.t()));
+  auto d_px = (gen_px.pow(2).sum(1, true) + train_px.pow(2).sum(1).unsqueeze(0) -
+               2.0 * at::mm(gen_px, train_px.t()));
   // Code space: the number of cells whose code differs (needs the VQ encoder).
   at::Tensor d_tok;
   if (m.vq->has_encoder()) {
@@ -94,7 +98,8 @@ FidelityResult prompt_fidelity(const model::ModelBundle& m, const io::Dataset& d
            {"top5", double(hit5) / double(P)},
            {"emoji_top1", double(emoji1) / double(P)},
            {"emoji_top5", double(emoji5) / double(P)}};
-    if (keep_nearest) r.nearest = data.images.index_select(0, train_idx.index_select(0, top.select(1, 0)));
+    if (keep_nearest)
+      r.nearest = data.images.index_select(0, train_idx.index_select(0, top.select(1, 0)));
   };
   // Chance of an emoji-level top-1 hit: the share of training pictures showing the prompt's
   // emoji, averaged over the prompts.

@@ -318,7 +318,8 @@ TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir,
     if (token_noise > 0) {
       auto ngen = step_generator(opts.seed, step, kNoiseStream);
       auto hit = at::empty(tok.sizes(), at::kFloat).uniform_(0.0, 1.0, ngen).lt(token_noise);
-      auto random = at::randint(gcfg.vocab_size, tok.sizes(), ngen, at::TensorOptions().dtype(at::kLong));
+      auto random =
+          at::randint(gcfg.vocab_size, tok.sizes(), ngen, at::TensorOptions().dtype(at::kLong));
       input = at::where(hit.to(device), random.to(device), tok);
     }
     auto dgen = step_generator(opts.seed, step, kDropStream);

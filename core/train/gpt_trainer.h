@@ -32,8 +32,8 @@ struct GptRun {
   model::GptConfig config;
   model::TensorMap weights;  // fp32
   model::Vocabulary vocab;
-  at::Tensor tokens;         // [N, h*w] VQ codes of the dataset the GPT was trained on
-  nlohmann::json run;        // run.json
+  at::Tensor tokens;   // [N, h*w] VQ codes of the dataset the GPT was trained on
+  nlohmann::json run;  // run.json
 };
 GptRun load_gpt_run(const std::string& dir);
 

@@ -78,26 +78,29 @@ at::Tensor encode_rows(const model::VqModel& vq, const io::Dataset& data,
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> parts;
   for (size_t i = 0; i < rows.size(); i += size_t(batch)) {
-    std::vector<int64_t> r(rows.begin() + long(i), rows.begin() + long(std::min(rows.size(), i + size_t(batch))));
+    std::vector<int64_t> r(rows.begin() + long(i),
+                           rows.begin() + long(std::min(rows.size(), i + size_t(batch))));
     parts.push_back(vq.quantize(vq.encode(images_to_float(data, r, device_of(vq)))).cpu());
   }
   if (parts.empty()) return at::empty({0, 0}, at::TensorOptions().dtype(at::kLong));
   return at::cat(parts, 0);
 }
 
-json evaluate_vq(const model::VqModel& vq, const io::Dataset& data, const std::vector<int64_t>& rows,
-                 int64_t batch) {
+json evaluate_vq(const model::VqModel& vq, const io::Dataset& data,
+                 const std::vector<int64_t>& rows, int64_t batch) {
   at::NoGradGuard no_grad;
   const int64_t K = vq.config().codebook_size;
   auto counts = at::zeros({K}, at::TensorOptions().dtype(at::kDouble));
   double psnr_sum = 0.0, mse_sum = 0.0;
   int64_t n = 0;
   for (size_t i = 0; i < rows.size(); i += size_t(batch)) {
-    std::vector<int64_t> r(rows.begin() + long(i), rows.begin() + long(std::min(rows.size(), i + size_t(batch))));
+    std::vector<int64_t> r(rows.begin() + long(i),
+                           rows.begin() + long(std::min(rows.size(), i + size_t(batch))));
     auto x = images_to_float(data, r, device_of(vq));
     auto idx = vq.quantize(vq.encode(x)).cpu();
     const int64_t f = vq.config().downsample_factor();
-    auto rec = model::VqModel::to_bytes(vq.decode(idx, x.size(2) / f, x.size(3) / f)).to(at::kDouble);
+    auto rec =
+        model::VqModel::to_bytes(vq.decode(idx, x.size(2) / f, x.size(3) / f)).to(at::kDouble);
     auto orig = data.images.index_select(0, row_tensor(r)).to(at::kDouble);
     auto mse = (rec - orig).pow(2).mean({1, 2, 3});  // per image, 8-bit scale
     auto psnr = (255.0 * 255.0 / at::clamp_min(mse, 1e-10)).log10() * 10.0;
@@ -112,7 +115,8 @@ json evaluate_vq(const model::VqModel& vq, const io::Dataset& data, const std::v
   const int64_t used = counts.gt(0).sum().item<int64_t>();
   return json{{"images", n},
               {"psnr_db", n ? psnr_sum / double(n) : 0.0},
-              {"psnr_of_mean_mse_db", n ? 10.0 * std::log10(255.0 * 255.0 / std::max(mse_sum / double(n), 1e-10)) : 0.0},
+              {"psnr_of_mean_mse_db",
+               n ? 10.0 * std::log10(255.0 * 255.0 / std::max(mse_sum / double(n), 1e-10)) : 0.0},
               {"codes_used", used},
               {"codebook_size", K},
               {"usage_perplexity", std::exp(entropy)}};
@@ -123,7 +127,8 @@ at::Tensor reconstruction_pairs(const model::VqModel& vq, const io::Dataset& dat
   at::NoGradGuard no_grad;
   auto x = images_to_float(data, rows, device_of(vq));
   const int64_t f = vq.config().downsample_factor();
-  auto rec = model::VqModel::to_bytes(vq.decode(vq.quantize(vq.encode(x)), x.size(2) / f, x.size(3) / f));
+  auto rec =
+      model::VqModel::to_bytes(vq.decode(vq.quantize(vq.encode(x)), x.size(2) / f, x.size(3) / f));
   auto orig = data.images.index_select(0, row_tensor(rows));
   // Interleaved original, reconstruction, original, ... so pairs sit next to each other.
   return at::stack({orig, rec}, 1).reshape({-1, orig.size(1), orig.size(2), 3}).contiguous();
@@ -132,7 +137,8 @@ at::Tensor reconstruction_pairs(const model::VqModel& vq, const io::Dataset& dat
 model::VqModel load_vq(const std::string& dir) {
   const std::string weights = (fs::path(dir) / "vq.safetensors").string();
   if (!fs::exists(weights)) {
-    throw Error(dir + ": no vq.safetensors (give a finished 'adtree train vq' run folder or a model "
+    throw Error(dir +
+                ": no vq.safetensors (give a finished 'adtree train vq' run folder or a model "
                 "directory)");
   }
   model::VqConfig cfg;
@@ -164,8 +170,8 @@ TrainResult train_vq(const io::Dataset& data, const TrainOptions& opts) {
   data.validate(what);
   require(data.images.size(1) % f == 0 && data.images.size(2) % f == 0, what,
           "the pictures (" + std::to_string(data.images.size(1)) + "x" +
-              std::to_string(data.images.size(2)) + ") are not a multiple of the VQ's downsampling (" +
-              std::to_string(f) + ")");
+              std::to_string(data.images.size(2)) +
+              ") are not a multiple of the VQ's downsampling (" + std::to_string(f) + ")");
   const auto train_rows = split_rows(data, io::Split::Train, what);
   auto val_rows = data.indices(io::Split::Validation);
   if (val_rows.empty()) val_rows = train_rows;  // tiny test sets: evaluate on what there is
@@ -202,14 +208,18 @@ TrainResult train_vq(const io::Dataset& data, const TrainOptions& opts) {
       // Mirror images are as good tokenizer data as the originals (the VQ never sees captions).
       auto gen = step_generator(opts.seed, step, kFlipStream);
       // Drawn on the CPU from the step's generator, so every device sees the same flips.
-      auto flip = at::empty({B}, at::kFloat).bernoulli_(0.5, gen).to(device, at::kBool).view({B, 1, 1, 1});
+      auto flip =
+          at::empty({B}, at::kFloat).bernoulli_(0.5, gen).to(device, at::kBool).view({B, 1, 1, 1});
       x = at::where(flip, x.flip({3}), x);
     }
     auto z = vq.encode(x);  // [B, d, h, w]
     auto zn = l2_normalize(z, 1);
     auto idx = vq.quantize(z);  // nearest normalised code, no grad
     const int64_t h = z.size(2), w = z.size(3), d = z.size(1);
-    auto zq = vq.normalized_codebook().index_select(0, idx.reshape(-1)).view({B, h, w, d}).permute({0, 3, 1, 2});
+    auto zq = vq.normalized_codebook()
+                  .index_select(0, idx.reshape(-1))
+                  .view({B, h, w, d})
+                  .permute({0, 3, 1, 2});
     auto codebook_loss = at::mse_loss(zq, zn.detach());
     auto commit_loss = at::mse_loss(zn, zq.detach());
     auto z_st = zn + (zq - zn).detach();  // straight-through: decoder gradients reach the encoder
@@ -236,29 +246,35 @@ TrainResult train_vq(const io::Dataset& data, const TrainOptions& opts) {
     const int64_t n_dead = dead.numel();
     if (n_dead > 0 && done <= restart_until && last_latents.defined()) {
       auto gen = step_generator(opts.seed, step, kRestartStream);
-      auto pick = at::randint(last_latents.size(0), {n_dead}, gen, at::TensorOptions().dtype(at::kLong)).to(device);
-      auto noise = at::empty({n_dead, last_latents.size(1)}, at::kFloat).normal_(0.0, 0.01, gen).to(device);
+      auto pick =
+          at::randint(last_latents.size(0), {n_dead}, gen, at::TensorOptions().dtype(at::kLong))
+              .to(device);
+      auto noise =
+          at::empty({n_dead, last_latents.size(1)}, at::kFloat).normal_(0.0, 0.01, gen).to(device);
       auto fresh = l2_normalize(last_latents.index_select(0, pick) + noise, 1);
       auto& cb = params.tensors.at("quantize.embedding.weight");
       cb.detach().index_copy_(0, dead, fresh);
       opt.exp_avg("quantize.embedding.weight").index_fill_(0, dead, 0.0);
       opt.exp_avg_sq("quantize.embedding.weight").index_fill_(0, dead, 0.0);
     }
-    last_restart = {{"step", done}, {"dead_codes", n_dead}, {"restarted", done <= restart_until ? n_dead : 0}};
+    last_restart = {
+        {"step", done}, {"dead_codes", n_dead}, {"restarted", done <= restart_until ? n_dead : 0}};
     usage.zero_();
   };
   spec.save_extra = [&]() { return TensorMap{{"usage", usage.clone()}}; };
   spec.load_extra = [&](const TensorMap& extra) {
     auto it = extra.find("usage");
     if (it == extra.end() || it->second.sizes() != usage.sizes()) {
-      throw Error(Checkpoint::path_in(opts.out) + ": codebook usage state missing or of another size");
+      throw Error(Checkpoint::path_in(opts.out) +
+                  ": codebook usage state missing or of another size");
     }
     usage.copy_(it->second.to(device));
   };
   const int64_t eval_images = cfg["eval_images"];
   spec.eval_fn = [&](int64_t, bool final) {
     std::vector<int64_t> rows = val_rows;
-    if (!final && eval_images > 0 && int64_t(rows.size()) > eval_images) rows.resize(size_t(eval_images));
+    if (!final && eval_images > 0 && int64_t(rows.size()) > eval_images)
+      rows.resize(size_t(eval_images));
     auto m = evaluate_vq(vq, data, rows);
     m["last_restart"] = last_restart;
     if (final) {
@@ -281,8 +297,9 @@ TrainResult train_vq(const io::Dataset& data, const TrainOptions& opts) {
 
   auto result = run_loop(opts, params, opt, spec);
   if (result.finished) {
-    io::write_safetensors(run_file(opts.out, "vq.safetensors"), params.detached(),
-                          {{"format", "adtree"}, {"content", "VQ tokenizer trained by adtree train vq"}});
+    io::write_safetensors(
+        run_file(opts.out, "vq.safetensors"), params.detached(),
+        {{"format", "adtree"}, {"content", "VQ tokenizer trained by adtree train vq"}});
     write_json_file(run_file(opts.out, "run.json"),
                     {{"kind", "vq"},
                      {"config", cfg},

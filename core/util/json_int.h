@@ -25,8 +25,8 @@ T json_int(const nlohmann::json& v, const std::string& what) {
     ok = x >= int64_t(std::numeric_limits<T>::min()) && x <= int64_t(std::numeric_limits<T>::max());
   }
   if (!ok) {
-    throw Error("'" + what + "' must be an integer" +
-                (v.is_number_integer() ? " in range" : "") + ", got " + v.dump().substr(0, 40));
+    throw Error("'" + what + "' must be an integer" + (v.is_number_integer() ? " in range" : "") +
+                ", got " + v.dump().substr(0, 40));
   }
   return static_cast<T>(v.get<int64_t>());
 }

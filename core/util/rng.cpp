@@ -10,7 +10,9 @@ uint64_t splitmix64(uint64_t x) {
 }
 
 namespace {
-uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+uint64_t rotl(uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
 }  // namespace
 
 Rng::Rng(uint64_t seed) {
@@ -33,6 +35,8 @@ uint64_t Rng::next() {
   return result;
 }
 
-double Rng::uniform() { return double(next() >> 11) * 0x1.0p-53; }
+double Rng::uniform() {
+  return double(next() >> 11) * 0x1.0p-53;
+}
 
 }  // namespace adtree

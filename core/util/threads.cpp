@@ -31,6 +31,8 @@ void configure_threads(int intra_op) {
   g_intra = intra_op;
 }
 
-int intra_op_threads() { return g_intra > 0 ? g_intra : at::get_num_threads(); }
+int intra_op_threads() {
+  return g_intra > 0 ? g_intra : at::get_num_threads();
+}
 
 }  // namespace adtree

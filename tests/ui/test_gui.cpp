@@ -31,6 +31,7 @@
 #include "ui/heatmap_panel.h"
 #include "ui/image_view.h"
 #include "ui/main_window.h"
+#include "ui/presets.h"
 #include "ui/plot_panel.h"
 #include "ui/prompt_edit.h"
 #include "ui/settings_panel.h"
@@ -397,6 +398,37 @@ class GuiTest : public QObject {
     QCOMPARE(w2.methodBox()->currentData().toString(), QString("sjd"));
     QCOMPARE(w2.seedBox()->value(), 1234);
     QVERIFY(QSettings().value("model/recent").toStringList().contains(micro_));
+  }
+
+  // Edit > Presets: a named method + settings, applied later and after a restart, and deleted.
+  void presetsSaveApplyAndSurviveARestart() {
+    {
+      auto w = openWindow(micro_);
+      QVERIFY(w);
+      selectMethod(*w, "dynamic");
+      auto r = w->settingsPanel()->request("dynamic", false, 0);
+      r.sampling.temperature = 0.7;
+      r.method.dynamic_tree.width = 7;
+      w->settingsPanel()->setRequest(r);
+      w->savePreset("cool dynamic");
+      selectMethod(*w, "sjd");
+      auto other = w->settingsPanel()->request("sjd", false, 0);
+      other.sampling.temperature = 1.3;
+      w->settingsPanel()->setRequest(other);
+      QVERIFY(w->applyPreset("cool dynamic"));
+      QCOMPARE(w->methodBox()->currentData().toString(), QString("dynamic"));
+      const auto back = w->settingsPanel()->request("dynamic", false, 0);
+      QCOMPARE(back.sampling.temperature, 0.7);
+      QCOMPARE(back.method.dynamic_tree.width, int64_t(7));
+      QVERIFY(!w->applyPreset("no such preset"));
+      w->close();
+    }
+    MainWindow w2;
+    QVERIFY(adtree::ui::PresetStore().names().contains("cool dynamic"));
+    QVERIFY(w2.applyPreset("cool dynamic"));
+    QCOMPARE(w2.settingsPanel()->request("dynamic", false, 0).sampling.temperature, 0.7);
+    adtree::ui::PresetStore().remove("cool dynamic");
+    QVERIFY(!adtree::ui::PresetStore().names().contains("cool dynamic"));
   }
 };
 
