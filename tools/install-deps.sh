@@ -5,6 +5,7 @@ set -euo pipefail
 
 PKGS=(
   build-essential cmake ninja-build ccache pkg-config   # toolchain, fast rebuilds
+  clang-format                                          # the house style, checked in CI
   libtorch-dev                                          # tensors, models, training (CPU libtorch 1.13)
   libopenblas0-pthread                                  # fast BLAS behind Debian's libtorch
   nlohmann-json3-dev                                    # JSON: model.json, safetensors headers, stats
