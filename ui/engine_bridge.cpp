@@ -41,12 +41,6 @@ engine::JobId EngineBridge::submit(const QString& prompt, const decode::DecodeRe
 void EngineBridge::cancel(engine::JobId id) {
   engine_->cancel(id);
 }
-void EngineBridge::cancelAll() {
-  engine_->cancel_all();
-}
-bool EngineBridge::busy() const {
-  return engine_->busy();
-}
 
 void EngineBridge::shutdown() {
   engine_->shutdown();

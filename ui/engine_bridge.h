@@ -39,10 +39,8 @@ class EngineBridge : public QObject {
                  const QString& createRandom = {});
   engine::JobId submit(const QString& prompt, const decode::DecodeRequest& request);
   void cancel(engine::JobId id);
-  void cancelAll();
   // Stops the engine (cancel + join, about one decoding step); the bridge emits nothing afterwards.
   void shutdown();
-  bool busy() const;
 
   static QStringList availableDevices();
 

@@ -515,14 +515,6 @@ bool Engine::cancel(JobId id) {
   return false;
 }
 
-void Engine::cancel_all() {
-  std::lock_guard<std::mutex> lk(impl_->mu);
-  if (impl_->current_cancel) impl_->current_cancel->store(true);
-  for (auto& t : impl_->queue) {
-    if (!t.is_load) t.cancel->store(true);
-  }
-}
-
 void Engine::shutdown() {
   {
     std::lock_guard<std::mutex> lk(impl_->mu);
@@ -538,11 +530,6 @@ void Engine::shutdown() {
   }
   if (impl_->worker.joinable()) impl_->worker.join();
   impl_->previews->stop();
-}
-
-bool Engine::busy() const {
-  std::lock_guard<std::mutex> lk(impl_->mu);
-  return impl_->running || !impl_->queue.empty();
 }
 
 std::vector<std::string> Engine::available_devices() {

@@ -65,12 +65,9 @@ class Engine {
   // JobCancelled; a queued one ends with JobCancelled without starting. False if the id is unknown
   // or already finished.
   bool cancel(JobId id);
-  void cancel_all();
   // Cancels everything, waits for the worker to stop (within one decoding step). Events for the
   // cancelled jobs may still fire during the call, none after it. Idempotent.
   void shutdown();
-
-  bool busy() const;  // a job or load is running or queued
 
   // Devices this build and machine can load on: always "cpu", plus "cuda" where available.
   static std::vector<std::string> available_devices();
