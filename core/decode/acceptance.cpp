@@ -20,20 +20,6 @@ bool normalise(std::vector<double>& v) {
   for (double& x : v) x /= s;
   return true;
 }
-int64_t draw(const std::vector<double>& p, Rng& rng) {
-  double total = 0;
-  for (double x : p) total += x;
-  const double u = rng.uniform() * total;
-  double acc = 0;
-  int64_t last = 0;
-  for (size_t i = 0; i < p.size(); ++i) {
-    if (p[i] <= 0) continue;
-    acc += p[i];
-    last = int64_t(i);
-    if (u < acc) return int64_t(i);
-  }
-  return last;
-}
 }  // namespace
 
 AcceptResult verify_tree(const DraftTree& tree, const at::Tensor& p_all, ChildRule rule,
@@ -81,7 +67,7 @@ AcceptResult verify_tree(const DraftTree& tree, const at::Tensor& p_all, ChildRu
     }
     if (accepted < 0) {
       res.has_bonus = true;
-      res.bonus = draw(p, rng);
+      res.bonus = draw_index(p, rng);
       return res;
     }
     res.path.push_back(accepted);
