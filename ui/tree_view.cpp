@@ -249,7 +249,7 @@ void TreeView::buildTree(const decode::StepTrace& t, int gridW) {
                           : makeBox(scene_, label(v), size[v].width(), size[v].height(),
                                     kRejectFill, kRejectBorder, kRejectText, false, base);
         tip = tr("token %1, cell %2\ndepth %3, rank %4 (0 = the draft's best)\ndraft q = %5\n"
-                 "cumulative score (sum of log q) = %6\ntarget p = %7\n%8")
+                 "cumulative draft score = %6\ntarget p = %7\n%8")
                   .arg(nd.token)
                   .arg(cellName(cell, gridW))
                   .arg(nd.depth)

@@ -14,9 +14,10 @@ struct DraftNode {
   int64_t token = 0;
   int64_t parent = -1;  // -1 for the root
   int64_t depth = 0;    // 0 for the root
-  double score = 0;     // cumulative log q (dynamic trees rank by it)
-  float q = 1;          // draft probability of this token under its parent's distribution
-  int32_t rank = 0;     // position among its parent's children (0 = best)
+  double score =
+      0;        // cumulative score the dynamic tree ranks by (log q; ChildPicker says per rule)
+  float q = 1;  // draft probability of this token under its parent's distribution
+  int32_t rank = 0;  // position among its parent's children (0 = best)
 };
 
 struct DraftTree {

@@ -24,7 +24,7 @@ struct TraceNode {
   int64_t parent = -1;
   int32_t depth = 0;
   int32_t rank = 0;       // among its parent's children (0 = the draft's best)
-  float score = 0;        // cumulative log q (what dynamic trees rank by)
+  float score = 0;        // cumulative draft score (what dynamic trees rank by; per rule)
   float q = 1;            // draft probability under the parent's draft distribution
   float p = 0;            // target probability of this token at its parent (what verify saw)
   bool accepted = false;  // on the accepted path (the root counts as accepted)
