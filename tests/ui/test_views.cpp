@@ -238,7 +238,7 @@ class ViewsTest : public QObject {
     QVERIFY2(rej.contains("depth 2, rank 1"), qPrintable(rej));
     QVERIFY2(rej.contains("draft q = 0.25"), qPrintable(rej));
     QVERIFY2(rej.contains("target p = 0.0625"), qPrintable(rej));
-    QVERIFY2(rej.contains("score (sum of log q) = -1.5"), qPrintable(rej));
+    QVERIFY2(rej.contains("cumulative draft score = -1.5"), qPrintable(rej));
     QVERIFY2(rej.contains("rejected"), qPrintable(rej));
     const QString acc = v.nodeToolTip(1);  // 101: q 0.5, p 0.75
     QVERIFY2(acc.contains("draft q = 0.5\n"), qPrintable(acc));
