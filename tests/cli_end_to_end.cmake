@@ -72,6 +72,26 @@ foreach(method static dynamic adt sjd pathspec)
     message(FATAL_ERROR "coupled ${method} tokens at T = 1 differ from AR:\n${t1_${method}}\n${t1_ar}")
   endif()
 endforeach()
+# Settings inside the PNG: --from-png makes the same picture again; --no-metadata leaves them out;
+# a tool the project did not write reads them (ImageMagick, when installed).
+run_ok(${ADTREE} generate --from-png ${WORK}/t1-adt.png --out ${WORK}/again.png
+       --stats ${WORK}/again.json --quiet)
+file(READ "${WORK}/again.json" js)
+string(JSON again_tokens GET "${js}" tokens)
+string(JSON again_method GET "${js}" settings method)
+if(NOT again_tokens STREQUAL t1_adt OR NOT again_method STREQUAL "adt")
+  message(FATAL_ERROR "--from-png did not make the same picture (${again_method})")
+endif()
+find_program(IDENTIFY identify)
+if(IDENTIFY)
+  execute_process(COMMAND ${IDENTIFY} -verbose ${WORK}/t1-adt.png OUTPUT_VARIABLE id_out)
+  if(NOT id_out MATCHES "adtree-settings: {\"app\":\"adtree")
+    message(FATAL_ERROR "identify -verbose does not show the PNG's adtree-settings")
+  endif()
+endif()
+run_ok(${ADTREE} generate --model ${WORK}/model --prompt cat --out ${WORK}/plain.png --no-metadata --quiet)
+run_fails("carries no adtree settings" ${ADTREE} generate --from-png ${WORK}/plain.png --out ${WORK}/x.png)
+run_fails("cannot read the PNG" ${ADTREE} generate --from-png ${WORK}/none.png --out ${WORK}/x.png)
 # --trace: every step's tree and distributions go into the statistics (what the studio opens).
 run_ok(${ADTREE} generate --model ${WORK}/model --prompt "a red cat" --seed 1 --method adt
        --out ${WORK}/traced.png --stats ${WORK}/traced.json --trace --quiet)

@@ -14,6 +14,7 @@ PKGS=(
   qt6-base-dev libqcustomplot-dev                       # the desktop GUI and its plots
   qt6-svg-dev                                           # tree view export as SVG (QSvgGenerator)
   xvfb xauth                                            # headless GUI tests and screenshots
+  imagemagick                                           # screenshots; a tool we did not write reads PNG settings (test)
   help2man dpkg-dev                                     # man pages from --help; the .deb (shlibdeps)
   appstream desktop-file-utils                          # validate the metainfo and desktop entry
   nodejs npm                                            # `npm pack` fetches the emoji training data

@@ -2,7 +2,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "commands.h"
 #include "decode/run.h"
@@ -12,6 +14,7 @@
 #include "util/threads.h"
 #ifdef ADTREE_HAVE_IMAGING
 #include "imaging/image_io.h"
+#include "imaging/png_text.h"
 #endif
 
 namespace adtree::cli {
@@ -35,8 +38,10 @@ void add_sampling_options(Args& a) {
       .option("top-p", "P", "nucleus sampling mass in (0, 1]");
 }
 
-model::ModelBundle load_model(const Args& a, bool load_vq) {
-  std::string dir = a.given("model") ? a.str("model") : default_model_dir();
+model::ModelBundle load_model(const Args& a, bool load_vq, const std::string& fallback_dir) {
+  std::string dir = a.given("model")        ? a.str("model")
+                    : !fallback_dir.empty() ? fallback_dir
+                                            : default_model_dir();
   if (dir.empty()) {
     throw Error(
         "no model given and no shipped model found: pass --model DIR (make one with "
@@ -60,6 +65,47 @@ decode::SamplingParams sampling_from(const Args& a, const model::ModelBundle& m)
   return p;
 }
 
+namespace {
+// What a PNG of this program carries in its "adtree-settings" text chunk: enough to make the same
+// picture again with `--from-png` (README, "Using the CLI").
+nlohmann::json png_settings(const model::ModelBundle& m, const std::string& prompt,
+                            const decode::DecodeRequest& req, const decode::DecodeResult& res) {
+  return {{"app", "adtree 0.1.0"},
+          {"model", {{"name", m.manifest.name}, {"dir", m.dir}}},
+          {"prompt", prompt},
+          {"seed", req.seed},
+          {"method_settings", req.method.to_json()},
+          {"sampling", req.sampling.to_json()},
+          {"verify", res.stats.settings.value("verify", std::string())}};
+}
+
+nlohmann::json settings_from_png(const std::string& path) {
+#ifdef ADTREE_HAVE_IMAGING
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path + ": cannot read the PNG (missing or unreadable)");
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::optional<std::string> text;
+  try {
+    text = imaging::png_text(bytes, imaging::kSettingsKeyword);
+  } catch (const Error& e) {
+    throw Error(path + ": " + e.what());
+  }
+  if (!text) {
+    throw Error(path +
+                ": this PNG carries no adtree settings (written with --no-metadata, or by "
+                "another program)");
+  }
+  try {
+    return nlohmann::json::parse(*text);
+  } catch (const nlohmann::json::exception&) {
+    throw Error(path + ": its adtree settings are not valid JSON");
+  }
+#else
+  throw Error(path + ": this build has no image support (OpenCV was not found at build time)");
+#endif
+}
+}  // namespace
+
 int cmd_generate(int argc, char** argv) {
   Args a("generate", "Generate one image from a prompt (or class) and write it as PNG.");
   add_model_options(a);
@@ -76,25 +122,47 @@ int cmd_generate(int argc, char** argv) {
       .flag("trace",
             "also record every step's draft tree, verification and target distributions in the "
             "--stats file (the studio opens it with File > Open Run)")
-      .flag("quiet", "print nothing but errors");
+      .flag("quiet", "print nothing but errors")
+      .option("from-png", "FILE",
+              "take the prompt, seed, method and sampling settings from a PNG this program or the "
+              "studio wrote (--prompt and --seed, when given, still win)")
+      .flag("no-metadata", "do not write the generation settings into the PNG");
   if (!a.parse(argc, argv)) return 0;
   if (a.flag_set("trace") && !a.given("stats"))
     throw Error("--trace needs --stats FILE to write to");
-  const std::string prompt = a.given("class") ? a.str("class") : a.str("prompt");
+  const auto from =
+      a.given("from-png") ? std::optional(settings_from_png(a.str("from-png"))) : std::nullopt;
+  std::string prompt = a.given("class") ? a.str("class") : a.str("prompt");
+  if (prompt.empty() && from) prompt = from->value("prompt", std::string());
   if (prompt.empty()) throw Error("give a prompt with --prompt TEXT (or --class for c2i models)");
   const int64_t scale = a.integer("scale");
   if (scale < 1 || scale > 64) throw Error("--scale must be in 1..64");
-  const auto seed = uint64_t(a.integer("seed"));
+  const auto seed =
+      from && !a.given("seed") ? from->value("seed", uint64_t(0)) : uint64_t(a.integer("seed"));
 #ifndef ADTREE_HAVE_IMAGING
   throw Error("this build has no image output (OpenCV was not found at build time)");
 #endif
 
   decode::DecodeRequest req;
-  req.method = method_from(a, a.str("method"));
+  req.method = from ? decode::MethodSettings::from_json(
+                          from->value("method_settings", nlohmann::json::object()))
+                    : method_from(a, a.str("method"));
   req.seed = seed;
   req.trace.enabled = a.flag_set("trace");
-  auto m = load_model(a);
-  req.sampling = sampling_from(a, m);
+  // --from-png without --model: the model the PNG was made with, where it still is.
+  std::string png_model;
+  if (from && from->contains("model") && (*from)["model"].is_object()) {
+    png_model = (*from)["model"].value("dir", std::string());
+    if (!png_model.empty() && !std::filesystem::is_directory(png_model)) {
+      std::cerr << "adtree generate: the PNG's model " << png_model
+                << " is not here; using the default model\n";
+      png_model.clear();
+    }
+  }
+  auto m = load_model(a, true, png_model);
+  req.sampling = from ? decode::SamplingParams::from_json(from->value("sampling", nlohmann::json()),
+                                                          decode::SamplingParams{})
+                      : sampling_from(a, m);
   auto cond = model::make_condition(*m.gpt, m.vocab, prompt, req.sampling.uses_cfg());
   auto res = decode::run_decode(m, cond, req);
   res.stats.settings["prompt"] = prompt;
@@ -107,7 +175,11 @@ int cmd_generate(int argc, char** argv) {
   auto idx = at::tensor(res.tokens, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);
   auto img = model::VqModel::to_bytes(m.vq->decode(idx.to(m.gpt->device()), g.grid_h, g.grid_w))[0];
 #ifdef ADTREE_HAVE_IMAGING
-  imaging::write_image(a.str("out"), imaging::upscale_nearest(img, int(scale)));
+  const std::string settings =
+      a.flag_set("no-metadata")
+          ? std::string()
+          : png_settings(m, prompt, req, res).dump(-1, ' ', /*ensure_ascii=*/true);
+  imaging::write_image(a.str("out"), imaging::upscale_nearest(img, int(scale)), settings);
 #endif
   if (a.given("stats")) {
     auto j = res.stats.to_json();

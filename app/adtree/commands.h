@@ -25,7 +25,9 @@ void add_sampling_options(Args& a);  // --cfg --cfg-interval --temperature --top
 // --method and every tree / ADT / LANTERN setting (list: --method takes a comma list).
 void add_method_options(Args& a, bool list = false);
 decode::MethodSettings method_from(const Args& a, const std::string& method);
-model::ModelBundle load_model(const Args& a, bool load_vq = true);
+// The model of --model, else `fallback_dir` when not empty, else the default model.
+model::ModelBundle load_model(const Args& a, bool load_vq = true,
+                              const std::string& fallback_dir = {});
 // The model's defaults (model.json "sampling"), overridden by the options given.
 decode::SamplingParams sampling_from(const Args& a, const model::ModelBundle& m);
 // $ADTREE_MODEL, else the shipped model in the source tree or the install prefix.

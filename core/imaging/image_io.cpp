@@ -1,10 +1,13 @@
 #include "imaging/image_io.h"
 
+#include <cctype>
+
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <string>
 #include <vector>
 
+#include "imaging/png_text.h"
 #include "io/file_write.h"
 #include "util/error.h"
 
@@ -19,7 +22,7 @@ at::Tensor check_rgb(const at::Tensor& rgb) {
 }
 }  // namespace
 
-void write_image(const std::string& path, const at::Tensor& rgb_in) {
+void write_image(const std::string& path, const at::Tensor& rgb_in, const std::string& settings) {
   auto rgb = check_rgb(rgb_in);
   cv::Mat view(int(rgb.size(0)), int(rgb.size(1)), CV_8UC3, rgb.data_ptr<uint8_t>());
   cv::Mat bgr;
@@ -38,7 +41,11 @@ void write_image(const std::string& path, const at::Tensor& rgb_in) {
     throw Error(path + ": cannot write the image: unsupported format '" + path.substr(dot) + "'");
   }
   if (!ok) throw Error(path + ": cannot encode the image as '" + path.substr(dot) + "'");
-  io::write_file(path, std::string(bytes.begin(), bytes.end()), "the image");
+  std::string file(bytes.begin(), bytes.end());
+  std::string ext = path.substr(dot);
+  for (auto& ch : ext) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+  if (!settings.empty() && ext == ".png") file = png_with_text(file, kSettingsKeyword, settings);
+  io::write_file(path, file, "the image");
 }
 
 at::Tensor read_image(const std::string& path) {

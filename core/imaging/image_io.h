@@ -8,7 +8,9 @@ namespace adtree::imaging {
 
 // Writes uint8 RGB [H, W, 3] (CPU or not) as PNG/JPEG by extension; throws adtree::Error on
 // failure.
-void write_image(const std::string& path, const at::Tensor& rgb);
+// `settings` (optional): JSON of how the image was made, kept in a PNG text chunk
+// (png_text.h, keyword "adtree-settings"); ignored for other formats.
+void write_image(const std::string& path, const at::Tensor& rgb, const std::string& settings = {});
 // Reads any OpenCV-readable image as uint8 RGB [H, W, 3]; alpha is composited onto white.
 at::Tensor read_image(const std::string& path);
 // Nearest-neighbour upscaling by an integer factor (crisp pixels for small images).
