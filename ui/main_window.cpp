@@ -58,6 +58,11 @@
 namespace adtree::ui {
 
 namespace {
+// The PNG text key of the generation settings (the CLI's imaging::kSettingsKeyword).
+const QString kPngSettingsKey = QStringLiteral("adtree-settings");
+}  // namespace
+
+namespace {
 
 // The image repaints at ~30 frames per second; the maps and plots (nine QCustomPlot replots, ~6 ms
 // together) five times a second: live enough to watch, and the GUI thread stays under ~10% of a
@@ -367,6 +372,11 @@ void MainWindow::createActions() {
   act_copy_image_ = edit->addAction(tr("&Copy Image"), this, [this] { copyImage(); });
   act_copy_image_->setShortcut(QKeySequence::Copy);  // a focused text field keeps Ctrl+C for text
   act_copy_image_->setToolTip(tr("Copy the picture, upscaled 4x with crisp pixels"));
+  act_png_settings_ = edit->addAction(tr("Write Settings into &Exported PNGs"));
+  act_png_settings_->setCheckable(true);
+  act_png_settings_->setToolTip(
+      tr("Keep the prompt, seed and every setting inside exported "
+         "pictures; drop such a picture on the window to restore them"));
   edit->addSeparator();
   edit->addAction(tr("Save Settings as &Preset…"), this, [this] {
     bool ok = false;
@@ -501,6 +511,7 @@ void MainWindow::loadSettings() {
   if (idx >= 0) method_->setCurrentIndex(idx);
   lantern_->setChecked(s.value("run/lantern", false).toBool());
   act_trace_->setChecked(s.value("run/trace", true).toBool());
+  act_png_settings_->setChecked(s.value("export/pngSettings", true).toBool());
   settings_->restoreState(s.value("run/settings").toString());
   device_ = s.value("model/device", "cpu").toString();
   dtype_ = s.value("model/dtype", "fp32").toString();
@@ -527,6 +538,7 @@ void MainWindow::saveSettings() const {
   s.setValue("run/method", method_->currentData().toString());
   s.setValue("run/lantern", lantern_->isChecked());
   s.setValue("run/trace", act_trace_->isChecked());
+  s.setValue("export/pngSettings", act_png_settings_->isChecked());
   s.setValue("run/settings", settings_->saveState());
   s.setValue("model/device", device_);
   s.setValue("model/dtype", dtype_);
@@ -1189,8 +1201,21 @@ bool MainWindow::copyImage() {
 bool MainWindow::exportImage(const QString& path, int scale) {
   if (last_image_.isNull()) return false;
   scale = std::clamp(scale, 1, 64);
-  const QImage big =
+  QImage big =
       last_image_.scaled(last_image_.size() * scale, Qt::IgnoreAspectRatio, Qt::FastTransformation);
+  // How it was made, in the PNG's text chunk "adtree-settings" (the CLI writes the same key).
+  const RunRecord* r = shownRecord();
+  if (r && act_png_settings_->isChecked()) {
+    const nlohmann::json j = {
+        {"app", "adtree-studio 0.1.0"},
+        {"model", {{"dir", r->model.toStdString()}}},
+        {"prompt", r->prompt.toStdString()},
+        {"seed", r->seed},
+        {"method_settings", r->stats.settings.value("method_settings", nlohmann::json::object())},
+        {"sampling", r->stats.settings.value("sampling", nlohmann::json::object())},
+        {"verify", r->stats.settings.value("verify", std::string())}};
+    big.setText(kPngSettingsKey, QString::fromStdString(j.dump(-1, ' ', /*ensure_ascii=*/true)));
+  }
   if (!big.save(path, "PNG")) {
     showError(tr("Could not save"), tr("Could not write %1.").arg(path.toHtmlEscaped()));
     return false;
@@ -1314,7 +1339,7 @@ void MainWindow::openCompare() {
   c->activateWindow();
 }
 
-// Drag and drop: a model directory or a run file from the file manager.
+// Drag and drop: a model directory, a run file or an exported PNG from the file manager.
 void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
   const auto urls = e->mimeData()->urls();
   if (urls.size() == 1 && urls.first().isLocalFile()) e->acceptProposedAction();
@@ -1333,10 +1358,51 @@ bool MainWindow::openDropped(const QString& path) {
     openModel(fi.absoluteFilePath());
     return true;
   }
+  if (fi.isFile() && fi.suffix().compare("png", Qt::CaseInsensitive) == 0) {
+    return restoreFromPng(fi.absoluteFilePath());
+  }
   if (fi.isFile()) return openRunFile(fi.absoluteFilePath());
   showError(tr("Nothing to open"),
             tr("%1 is neither a model directory nor a run file.").arg(path.toHtmlEscaped()));
   return false;
+}
+
+bool MainWindow::restoreFromPng(const QString& path) {
+  const QString text = QImage(path).text(kPngSettingsKey);
+  nlohmann::json j;
+  try {
+    if (!text.isEmpty()) j = nlohmann::json::parse(text.toStdString());
+  } catch (const nlohmann::json::exception&) {
+  }
+  const int idx = j.is_object() ? method_->findData(QString::fromStdString(
+                                      j.value("method_settings", nlohmann::json::object())
+                                          .value("method", std::string())))
+                                : -1;
+  if (idx < 0) {
+    showError(tr("No settings in this picture"),
+              tr("%1 carries no ADT-Tree Studio settings (saved without them, or by another "
+                 "program).")
+                  .arg(path.toHtmlEscaped()));
+    return false;
+  }
+  decode::DecodeRequest r;
+  try {
+    r.method = decode::MethodSettings::from_json(j["method_settings"]);
+    r.sampling =
+        decode::SamplingParams::from_json(j.value("sampling", nlohmann::json()), r.sampling);
+  } catch (const std::exception& e) {
+    showError(tr("Unreadable settings"), tr("The settings in %1 cannot be read.").arg(path),
+              e.what());
+    return false;
+  }
+  method_->setCurrentIndex(idx);
+  lantern_->setChecked(r.method.acceptance == decode::Acceptance::Lantern && lantern_->isEnabled());
+  settings_->setRequest(r);
+  prompt_->setText(QString::fromStdString(j.value("prompt", std::string())));
+  random_seed_->setChecked(false);
+  seed_->setValue(int(j.value("seed", uint64_t(0))));
+  statusBar()->showMessage(tr("Restored the settings of %1").arg(QFileInfo(path).fileName()), 5000);
+  return true;
 }
 
 void MainWindow::showEvent(QShowEvent* e) {

@@ -83,6 +83,7 @@ class MainWindow : public QMainWindow {
   HistogramPanel* histogramPanel() const { return histograms_; }
   CompareWindow* compareWindow();  // created on first use
   QAction* traceAction() const { return act_trace_; }
+  QAction* pngSettingsAction() const { return act_png_settings_; }
 
   // The session's finished (or opened) runs, oldest first, and the one on screen (null = none).
   const QVector<RunRecord>& history() const { return history_; }
@@ -102,6 +103,8 @@ class MainWindow : public QMainWindow {
   // Edit > Presets: the method, LANTERN switch and settings under a name (ui/presets.h).
   void savePreset(const QString& name);
   bool applyPreset(const QString& name);  // false (and a status message) if it cannot be read
+  // A PNG exported with its settings (dropped on the window): prompt, seed, method, settings.
+  bool restoreFromPng(const QString& path);
   bool exportMaps(const QString& dir, const QString& prefix);
   bool exportStatsJson(const QString& path);
   bool exportStatsCsv(const QString& path);
@@ -223,6 +226,7 @@ class MainWindow : public QMainWindow {
   QAction* act_cancel_ = nullptr;
   QAction* act_save_image_ = nullptr;
   QAction* act_copy_image_ = nullptr;
+  QAction* act_png_settings_ = nullptr;
   QAction* act_save_stats_ = nullptr;
   QAction* act_save_csv_ = nullptr;
   QAction* act_save_maps_ = nullptr;

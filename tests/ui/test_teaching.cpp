@@ -271,6 +271,28 @@ class TeachingTest : public QObject {
     QVERIFY(w->exportImage(out.filePath("img.png"), 4));
     QImage img(out.filePath("img.png"));
     QCOMPARE(img.size(), w->imageView()->image().size() * 4);
+    // The exported PNG carries its settings; dropping it restores prompt, seed, method and
+    // settings, and the same seed then makes the same picture.
+    QVERIFY(img.text("adtree-settings").contains("method_settings"));
+    const QVector<qint64> made = w->run().tokens();
+    w->promptEdit()->setText("a blue");
+    w->seedBox()->setValue(w->seedBox()->value() + 1);
+    w->methodBox()->setCurrentIndex(w->methodBox()->findData("ar"));
+    QVERIFY(w->openDropped(out.filePath("img.png")));
+    QCOMPARE(w->methodBox()->currentData().toString(), QString("adt"));
+    QSignalSpy again(w.get(), &adtree::ui::MainWindow::generationFinished);
+    w->generate();
+    QVERIFY(again.wait(kRunMs));
+    QCOMPARE(w->run().tokens(), made);
+    // The switch off: no settings in the file, and dropping it says so instead of guessing.
+    w->pngSettingsAction()->setChecked(false);
+    QVERIFY(w->exportImage(out.filePath("plain.png"), 1));
+    QVERIFY(QImage(out.filePath("plain.png")).text("adtree-settings").isEmpty());
+    QVERIFY(!w->openDropped(out.filePath("plain.png")));
+    auto* box = visibleErrorDialog(w.get());
+    QVERIFY(box && box->text().contains("carries no ADT-Tree Studio settings"));
+    closeErrorDialogs(w.get());
+    w->pngSettingsAction()->setChecked(true);
     // Ctrl+C on the picture (Edit > Copy Image) puts it on the clipboard, 4x with crisp pixels.
     QGuiApplication::clipboard()->clear();
     w->imageView()->setFocus();
