@@ -234,9 +234,11 @@ TEST_F(EngineTest, EventOrderOfAFinishedJob) {
   EXPECT_EQ(fin.image.pixels.size(), 64u * 64u * 3u);
   EXPECT_EQ(fin.image.pixels, last_preview.image.pixels);
   EXPECT_EQ(fin.summary.tokens, 256);
-  auto j = nlohmann::json::parse(fin.stats_json);
-  EXPECT_EQ(j["tokens"].size(), 256u);
-  EXPECT_EQ(j["settings"]["prompt"], "a red cat");
+  ASSERT_TRUE(fin.stats);
+  EXPECT_EQ(fin.tokens.size(), 256u);
+  EXPECT_EQ(fin.stats->settings["prompt"], "a red cat");
+  EXPECT_EQ(fin.stats->summary.tokens, 256);
+  EXPECT_EQ(fin.stats->steps.size(), size_t(fin.summary.steps));
   // Previews only ever grow and are masked by valid_cells.
   int64_t valid = 0;
   for (const auto& x : ev) {

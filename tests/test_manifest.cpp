@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "io/file_hash.h"
 #include "io/safetensors.h"
 #include "model/model_dir.h"
 #include "model/random_model.h"
@@ -49,6 +50,34 @@ TEST(ModelDir, RandomModelLoadsAndGenerates) {
   EXPECT_EQ(m.vocab.size(), m.gpt_config.num_words);
   auto cond = make_condition(*m.gpt, m.vocab, "a red cat", true);
   EXPECT_EQ(cond.batch(), 2);
+}
+
+// The digest against Python's hashlib over the same bytes (name, size, content per file):
+// hashlib.sha256(b"a.bin\n3\nabc"), and with an empty b.bin after it.
+TEST(FileHash, MatchesAnIndependentSha256AndSkipsMissingFiles) {
+  if (!adtree::io::have_sha256()) GTEST_SKIP() << "built without libcrypto";
+  const fs::path d = fs::path(::testing::TempDir()) / "adtree_file_hash";
+  fs::remove_all(d);
+  fs::create_directories(d);
+  std::ofstream(d / "a.bin", std::ios::binary) << "abc";
+  const std::string a = (d / "a.bin").string(), b = (d / "b.bin").string();
+  EXPECT_EQ(adtree::io::sha256_files({a, b}),
+            "sha256:d8677926c05b64fffa6311f59ac357a0a262c2296b2150de754c82b85e5d1602");
+  std::ofstream(d / "b.bin", std::ios::binary).flush();
+  EXPECT_EQ(adtree::io::sha256_files({a, b}),
+            "sha256:aeeda71918e6b9dbbf20a2177af40136820b0536d93d5b89428b028821d7b404");
+}
+
+TEST(ModelDir, HashNamesTheWeights) {
+  if (!adtree::io::have_sha256()) GTEST_SKIP() << "built without libcrypto";
+  auto dir = make_model("hash");
+  const auto h = load_model_dir(dir).hash;
+  EXPECT_EQ(h.size(), 7u + 64u);
+  EXPECT_EQ(load_model_dir(dir).hash, h);  // the same files, the same hash
+  auto m = read_json(dir + "/model.json");
+  m["description"] = "retrained";
+  write_json(dir + "/model.json", m);
+  EXPECT_NE(load_model_dir(dir).hash, h);
 }
 
 TEST(ModelDir, ListsEveryTensorMismatchInOneError) {

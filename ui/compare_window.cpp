@@ -15,6 +15,7 @@
 #include "ui/colormap.h"
 #include "ui/engine_bridge.h"
 #include "ui/heatmap_panel.h"
+#include "ui/image_convert.h"
 #include "ui/image_view.h"
 #include "ui/method_names.h"
 #include "ui/qcp.h"
@@ -278,9 +279,7 @@ void CompareWindow::onSteps(const std::vector<engine::JobStep>& steps) {
 void CompareWindow::onPreview(const engine::JobPreview& p) {
   const int s = sideOf(p.job);
   if (s < 0 || p.image.empty()) return;
-  const auto& im = p.image;
-  QImage img(im.pixels.data(), im.width, im.height, im.width * 3, QImage::Format_RGB888);
-  image_[s]->setPreview(img.copy(), int(p.valid_cells));
+  image_[s]->setPreview(toQImage(p.image), int(p.valid_cells));
   image_[s]->refresh();
 }
 
@@ -327,9 +326,9 @@ void CompareWindow::showResult(int s) {
   maps_[s]->refresh(run_[s]);
   summary_[s]->setText(tr("<b>%1</b>: %2 · %3 tokens, %4 steps, %5 target forwards")
                            .arg(kSideName[s], r.summaryLine().toHtmlEscaped())
-                           .arg(r.stats.summary.tokens)
-                           .arg(r.stats.summary.steps)
-                           .arg(r.stats.summary.target_forwards));
+                           .arg(r.stats->summary.tokens)
+                           .arg(r.stats->summary.steps)
+                           .arg(r.stats->summary.target_forwards));
 }
 
 void CompareWindow::showRecords(const RunRecord& a, const RunRecord& b) {
@@ -338,7 +337,7 @@ void CompareWindow::showRecords(const RunRecord& a, const RunRecord& b) {
   for (int s = 0; s < 2; ++s) {
     result_[s] = *rec[s];
     const auto& r = *rec[s];
-    run_[s].restore(r.stats, r.tokens, r.elapsedMs, {});
+    run_[s].restore(*r.stats, r.tokens, r.elapsedMs, {});
     image_[s]->startRun(r.gridH(), r.gridW(), r.image.isNull() ? r.gridH() : r.image.height(),
                         r.image.isNull() ? r.gridW() : r.image.width());
     setSide(s, r.method, r.label.contains("lantern"));
@@ -365,8 +364,8 @@ void CompareWindow::updateComparison() {
                       .arg(a.elapsedMs / 1000.0, 0, 'f', 2)
                       .arg(b.elapsedMs / 1000.0, 0, 'f', 2)
                       .arg(ratio, 0, 'f', 2)
-                      .arg(a.stats.summary.tau, 0, 'f', 2)
-                      .arg(b.stats.summary.tau, 0, 'f', 2));
+                      .arg(a.stats->summary.tau, 0, 'f', 2)
+                      .arg(b.stats->summary.tau, 0, 'f', 2));
   if (a.gridH() != b.gridH() || a.gridW() != b.gridW()) {
     identity_->setText(tr("The two runs have different grids: tokens cannot be compared."));
     diff_plot_->replot();
@@ -392,8 +391,8 @@ void CompareWindow::updateComparison() {
   const bool same_run = a.lossless() && b.lossless() && a.prompt == b.prompt && a.seed == b.seed;
   const bool greedy = a.greedy() && b.greedy();
   const bool coupled = a.coupled() && b.coupled() &&
-                       a.stats.settings.value("sampling", nlohmann::json()) ==
-                           b.stats.settings.value("sampling", nlohmann::json());
+                       a.stats->settings.value("sampling", nlohmann::json()) ==
+                           b.stats->settings.value("sampling", nlohmann::json());
   if (same_run && (greedy || coupled)) {
     const QString how = greedy ? tr("ran greedy") : tr("sampled with the same coupled noise");
     identity_->setText(diff == 0

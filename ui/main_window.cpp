@@ -2,7 +2,6 @@
 
 #include <QAction>
 #include <QActionGroup>
-#include <QApplication>
 #include <QCheckBox>
 #include <QClipboard>
 #include <QCloseEvent>
@@ -12,27 +11,21 @@
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
-#include <QFile>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QFontDatabase>
 #include <QGuiApplication>
 #include <QHBoxLayout>
-#include <QInputDialog>
 #include <QLabel>
-#include <QMenuBar>
-#include <QMessageBox>
 #include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRandomGenerator>
-#include <QSaveFile>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
+#include <QSignalBlocker>
 #include <QSpinBox>
 #include <QSplitter>
-#include <QStandardItemModel>
 #include <QStatusBar>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -43,33 +36,35 @@
 #include "ui/default_model.h"
 #include "ui/distribution_view.h"
 #include "ui/engine_bridge.h"
+#include "ui/error_dialog.h"
+#include "ui/exports.h"
+#include "ui/gallery.h"
 #include "ui/heatmap_panel.h"
 #include "ui/histogram_panel.h"
 #include "ui/history_panel.h"
+#include "ui/image_convert.h"
 #include "ui/image_view.h"
+#include "ui/job_queue.h"
 #include "ui/method_names.h"
+#include "ui/model_card.h"
 #include "ui/plot_panel.h"
-#include "ui/presets.h"
+#include "ui/png_settings.h"
+#include "ui/prompt_bar.h"
 #include "ui/prompt_edit.h"
+#include "ui/queue_panel.h"
 #include "ui/replay_panel.h"
+#include "ui/run_history.h"
 #include "ui/settings_panel.h"
 #include "ui/tree_view.h"
 
 namespace adtree::ui {
 
 namespace {
-// The PNG text key of the generation settings (the CLI's imaging::kSettingsKeyword).
-const QString kPngSettingsKey = QStringLiteral("adtree-settings");
-}  // namespace
-
-namespace {
-
 // The image repaints at ~30 frames per second; the maps and plots (nine QCustomPlot replots, ~6 ms
 // together) five times a second: live enough to watch, and the GUI thread stays under ~10% of a
 // core, which on a 2-core machine is time the decoding thread does not lose (docs/GUI.md).
 constexpr int kFrameMs = 33;
 constexpr int kPlotEveryFrames = 6;
-constexpr int kMaxRecent = 8;
 
 QString format_seconds(double s) {
   if (s < 0) return QStringLiteral("–");
@@ -77,12 +72,16 @@ QString format_seconds(double s) {
   return QStringLiteral("%1 min %2 s").arg(int(s) / 60).arg(int(s) % 60);
 }
 
-QString format_params(qint64 n) {
-  if (n >= 1000000) return QString::number(double(n) / 1e6, 'f', 1) + "M";
-  if (n >= 1000) return QString::number(double(n) / 1e3, 'f', 0) + "k";
-  return QString::number(n);
+HistogramRun histogram_of(const RunRecord& r) {
+  HistogramRun h;
+  h.label = QStringLiteral("#%1 %2 · %3").arg(r.id).arg(r.label, r.prompt.left(24));
+  for (const auto& st : r.stats->steps) h.acceptLengths.push_back(int(st.committed));
+  for (size_t c = 0; c < r.tokens.size(); ++c) {
+    const auto& cs = r.stats->grids.at(int64_t(c));
+    if (cs.depth > 0) h.acceptedRanks.push_back(cs.rank);
+  }
+  return h;
 }
-
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent)
@@ -95,9 +94,15 @@ MainWindow::MainWindow(double previewIntervalMs, QWidget* parent) : QMainWindow(
   opts.previews = previewIntervalMs > 0;
   opts.preview_interval_ms = previewIntervalMs;
   bridge_ = new EngineBridge(opts, this);
+  history_ = new RunHistory(this);
+  queue_ = new JobQueue(this);
+  gallery_ = new Gallery(this);
+  exports_ = std::make_unique<Exports>(this, [this](const QString& m, int ms) { status(m, ms); });
   buildUi();
   createActions();
+  connectUi();
   connectBridge();
+  connectGallery();
   loadSettings();
   frame_timer_.setInterval(kFrameMs);
   connect(&frame_timer_, &QTimer::timeout, this, &MainWindow::onFrame);
@@ -108,6 +113,8 @@ MainWindow::~MainWindow() {
   // Stop the worker before the widgets its (queued) events would reach go away.
   bridge_->shutdown();
 }
+
+// ---- layout -----------------------------------------------------------------------------------
 
 void MainWindow::buildUi() {
   auto* central = new QWidget(this);
@@ -124,120 +131,9 @@ void MainWindow::buildUi() {
       "border: 1px solid #e0c060; border-radius: 4px; padding: 5px 8px; }");
   banner_->setVisible(false);
   v->addWidget(banner_);
-
-  // Row 1: the prompt and the two big buttons.
-  auto* row1 = new QHBoxLayout;
-  row1->setSpacing(6);
-  prompt_ = new PromptEdit(central);
-  prompt_->setPlaceholderText(
-      tr("Describe the image, e.g. \"red apple noto\" (words from the model's "
-         "vocabulary; Tab/arrows pick a completion)"));
-  prompt_->setToolTip(
-      tr("The prompt: words the model knows (completion lists them as you type) "
-         "or, for class models, one class name.\nReturn or Ctrl+Return generates."));
-  QFont pf = prompt_->font();
-  pf.setPointSizeF(pf.pointSizeF() * 1.15);
-  prompt_->setFont(pf);
-  prompt_->setMinimumHeight(30);
-  generate_button_ = new QPushButton(tr("Generate"), central);
-  generate_button_->setObjectName("generateButton");
-  generate_button_->setDefault(true);
-  generate_button_->setMinimumHeight(30);
-  generate_button_->setMinimumWidth(110);
-  generate_button_->setToolTip(tr("Generate an image from the prompt (Ctrl+Return)"));
-  generate_button_->setStyleSheet(
-      "QPushButton#generateButton { background: #2563eb; color: white; font-weight: bold; "
-      "border-radius: 4px; padding: 4px 14px; }"
-      "QPushButton#generateButton:hover { background: #1d4ed8; }"
-      "QPushButton#generateButton:disabled { background: #93a4c3; color: #eef; }");
-  cancel_button_ = new QPushButton(tr("Cancel"), central);
-  cancel_button_->setMinimumHeight(30);
-  cancel_button_->setToolTip(tr("Stop the running generation (Esc); it stops within one step"));
-  // Models prompted with a caption-embedding file (converted LlamaGen t2i) get a file picker.
-  prompt_file_button_ = new QPushButton(tr("Embedding…"), central);
-  prompt_file_button_->setObjectName("promptFileButton");
-  prompt_file_button_->setMinimumHeight(30);
-  prompt_file_button_->setToolTip(
-      tr("Choose a caption-embedding file (.safetensors from "
-         "tools/t5_embed.py) as the prompt"));
-  prompt_file_button_->setVisible(false);
-  connect(prompt_file_button_, &QPushButton::clicked, this, [this] {
-    const QString path =
-        QFileDialog::getOpenFileName(this, tr("Choose a caption embedding"), QDir::homePath(),
-                                     tr("Caption embeddings (*.safetensors);;All files (*)"));
-    if (!path.isEmpty()) prompt_->setText(path);
-  });
-  row1->addWidget(prompt_, 1);
-  row1->addWidget(prompt_file_button_);
-  row1->addWidget(generate_button_);
-  row1->addWidget(cancel_button_);
-  v->addLayout(row1);
-
-  // Row 2: how to decode, and the seed.
-  auto* row2 = new QHBoxLayout;
-  row2->setSpacing(6);
-  auto* method_label_w = new QLabel(tr("Method"), central);
-  method_ = new QComboBox(central);
-  method_->setObjectName("methodBox");
-  method_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
-  for (const auto& m : decode::method_table()) {
-    const QString key = QString::fromLatin1(m.key);
-    method_->addItem(method_label(key), key);
-    method_->setItemData(method_->count() - 1, method_help(key), Qt::ToolTipRole);
-  }
-  method_->setToolTip(
-      tr("Decoding method. All lossless methods draw from the same distribution "
-         "as AR; they differ in speed.\nTree methods need the model's draft head "
-         "(drafter.safetensors)."));
-  method_label_w->setBuddy(method_);
-  lantern_ = new QCheckBox(tr("Relaxed acceptance (LANTERN)"), central);
-  lantern_->setToolTip(
-      tr("Accept a draft token when it is close in the VQ codebook to what the "
-         "model would pick (LANTERN).\nFaster with draft trees, but lossy: the "
-         "image differs slightly from plain sampling.\nOnly for draft-tree "
-         "methods; settings in the LANTERN section."));
-  auto* seed_label = new QLabel(tr("Seed"), central);
-  seed_ = new QSpinBox(central);
-  seed_->setRange(0, std::numeric_limits<int>::max());
-  seed_->setToolTip(tr("Random seed: the same seed, settings and device give the same image."));
-  seed_->setMinimumWidth(110);
-  seed_label->setBuddy(seed_);
-  random_seed_ = new QCheckBox(tr("random"), central);
-  random_seed_->setToolTip(
-      tr("Draw a new seed for every generation (it is shown in the seed box, "
-         "so a good image can be reproduced)."));
-  row2->addWidget(method_label_w);
-  row2->addWidget(method_);
-  row2->addWidget(lantern_);
-  row2->addSpacing(16);
-  row2->addWidget(seed_label);
-  row2->addWidget(seed_);
-  row2->addWidget(random_seed_);
-  row2->addStretch(1);
-  v->addLayout(row2);
-
-  // Row 3: progress.
-  auto* row3 = new QHBoxLayout;
-  row3->setSpacing(8);
-  progress_ = new QProgressBar(central);
-  progress_->setRange(0, 1);
-  progress_->setValue(0);
-  progress_->setFormat(tr("%v / %m tokens"));
-  progress_->setTextVisible(true);
-  progress_->setMinimumWidth(200);
-  progress_->setMaximumHeight(20);
-  progress_text_ = new QLabel(central);
-  progress_text_->setObjectName("progressText");
-  // Tabular digits: the numbers change 30 times a second and must not make the text jump.
-  QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
-  progress_text_->setFont(mono);
-  progress_text_->setToolTip(
-      tr("τ (tau) = tokens committed per target-model forward: 1 for AR, "
-         "the speed-up factor of speculative methods.\nSpeed and ETA use "
-         "the last 0.25 s."));
-  row3->addWidget(progress_, 2);
-  row3->addWidget(progress_text_, 3);
-  v->addLayout(row3);
+  bar_ = new PromptBar(central);
+  v->addWidget(bar_);
+  v->addWidget(buildProgressRow(central));
 
   image_ = new ImageView(central);
   image_->setPlaceholder(tr("Loading model…"));
@@ -250,6 +146,7 @@ void MainWindow::buildUi() {
   top_split_->setStretchFactor(1, 3);
   top_split_->setChildrenCollapsible(false);
   main_split_ = new QSplitter(Qt::Vertical, central);
+  main_split_->setObjectName("mainSplit");
   main_split_->addWidget(top_split_);
   main_split_->addWidget(plots_);
   main_split_->setStretchFactor(0, 5);
@@ -257,27 +154,55 @@ void MainWindow::buildUi() {
   main_split_->setChildrenCollapsible(false);
   v->addWidget(main_split_, 1);
   setCentralWidget(central);
+  buildDocks();
 
+  model_label_ = new QLabel(this);
+  device_label_ = new QLabel(this);
+  statusBar()->addPermanentWidget(model_label_);
+  statusBar()->addPermanentWidget(device_label_);
+}
+
+QWidget* MainWindow::buildProgressRow(QWidget* parent) {
+  auto* row = new QWidget(parent);
+  auto* h = new QHBoxLayout(row);
+  h->setContentsMargins(0, 0, 0, 0);
+  h->setSpacing(8);
+  progress_ = new QProgressBar(row);
+  progress_->setRange(0, 1);
+  progress_->setValue(0);
+  progress_->setFormat(tr("%v / %m tokens"));
+  progress_->setTextVisible(true);
+  progress_->setMinimumWidth(200);
+  progress_->setMaximumHeight(20);
+  progress_text_ = new QLabel(row);
+  progress_text_->setObjectName("progressText");
+  // Tabular digits: the numbers change 30 times a second and must not make the text jump.
+  progress_text_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+  progress_text_->setToolTip(
+      tr("τ (tau) = tokens committed per target-model forward: 1 for AR, "
+         "the speed-up factor of speculative methods.\nSpeed and ETA use "
+         "the last 0.25 s."));
+  h->addWidget(progress_, 2);
+  h->addWidget(progress_text_, 3);
+  return row;
+}
+
+void MainWindow::buildDocks() {
   settings_ = new SettingsPanel;
   auto* scroll = new QScrollArea;
   scroll->setWidget(settings_);
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
   scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  settings_dock_ = new QDockWidget(tr("Settings"), this);
-  settings_dock_->setObjectName("settingsDock");
-  settings_dock_->setWidget(scroll);
-  settings_dock_->setFeatures(QDockWidget::DockWidgetClosable | QDockWidget::DockWidgetMovable |
-                              QDockWidget::DockWidgetFloatable);
   // Wide enough for every label and field without a horizontal scroll bar.
   scroll->setMinimumWidth(settings_->sizeHint().width() +
                           scroll->verticalScrollBar()->sizeHint().width() + 4);
-  addDockWidget(Qt::LeftDockWidgetArea, settings_dock_);
+  settings_dock_ = addDock(tr("Settings"), "settingsDock", scroll, Qt::LeftDockWidgetArea);
 
   // The teaching and research views (GUI.md "Beyond a single run"): docks, so a class can show
   // just the replay and the tree, and a researcher can float the inspector next to the maps.
-  // All under the maps: the replay strip, and beside it the inspector, histograms and history as
-  // tabs, so the image and maps keep the window's full width.
+  // All under the maps: the replay strip, and beside it the inspector, histograms, history and
+  // queue as tabs, so the image and maps keep the window's full width.
   replay_ = new ReplayPanel;
   replay_dock_ =
       addDock(tr("Replay and draft tree"), "replayDock", replay_, Qt::BottomDockWidgetArea);
@@ -288,42 +213,15 @@ void MainWindow::buildUi() {
   histograms_ = new HistogramPanel;
   histogram_dock_ =
       addDock(tr("Acceptance histograms"), "histogramDock", histograms_, Qt::BottomDockWidgetArea);
-  history_panel_ = new HistoryPanel;
-  history_dock_ = addDock(tr("History"), "historyDock", history_panel_, Qt::BottomDockWidgetArea);
+  history_panel_ = new HistoryPanel(history_);
+  history_dock_ =
+      addDock(tr("History and gallery"), "historyDock", history_panel_, Qt::BottomDockWidgetArea);
+  queue_panel_ = new QueuePanel(queue_);
+  queue_dock_ = addDock(tr("Queue"), "queueDock", queue_panel_, Qt::BottomDockWidgetArea);
   tabifyDockWidget(inspector_dock_, histogram_dock_);
   tabifyDockWidget(histogram_dock_, history_dock_);
+  tabifyDockWidget(history_dock_, queue_dock_);
   inspector_dock_->raise();
-
-  model_label_ = new QLabel(this);
-  device_label_ = new QLabel(this);
-  statusBar()->addPermanentWidget(model_label_);
-  statusBar()->addPermanentWidget(device_label_);
-
-  connect(prompt_, &PromptEdit::submitted, this, &MainWindow::generate);
-  connect(generate_button_, &QPushButton::clicked, this, &MainWindow::generate);
-  connect(cancel_button_, &QPushButton::clicked, this, &MainWindow::cancel);
-  connect(method_, &QComboBox::currentIndexChanged, this, &MainWindow::onMethodChanged);
-  connect(lantern_, &QCheckBox::toggled, this, &MainWindow::onMethodChanged);
-  connect(image_, &ImageView::cellHovered, this, &MainWindow::onCellHovered);
-  connect(heatmaps_, &HeatmapPanel::cellHovered, this, &MainWindow::onCellHovered);
-  connect(image_, &ImageView::cellClicked, this, &MainWindow::inspectCell);
-  connect(heatmaps_, &HeatmapPanel::cellClicked, this, &MainWindow::inspectCell);
-  connect(replay_, &ReplayPanel::stepChanged, this, &MainWindow::onReplayStep);
-  connect(replay_->treeView(), &TreeView::cellActivated, this, &MainWindow::inspectCell);
-  connect(history_panel_, &HistoryPanel::runSelected, this, &MainWindow::showHistoryRun);
-  connect(history_panel_, &HistoryPanel::compareRequested, this, [this](int a, int b) {
-    const RunRecord *ra = nullptr, *rb = nullptr;
-    for (const auto& r : history_) {
-      if (r.id == a) ra = &r;
-      if (r.id == b) rb = &r;
-    }
-    if (!ra || !rb) return;
-    // Older run on the left: "B over A" then reads as "the newer configuration over the older".
-    if (ra->id > rb->id) std::swap(ra, rb);
-    compareWindow()->showRecords(*ra, *rb);
-    compare_->show();
-    compare_->raise();
-  });
 }
 
 QDockWidget* MainWindow::addDock(const QString& title, const QString& name, QWidget* w,
@@ -337,151 +235,55 @@ QDockWidget* MainWindow::addDock(const QString& title, const QString& name, QWid
   return d;
 }
 
-void MainWindow::createActions() {
-  auto* file = menuBar()->addMenu(tr("&File"));
-  act_open_ = file->addAction(tr("&Open Model…"), this, [this] {
-    const QString start =
-        model_ ? QFileInfo(QString::fromStdString(model_->dir)).path() : QDir::homePath();
-    const QString dir =
-        QFileDialog::getExistingDirectory(this, tr("Open a model directory"), start);
-    if (!dir.isEmpty()) openModel(dir);
+void MainWindow::connectUi() {
+  connect(bar_, &PromptBar::generateRequested, this, &MainWindow::generate);
+  connect(bar_, &PromptBar::cancelRequested, this, &MainWindow::cancel);
+  connect(bar_, &PromptBar::methodChanged, this, &MainWindow::onMethodChanged);
+  connect(image_, &ImageView::cellHovered, this, &MainWindow::onCellHovered);
+  connect(heatmaps_, &HeatmapPanel::cellHovered, this, &MainWindow::onCellHovered);
+  connect(image_, &ImageView::cellClicked, this, &MainWindow::inspectCell);
+  connect(heatmaps_, &HeatmapPanel::cellClicked, this, &MainWindow::inspectCell);
+  connect(replay_, &ReplayPanel::stepChanged, this, &MainWindow::onReplayStep);
+  connect(replay_->treeView(), &TreeView::cellActivated, this, &MainWindow::inspectCell);
+  connect(history_panel_, &HistoryPanel::runSelected, this, &MainWindow::showHistoryRun);
+  connect(history_panel_, &HistoryPanel::deleteRequested, this, &MainWindow::deleteRuns);
+  connect(history_panel_, &HistoryPanel::revealRequested, this, [this](int id) {
+    const QString base = history_->galleryBase(id);
+    if (base.isEmpty()) {
+      status(tr("This run is not in the gallery (the gallery is off, or its save failed)."), 5000);
+    } else {
+      Gallery::reveal(base);
+    }
   });
-  act_open_->setShortcut(QKeySequence::Open);
-  act_open_->setToolTip(tr("Open a model directory (model.json, gpt/vq.safetensors, text.json)"));
-  recent_menu_ = file->addMenu(tr("Open &Recent"));
-  file->addSeparator();
-  file->addAction(tr("Open R&un…"), this, &MainWindow::openRunDialog)
-      ->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
-  act_save_run_ = file->addAction(tr("Save Ru&n…"), this, &MainWindow::saveRunDialog);
-  act_save_run_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
-  act_save_run_->setToolTip(
-      tr("One file with the settings, tokens, per-step records, trees and the "
-         "picture: reopen it here, share it, or reproduce it from its settings"));
-  auto* exp = file->addMenu(tr("&Export"));
-  act_save_image_ = exp->addAction(tr("&Image as PNG…"), this, &MainWindow::saveImage);
-  act_save_image_->setShortcut(QKeySequence::Save);
-  act_save_maps_ = exp->addAction(tr("&Maps as PNG…"), this, &MainWindow::saveMaps);
-  act_save_stats_ = exp->addAction(tr("Statistics as &JSON…"), this, &MainWindow::saveStats);
-  act_save_csv_ = exp->addAction(tr("Statistics as &CSV…"), this, &MainWindow::saveStatsCsv);
-  act_save_tree_ = exp->addAction(tr("Draft &Tree as SVG or PNG…"), this, &MainWindow::saveTree);
-  file->addSeparator();
-  auto* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
-  quit->setShortcut(QKeySequence::Quit);
-
-  auto* edit = menuBar()->addMenu(tr("&Edit"));
-  act_copy_image_ = edit->addAction(tr("&Copy Image"), this, [this] { copyImage(); });
-  act_copy_image_->setShortcut(QKeySequence::Copy);  // a focused text field keeps Ctrl+C for text
-  act_copy_image_->setToolTip(tr("Copy the picture, upscaled 4x with crisp pixels"));
-  act_png_settings_ = edit->addAction(tr("Write Settings into &Exported PNGs"));
-  act_png_settings_->setCheckable(true);
-  act_png_settings_->setToolTip(
-      tr("Keep the prompt, seed and every setting inside exported "
-         "pictures; drop such a picture on the window to restore them"));
-  edit->addSeparator();
-  edit->addAction(tr("Save Settings as &Preset…"), this, [this] {
-    bool ok = false;
-    const QString name =
-        QInputDialog::getText(this, tr("Save preset"), tr("Name for the method and its settings:"),
-                              QLineEdit::Normal, method_->currentText(), &ok)
-            .trimmed();
-    if (ok && !name.isEmpty()) savePreset(name);
+  connect(history_panel_, &HistoryPanel::copyRequested, this, [this](int id) {
+    if (const RunRecord* r = history_->find(id); r && !r->image.isNull()) {
+      QGuiApplication::clipboard()->setImage(
+          r->image.scaled(r->image.size() * 4, Qt::IgnoreAspectRatio, Qt::FastTransformation));
+      status(tr("Copied the picture of run #%1 to the clipboard").arg(id), 3000);
+    }
   });
-  presets_menu_ = edit->addMenu(tr("P&resets"));
-  connect(presets_menu_, &QMenu::aboutToShow, this, &MainWindow::fillPresetsMenu);
-
-  auto* run = menuBar()->addMenu(tr("&Run"));
-  act_generate_ = run->addAction(tr("&Generate"), this, &MainWindow::generate);
-  act_generate_->setShortcuts(
-      {QKeySequence(Qt::CTRL | Qt::Key_Return), QKeySequence(Qt::CTRL | Qt::Key_Enter)});
-  act_cancel_ = run->addAction(tr("&Cancel"), this, &MainWindow::cancel);
-  act_cancel_->setShortcut(QKeySequence(Qt::Key_Escape));
-  run->addSeparator();
-  run->addAction(tr("C&ompare Two Configurations…"), this, &MainWindow::openCompare)
-      ->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_K));
-  act_trace_ = run->addAction(tr("Record Step &Traces"));
-  act_trace_->setCheckable(true);
-  act_trace_->setChecked(true);
-  act_trace_->setToolTip(
-      tr("Keep every step's draft tree and target distributions for replay and "
-         "the token inspector (a few hundred kB per run)"));
-  run->addSeparator();
-  act_step_back_ = run->addAction(tr("Replay: Previous Step"), replay_, &ReplayPanel::stepBack);
-  act_step_back_->setShortcut(QKeySequence(Qt::ALT | Qt::Key_Left));
-  act_step_fwd_ = run->addAction(tr("Replay: Next Step"), replay_, &ReplayPanel::stepForward);
-  act_step_fwd_->setShortcut(QKeySequence(Qt::ALT | Qt::Key_Right));
-
-  auto* model = menuBar()->addMenu(tr("&Model"));
-  auto* dev = model->addMenu(tr("&Device"));
-  device_group_ = new QActionGroup(this);
-  const QStringList available = EngineBridge::availableDevices();
-  for (const auto& [key, label] : {std::pair<QString, QString>{"cpu", tr("CPU")},
-                                   std::pair<QString, QString>{"cuda", tr("CUDA (GPU)")}}) {
-    auto* a = dev->addAction(label);
-    a->setCheckable(true);
-    a->setData(key);
-    a->setEnabled(available.contains(key));
-    if (!a->isEnabled()) a->setText(label + tr(" — not available in this build/machine"));
-    device_group_->addAction(a);
-  }
-  device_group_->actions().first()->setChecked(true);
-  auto* prec = model->addMenu(tr("&Precision"));
-  dtype_group_ = new QActionGroup(this);
-  for (const auto& [key, label] :
-       {std::pair<QString, QString>{"fp32", tr("fp32 (exact; best on CPU)")},
-        std::pair<QString, QString>{"bf16", tr("bf16 (GPU)")},
-        std::pair<QString, QString>{"fp16", tr("fp16 (GPU)")}}) {
-    auto* a = prec->addAction(label);
-    a->setCheckable(true);
-    a->setData(key);
-    dtype_group_->addAction(a);
-  }
-  dtype_group_->actions().first()->setChecked(true);
-  connect(device_group_, &QActionGroup::triggered, this, &MainWindow::reloadWithDevice);
-  connect(dtype_group_, &QActionGroup::triggered, this, &MainWindow::reloadWithDevice);
-  model->addSeparator();
-  model->addAction(tr("Model &Card…"), this, &MainWindow::showModelCard);
-  model->addAction(tr("Open the &Default Model"), this, &MainWindow::openDefaultModel);
-
-  auto* view = menuBar()->addMenu(tr("&View"));
-  auto* toggle = settings_dock_->toggleViewAction();
-  toggle->setText(tr("&Settings Panel"));
-  toggle->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Comma));
-  view->addAction(toggle);
-  for (auto* d : {replay_dock_, inspector_dock_, histogram_dock_, history_dock_}) {
-    view->addAction(d->toggleViewAction());
-  }
-  view->addSeparator();
-  auto* fit = view->addAction(tr("Zoom to &Fit"), image_, [this] { image_->setZoom(0); });
-  fit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
-  view->addAction(tr("Zoom &In"), image_,
-                  [this] {
-                    image_->setZoom(
-                        (image_->zoom() == 0 ? int(image_->effectiveScale()) : image_->zoom()) + 1);
-                  })
-      ->setShortcut(QKeySequence::ZoomIn);
-  view->addAction(
-          tr("Zoom &Out"), image_,
-          [this] {
-            image_->setZoom(std::max(
-                1, (image_->zoom() == 0 ? int(image_->effectiveScale()) : image_->zoom()) - 1));
-          })
-      ->setShortcut(QKeySequence::ZoomOut);
-
-  auto* help = menuBar()->addMenu(tr("&Help"));
-  help->addAction(tr("&About"), this, [this] {
-    QMessageBox::about(this, tr("About ADT-Tree Studio"),
-                       tr("<b>ADT-Tree Studio</b> 0.1<br>Image generation with visual "
-                          "autoregressive models, accelerated by speculative decoding on "
-                          "adjacency-adaptive draft trees (ADT-Tree).<br><br>Hover the image or a "
-                          "map to inspect a token; every knob has a tooltip."));
+  connect(history_panel_, &HistoryPanel::compareRequested, this, [this](int a, int b) {
+    const RunRecord* ra =
+        history_->load(a, [this](const QString& base) { return gallery_->read(base, nullptr); });
+    const RunRecord* rb =
+        history_->load(b, [this](const QString& base) { return gallery_->read(base, nullptr); });
+    ra = history_->find(a);  // the second load may have moved the first
+    if (!ra || !rb || !ra->stats || !rb->stats) return;
+    // Older run on the left: "B over A" then reads as "the newer configuration over the older".
+    if (ra->id > rb->id) std::swap(ra, rb);
+    compareWindow()->showRecords(*ra, *rb);
+    compare_->show();
+    compare_->raise();
   });
+  connect(queue_panel_, &QueuePanel::cancelRunningRequested, this, &MainWindow::cancel);
+  for (auto sig : {&QAbstractItemModel::rowsInserted, &QAbstractItemModel::rowsRemoved}) {
+    connect(queue_, sig, this, &MainWindow::updateProgress);
+  }
 }
 
 void MainWindow::connectBridge() {
   connect(bridge_, &EngineBridge::loadProgress, this,
-          [this](const QString&, const QString& stage, double) {
-            statusBar()->showMessage(stage + "…");
-          });
+          [this](const QString&, const QString& stage, double) { status(stage + "…"); });
   connect(bridge_, &EngineBridge::modelLoaded, this, &MainWindow::onModelLoaded);
   connect(bridge_, &EngineBridge::loadFailed, this, &MainWindow::onLoadFailed);
   connect(bridge_, &EngineBridge::jobStarted, this, &MainWindow::onJobStarted);
@@ -490,6 +292,68 @@ void MainWindow::connectBridge() {
   connect(bridge_, &EngineBridge::jobFinished, this, &MainWindow::onFinished);
   connect(bridge_, &EngineBridge::jobFailed, this, &MainWindow::onFailed);
   connect(bridge_, &EngineBridge::jobCancelled, this, &MainWindow::onCancelled);
+}
+
+void MainWindow::connectGallery() {
+  connect(gallery_, &Gallery::loaded, this, [this](const QVector<GalleryStore::Entry>& entries) {
+    const QString dir = QDir(gallery_->dir()).absolutePath();
+    for (const auto& e : entries) {
+      // A listing of a folder the user has since switched away from is dropped.
+      if (QFileInfo(e.base).absolutePath() != dir) continue;
+      if (!history_->idOfGalleryBase(e.base)) history_->addStored(e);
+    }
+    updateGalleryNote();
+  });
+  connect(gallery_, &Gallery::saved, this,
+          [this](int id, const QString& base, const QStringList& removed) {
+            history_->setGalleryBase(id, base);
+            for (const auto& b : removed) {
+              if (const int old = history_->idOfGalleryBase(b)) {
+                histograms_->removeRun(old);
+                history_->remove(old);
+              }
+            }
+            if (!removed.isEmpty()) {
+              status(tr("The gallery is over its %1 MB limit: removed the %2 oldest picture(s).")
+                         .arg(gallery_->maxBytes() >> 20)
+                         .arg(removed.size()),
+                     10000);
+            }
+            updateGalleryNote();
+            Q_EMIT gallerySaved(id);
+          });
+  connect(gallery_, &Gallery::saveFailed, this, [this](int id, const QString& message) {
+    showError(this, tr("Not saved in the gallery"),
+              tr("Run #%1 could not be saved in the gallery %2; it stays in this session's "
+                 "history (File ▸ Save Run keeps it).")
+                  .arg(id)
+                  .arg(gallery_->dir().toHtmlEscaped()),
+              message);
+  });
+}
+
+void MainWindow::updateGalleryNote() {
+  history_panel_->setGalleryNote(
+      gallery_->enabled()
+          ? tr("Gallery: %1 (limit %2 MB; View ▸ Gallery)")
+                .arg(QDir::toNativeSeparators(gallery_->dir()))
+                .arg(gallery_->maxBytes() >> 20)
+          : tr("The gallery is off: runs are kept for this session only (View ▸ Gallery)."));
+}
+
+void MainWindow::setGalleryDir(const QString& dir, bool remember) {
+  gallery_->setDir(dir);
+  if (remember) QSettings().setValue("gallery/dir", dir);
+  // The other folder's pictures leave the list (this session's unsaved runs stay).
+  for (int row = history_->rowCount() - 1; row >= 0; --row) {
+    const int id = history_->idAt(row);
+    if (!history_->galleryBase(id).isEmpty()) {
+      histograms_->removeRun(id);
+      history_->remove(id);
+    }
+  }
+  if (gallery_->enabled()) gallery_->loadAsync();
+  updateGalleryNote();
 }
 
 // ---- settings ---------------------------------------------------------------------------------
@@ -504,12 +368,13 @@ void MainWindow::loadSettings() {
     top_split_->setSizes({400, 600});
   if (!main_split_->restoreState(s.value("window/mainSplit").toByteArray()))
     main_split_->setSizes({500, 200});
-  prompt_->setText(s.value("run/prompt").toString());
-  seed_->setValue(s.value("run/seed", 0).toInt());
-  random_seed_->setChecked(s.value("run/randomSeed", false).toBool());
-  const int idx = method_->findData(s.value("run/method", "adt").toString());
-  if (idx >= 0) method_->setCurrentIndex(idx);
-  lantern_->setChecked(s.value("run/lantern", false).toBool());
+  promptEdit()->setText(s.value("run/prompt").toString());
+  seedBox()->setValue(s.value("run/seed", 0).toInt());
+  randomSeedBox()->setChecked(s.value("run/randomSeed", false).toBool());
+  countBox()->setValue(s.value("run/count", 1).toInt());
+  const int idx = methodBox()->findData(s.value("run/method", "adt").toString());
+  if (idx >= 0) methodBox()->setCurrentIndex(idx);
+  lanternBox()->setChecked(s.value("run/lantern", false).toBool());
   act_trace_->setChecked(s.value("run/trace", true).toBool());
   act_png_settings_->setChecked(s.value("export/pngSettings", true).toBool());
   settings_->restoreState(s.value("run/settings").toString());
@@ -522,6 +387,15 @@ void MainWindow::loadSettings() {
   for (auto* a : dtype_group_->actions()) {
     if (a->data().toString() == dtype_) a->setChecked(true);
   }
+  gallery_->setDir(s.value("gallery/dir", GalleryStore::defaultDir()).toString());
+  gallery_->setEnabled(s.value("gallery/enabled", true).toBool());
+  gallery_->setMaxBytes(qint64(s.value("gallery/limitMB", 512).toInt()) << 20);
+  {
+    const QSignalBlocker quiet(act_gallery_);  // its handler saves settings: not while loading
+    act_gallery_->setChecked(gallery_->enabled());
+  }
+  if (gallery_->enabled()) gallery_->loadAsync();
+  updateGalleryNote();
   updateRecentMenu();
   onMethodChanged();
 }
@@ -532,50 +406,35 @@ void MainWindow::saveSettings() const {
   s.setValue("window/state", saveState());
   s.setValue("window/topSplit", top_split_->saveState());
   s.setValue("window/mainSplit", main_split_->saveState());
-  s.setValue("run/prompt", prompt_->text());
-  s.setValue("run/seed", seed_->value());
-  s.setValue("run/randomSeed", random_seed_->isChecked());
-  s.setValue("run/method", method_->currentData().toString());
-  s.setValue("run/lantern", lantern_->isChecked());
+  s.setValue("run/prompt", promptEdit()->text());
+  s.setValue("run/seed", seedBox()->value());
+  s.setValue("run/randomSeed", randomSeedBox()->isChecked());
+  s.setValue("run/count", countBox()->value());
+  s.setValue("run/method", bar_->methodKey());
+  s.setValue("run/lantern", lanternBox()->isChecked());
   s.setValue("run/trace", act_trace_->isChecked());
   s.setValue("export/pngSettings", act_png_settings_->isChecked());
   s.setValue("run/settings", settings_->saveState());
   s.setValue("model/device", device_);
   s.setValue("model/dtype", dtype_);
-}
-
-void MainWindow::updateRecentMenu() {
-  recent_menu_->clear();
-  const QStringList recent = QSettings().value("model/recent").toStringList();
-  for (const auto& dir : recent) {
-    recent_menu_->addAction(QDir::toNativeSeparators(dir), this, [this, dir] { openModel(dir); });
-  }
-  recent_menu_->setEnabled(!recent.isEmpty());
-}
-
-void MainWindow::addRecent(const QString& dir) {
-  QSettings s;
-  QStringList recent = s.value("model/recent").toStringList();
-  recent.removeAll(dir);
-  recent.prepend(dir);
-  while (recent.size() > kMaxRecent) recent.removeLast();
-  s.setValue("model/recent", recent);
-  updateRecentMenu();
+  s.setValue("gallery/enabled", gallery_->enabled());
+  s.setValue("gallery/limitMB", int(gallery_->maxBytes() >> 20));
 }
 
 // ---- model ------------------------------------------------------------------------------------
 
 void MainWindow::openDefaultModel() {
   const auto d = findDefaultModel();
-  statusBar()->showMessage(tr("Opening %1…").arg(d.source));
+  status(tr("Opening %1…").arg(d.source));
   openModel(d.dir, d.createRandom);
 }
 
 void MainWindow::openModel(const QString& dir, const QString& createRandom) {
   if (current_job_) cancel();  // a new model makes the running picture meaningless
+  queue_->clearPending();      // and the waiting ones were meant for the old model
   loading_dir_ = dir;
   if (!model_) image_->setPlaceholder(tr("Loading model…"));
-  statusBar()->showMessage(tr("Loading %1…").arg(QDir::toNativeSeparators(dir)));
+  status(tr("Loading %1…").arg(QDir::toNativeSeparators(dir)));
   bridge_->loadModel(dir, device_, dtype_, createRandom);
   setBusyUi();
 }
@@ -592,23 +451,7 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
   const auto& info = loaded.info;
   model_ = info;
   loading_dir_.clear();
-  QStringList vocab;
-  for (const auto& w : info.vocabulary) vocab << QString::fromStdString(w);
-  prompt_->setVocabulary(vocab, info.vocabulary_is_classes);
-  prompt_file_button_->setVisible(info.prompt_is_file);
-  if (info.prompt_is_file) {
-    prompt_->setPlaceholderText(
-        tr("Path of a caption-embedding file (.safetensors; Embedding… "
-           "picks one)"));
-  } else if (info.vocabulary_is_classes) {
-    prompt_->setPlaceholderText(
-        tr("A class: name, synonym or number, e.g. \"golden retriever\" "
-           "or 207 (Tab/arrows pick a completion)"));
-  } else {
-    prompt_->setPlaceholderText(
-        tr("Describe the image, e.g. \"red apple noto\" (words from the "
-           "model's vocabulary; Tab/arrows pick a completion)"));
-  }
+  bar_->setModel(info);
   image_->setTokenColors(info.token_colors);
   // The same model as last time keeps the user's sampling; another model brings its own defaults.
   const QString dir_key = QDir(QString::fromStdString(info.dir)).absolutePath();
@@ -616,23 +459,6 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
   settings_->setModel(info.default_sampling, info.codebook_size, info.grid_h * info.grid_w,
                       qs.value("model/last").toString() != dir_key);
   qs.setValue("model/last", dir_key);
-
-  // Methods the model cannot run are shown but disabled, with the reason.
-  auto* items = qobject_cast<QStandardItemModel*>(method_->model());
-  for (int i = 0; i < method_->count(); ++i) {
-    const QString key = method_->itemData(i).toString();
-    const bool needs_drafter = is_tree_method(key);
-    const bool ok = !needs_drafter || info.has_drafter;
-    if (items) items->item(i)->setEnabled(ok);
-    method_->setItemData(i,
-                         ok ? method_help(key)
-                            : method_help(key) + tr("\nNot available: this model has no draft "
-                                                    "head (drafter.safetensors)."),
-                         Qt::ToolTipRole);
-  }
-  if (items && !items->item(method_->currentIndex())->isEnabled()) {
-    method_->setCurrentIndex(method_->findData("ar"));
-  }
 
   const QString dir = QString::fromStdString(info.dir);
   banner_->setVisible(info.random_weights);
@@ -646,37 +472,39 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
                             .arg(QString::fromStdString(info.name).toHtmlEscaped())
                             .arg(info.grid_w)
                             .arg(info.grid_h)
-                            .arg(format_params(info.gpt_params)));
+                            .arg(formatParams(info.gpt_params)));
   model_label_->setToolTip(QDir::toNativeSeparators(dir));
   device_label_->setText(QStringLiteral("%1 · %2").arg(
       QString::fromStdString(info.device).toUpper(), QString::fromStdString(info.dtype)));
-  if (!isRunning()) {
-    // The empty canvas and maps of this model's grid, so the window shows what is coming.
-    // Colour scales already span what the current settings can produce, not a placeholder 0..1.
-    MapRanges ranges;
-    try {
-      ranges = ranges_for(settings_->request(method_->currentData().toString(), false, 0));
-    } catch (const std::exception&) {
-      // Invalid settings: the scales stay at their defaults until the next run says otherwise.
-    }
-    run_.showEmpty(int(info.grid_h), int(info.grid_w), ranges);
-    image_->startRun(int(info.grid_h), int(info.grid_w), int(info.image_h), int(info.image_w));
-    image_->setPlaceholder(
-        tr("Type a prompt and press Generate (Ctrl+Return).\nThe image appears "
-           "here token by token."));
-    heatmaps_->refresh(run_);
-    plots_->refresh(run_);
-    progress_->setRange(0, int(info.grid_h * info.grid_w));
-    progress_->setValue(0);
-  }
-  statusBar()->showMessage(
-      tr("Loaded %1 in %2 ms").arg(QDir::toNativeSeparators(dir)).arg(int(loaded.load_ms)), 8000);
+  if (!isRunning()) showEmptyCanvas(info);
+  status(tr("Loaded %1 in %2 ms").arg(QDir::toNativeSeparators(dir)).arg(int(loaded.load_ms)),
+         8000);
   // Every model a user opened is worth a shortcut, except the automatic random fallback.
   if (QDir(dir) != QDir(randomModelDir())) addRecent(dir);
   setWindowTitle(tr("ADT-Tree Studio — %1").arg(QString::fromStdString(info.name)));
   if (compare_) compare_->setModel(info);
   setBusyUi();
   Q_EMIT modelReady();
+}
+
+// The empty canvas and maps of this model's grid, so the window shows what is coming. Colour
+// scales already span what the current settings can produce, not a placeholder 0..1.
+void MainWindow::showEmptyCanvas(const engine::ModelInfo& info) {
+  MapRanges ranges;
+  try {
+    ranges = ranges_for(settings_->request(bar_->methodKey(), false, 0));
+  } catch (const std::exception&) {
+    // Invalid settings: the scales stay at their defaults until the next run says otherwise.
+  }
+  run_.showEmpty(int(info.grid_h), int(info.grid_w), ranges);
+  image_->startRun(int(info.grid_h), int(info.grid_w), int(info.image_h), int(info.image_w));
+  image_->setPlaceholder(
+      tr("Type a prompt and press Generate (Ctrl+Return).\nThe image appears "
+         "here token by token."));
+  heatmaps_->refresh(run_);
+  plots_->refresh(run_);
+  progress_->setRange(0, int(info.grid_h * info.grid_w));
+  progress_->setValue(0);
 }
 
 void MainWindow::onLoadFailed(const QString& dir, const QString& message) {
@@ -692,8 +520,8 @@ void MainWindow::onLoadFailed(const QString& dir, const QString& message) {
   QString keep = model_ ? tr("Still using %1.").arg(QString::fromStdString(model_->name))
                         : tr("No model is loaded: open one with File ▸ Open Model.");
   if (!model_) image_->setPlaceholder(tr("No model loaded.\nFile ▸ Open Model… (Ctrl+O)"));
-  statusBar()->showMessage(tr("Could not open %1").arg(QDir::toNativeSeparators(dir)), 10000);
-  showError(tr("Could not open the model"),
+  status(tr("Could not open %1").arg(QDir::toNativeSeparators(dir)), 10000);
+  showError(this, tr("Could not open the model"),
             tr("The directory %1 could not be opened as a model.")
                     .arg("<b>" + QDir::toNativeSeparators(dir).toHtmlEscaped() + "</b>") +
                 "<br><br>" + keep,
@@ -701,56 +529,24 @@ void MainWindow::onLoadFailed(const QString& dir, const QString& message) {
   Q_EMIT modelLoadFailed(message);
 }
 
-void MainWindow::showModelCard() {
-  if (!model_) {
-    showError(tr("No model"), tr("No model is loaded."));
-    return;
-  }
-  const auto& m = *model_;
-  auto q = [](const std::string& s) { return QString::fromStdString(s).toHtmlEscaped(); };
-  QString html = QStringLiteral("<h3>%1</h3><p>%2</p><table>").arg(q(m.name), q(m.description));
-  auto row = [&](const QString& k, const QString& v) {
-    html += QStringLiteral("<tr><td><b>%1</b>&nbsp;&nbsp;</td><td>%2</td></tr>").arg(k, v);
-  };
-  row(tr("Directory"), q(m.dir));
-  row(tr("Kind"), q(m.kind));
-  row(tr("Token grid"), QStringLiteral("%1 × %2").arg(m.grid_w).arg(m.grid_h));
-  row(tr("Image"), QStringLiteral("%1 × %2 px").arg(m.image_w).arg(m.image_h));
-  row(tr("Codebook"), QString::number(m.codebook_size));
-  row(tr("Transformer"), q(m.gpt_shape) + ", " + format_params(m.gpt_params) + tr(" parameters"));
-  row(tr("Draft head"), m.has_drafter ? tr("yes") : tr("no (AR and Jacobi methods only)"));
-  row(tr("Vocabulary"), m.prompt_is_file
-                            ? tr("none: prompts are caption-embedding files")
-                            : QString::number(m.vocabulary_size) +
-                                  (m.vocabulary_is_classes ? tr(" classes") : tr(" words")));
-  row(tr("Licence"), q(m.license));
-  row(tr("Device"), q(m.device) + " · " + q(m.dtype));
-  html += "</table>";
-  auto* box =
-      new QMessageBox(QMessageBox::Information, tr("Model card"), html, QMessageBox::Ok, this);
-  box->setAttribute(Qt::WA_DeleteOnClose);
-  box->open();
-}
-
 // ---- running ----------------------------------------------------------------------------------
 
 void MainWindow::onMethodChanged() {
-  const QString m = method_->currentData().toString();
-  lantern_->setEnabled(is_tree_method(m));
-  settings_->setMethod(m, lantern_->isChecked());
+  lanternBox()->setEnabled(is_tree_method(bar_->methodKey()));
+  settings_->setMethod(bar_->methodKey(), lanternBox()->isChecked());
 }
 
 void MainWindow::setBusyUi() {
   const bool loading = !loading_dir_.isEmpty();
-  const bool can_generate = model_.has_value() && !loading && !isRunning();
-  generate_button_->setEnabled(can_generate);
+  const bool can_generate = model_.has_value() && !loading;
+  generateButton()->setEnabled(can_generate);
   act_generate_->setEnabled(can_generate);
-  cancel_button_->setEnabled(isRunning());
+  cancelButton()->setEnabled(isRunning());
   act_cancel_->setEnabled(isRunning());
   const bool shown = shownRecord() != nullptr && !isRunning();
   act_save_image_->setEnabled(!last_image_.isNull() && !isRunning());
   act_copy_image_->setEnabled(!last_image_.isNull() && !isRunning());
-  act_save_stats_->setEnabled(!last_stats_json_.isEmpty() && !isRunning());
+  act_save_stats_->setEnabled(shown);
   act_save_csv_->setEnabled(shown);
   act_save_maps_->setEnabled(shown);
   act_save_run_->setEnabled(shown);
@@ -760,41 +556,63 @@ void MainWindow::setBusyUi() {
 }
 
 void MainWindow::generate() {
-  if (!model_ || !loading_dir_.isEmpty() || isRunning()) return;
-  const QString prompt = prompt_->text().trimmed();
+  if (!model_ || !loading_dir_.isEmpty()) return;
+  const QString prompt = promptEdit()->text().trimmed();
   if (prompt.isEmpty()) {
-    statusBar()->showMessage(tr("Type a prompt first."), 5000);
-    prompt_->setFocus();
+    status(tr("Type a prompt first."), 5000);
+    promptEdit()->setFocus();
     return;
   }
-  if (random_seed_->isChecked()) seed_->setValue(int(QRandomGenerator::global()->bounded(1 << 30)));
-  const QString method = method_->currentData().toString();
-  decode::DecodeRequest request;
+  if (randomSeedBox()->isChecked())
+    seedBox()->setValue(int(QRandomGenerator::global()->bounded(1 << 30)));
+  QueuedJob job;
+  job.prompt = prompt;
+  job.method = bar_->methodKey();
   try {
-    request = settings_->request(method, lantern_->isChecked() && lantern_->isEnabled(),
-                                 quint64(seed_->value()));
+    job.request = settings_->request(job.method, bar_->lanternOn(), quint64(seedBox()->value()));
   } catch (const std::exception& e) {
-    showError(tr("Invalid settings"), tr("The settings do not form a valid request."), e.what());
+    showError(this, tr("Invalid settings"), tr("The settings do not form a valid request."),
+              e.what());
     return;
   }
-  request.trace.enabled = act_trace_->isChecked();
-  pending_ranges_ = ranges_for(request);
-  current_job_ = bridge_->submit(prompt, request);
+  job.request.trace.enabled = act_trace_->isChecked();
+  // Count pictures with consecutive seeds: seed, seed + 1, ... (the CLI's --count does the same).
+  job.batchSize = countBox()->value();
+  for (int i = 0; i < job.batchSize; ++i) {
+    QueuedJob j = job;
+    j.batchIndex = i + 1;
+    j.seed = quint64(seedBox()->value()) + quint64(i);
+    j.request.seed = j.seed;
+    queue_->enqueue(std::move(j));
+  }
+  if (isRunning()) {
+    status(tr("Queued %n job(s); %1 waiting.", nullptr, job.batchSize).arg(queue_->pending()),
+           5000);
+  }
+  saveSettings();
+  startNext();
+}
+
+void MainWindow::startNext() {
+  if (isRunning() || !model_ || !loading_dir_.isEmpty()) return;
+  const auto job = queue_->startNext();
+  if (!job) return;
+  pending_ranges_ = ranges_for(job->request);
+  current_job_ = bridge_->submit(job->prompt, job->request);
   job_clock_.start();
   progress_->setRange(0, int(model_->grid_h * model_->grid_w));
   progress_->setValue(0);
   progress_text_->setText(tr("starting…"));
-  statusBar()->showMessage(tr("Generating “%1” with %2, seed %3…")
-                               .arg(prompt, method_label(method))
-                               .arg(seed_->value()));
-  saveSettings();
+  status(tr("Generating “%1” with %2, seed %3…")
+             .arg(job->prompt, method_label(job->method))
+             .arg(job->seed));
   setBusyUi();
 }
 
 void MainWindow::cancel() {
   if (!current_job_) return;
   bridge_->cancel(current_job_);
-  statusBar()->showMessage(tr("Cancelling…"));
+  status(tr("Cancelling…"));
 }
 
 void MainWindow::onJobStarted(const engine::JobStarted& s) {
@@ -820,34 +638,28 @@ void MainWindow::onSteps(const std::vector<engine::JobStep>& steps) {
 
 void MainWindow::onPreview(const engine::JobPreview& p) {
   if (p.job != current_job_ || p.image.empty()) return;
-  const auto& im = p.image;
-  QImage img(im.pixels.data(), im.width, im.height, im.width * 3, QImage::Format_RGB888);
-  image_->setPreview(img.copy(), int(p.valid_cells));  // copy: the event's buffer goes away
+  image_->setPreview(toQImage(p.image), int(p.valid_cells));
 }
 
 void MainWindow::onFinished(const engine::JobFinished& f) {
   if (f.job != current_job_) return;
   run_.finish(f);
-  const auto& im = f.image;
-  if (!im.empty()) {
-    last_image_ =
-        QImage(im.pixels.data(), im.width, im.height, im.width * 3, QImage::Format_RGB888).copy();
-    image_->setPreview(last_image_, int(f.tokens.size()));
-  }
-  last_stats_json_ = QString::fromStdString(f.stats_json);
+  last_image_ = toQImage(f.image);
+  if (!last_image_.isNull()) image_->setPreview(last_image_, int(f.tokens.size()));
   last_job_ms_ = f.elapsed_ms;
   last_decode_cpu_ms_ = f.decode_cpu_ms;
   QString rule;  // the acceptance rule the run used, said in the status line
   try {
     RunRecord r = recordFromFinished(f);
-    rule = QString::fromStdString(r.stats.settings.value("verify", std::string()));
-    r.id = next_run_id_++;
-    shown_id_ = r.id;
-    addToHistory(std::move(r));
+    rule = QString::fromStdString(r.stats->settings.value("verify", std::string()));
+    shown_id_ = history_->add(r);
+    r.id = shown_id_;
+    history_panel_->setCurrent(r.id);  // marked as the one on screen, without re-showing it
+    histograms_->setRun(r.id, histogram_of(r));
+    gallery_->save(r.id, r);  // on the gallery's thread: the statistics are shared, read-only
   } catch (const std::exception& e) {
     // The run is on screen either way; only its history entry and replay are missing.
-    statusBar()->showMessage(tr("The run's statistics could not be read back: %1").arg(e.what()),
-                             10000);
+    status(tr("The run's statistics could not be read back: %1").arg(e.what()), 10000);
   }
   replay_->setRun(run_);
   onReplayStep(replay_->step());
@@ -865,7 +677,7 @@ void MainWindow::onFinished(const engine::JobFinished& f) {
 void MainWindow::onFailed(engine::JobId job, const QString& message) {
   if (job != current_job_) return;
   endRun("failed", tr("Generation failed."));
-  showError(tr("Generation failed"), tr("The image could not be generated."), message);
+  showError(this, tr("Generation failed"), tr("The image could not be generated."), message);
 }
 
 void MainWindow::onCancelled(engine::JobId job, qint64 tokens) {
@@ -873,8 +685,9 @@ void MainWindow::onCancelled(engine::JobId job, qint64 tokens) {
   endRun("cancelled", tr("Cancelled after %1 tokens.").arg(tokens));
 }
 
-void MainWindow::endRun(const QString& how, const QString& status) {
+void MainWindow::endRun(const QString& how, const QString& message) {
   current_job_ = 0;
+  queue_->finishRunning();
   frame_timer_.stop();
   image_->setRunning(false);
   // One last full paint so the final state is on screen whatever the frame phase was.
@@ -883,9 +696,11 @@ void MainWindow::endRun(const QString& how, const QString& status) {
   heatmaps_->refresh(run_);
   plots_->refresh(run_);
   updateProgress();
-  statusBar()->showMessage(status, how == "finished" ? 0 : 10000);
+  status(message, how == "finished" ? 0 : 10000);
   setBusyUi();
   Q_EMIT generationEnded(how);
+  // The next waiting job, from the event loop: listeners of generationEnded see this run first.
+  QTimer::singleShot(0, this, &MainWindow::startNext);
 }
 
 void MainWindow::onFrame() {
@@ -900,6 +715,12 @@ void MainWindow::onFrame() {
 
 void MainWindow::updateProgress() {
   progress_->setValue(run_.committed());
+  // The job and the queue: "job 2 of 5" while a batch or a queue runs.
+  const QString of_total =
+      queue_->total() > 1
+          ? tr(" · job %1 of %2").arg(std::max(1, queue_->begun())).arg(queue_->total())
+          : QString();
+  progress_->setFormat(tr("%v / %m tokens") + of_total);
   if (run_.viewStep() >= 0) {
     // Replaying: the numbers of the run so far, up to the chosen step.
     progress_text_->setText(tr("replay: step %1 of %2  ·  %3 tokens committed so far")
@@ -933,66 +754,31 @@ void MainWindow::onCellHovered(int cell) {
   }
 }
 
-// ---- files and errors -------------------------------------------------------------------------
-
-void MainWindow::showError(const QString& title, const QString& text, const QString& details) {
-  // Window-modal but not blocking: the event loop (and a running engine) carries on.
-  auto* box = new QMessageBox(QMessageBox::Warning, title, text, QMessageBox::Ok, this);
-  box->setObjectName("errorDialog");
-  box->setTextFormat(Qt::RichText);
-  if (!details.isEmpty()) box->setInformativeText(details.toHtmlEscaped());
-  box->setAttribute(Qt::WA_DeleteOnClose);
-  box->open();
+void MainWindow::status(const QString& message, int timeoutMs) {
+  statusBar()->showMessage(message, timeoutMs);
 }
 
 // ---- history, replay, inspector ---------------------------------------------------------------
 
 const RunRecord* MainWindow::shownRecord() const {
-  for (const auto& r : history_) {
-    if (r.id == shown_id_) return &r;
-  }
-  return nullptr;
-}
-
-namespace {
-HistogramRun histogram_of(const RunRecord& r) {
-  HistogramRun h;
-  h.label = QStringLiteral("#%1 %2 · %3").arg(r.id).arg(r.label, r.prompt.left(24));
-  for (const auto& st : r.stats.steps) h.acceptLengths.push_back(int(st.committed));
-  for (size_t c = 0; c < r.tokens.size(); ++c) {
-    const auto& cs = r.stats.grids.at(int64_t(c));
-    if (cs.depth > 0) h.acceptedRanks.push_back(cs.rank);
-  }
-  return h;
-}
-}  // namespace
-
-void MainWindow::addToHistory(RunRecord r) {
-  // A session keeps its last 50 runs: ~1 MB each with traces.
-  constexpr int kMaxHistory = 50;
-  while (history_.size() >= kMaxHistory) {
-    history_panel_->removeRun(history_.front().id);
-    histograms_->removeRun(history_.front().id);
-    history_.removeFirst();
-  }
-  history_panel_->addRun(r);
-  histograms_->setRun(r.id, histogram_of(r));
-  history_.push_back(std::move(r));
-  setBusyUi();
+  const RunRecord* r = history_->find(shown_id_);
+  return r && r->stats ? r : nullptr;
 }
 
 void MainWindow::showHistoryRun(int id) {
   if (isRunning()) {
-    statusBar()->showMessage(tr("A run is in progress: earlier runs can be shown when it ends."),
-                             5000);
+    status(tr("A run is in progress: earlier runs can be shown when it ends."), 5000);
     return;
   }
-  for (const auto& r : history_) {
-    if (r.id == id) {
-      showRecord(r);
-      return;
-    }
+  QString error;
+  const RunRecord* r =
+      history_->load(id, [&](const QString& base) { return gallery_->read(base, &error); });
+  if (!r) {
+    showError(this, tr("Could not open the picture"),
+              tr("The gallery entry could not be read back."), error);
+    return;
   }
+  showRecord(*r);
 }
 
 void MainWindow::showRecord(const RunRecord& r) {
@@ -1000,7 +786,7 @@ void MainWindow::showRecord(const RunRecord& r) {
   MapRanges ranges;
   try {
     ranges =
-        ranges_for(decode::DecodeRequest{decode::MethodSettings::from_json(r.stats.settings.value(
+        ranges_for(decode::DecodeRequest{decode::MethodSettings::from_json(r.stats->settings.value(
                                              "method_settings", nlohmann::json::object())),
                                          {},
                                          0,
@@ -1008,9 +794,8 @@ void MainWindow::showRecord(const RunRecord& r) {
   } catch (const std::exception&) {
     // Settings from another version: the ranges grow to what the run holds.
   }
-  run_.restore(r.stats, r.tokens, r.elapsedMs, ranges);
+  run_.restore(*r.stats, r.tokens, r.elapsedMs, ranges);
   last_image_ = r.image;
-  last_stats_json_ = QString::fromStdString(r.json.dump(1));
   last_job_ms_ = r.elapsedMs;
   const int h = r.gridH(), w = r.gridW();
   image_->startRun(h, w, r.image.isNull() ? h * 8 : r.image.height(),
@@ -1028,8 +813,28 @@ void MainWindow::showRecord(const RunRecord& r) {
   onReplayStep(replay_->step());
   history_panel_->setCurrent(r.id);
   histograms_->setRun(r.id, histogram_of(r));
-  statusBar()->showMessage(tr("Showing run #%1: “%2”, %3").arg(r.id).arg(r.prompt, r.summaryLine()),
-                           8000);
+  status(tr("Showing run #%1: “%2”, %3").arg(r.id).arg(r.prompt, r.summaryLine()), 8000);
+  setBusyUi();
+}
+
+void MainWindow::deleteRuns(const QList<int>& ids) {
+  int files = 0;
+  for (const int id : ids) {
+    if (id == shown_id_ && isRunning()) continue;
+    const QString base = history_->galleryBase(id);
+    QString error;
+    if (!base.isEmpty() && !gallery_->remove(base, &error)) {
+      showError(this, tr("Could not delete"), tr("The picture's files could not be deleted."),
+                error);
+      continue;
+    }
+    files += base.isEmpty() ? 0 : 1;
+    histograms_->removeRun(id);
+    history_->remove(id);
+    if (id == shown_id_) shown_id_ = 0;
+  }
+  status(tr("Deleted %n run(s) (%1 from the gallery folder).", nullptr, int(ids.size())).arg(files),
+         5000);
   setBusyUi();
 }
 
@@ -1050,7 +855,7 @@ void MainWindow::onReplayStep(int step) {
   updateProgress();
   const RunRecord* rec = shownRecord();
   const decode::StepRecord* sr =
-      rec && step < int(rec->stats.steps.size()) ? &rec->stats.steps[size_t(step)] : nullptr;
+      rec && step < int(rec->stats->steps.size()) ? &rec->stats->steps[size_t(step)] : nullptr;
   replay_->showTrace(run_.trace(step), sr);
   setBusyUi();
 }
@@ -1064,13 +869,12 @@ void MainWindow::inspectCell(int cell) {
     inspector_->setCell(*c, run_.gridW(), method_label(run_.method()));
   } else {
     inspector_->clear();
-    statusBar()->showMessage(
-        !run_.filled(cell) ? tr("Cell (%1, %2) is not generated yet.")
-                                 .arg(cell / run_.gridW())
-                                 .arg(cell % run_.gridW())
-                           : tr("This run has no step traces (Run ▸ Record Step Traces), so the "
-                                "distribution at a cell was not kept."),
-        6000);
+    status(!run_.filled(cell) ? tr("Cell (%1, %2) is not generated yet.")
+                                    .arg(cell / run_.gridW())
+                                    .arg(cell % run_.gridW())
+                              : tr("This run has no step traces (Run ▸ Record Step Traces), so "
+                                   "the distribution at a cell was not kept."),
+           6000);
   }
 }
 
@@ -1078,6 +882,7 @@ void MainWindow::raiseDock(const QString& name) {
   QDockWidget* d = name == "inspector"    ? inspector_dock_
                    : name == "histograms" ? histogram_dock_
                    : name == "history"    ? history_dock_
+                   : name == "queue"      ? queue_dock_
                    : name == "replay"     ? replay_dock_
                    : name == "settings"   ? settings_dock_
                                           : nullptr;
@@ -1086,107 +891,56 @@ void MainWindow::raiseDock(const QString& name) {
   d->raise();
 }
 
-// ---- files and exports ------------------------------------------------------------------------
-
-void MainWindow::openRunDialog() {
-  const QString path = QFileDialog::getOpenFileName(this, tr("Open a run"), QDir::homePath(),
-                                                    tr("ADT-Tree runs (*.adtrun.json *.json)"));
-  if (!path.isEmpty()) openRunFile(path);
-}
+// ---- files: runs, drops, exports --------------------------------------------------------------
 
 bool MainWindow::openRunFile(const QString& path) {
   if (isRunning()) {
-    showError(tr("A run is in progress"), tr("Wait for the run to finish (or cancel it) first."));
+    showError(this, tr("A run is in progress"),
+              tr("Wait for the run to finish (or cancel it) first."));
     return false;
   }
   QString error;
   auto r = loadRunFile(path, &error);
   if (!r) {
-    showError(tr("Could not open the run"),
+    showError(this, tr("Could not open the run"),
               tr("%1 could not be opened as a run.").arg(path.toHtmlEscaped()), error);
     return false;
   }
-  r->id = next_run_id_++;
   if (r->image.isNull()) {
-    statusBar()->showMessage(
-        tr("The file has no picture (a CLI statistics file): tokens are shown in "
-           "their codes' colours."),
-        8000);
+    status(tr("The file has no picture (a CLI statistics file): tokens are shown in their "
+              "codes' colours."),
+           8000);
   }
-  addToHistory(*r);
-  showRecord(history_.back());
+  const int id = history_->add(*r);
+  showRecord(*history_->find(id));
   return true;
-}
-
-void MainWindow::saveRunDialog() {
-  const RunRecord* r = shownRecord();
-  if (!r) return;
-  const QString path = QFileDialog::getSaveFileName(
-      this, tr("Save run"),
-      QDir::home().filePath(QStringLiteral("adtree-run-%1.adtrun.json").arg(r->id)),
-      tr("ADT-Tree runs (*.adtrun.json)"));
-  if (!path.isEmpty()) saveRunFile(path);
 }
 
 bool MainWindow::saveRunFile(const QString& path) {
   const RunRecord* r = shownRecord();
-  if (!r) return false;
-  QString error;
-  if (!ui::saveRunFile(*r, path, &error)) {
-    showError(tr("Could not save the run"), tr("The run was not saved."), error);
-    return false;
-  }
-  statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
-  return true;
+  return r && exports_->runFile(*r, path);
 }
 
-void MainWindow::saveImage() {
-  if (last_image_.isNull()) return;
-  bool ok = false;
-  // Small images are worth enlarging with crisp pixels for slides; offer the common factors.
-  const QStringList scales{"1", "2", "4", "8", "16"};
-  const int suggested = std::clamp(512 / std::max(1, last_image_.width()), 1, 16);
-  int current = 0;
-  for (int i = 0; i < scales.size(); ++i) {
-    if (scales[i].toInt() <= suggested) current = i;
-  }
-  const QString pick = QInputDialog::getItem(this, tr("Export image"),
-                                             tr("Upscale (nearest neighbour, crisp tokens):"),
-                                             scales, current, false, &ok);
-  if (!ok) return;
-  const QString path = QFileDialog::getSaveFileName(
-      this, tr("Export image"), QDir::home().filePath("adtree.png"), tr("PNG images (*.png)"));
-  if (!path.isEmpty()) exportImage(path, pick.toInt());
+bool MainWindow::exportImage(const QString& path, int scale) {
+  return exports_->image(last_image_, shownRecord(), path, scale, act_png_settings_->isChecked());
 }
 
-void MainWindow::savePreset(const QString& name) {
-  PresetStore().save(name, Preset{method_->currentData().toString(), lantern_->isChecked(),
-                                  settings_->saveState()});
-  statusBar()->showMessage(tr("Saved the preset “%1”").arg(name), 3000);
+bool MainWindow::exportMaps(const QString& dir, const QString& prefix) {
+  return exports_->maps(heatmaps_, dir, prefix);
 }
 
-bool MainWindow::applyPreset(const QString& name) {
-  const auto p = PresetStore().load(name);
-  const int idx = p ? method_->findData(p->method) : -1;
-  if (idx < 0) {
-    statusBar()->showMessage(tr("The preset “%1” cannot be read").arg(name), 5000);
-    return false;
-  }
-  method_->setCurrentIndex(idx);
-  lantern_->setChecked(p->lantern && lantern_->isEnabled());
-  settings_->restoreState(p->settings);
-  statusBar()->showMessage(tr("Applied the preset “%1”").arg(name), 3000);
-  return true;
+bool MainWindow::exportStatsJson(const QString& path) {
+  const RunRecord* r = shownRecord();
+  return r && exports_->statsJson(*r, path);
 }
 
-void MainWindow::fillPresetsMenu() {
-  presets_menu_->clear();
-  const QStringList names = PresetStore().names();
-  for (const auto& n : names) presets_menu_->addAction(n, this, [this, n] { applyPreset(n); });
-  if (names.isEmpty()) presets_menu_->addAction(tr("(none saved yet)"))->setEnabled(false);
-  auto* del = presets_menu_->addMenu(tr("&Delete"));
-  del->setEnabled(!names.isEmpty());
-  for (const auto& n : names) del->addAction(n, this, [n] { PresetStore().remove(n); });
+bool MainWindow::exportStatsCsv(const QString& path) {
+  const RunRecord* r = shownRecord();
+  return r && exports_->statsCsv(*r, path);
+}
+
+bool MainWindow::exportTree(const QString& path) {
+  return exports_->tree(replay_->treeView(), path);
 }
 
 bool MainWindow::copyImage() {
@@ -1194,149 +948,8 @@ bool MainWindow::copyImage() {
   // 4x with nearest neighbour: a 64 x 64 picture pasted elsewhere stays crisp and visible.
   QGuiApplication::clipboard()->setImage(
       last_image_.scaled(last_image_.size() * 4, Qt::IgnoreAspectRatio, Qt::FastTransformation));
-  statusBar()->showMessage(tr("Copied the picture to the clipboard"), 3000);
+  status(tr("Copied the picture to the clipboard"), 3000);
   return true;
-}
-
-bool MainWindow::exportImage(const QString& path, int scale) {
-  if (last_image_.isNull()) return false;
-  scale = std::clamp(scale, 1, 64);
-  QImage big =
-      last_image_.scaled(last_image_.size() * scale, Qt::IgnoreAspectRatio, Qt::FastTransformation);
-  // How it was made, in the PNG's text chunk "adtree-settings" (the CLI writes the same key).
-  const RunRecord* r = shownRecord();
-  if (r && act_png_settings_->isChecked()) {
-    const nlohmann::json j = {
-        {"app", "adtree-studio 0.1.0"},
-        {"model", {{"dir", r->model.toStdString()}}},
-        {"prompt", r->prompt.toStdString()},
-        {"seed", r->seed},
-        {"method_settings", r->stats.settings.value("method_settings", nlohmann::json::object())},
-        {"sampling", r->stats.settings.value("sampling", nlohmann::json::object())},
-        {"verify", r->stats.settings.value("verify", std::string())}};
-    big.setText(kPngSettingsKey, QString::fromStdString(j.dump(-1, ' ', /*ensure_ascii=*/true)));
-  }
-  if (!big.save(path, "PNG")) {
-    showError(tr("Could not save"), tr("Could not write %1.").arg(path.toHtmlEscaped()));
-    return false;
-  }
-  statusBar()->showMessage(tr("Saved %1 (%2×%3)").arg(path).arg(big.width()).arg(big.height()),
-                           5000);
-  return true;
-}
-
-void MainWindow::saveMaps() {
-  const QString dir = QFileDialog::getExistingDirectory(this, tr("Export the maps into a folder"),
-                                                        QDir::homePath());
-  if (dir.isEmpty()) return;
-  const RunRecord* r = shownRecord();
-  exportMaps(dir, r ? QStringLiteral("adtree-run-%1").arg(r->id) : QStringLiteral("adtree"));
-}
-
-bool MainWindow::exportMaps(const QString& dir, const QString& prefix) {
-  static const char* kNames[RunState::MapCount] = {"depth", "top1", "accept-length", "tree-depth",
-                                                   "tree-width"};
-  QStringList written;
-  for (int m = 0; m < RunState::MapCount; ++m) {
-    const QString path = QDir(dir).filePath(QStringLiteral("%1-%2.png").arg(prefix, kNames[m]));
-    if (!heatmaps_->saveMapPng(RunState::Map(m), path)) {
-      showError(tr("Could not save"), tr("Could not write %1.").arg(path.toHtmlEscaped()));
-      return false;
-    }
-    written << QFileInfo(path).fileName();
-  }
-  statusBar()->showMessage(tr("Saved %1 in %2").arg(written.join(", "), dir), 8000);
-  return true;
-}
-
-void MainWindow::saveStats() {
-  if (last_stats_json_.isEmpty()) return;
-  const QString path = QFileDialog::getSaveFileName(
-      this, tr("Save statistics"), QDir::home().filePath("adtree-stats.json"), tr("JSON (*.json)"));
-  if (!path.isEmpty()) exportStatsJson(path);
-}
-
-namespace {
-bool write_text(const QString& path, const QByteArray& data) {
-  QSaveFile f(path);
-  return f.open(QIODevice::WriteOnly) && f.write(data) == data.size() && f.commit();
-}
-}  // namespace
-
-bool MainWindow::exportStatsJson(const QString& path) {
-  if (last_stats_json_.isEmpty()) return false;
-  if (!write_text(path, last_stats_json_.toUtf8())) {
-    showError(tr("Could not save"), tr("Could not write %1.").arg(path.toHtmlEscaped()));
-    return false;
-  }
-  statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
-  return true;
-}
-
-void MainWindow::saveStatsCsv() {
-  const QString path =
-      QFileDialog::getSaveFileName(this, tr("Save statistics as CSV"),
-                                   QDir::home().filePath("adtree-cells.csv"), tr("CSV (*.csv)"));
-  if (!path.isEmpty()) exportStatsCsv(path);
-}
-
-bool MainWindow::exportStatsCsv(const QString& path) {
-  const RunRecord* r = shownRecord();
-  if (!r) return false;
-  if (!write_text(path, cellsCsv(*r).toUtf8())) {
-    showError(tr("Could not save"), tr("Could not write %1.").arg(path.toHtmlEscaped()));
-    return false;
-  }
-  statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
-  return true;
-}
-
-void MainWindow::saveTree() {
-  const QString path = QFileDialog::getSaveFileName(
-      this, tr("Export the draft tree"),
-      QDir::home().filePath(QStringLiteral("adtree-tree-step-%1.svg").arg(replay_->step())),
-      tr("SVG (*.svg);;PNG (*.png)"));
-  if (!path.isEmpty()) exportTree(path);
-}
-
-bool MainWindow::exportTree(const QString& path) {
-  const bool svg = path.endsWith(".svg", Qt::CaseInsensitive);
-  const bool ok = svg ? replay_->treeView()->saveSvg(path) : replay_->treeView()->savePng(path);
-  if (!ok) {
-    showError(tr("Could not save"), tr("Could not write %1.").arg(path.toHtmlEscaped()));
-    return false;
-  }
-  statusBar()->showMessage(tr("Saved %1").arg(path), 5000);
-  return true;
-}
-
-// ---- compare ----------------------------------------------------------------------------------
-
-CompareWindow* MainWindow::compareWindow() {
-  if (!compare_) {
-    compare_ = new CompareWindow(bridge_, this);
-    if (model_) compare_->setModel(*model_);
-    // Start from the main window's configuration against AR: the first question a user asks.
-    compare_->setSide(0, "ar", false);
-    try {
-      const auto req =
-          settings_->request(method_->currentData().toString(), lantern_->isChecked(), 0);
-      compare_->setSide(1, method_->currentData().toString(),
-                        lantern_->isChecked() && lantern_->isEnabled(), &req);
-    } catch (const std::exception&) {
-      compare_->setSide(1, method_->currentData().toString(), false);
-    }
-  }
-  compare_->setPrompt(prompt_->text().trimmed());
-  compare_->setSeed(quint64(seed_->value()));
-  return compare_;
-}
-
-void MainWindow::openCompare() {
-  auto* c = compareWindow();
-  c->show();
-  c->raise();
-  c->activateWindow();
 }
 
 // Drag and drop: a model directory, a run file or an exported PNG from the file manager.
@@ -1362,47 +975,68 @@ bool MainWindow::openDropped(const QString& path) {
     return restoreFromPng(fi.absoluteFilePath());
   }
   if (fi.isFile()) return openRunFile(fi.absoluteFilePath());
-  showError(tr("Nothing to open"),
+  showError(this, tr("Nothing to open"),
             tr("%1 is neither a model directory nor a run file.").arg(path.toHtmlEscaped()));
   return false;
 }
 
 bool MainWindow::restoreFromPng(const QString& path) {
-  const QString text = QImage(path).text(kPngSettingsKey);
-  nlohmann::json j;
-  try {
-    if (!text.isEmpty()) j = nlohmann::json::parse(text.toStdString());
-  } catch (const nlohmann::json::exception&) {
-  }
-  const int idx = j.is_object() ? method_->findData(QString::fromStdString(
-                                      j.value("method_settings", nlohmann::json::object())
-                                          .value("method", std::string())))
-                                : -1;
+  QString error;
+  const auto j = readPngSettings(path, &error);
+  const auto ms = j ? j->value("method_settings", nlohmann::json::object()) : nlohmann::json();
+  const int idx =
+      ms.is_object() ? methodBox()->findData(QString::fromStdString(ms.value("method", ""))) : -1;
   if (idx < 0) {
-    showError(tr("No settings in this picture"),
-              tr("%1 carries no ADT-Tree Studio settings (saved without them, or by another "
-                 "program).")
-                  .arg(path.toHtmlEscaped()));
+    showError(this, tr("No settings in this picture"),
+              error.isEmpty() ? tr("%1 names no method this studio knows.").arg(path) : error);
     return false;
   }
   decode::DecodeRequest r;
   try {
-    r.method = decode::MethodSettings::from_json(j["method_settings"]);
+    r.method = decode::MethodSettings::from_json(ms);
     r.sampling =
-        decode::SamplingParams::from_json(j.value("sampling", nlohmann::json()), r.sampling);
+        decode::SamplingParams::from_json(j->value("sampling", nlohmann::json()), r.sampling);
   } catch (const std::exception& e) {
-    showError(tr("Unreadable settings"), tr("The settings in %1 cannot be read.").arg(path),
+    showError(this, tr("Unreadable settings"), tr("The settings in %1 cannot be read.").arg(path),
               e.what());
     return false;
   }
-  method_->setCurrentIndex(idx);
-  lantern_->setChecked(r.method.acceptance == decode::Acceptance::Lantern && lantern_->isEnabled());
+  methodBox()->setCurrentIndex(idx);
+  lanternBox()->setChecked(r.method.acceptance == decode::Acceptance::Lantern &&
+                           lanternBox()->isEnabled());
   settings_->setRequest(r);
-  prompt_->setText(QString::fromStdString(j.value("prompt", std::string())));
-  random_seed_->setChecked(false);
-  seed_->setValue(int(j.value("seed", uint64_t(0))));
-  statusBar()->showMessage(tr("Restored the settings of %1").arg(QFileInfo(path).fileName()), 5000);
+  promptEdit()->setText(QString::fromStdString(j->value("prompt", std::string())));
+  randomSeedBox()->setChecked(false);
+  seedBox()->setValue(int(j->value("seed", uint64_t(0))));
+  QString note;
+  const auto model = j->value("model", nlohmann::json::object());
+  const std::string hash = model.is_object() ? model.value("hash", std::string()) : "";
+  if (model_ && !hash.empty() && !model_->hash.empty() && hash != model_->hash) {
+    note = tr(" It was made with other weights than the loaded model's: the picture will differ.");
+  }
+  status(tr("Restored the settings of %1.%2").arg(QFileInfo(path).fileName(), note),
+         note.isEmpty() ? 5000 : 15000);
   return true;
+}
+
+// ---- compare ----------------------------------------------------------------------------------
+
+CompareWindow* MainWindow::compareWindow() {
+  if (!compare_) {
+    compare_ = new CompareWindow(bridge_, this);
+    if (model_) compare_->setModel(*model_);
+    // Start from the main window's configuration against AR: the first question a user asks.
+    compare_->setSide(0, "ar", false);
+    try {
+      const auto req = settings_->request(bar_->methodKey(), lanternBox()->isChecked(), 0);
+      compare_->setSide(1, bar_->methodKey(), bar_->lanternOn(), &req);
+    } catch (const std::exception&) {
+      compare_->setSide(1, bar_->methodKey(), false);
+    }
+  }
+  compare_->setPrompt(promptEdit()->text().trimmed());
+  compare_->setSeed(quint64(seedBox()->value()));
+  return compare_;
 }
 
 void MainWindow::showEvent(QShowEvent* e) {
@@ -1421,6 +1055,8 @@ void MainWindow::closeEvent(QCloseEvent* e) {
   frame_timer_.stop();
   // Cancels a running job and joins the worker: at most one decoding step.
   bridge_->shutdown();
+  // A finished picture still being written reaches the gallery before the window goes.
+  gallery_->waitForIdle();
   e->accept();
 }
 

@@ -1,13 +1,16 @@
-// MainWindow (GUI.md "Main window"): prompt, seed, method and LANTERN switch on top; the growing
-// image, the per-cell heatmaps and the per-step plots in the middle; settings in a dock; progress
-// and model in the status area. It forwards intent to the EngineBridge and paints what comes back,
-// throttled by one frame timer; it never runs model code and never waits on the engine.
+// MainWindow (GUI.md "Main window"): the prompt bar on top; the growing image, the per-cell
+// heatmaps and the per-step plots in the middle; settings, replay, inspector, histograms, history
+// and queue in docks; progress and model in the status area. It is layout and wiring: it forwards
+// intent to the EngineBridge (one job at a time, the rest wait in the JobQueue), keeps finished
+// runs in the RunHistory (which the Gallery saves), and paints what comes back, throttled by one
+// frame timer. It never runs model code and never waits on the engine.
 #pragma once
 #include <QElapsedTimer>
 #include <QImage>
 #include <QMainWindow>
 #include <QTimer>
 
+#include <memory>
 #include <optional>
 
 #include "engine/events.h"
@@ -31,14 +34,21 @@ namespace adtree::ui {
 class CompareWindow;
 class DistributionView;
 class EngineBridge;
+class Exports;
+class Gallery;
 class HeatmapPanel;
 class HistogramPanel;
 class HistoryPanel;
-class ReplayPanel;
 class ImageView;
+class JobQueue;
 class PlotPanel;
+class PromptBar;
 class PromptEdit;
+class QueuePanel;
+class ReplayPanel;
+class RunHistory;
 class SettingsPanel;
+struct QueuedJob;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -58,35 +68,42 @@ class MainWindow : public QMainWindow {
   bool hasModel() const { return model_.has_value(); }
   const std::optional<engine::ModelInfo>& model() const { return model_; }
   const RunState& run() const { return run_; }
-  QString lastStatsJson() const { return last_stats_json_; }
   // The engine's time for the last finished job (conditioning, decoding, final VQ decode).
   double lastJobMs() const { return last_job_ms_; }
   double lastDecodeCpuMs() const { return last_decode_cpu_ms_; }
 
   // The widgets a test (or a script) drives.
-  PromptEdit* promptEdit() const { return prompt_; }
-  QPushButton* generateButton() const { return generate_button_; }
-  QPushButton* cancelButton() const { return cancel_button_; }
-  QComboBox* methodBox() const { return method_; }
-  QCheckBox* lanternBox() const { return lantern_; }
-  QSpinBox* seedBox() const { return seed_; }
-  QCheckBox* randomSeedBox() const { return random_seed_; }
+  PromptBar* promptBar() const { return bar_; }
+  PromptEdit* promptEdit() const;
+  QPushButton* generateButton() const;
+  QPushButton* cancelButton() const;
+  QComboBox* methodBox() const;
+  QCheckBox* lanternBox() const;
+  QSpinBox* seedBox() const;
+  QCheckBox* randomSeedBox() const;
+  QSpinBox* countBox() const;
   ImageView* imageView() const { return image_; }
   HeatmapPanel* heatmaps() const { return heatmaps_; }
   PlotPanel* plots() const { return plots_; }
   SettingsPanel* settingsPanel() const { return settings_; }
   QLabel* bannerLabel() const { return banner_; }
   QLabel* progressLabel() const { return progress_text_; }
+  QProgressBar* progressBar() const { return progress_; }
   ReplayPanel* replayPanel() const { return replay_; }
   DistributionView* distributionView() const { return inspector_; }
   HistoryPanel* historyPanel() const { return history_panel_; }
   HistogramPanel* histogramPanel() const { return histograms_; }
+  QueuePanel* queuePanel() const { return queue_panel_; }
   CompareWindow* compareWindow();  // created on first use
   QAction* traceAction() const { return act_trace_; }
   QAction* pngSettingsAction() const { return act_png_settings_; }
+  QAction* galleryAction() const { return act_gallery_; }
 
-  // The session's finished (or opened) runs, oldest first, and the one on screen (null = none).
-  const QVector<RunRecord>& history() const { return history_; }
+  // The runs (this session's and the gallery's), the queue, the gallery.
+  RunHistory* history() const { return history_; }
+  JobQueue* queue() const { return queue_; }
+  Gallery* gallery() const { return gallery_; }
+  // The run on screen (null = none).
   const RunRecord* shownRecord() const;
   // The cell whose distribution the inspector shows (-1 = none).
   int inspectedCell() const { return inspected_cell_; }
@@ -94,11 +111,12 @@ class MainWindow : public QMainWindow {
   // What the menu commands do after their file dialogs (tests and scripts call them directly).
   // Each returns false after showing a readable error.
   bool openRunFile(const QString& path);
-  // A dropped path: a directory opens as a model, a file as a run (drag and drop calls this).
+  // A dropped path: a directory opens as a model, a PNG restores its settings, a file opens as a
+  // run (drag and drop calls this).
   bool openDropped(const QString& path);
   bool saveRunFile(const QString& path);
   bool exportImage(const QString& path, int scale);
-  // Edit > Copy Image (Ctrl+C): the finished picture to the clipboard; false if there is none.
+  // Edit > Copy Image (Ctrl+C): the picture on screen to the clipboard; false if there is none.
   bool copyImage();
   // Edit > Presets: the method, LANTERN switch and settings under a name (ui/presets.h).
   void savePreset(const QString& name);
@@ -111,20 +129,28 @@ class MainWindow : public QMainWindow {
   bool exportTree(const QString& path);  // .svg or .png by suffix
   // Shows history entry `id` (as a click in the gallery does).
   void showHistoryRun(int id);
+  // Deletes history entries and, for gallery entries, their files.
+  void deleteRuns(const QList<int>& ids);
+  // The gallery's folder: applies at once (the history lists that folder's pictures) and, with
+  // `remember`, is kept in the settings.
+  void setGalleryDir(const QString& dir, bool remember = true);
   // The token distribution view for `cell` (as a click on the image or a map does).
   void inspectCell(int cell);
-  // Brings a dock to the front: "inspector", "histograms", "history", "replay" or "settings".
+  // Brings a dock to the front: "inspector", "histograms", "history", "queue", "replay" or
+  // "settings".
   void raiseDock(const QString& name);
 
  public Q_SLOTS:
+  // Queues Count jobs with consecutive seeds; starts the first if nothing runs.
   void generate();
-  void cancel();
+  void cancel();  // the running job; waiting ones stay queued
 
  Q_SIGNALS:
   void modelReady();  // a model finished loading
   void modelLoadFailed(const QString& message);
   void generationFinished();                 // the run's final image and statistics are shown
   void generationEnded(const QString& how);  // "finished", "cancelled" or "failed"
+  void gallerySaved(int id);                 // a finished run is safely in the gallery
 
  protected:
   void closeEvent(QCloseEvent* e) override;
@@ -134,37 +160,35 @@ class MainWindow : public QMainWindow {
 
  private:
   void buildUi();
+  QWidget* buildProgressRow(QWidget* parent);
+  void buildDocks();
+  void connectUi();
   void createActions();
+  void createGalleryMenu(QMenu* menu);
   void connectBridge();
+  void connectGallery();
   void loadSettings();
   void saveSettings() const;
   void updateRecentMenu();
   void fillPresetsMenu();
   void addRecent(const QString& dir);
   void setBusyUi();
+  void startNext();
   void endRun(const QString& how, const QString& status);
   void onFrame();
   void updateProgress();
   void onCellHovered(int cell);
   void onMethodChanged();
-  void showError(const QString& title, const QString& text, const QString& details = {});
-  void showModelCard();
-  void saveImage();
-  void saveStats();
-  void saveStatsCsv();
-  void saveMaps();
-  void saveTree();
-  void openRunDialog();
-  void saveRunDialog();
-  void openCompare();
+  void status(const QString& message, int timeoutMs = 0);
   void onReplayStep(int step);
-  void addToHistory(RunRecord r);
   void showRecord(const RunRecord& r);
+  void updateGalleryNote();
   QDockWidget* addDock(const QString& title, const QString& name, QWidget* w,
                        Qt::DockWidgetArea area);
   void reloadWithDevice();
 
   void onModelLoaded(const engine::ModelLoaded& loaded);
+  void showEmptyCanvas(const engine::ModelInfo& info);
   void onLoadFailed(const QString& dir, const QString& message);
   void onJobStarted(const engine::JobStarted& s);
   void onSteps(const std::vector<engine::JobStep>& steps);
@@ -174,12 +198,15 @@ class MainWindow : public QMainWindow {
   void onCancelled(engine::JobId job, qint64 tokens);
 
   EngineBridge* bridge_ = nullptr;
+  RunHistory* history_ = nullptr;
+  JobQueue* queue_ = nullptr;
+  Gallery* gallery_ = nullptr;
+  std::unique_ptr<Exports> exports_;
   RunState run_;
   std::optional<engine::ModelInfo> model_;
   QString loading_dir_;
   engine::JobId current_job_ = 0;
   MapRanges pending_ranges_;
-  QString last_stats_json_;
   QImage last_image_;
   double last_job_ms_ = 0, last_decode_cpu_ms_ = 0;
   QElapsedTimer job_clock_;
@@ -189,14 +216,7 @@ class MainWindow : public QMainWindow {
 
   // Widgets
   QLabel* banner_ = nullptr;
-  PromptEdit* prompt_ = nullptr;
-  QPushButton* prompt_file_button_ = nullptr;  // caption-embedding models only
-  QPushButton* generate_button_ = nullptr;
-  QPushButton* cancel_button_ = nullptr;
-  QComboBox* method_ = nullptr;
-  QCheckBox* lantern_ = nullptr;
-  QSpinBox* seed_ = nullptr;
-  QCheckBox* random_seed_ = nullptr;
+  PromptBar* bar_ = nullptr;
   QProgressBar* progress_ = nullptr;
   QLabel* progress_text_ = nullptr;
   ImageView* image_ = nullptr;
@@ -208,12 +228,11 @@ class MainWindow : public QMainWindow {
   DistributionView* inspector_ = nullptr;
   HistoryPanel* history_panel_ = nullptr;
   HistogramPanel* histograms_ = nullptr;
+  QueuePanel* queue_panel_ = nullptr;
   CompareWindow* compare_ = nullptr;
   QDockWidget *replay_dock_ = nullptr, *inspector_dock_ = nullptr, *history_dock_ = nullptr,
-              *histogram_dock_ = nullptr;
-  QVector<RunRecord> history_;
+              *histogram_dock_ = nullptr, *queue_dock_ = nullptr;
   int shown_id_ = 0;
-  int next_run_id_ = 1;
   int inspected_cell_ = -1;
   bool first_layout_ = false;  // no saved layout: size the docks when first shown
   QSplitter* top_split_ = nullptr;
@@ -227,6 +246,7 @@ class MainWindow : public QMainWindow {
   QAction* act_save_image_ = nullptr;
   QAction* act_copy_image_ = nullptr;
   QAction* act_png_settings_ = nullptr;
+  QAction* act_gallery_ = nullptr;
   QAction* act_save_stats_ = nullptr;
   QAction* act_save_csv_ = nullptr;
   QAction* act_save_maps_ = nullptr;

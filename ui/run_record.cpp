@@ -5,6 +5,7 @@
 #include <QFileInfo>
 #include <QSaveFile>
 
+#include "ui/image_convert.h"
 #include "util/error.h"
 
 namespace adtree::ui {
@@ -15,37 +16,40 @@ constexpr qint64 kMaxRunFileBytes = 256ll << 20;
 }  // namespace
 
 bool RunRecord::lossless() const {
-  const auto& s = stats.settings;
+  if (!stats) return false;
+  const auto& s = stats->settings;
   return s.is_object() && s.value("lossless", method == "ar");
 }
 
 bool RunRecord::greedy() const {
-  const auto& s = stats.settings;
+  if (!stats) return false;
+  const auto& s = stats->settings;
   if (!s.is_object() || !s.contains("sampling") || !s["sampling"].is_object()) return false;
   return s["sampling"].value("temperature", 1.0) <= 0.0;
 }
 
 bool RunRecord::coupled() const {
-  const auto& s = stats.settings;
+  if (!stats) return false;
+  const auto& s = stats->settings;
   return s.is_object() && s.value("verify", std::string()) == "coupled";
 }
 
 QString RunRecord::summaryLine() const {
   return QStringLiteral("%1 · τ %2 · %3 s · seed %4")
       .arg(label)
-      .arg(stats.summary.tau, 0, 'f', 2)
+      .arg(stats ? QString::number(stats->summary.tau, 'f', 2) : QStringLiteral("–"))
       .arg(elapsedMs / 1000.0, 0, 'f', 2)
       .arg(seed);
 }
 
-RunRecord recordFromJson(const nlohmann::json& j) {
-  RunRecord r;
-  r.stats = decode::RunStats::from_json(j);
-  const auto& s = r.stats.settings;
+namespace {
+// The fields a record keeps beside its statistics, read from the statistics' settings.
+void fillFromSettings(RunRecord& r) {
+  const auto& s = r.stats->settings;
   if (!s.is_object()) throw Error("the run's settings are not an object");
   r.method = QString::fromStdString(s.value("method", std::string()));
   if (r.method.isEmpty()) throw Error("the run does not say which method made it");
-  r.label = QString::fromStdString(r.stats.method);
+  r.label = QString::fromStdString(r.stats->method);
   r.prompt = QString::fromStdString(s.value("prompt", std::string()));
   r.model = QString::fromStdString(s.value("model", std::string()));
   // Strictly an unsigned integer: nlohmann would turn 2.5 or a huge double into some number.
@@ -54,9 +58,16 @@ RunRecord recordFromJson(const nlohmann::json& j) {
     if (!sv.is_number_unsigned()) throw Error("the run's seed must be a non-negative integer");
     r.seed = sv.get<uint64_t>();
   }
+}
+}  // namespace
+
+RunRecord recordFromJson(const nlohmann::json& j) {
+  RunRecord r;
+  r.stats = std::make_shared<const decode::RunStats>(decode::RunStats::from_json(j));
+  fillFromSettings(r);
   r.tokens = decode::run_tokens_from_json(j);
-  decode::validate_run(r.stats, r.tokens);  // core, so the fuzzed checks are the shipped ones
-  r.elapsedMs = r.stats.summary.wall_ms;
+  decode::validate_run(*r.stats, r.tokens);  // core, so the fuzzed checks are the shipped ones
+  r.elapsedMs = r.stats->summary.wall_ms;
   if (j.contains("studio") && j["studio"].is_object()) {
     const auto& st = j["studio"];
     r.elapsedMs = st.value("elapsed_ms", r.elapsedMs);
@@ -67,20 +78,40 @@ RunRecord recordFromJson(const nlohmann::json& j) {
       r.image = r.image.convertToFormat(QImage::Format_RGB888);
     }
   }
-  r.json = j;
-  r.json.erase("studio");
   return r;
 }
 
 RunRecord recordFromFinished(const engine::JobFinished& f) {
-  RunRecord r = recordFromJson(nlohmann::json::parse(f.stats_json));
+  RunRecord r;
+  r.stats = f.stats;
+  fillFromSettings(r);
+  r.tokens = f.tokens;
   r.elapsedMs = f.elapsed_ms;
-  if (!f.image.empty()) {
-    const auto& im = f.image;
-    r.image =
-        QImage(im.pixels.data(), im.width, im.height, im.width * 3, QImage::Format_RGB888).copy();
-  }
+  r.image = toQImage(f.image);
   return r;
+}
+
+nlohmann::json statsJson(const RunRecord& r) {
+  auto j = r.stats->to_json();
+  j["tokens"] = r.tokens;
+  return j;
+}
+
+std::optional<QByteArray> runFileBytes(const RunRecord& r, QString* error) {
+  nlohmann::json j = statsJson(r);
+  nlohmann::json studio = {{"version", 1}, {"elapsed_ms", r.elapsedMs}};
+  if (!r.image.isNull()) {
+    QByteArray png;
+    QBuffer buf(&png);
+    buf.open(QIODevice::WriteOnly);
+    if (!r.image.save(&buf, "PNG")) {
+      if (error) *error = QObject::tr("The picture could not be encoded as PNG.");
+      return std::nullopt;
+    }
+    studio["image_png_base64"] = png.toBase64().toStdString();
+  }
+  j["studio"] = studio;
+  return QByteArray::fromStdString(j.dump(1) + "\n");
 }
 
 bool saveRunFile(const RunRecord& r, const QString& path, QString* error) {
@@ -88,23 +119,13 @@ bool saveRunFile(const RunRecord& r, const QString& path, QString* error) {
     if (error) *error = why;
     return false;
   };
-  nlohmann::json j = r.json;
-  nlohmann::json studio = {{"version", 1}, {"elapsed_ms", r.elapsedMs}};
-  if (!r.image.isNull()) {
-    QByteArray png;
-    QBuffer buf(&png);
-    buf.open(QIODevice::WriteOnly);
-    if (!r.image.save(&buf, "PNG"))
-      return fail(QObject::tr("The picture could not be encoded as PNG."));
-    studio["image_png_base64"] = png.toBase64().toStdString();
-  }
-  j["studio"] = studio;
+  const auto bytes = runFileBytes(r, error);
+  if (!bytes) return false;
   QSaveFile f(path);
   if (!f.open(QIODevice::WriteOnly)) {
     return fail(QObject::tr("Could not create %1: %2.").arg(path, f.errorString()));
   }
-  const std::string text = j.dump(1) + "\n";
-  if (f.write(text.data(), qint64(text.size())) != qint64(text.size()) || !f.commit()) {
+  if (f.write(*bytes) != bytes->size() || !f.commit()) {
     return fail(
         QObject::tr("Could not write %1: %2 (nothing was changed).").arg(path, f.errorString()));
   }
@@ -139,10 +160,10 @@ QString cellsCsv(const RunRecord& r) {
   const int w = std::max(1, r.gridW());
   size_t step = 0;
   for (size_t c = 0; c < r.tokens.size(); ++c) {
-    while (step + 1 < r.stats.steps.size() && r.stats.steps[step + 1].first_cell <= int64_t(c))
-      ++step;
-    const auto& st = r.stats.steps.at(step);
-    const auto& cs = r.stats.grids.at(int64_t(c));
+    const auto& steps = r.stats->steps;
+    while (step + 1 < steps.size() && steps[step + 1].first_cell <= int64_t(c)) ++step;
+    const auto& st = steps.at(step);
+    const auto& cs = r.stats->grids.at(int64_t(c));
     out += QStringLiteral("%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13\n")
                .arg(c)
                .arg(int(c) / w)

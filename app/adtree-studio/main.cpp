@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   cli.process(app);
 
   adtree::ui::MainWindow w(cli.value(options.preview).toDouble());
+  if (cli.isSet(options.gallery)) w.setGalleryDir(cli.value(options.gallery), /*remember=*/false);
   if (cli.isSet(options.size)) {
     const auto wh = cli.value(options.size).split('x');
     if (wh.size() == 2) w.resize(wh[0].toInt(), wh[1].toInt());

@@ -3,8 +3,6 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QElapsedTimer>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QSpinBox>
 #include <QTimer>
 #include <algorithm>
@@ -62,6 +60,7 @@ class ScriptedRun {
             w_.randomSeedBox()->setChecked(false);
             w_.seedBox()->setValue(cli_.value(o_.seed).toInt());
           }
+          w_.countBox()->setValue(cli_.isSet(o_.count) ? cli_.value(o_.count).toInt() : 1);
           start();
         },
         Qt::SingleShotConnection);
@@ -124,10 +123,8 @@ class ScriptedRun {
     if (use_meter_) meter_.stop();
     app_.stopTiming();
     // The decoding loop's own time, as the CLI reports it, to compare the two like for like.
-    const double decode_ms = QJsonDocument::fromJson(w_.lastStatsJson().toUtf8())
-                                 .object()["summary"]
-                                 .toObject()["wall_ms"]
-                                 .toDouble();
+    const auto* shown = w_.shownRecord();
+    const double decode_ms = shown ? shown->stats->summary.wall_ms : 0.0;
     std::printf(
         "{\"result\": \"%s\", \"gui_end_to_end_ms\": %.1f, \"engine_job_ms\": %.1f, "
         "\"decode_ms\": %.1f, \"decode_cpu_ms\": %.1f, "

@@ -14,7 +14,7 @@ void StudioOptions::describe(QCommandLineParser& cli) const {
                             "model directory to open (default: $ADTREE_MODEL, the shipped "
                             "model, or a random tiny one)");
   cli.addOptions({run, method, seed, benchmark, size, preview, stall, replay, inspect, dock,
-                  compare, methods});
+                  compare, count, gallery, methods});
 }
 
 void set_application_identity() {

@@ -34,6 +34,14 @@ struct StudioOptions {
   QCommandLineOption compare{"compare",
                              "with --run: also open the compare window, AR against --method, and "
                              "run both"};
+  QCommandLineOption count{"count",
+                           "with --run: N pictures with consecutive seeds (the Count box), "
+                           "queued one after another",
+                           "N"};
+  QCommandLineOption gallery{"gallery",
+                             "keep this session's pictures in DIR instead of the gallery folder "
+                             "of the settings (not remembered)",
+                             "DIR"};
   QCommandLineOption methods{"methods",
                              "with --run: after the first run, run the same prompt and seed with "
                              "each of these methods in turn (comma-separated), filling the "

@@ -71,7 +71,7 @@ namespace {
 nlohmann::json png_settings(const model::ModelBundle& m, const std::string& prompt,
                             const decode::DecodeRequest& req, const decode::DecodeResult& res) {
   return {{"app", "adtree 0.1.0"},
-          {"model", {{"name", m.manifest.name}, {"dir", m.dir}}},
+          {"model", {{"name", m.manifest.name}, {"dir", m.dir}, {"hash", m.hash}}},
           {"prompt", prompt},
           {"seed", req.seed},
           {"method_settings", req.method.to_json()},
@@ -104,16 +104,90 @@ nlohmann::json settings_from_png(const std::string& path) {
   throw Error(path + ": this build has no image support (OpenCV was not found at build time)");
 #endif
 }
+// With --count N the files are numbered by seed: out.png -> out-<seed>.png (the same for --stats).
+std::string numbered(const std::string& path, uint64_t seed, int64_t count) {
+  if (count == 1) return path;
+  const std::filesystem::path p(path);
+  return (p.parent_path() /
+          (p.stem().string() + "-" + std::to_string(seed) + p.extension().string()))
+      .string();
+}
+
+// One picture: decode, write the PNG (with its settings unless --no-metadata), the statistics.
+void generate_one(const Args& a, const model::ModelBundle& m, const std::string& prompt,
+                  const decode::DecodeRequest& req, const std::string& out,
+                  const std::string& stats_path, int64_t scale) {
+  auto cond = model::make_condition(*m.gpt, m.vocab, prompt, req.sampling.uses_cfg());
+  auto res = decode::run_decode(m, cond, req);
+  res.stats.settings["prompt"] = prompt;
+  res.stats.settings["model"] = m.dir;
+  res.stats.settings["model_name"] = m.manifest.name;
+  res.stats.settings["model_hash"] = m.hash;
+  res.stats.settings["device"] = a.str("device");
+  res.stats.settings["dtype"] = a.str("dtype");
+  res.stats.settings["threads"] = intra_op_threads();
+
+  const auto& g = m.gpt_config;
+  auto idx = at::tensor(res.tokens, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);
+  auto img = model::VqModel::to_bytes(m.vq->decode(idx.to(m.gpt->device()), g.grid_h, g.grid_w))[0];
+#ifdef ADTREE_HAVE_IMAGING
+  const std::string settings =
+      a.flag_set("no-metadata")
+          ? std::string()
+          : png_settings(m, prompt, req, res).dump(-1, ' ', /*ensure_ascii=*/true);
+  imaging::write_image(out, imaging::upscale_nearest(img, int(scale)), settings);
+#endif
+  if (!stats_path.empty()) {
+    auto j = res.stats.to_json();
+    j["tokens"] = res.tokens;
+    io::write_file(stats_path, j.dump(1) + "\n", "the statistics file");
+  }
+  if (!a.flag_set("quiet")) {
+    const auto& s = res.stats.summary;
+    std::cout << "wrote " << std::filesystem::absolute(out).string() << " (" << img.size(1) * scale
+              << "x" << img.size(0) * scale << "), seed " << req.seed << "\n"
+              << s.tokens << " tokens in " << s.wall_ms << " ms (" << s.tokens_per_s
+              << " tokens/s), tau " << s.tau << ", method " << res.stats.method << ", verify "
+              << res.stats.settings.value("verify", std::string("-")) << "\n";
+  }
+}
+
+// --from-png without --model: the model the PNG was made with, where it still is.
+std::string model_of_png(const nlohmann::json& from) {
+  if (!from.contains("model") || !from["model"].is_object()) return {};
+  std::string dir = from["model"].value("dir", std::string());
+  if (!dir.empty() && !std::filesystem::is_directory(dir)) {
+    std::cerr << "adtree generate: the PNG's model " << dir
+              << " is not here; using the default model\n";
+    dir.clear();
+  }
+  return dir;
+}
+
+// A PNG from other weights than the ones loaded makes another picture from the same seed: say so.
+void warn_if_other_weights(const nlohmann::json& from, const model::ModelBundle& m) {
+  if (!from.contains("model") || !from["model"].is_object()) return;
+  const std::string was = from["model"].value("hash", std::string());
+  if (!was.empty() && !m.hash.empty() && was != m.hash) {
+    std::cerr << "adtree generate: the PNG was made with other weights (" << was.substr(0, 19)
+              << "...) than " << m.dir << " (" << m.hash.substr(0, 19)
+              << "...): the picture will differ\n";
+  }
+}
 }  // namespace
 
 int cmd_generate(int argc, char** argv) {
-  Args a("generate", "Generate one image from a prompt (or class) and write it as PNG.");
+  Args a("generate", "Generate images from a prompt (or class) and write them as PNG.");
   add_model_options(a);
   a.option("prompt", "TEXT",
            "caption words (t2i), class name / synonym / number (c2i), or a caption-embedding "
            ".safetensors file (t2i-embeddings)")
       .option("class", "ID", "class name or number (c2i models; same as --prompt)")
-      .option("seed", "N", "random seed: same seed + settings + device = same image", "0");
+      .option("seed", "N", "random seed: same seed + settings + device = same image", "0")
+      .option("count", "N",
+              "make N pictures with seeds N, N+1, ...: files are named FILE-<seed>.png (and "
+              "the --stats files likewise)",
+              "1");
   add_method_options(a);
   add_sampling_options(a);
   a.option("out", "FILE", "output image (PNG)", "adtree.png")
@@ -130,6 +204,8 @@ int cmd_generate(int argc, char** argv) {
   if (!a.parse(argc, argv)) return 0;
   if (a.flag_set("trace") && !a.given("stats"))
     throw Error("--trace needs --stats FILE to write to");
+  const int64_t count = a.integer("count");
+  if (count < 1 || count > 10000) throw Error("--count must be in 1..10000");
   const auto from =
       a.given("from-png") ? std::optional(settings_from_png(a.str("from-png"))) : std::nullopt;
   std::string prompt = a.given("class") ? a.str("class") : a.str("prompt");
@@ -147,52 +223,17 @@ int cmd_generate(int argc, char** argv) {
   req.method = from ? decode::MethodSettings::from_json(
                           from->value("method_settings", nlohmann::json::object()))
                     : method_from(a, a.str("method"));
-  req.seed = seed;
   req.trace.enabled = a.flag_set("trace");
-  // --from-png without --model: the model the PNG was made with, where it still is.
-  std::string png_model;
-  if (from && from->contains("model") && (*from)["model"].is_object()) {
-    png_model = (*from)["model"].value("dir", std::string());
-    if (!png_model.empty() && !std::filesystem::is_directory(png_model)) {
-      std::cerr << "adtree generate: the PNG's model " << png_model
-                << " is not here; using the default model\n";
-      png_model.clear();
-    }
-  }
-  auto m = load_model(a, true, png_model);
+  auto m = load_model(a, true, from ? model_of_png(*from) : std::string());
+  if (from) warn_if_other_weights(*from, m);
   req.sampling = from ? decode::SamplingParams::from_json(from->value("sampling", nlohmann::json()),
                                                           decode::SamplingParams{})
                       : sampling_from(a, m);
-  auto cond = model::make_condition(*m.gpt, m.vocab, prompt, req.sampling.uses_cfg());
-  auto res = decode::run_decode(m, cond, req);
-  res.stats.settings["prompt"] = prompt;
-  res.stats.settings["model"] = m.dir;
-  res.stats.settings["device"] = a.str("device");
-  res.stats.settings["dtype"] = a.str("dtype");
-  res.stats.settings["threads"] = intra_op_threads();
-
-  const auto& g = m.gpt_config;
-  auto idx = at::tensor(res.tokens, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);
-  auto img = model::VqModel::to_bytes(m.vq->decode(idx.to(m.gpt->device()), g.grid_h, g.grid_w))[0];
-#ifdef ADTREE_HAVE_IMAGING
-  const std::string settings =
-      a.flag_set("no-metadata")
-          ? std::string()
-          : png_settings(m, prompt, req, res).dump(-1, ' ', /*ensure_ascii=*/true);
-  imaging::write_image(a.str("out"), imaging::upscale_nearest(img, int(scale)), settings);
-#endif
-  if (a.given("stats")) {
-    auto j = res.stats.to_json();
-    j["tokens"] = res.tokens;
-    io::write_file(a.str("stats"), j.dump(1) + "\n", "the statistics file");
-  }
-  if (!a.flag_set("quiet")) {
-    const auto& s = res.stats.summary;
-    std::cout << "wrote " << std::filesystem::absolute(a.str("out")).string() << " ("
-              << img.size(1) * scale << "x" << img.size(0) * scale << ")\n"
-              << s.tokens << " tokens in " << s.wall_ms << " ms (" << s.tokens_per_s
-              << " tokens/s), tau " << s.tau << ", method " << res.stats.method << ", verify "
-              << res.stats.settings.value("verify", std::string("-")) << "\n";
+  for (int64_t i = 0; i < count; ++i) {
+    req.seed = seed + uint64_t(i);
+    generate_one(a, m, prompt, req, numbered(a.str("out"), req.seed, count),
+                 a.given("stats") ? numbered(a.str("stats"), req.seed, count) : std::string(),
+                 scale);
   }
   return 0;
 }

@@ -99,6 +99,7 @@ ModelInfo describe(const model::ModelBundle& m, const LoadRequest& req) {
   ModelInfo info;
   info.dir = m.dir;
   info.name = m.manifest.name;
+  info.hash = m.hash;
   info.kind = m.manifest.kind;
   info.description = m.manifest.description;
   info.device = m.gpt->device().str();
@@ -448,14 +449,17 @@ struct Engine::Impl {
       auto img = decode_prefix(*m, res.tokens, int64_t(res.tokens.size()));
       if (opts.previews)
         emit(JobPreview{t.id, img, int64_t(res.tokens.size()), true, ms_since(p0)});
-      auto j = res.stats.to_json();
-      j["tokens"] = res.tokens;
-      j["settings"]["prompt"] = t.job.prompt;
-      j["settings"]["model"] = m->dir;
-      j["settings"]["device"] = bundle_request.device;
-      j["settings"]["dtype"] = bundle_request.dtype;
-      emit(JobFinished{t.id, res.stats.summary, j.dump(1), std::move(res.tokens), std::move(img),
-                       ms_since(t0), decode_cpu_ms});
+      auto& settings = res.stats.settings;
+      settings["prompt"] = t.job.prompt;
+      settings["model"] = m->dir;
+      settings["model_name"] = m->manifest.name;
+      settings["model_hash"] = m->hash;
+      settings["device"] = bundle_request.device;
+      settings["dtype"] = bundle_request.dtype;
+      const auto summary = res.stats.summary;
+      emit(JobFinished{t.id, summary,
+                       std::make_shared<const decode::RunStats>(std::move(res.stats)),
+                       std::move(res.tokens), std::move(img), ms_since(t0), decode_cpu_ms});
     } catch (const std::exception& e) {
       emit(JobFailed{t.id, e.what()});
     } catch (...) {

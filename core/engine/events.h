@@ -1,9 +1,9 @@
 // What the engine tells its listener (ARCHITECTURE.md "Threading"): plain C++ structs with no
 // libtorch types, so the GUI (and any other front end) can hold and copy them freely. Images are
 // RGB bytes, tokens and statistics are std::vectors in the one statistics format (decode/stats.h).
+// A finished run's statistics travel as one immutable shared object, never as text: a front end
+// reads them where it needs them and serialises them only when it writes a file.
 #pragma once
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -26,6 +26,7 @@ struct RgbImage {
 // A loaded model as a front end needs to know it (the model card, the vocabulary for completion).
 struct ModelInfo {
   std::string dir, name, kind, description;
+  std::string hash;                  // "sha256:..." of the model's files (empty: no libcrypto)
   std::string device, dtype;         // as loaded: "cpu" / "cuda:0", "fp32" / "bf16" / "fp16"
   int64_t grid_h = 0, grid_w = 0;    // token grid
   int64_t image_h = 0, image_w = 0;  // pixels of a decoded image
@@ -94,7 +95,9 @@ struct JobPreview {
 struct JobFinished {
   JobId job = 0;
   decode::RunSummary summary;
-  std::string stats_json;  // RunStats::to_json + tokens + prompt/model/device, like the CLI's
+  // Everything about the run: settings (with prompt, model, device and dtype added, as the CLI's
+  // statistics file has them), steps, grids and, when recorded, traces. Never null.
+  std::shared_ptr<const decode::RunStats> stats;
   std::vector<int64_t> tokens;
   RgbImage image;
   double elapsed_ms = 0;     // conditioning + decoding + final VQ decode

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "io/file_hash.h"
 #include "io/safetensors.h"
 #include "util/error.h"
 
@@ -136,6 +137,8 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
     for (const auto& p : problems) msg += "\n  - " + p;
     throw Error(msg);
   }
+  // The VQ's file counts even when this load skips it: it decides what the tokens look like.
+  b.hash = io::sha256_files({mpath, gpath, vpath, dpath, tpath});
   b.gpt = std::make_shared<const Gpt>(g, gw, device, dtype);
   if (!b.drafter_weights.empty()) {
     b.drafter = std::make_shared<const Drafter>(*b.gpt, b.drafter_weights, /*inference=*/true,

@@ -23,6 +23,9 @@ struct LoadOptions {
 
 struct ModelBundle {
   std::string dir;
+  // "sha256:..." over model.json and the weight and vocabulary files (io/file_hash.h); empty in a
+  // build without libcrypto.
+  std::string hash;
   io::Manifest manifest;
   GptConfig gpt_config;
   VqConfig vq_config;

@@ -38,6 +38,7 @@
 #include "ui/prompt_edit.h"
 #include "ui/qcp.h"
 #include "ui/replay_panel.h"
+#include "ui/run_history.h"
 #include "ui/tree_view.h"
 #include "util/threads.h"
 
@@ -81,6 +82,9 @@ class TeachingTest : public QObject {
     QVERIFY(tmp_.isValid());
     QStandardPaths::setTestModeEnabled(true);
     QSettings().clear();
+    // These tests count runs in the history: no pictures from other tests' galleries
+    // (tests/ui/test_gallery.cpp tests the gallery).
+    QSettings().setValue("gallery/enabled", false);
     micro_ = tmp_.filePath("micro");
     auto g = adtree::model::GptConfig::preset("micro");
     adtree::model::write_random_model(micro_.toStdString(), g,
@@ -111,13 +115,13 @@ class TeachingTest : public QObject {
     replay->setStep(1);  // the first tree: drawn with its nodes, path and ADT's decision
     const auto* rec = w->shownRecord();
     QVERIFY(rec);
-    const auto& st = rec->stats.steps[1];
+    const auto& st = rec->stats->steps[1];
     QCOMPARE(w->run().committed(), int(st.cum_tokens));
     QCOMPARE(w->heatmaps()->filledCells(RunState::Depth), int(st.cum_tokens));
     auto* tree = replay->treeView();
     QCOMPARE(tree->nodeItems(), int(st.drafted) + 1);
     QCOMPARE(tree->acceptedItems(),
-             int(st.committed) - (rec->stats.traces[1].has_bonus ? 1 : 0) + 1);
+             int(st.committed) - (rec->stats->traces[1].has_bonus ? 1 : 0) + 1);
     QVERIFY2(tree->caption().contains("ADT"), qPrintable(tree->caption()));
     QVERIFY(tree->caption().contains("initial shape"));
     QVERIFY(!tree->nodeToolTip(1).isEmpty());
@@ -178,7 +182,7 @@ class TeachingTest : public QObject {
     QCOMPARE(w->historyPanel()->count(), 2);
     QCOMPARE(w->histogramPanel()->runCount(), 2);
     QVERIFY(w->historyPanel()->itemText(0).contains("adt"));  // newest first
-    const int first_id = w->history().front().id;
+    const int first_id = w->history()->idAt(1);               // newest first: the AR run is second
     w->historyPanel()->select(first_id);
     QCOMPARE(w->shownRecord()->id, first_id);
     QCOMPARE(w->run().method(), QString("ar"));
@@ -204,7 +208,7 @@ class TeachingTest : public QObject {
     const auto* back = w->shownRecord();
     QCOMPARE(back->tokens, tokens);
     QCOMPARE(back->image, image);
-    QCOMPARE(back->stats.traces.size(), back->stats.steps.size());
+    QCOMPARE(back->stats->traces.size(), back->stats->steps.size());
     w->replayPanel()->setStep(1);
     QVERIFY(w->replayPanel()->treeView()->nodeItems() > 1);
 

@@ -1,0 +1,18 @@
+// A model's identity for the settings a picture carries: the SHA-256 of the files that make it
+// (OpenSSL's libcrypto). Lets a user tell, years later, whether a picture came from the very
+// weights on disk now or from a retrained model of the same name.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace adtree::io {
+
+// False when this build has no libcrypto (a GPU box with only libtorch): hashes come back empty.
+bool have_sha256();
+
+// SHA-256 over the named files in the given order, each preceded by its file name and size, as
+// "sha256:<64 hex digits>". Files that do not exist are skipped (a model without a draft head).
+// Throws adtree::Error naming a file that exists but cannot be read.
+std::string sha256_files(const std::vector<std::string>& paths);
+
+}  // namespace adtree::io

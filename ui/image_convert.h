@@ -1,0 +1,12 @@
+// The one place an engine picture (RGB bytes) becomes a QImage.
+#pragma once
+#include <QImage>
+
+#include "engine/events.h"
+
+namespace adtree::ui {
+
+// A deep copy (the event's buffer goes away with the event); a null image when `im` is empty.
+QImage toQImage(const engine::RgbImage& im);
+
+}  // namespace adtree::ui

@@ -1,0 +1,311 @@
+// MainWindow's menus and the commands that live only there (recent models, presets, gallery
+// options): the wiring of actions, kept apart from the window's layout and run handling.
+#include <QAction>
+#include <QActionGroup>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDesktopServices>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QInputDialog>
+#include <QLineEdit>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QSettings>
+#include <QSpinBox>
+#include <QUrl>
+
+#include "ui/compare_window.h"
+#include "ui/engine_bridge.h"
+#include "ui/error_dialog.h"
+#include "ui/exports.h"
+#include "ui/gallery.h"
+#include "ui/image_view.h"
+#include "ui/main_window.h"
+#include "ui/model_card.h"
+#include "ui/presets.h"
+#include "ui/prompt_bar.h"
+#include "ui/replay_panel.h"
+#include "ui/settings_panel.h"
+
+namespace adtree::ui {
+
+namespace {
+constexpr int kMaxRecent = 8;
+}
+
+PromptEdit* MainWindow::promptEdit() const {
+  return bar_->prompt();
+}
+QPushButton* MainWindow::generateButton() const {
+  return bar_->generateButton();
+}
+QPushButton* MainWindow::cancelButton() const {
+  return bar_->cancelButton();
+}
+QComboBox* MainWindow::methodBox() const {
+  return bar_->methodBox();
+}
+QCheckBox* MainWindow::lanternBox() const {
+  return bar_->lanternBox();
+}
+QSpinBox* MainWindow::seedBox() const {
+  return bar_->seedBox();
+}
+QCheckBox* MainWindow::randomSeedBox() const {
+  return bar_->randomSeedBox();
+}
+QSpinBox* MainWindow::countBox() const {
+  return bar_->countBox();
+}
+
+void MainWindow::createActions() {
+  auto* file = menuBar()->addMenu(tr("&File"));
+  act_open_ = file->addAction(tr("&Open Model…"), this, [this] {
+    const QString start =
+        model_ ? QFileInfo(QString::fromStdString(model_->dir)).path() : QDir::homePath();
+    const QString dir =
+        QFileDialog::getExistingDirectory(this, tr("Open a model directory"), start);
+    if (!dir.isEmpty()) openModel(dir);
+  });
+  act_open_->setShortcut(QKeySequence::Open);
+  act_open_->setToolTip(tr("Open a model directory (model.json, gpt/vq.safetensors, text.json)"));
+  recent_menu_ = file->addMenu(tr("Open &Recent"));
+  file->addSeparator();
+  file->addAction(tr("Open R&un…"), this,
+                  [this] {
+                    const QString path =
+                        QFileDialog::getOpenFileName(this, tr("Open a run"), QDir::homePath(),
+                                                     tr("ADT-Tree runs (*.adtrun.json *.json)"));
+                    if (!path.isEmpty()) openRunFile(path);
+                  })
+      ->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
+  act_save_run_ = file->addAction(tr("Save Ru&n…"), this, [this] {
+    if (const auto* r = shownRecord()) exports_->askRunFile(*r);
+  });
+  act_save_run_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
+  act_save_run_->setToolTip(
+      tr("One file with the settings, tokens, per-step records, trees and the "
+         "picture: reopen it here, share it, or reproduce it from its settings"));
+  auto* exp = file->addMenu(tr("&Export"));
+  act_save_image_ = exp->addAction(tr("&Image as PNG…"), this, [this] {
+    exports_->askImage(last_image_, shownRecord(), act_png_settings_->isChecked());
+  });
+  act_save_image_->setShortcut(QKeySequence::Save);
+  act_save_maps_ = exp->addAction(tr("&Maps as PNG…"), this,
+                                  [this] { exports_->askMaps(heatmaps_, shownRecord()); });
+  act_save_stats_ = exp->addAction(tr("Statistics as &JSON…"), this, [this] {
+    if (const auto* r = shownRecord()) exports_->askStatsJson(*r);
+  });
+  act_save_csv_ = exp->addAction(tr("Statistics as &CSV…"), this, [this] {
+    if (const auto* r = shownRecord()) exports_->askStatsCsv(*r);
+  });
+  act_save_tree_ = exp->addAction(tr("Draft &Tree as SVG or PNG…"), this, [this] {
+    exports_->askTree(replay_->treeView(), replay_->step());
+  });
+  file->addSeparator();
+  auto* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+  quit->setShortcut(QKeySequence::Quit);
+
+  auto* edit = menuBar()->addMenu(tr("&Edit"));
+  act_copy_image_ = edit->addAction(tr("&Copy Image"), this, [this] { copyImage(); });
+  act_copy_image_->setShortcut(QKeySequence::Copy);  // a focused text field keeps Ctrl+C for text
+  act_copy_image_->setToolTip(tr("Copy the picture, upscaled 4x with crisp pixels"));
+  act_png_settings_ = edit->addAction(tr("Write Settings into &Exported PNGs"));
+  act_png_settings_->setCheckable(true);
+  act_png_settings_->setToolTip(
+      tr("Keep the prompt, seed and every setting inside exported "
+         "pictures; drop such a picture on the window to restore them"));
+  edit->addSeparator();
+  edit->addAction(tr("Save Settings as &Preset…"), this, [this] {
+    bool ok = false;
+    const QString name =
+        QInputDialog::getText(this, tr("Save preset"), tr("Name for the method and its settings:"),
+                              QLineEdit::Normal, methodBox()->currentText(), &ok)
+            .trimmed();
+    if (ok && !name.isEmpty()) savePreset(name);
+  });
+  presets_menu_ = edit->addMenu(tr("P&resets"));
+  connect(presets_menu_, &QMenu::aboutToShow, this, &MainWindow::fillPresetsMenu);
+
+  auto* run = menuBar()->addMenu(tr("&Run"));
+  act_generate_ = run->addAction(tr("&Generate"), this, &MainWindow::generate);
+  act_generate_->setShortcuts(
+      {QKeySequence(Qt::CTRL | Qt::Key_Return), QKeySequence(Qt::CTRL | Qt::Key_Enter)});
+  act_cancel_ = run->addAction(tr("&Cancel"), this, &MainWindow::cancel);
+  act_cancel_->setShortcut(QKeySequence(Qt::Key_Escape));
+  run->addSeparator();
+  run->addAction(tr("C&ompare Two Configurations…"), this,
+                 [this] {
+                   auto* c = compareWindow();
+                   c->show();
+                   c->raise();
+                   c->activateWindow();
+                 })
+      ->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_K));
+  act_trace_ = run->addAction(tr("Record Step &Traces"));
+  act_trace_->setCheckable(true);
+  act_trace_->setChecked(true);
+  act_trace_->setToolTip(
+      tr("Keep every step's draft tree and target distributions for replay and "
+         "the token inspector (a few hundred kB per run)"));
+  run->addSeparator();
+  act_step_back_ = run->addAction(tr("Replay: Previous Step"), replay_, &ReplayPanel::stepBack);
+  act_step_back_->setShortcut(QKeySequence(Qt::ALT | Qt::Key_Left));
+  act_step_fwd_ = run->addAction(tr("Replay: Next Step"), replay_, &ReplayPanel::stepForward);
+  act_step_fwd_->setShortcut(QKeySequence(Qt::ALT | Qt::Key_Right));
+
+  auto* model = menuBar()->addMenu(tr("&Model"));
+  auto* dev = model->addMenu(tr("&Device"));
+  device_group_ = new QActionGroup(this);
+  const QStringList available = EngineBridge::availableDevices();
+  for (const auto& [key, label] : {std::pair<QString, QString>{"cpu", tr("CPU")},
+                                   std::pair<QString, QString>{"cuda", tr("CUDA (GPU)")}}) {
+    auto* a = dev->addAction(label);
+    a->setCheckable(true);
+    a->setData(key);
+    a->setEnabled(available.contains(key));
+    if (!a->isEnabled()) a->setText(label + tr(" — not available in this build/machine"));
+    device_group_->addAction(a);
+  }
+  device_group_->actions().first()->setChecked(true);
+  auto* prec = model->addMenu(tr("&Precision"));
+  dtype_group_ = new QActionGroup(this);
+  for (const auto& [key, label] :
+       {std::pair<QString, QString>{"fp32", tr("fp32 (exact; best on CPU)")},
+        std::pair<QString, QString>{"bf16", tr("bf16 (GPU)")},
+        std::pair<QString, QString>{"fp16", tr("fp16 (GPU)")}}) {
+    auto* a = prec->addAction(label);
+    a->setCheckable(true);
+    a->setData(key);
+    dtype_group_->addAction(a);
+  }
+  dtype_group_->actions().first()->setChecked(true);
+  connect(device_group_, &QActionGroup::triggered, this, &MainWindow::reloadWithDevice);
+  connect(dtype_group_, &QActionGroup::triggered, this, &MainWindow::reloadWithDevice);
+  model->addSeparator();
+  model->addAction(tr("Model &Card…"), this, [this] {
+    if (model_) {
+      showModelCard(this, *model_);
+    } else {
+      showError(this, tr("No model"), tr("No model is loaded."));
+    }
+  });
+  model->addAction(tr("Open the &Default Model"), this, &MainWindow::openDefaultModel);
+
+  auto* view = menuBar()->addMenu(tr("&View"));
+  auto* toggle = settings_dock_->toggleViewAction();
+  toggle->setText(tr("&Settings Panel"));
+  toggle->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Comma));
+  view->addAction(toggle);
+  for (auto* d : {replay_dock_, inspector_dock_, histogram_dock_, history_dock_, queue_dock_}) {
+    view->addAction(d->toggleViewAction());
+  }
+  createGalleryMenu(view->addMenu(tr("&Gallery")));
+  view->addSeparator();
+  auto* fit = view->addAction(tr("Zoom to &Fit"), image_, [this] { image_->setZoom(0); });
+  fit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
+  auto zoomBy = [this](int delta) {
+    const int now = image_->zoom() == 0 ? int(image_->effectiveScale()) : image_->zoom();
+    image_->setZoom(std::max(1, now + delta));
+  };
+  view->addAction(tr("Zoom &In"), image_, [zoomBy] { zoomBy(+1); })
+      ->setShortcut(QKeySequence::ZoomIn);
+  view->addAction(tr("Zoom &Out"), image_, [zoomBy] { zoomBy(-1); })
+      ->setShortcut(QKeySequence::ZoomOut);
+
+  auto* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&About"), this, [this] {
+    QMessageBox::about(this, tr("About ADT-Tree Studio"),
+                       tr("<b>ADT-Tree Studio</b> 0.1<br>Image generation with visual "
+                          "autoregressive models, accelerated by speculative decoding on "
+                          "adjacency-adaptive draft trees (ADT-Tree).<br><br>Hover the image or a "
+                          "map to inspect a token; every knob has a tooltip."));
+  });
+}
+
+void MainWindow::createGalleryMenu(QMenu* menu) {
+  act_gallery_ = menu->addAction(tr("&Keep Finished Pictures in the Gallery"));
+  act_gallery_->setCheckable(true);
+  act_gallery_->setToolTip(tr("Save every finished picture with its run file, across sessions"));
+  connect(act_gallery_, &QAction::toggled, this, [this](bool on) {
+    gallery_->setEnabled(on);
+    if (on) gallery_->loadAsync();  // the pictures of earlier sessions come back
+    saveSettings();
+    updateGalleryNote();
+  });
+  menu->addAction(tr("Open the Gallery &Folder"), this, [this] {
+    QDir().mkpath(gallery_->dir());
+    QDesktopServices::openUrl(QUrl::fromLocalFile(gallery_->dir()));
+  });
+  menu->addAction(tr("Choose the Gallery Folder…"), this, [this] {
+    const QString dir =
+        QFileDialog::getExistingDirectory(this, tr("Gallery folder"), gallery_->dir());
+    if (!dir.isEmpty()) setGalleryDir(dir);
+  });
+  menu->addAction(tr("Gallery Size &Limit…"), this, [this] {
+    bool ok = false;
+    const int mb = QInputDialog::getInt(
+        this, tr("Gallery size limit"),
+        tr("Largest size of the gallery folder in MB; the oldest pictures are removed first "
+           "when a new one would pass it:"),
+        int(gallery_->maxBytes() >> 20), 1, 1 << 20, 64, &ok);
+    if (!ok) return;
+    gallery_->setMaxBytes(qint64(mb) << 20);
+    saveSettings();
+    updateGalleryNote();
+  });
+}
+
+void MainWindow::updateRecentMenu() {
+  recent_menu_->clear();
+  const QStringList recent = QSettings().value("model/recent").toStringList();
+  for (const auto& dir : recent) {
+    recent_menu_->addAction(QDir::toNativeSeparators(dir), this, [this, dir] { openModel(dir); });
+  }
+  recent_menu_->setEnabled(!recent.isEmpty());
+}
+
+void MainWindow::addRecent(const QString& dir) {
+  QSettings s;
+  QStringList recent = s.value("model/recent").toStringList();
+  recent.removeAll(dir);
+  recent.prepend(dir);
+  while (recent.size() > kMaxRecent) recent.removeLast();
+  s.setValue("model/recent", recent);
+  updateRecentMenu();
+}
+
+void MainWindow::savePreset(const QString& name) {
+  PresetStore().save(name,
+                     Preset{bar_->methodKey(), lanternBox()->isChecked(), settings_->saveState()});
+  status(tr("Saved the preset “%1”").arg(name), 3000);
+}
+
+bool MainWindow::applyPreset(const QString& name) {
+  const auto p = PresetStore().load(name);
+  const int idx = p ? methodBox()->findData(p->method) : -1;
+  if (idx < 0) {
+    status(tr("The preset “%1” cannot be read").arg(name), 5000);
+    return false;
+  }
+  methodBox()->setCurrentIndex(idx);
+  lanternBox()->setChecked(p->lantern && lanternBox()->isEnabled());
+  settings_->restoreState(p->settings);
+  status(tr("Applied the preset “%1”").arg(name), 3000);
+  return true;
+}
+
+void MainWindow::fillPresetsMenu() {
+  presets_menu_->clear();
+  const QStringList names = PresetStore().names();
+  for (const auto& n : names) presets_menu_->addAction(n, this, [this, n] { applyPreset(n); });
+  if (names.isEmpty()) presets_menu_->addAction(tr("(none saved yet)"))->setEnabled(false);
+  auto* del = presets_menu_->addMenu(tr("&Delete"));
+  del->setEnabled(!names.isEmpty());
+  for (const auto& n : names) del->addAction(n, this, [n] { PresetStore().remove(n); });
+}
+
+}  // namespace adtree::ui

@@ -1,0 +1,60 @@
+#include "ui/png_settings.h"
+
+#include <QFileInfo>
+#include <QImageReader>
+
+namespace adtree::ui {
+
+const QString kPngSettingsKey = QStringLiteral("adtree-settings");
+
+nlohmann::json pngSettings(const RunRecord& r) {
+  const auto& s = r.stats->settings;
+  const std::string app = "adtree-studio " ADTREE_VERSION;
+  return {{"app", app},
+          {"model",
+           {{"name", s.value("model_name", std::string())},
+            {"dir", r.model.toStdString()},
+            {"hash", s.value("model_hash", std::string())}}},
+          {"prompt", r.prompt.toStdString()},
+          {"seed", r.seed},
+          {"method_settings", s.value("method_settings", nlohmann::json::object())},
+          {"sampling", s.value("sampling", nlohmann::json::object())},
+          {"verify", s.value("verify", std::string())},
+          {"result",
+           {{"label", r.label.toStdString()},
+            {"tau", r.stats->summary.tau},
+            {"tokens", r.stats->summary.tokens},
+            {"elapsed_ms", r.elapsedMs}}}};
+}
+
+QImage withPngSettings(QImage image, const RunRecord& r) {
+  image.setText(kPngSettingsKey,
+                QString::fromStdString(pngSettings(r).dump(-1, ' ', /*ensure_ascii=*/true)));
+  return image;
+}
+
+std::optional<nlohmann::json> readPngSettings(const QString& path, QString* error) {
+  auto fail = [&](const QString& why) -> std::optional<nlohmann::json> {
+    if (error) *error = why;
+    return std::nullopt;
+  };
+  QImageReader reader(path, "PNG");
+  // The text chunks come before the pixels: no need to decode the picture for them.
+  const QString text = reader.text(kPngSettingsKey);
+  if (text.isEmpty()) {
+    if (!QFileInfo(path).isReadable() || !reader.canRead())
+      return fail(QObject::tr("%1 is not a readable PNG.").arg(path));
+    return fail(QObject::tr("%1 carries no ADT-Tree Studio settings (saved without them, or by "
+                            "another program).")
+                    .arg(path));
+  }
+  try {
+    auto j = nlohmann::json::parse(text.toStdString());
+    if (!j.is_object()) return fail(QObject::tr("The settings in %1 are not an object.").arg(path));
+    return j;
+  } catch (const nlohmann::json::exception&) {
+    return fail(QObject::tr("The settings in %1 are not valid JSON.").arg(path));
+  }
+}
+
+}  // namespace adtree::ui

@@ -1,0 +1,187 @@
+#include "ui/prompt_bar.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QStandardItemModel>
+#include <QVBoxLayout>
+
+#include <limits>
+
+#include "decode/method_table.h"
+#include "ui/method_names.h"
+#include "ui/prompt_edit.h"
+
+namespace adtree::ui {
+
+namespace {
+QString wordsHint() {
+  return QObject::tr(
+      "Describe the image, e.g. \"red apple noto\" (words from the model's vocabulary; "
+      "Tab/arrows pick a completion)");
+}
+}  // namespace
+
+PromptBar::PromptBar(QWidget* parent) : QWidget(parent) {
+  auto* v = new QVBoxLayout(this);
+  v->setContentsMargins(0, 0, 0, 0);
+  v->setSpacing(6);
+
+  // Row 1: the prompt and the two big buttons.
+  auto* row1 = new QHBoxLayout;
+  row1->setSpacing(6);
+  prompt_ = new PromptEdit(this);
+  prompt_->setPlaceholderText(wordsHint());
+  prompt_->setToolTip(
+      tr("The prompt: words the model knows (completion lists them as you type) "
+         "or, for class models, one class name.\nReturn or Ctrl+Return generates."));
+  QFont pf = prompt_->font();
+  pf.setPointSizeF(pf.pointSizeF() * 1.15);
+  prompt_->setFont(pf);
+  prompt_->setMinimumHeight(30);
+  generate_ = new QPushButton(tr("Generate"), this);
+  generate_->setObjectName("generateButton");
+  generate_->setDefault(true);
+  generate_->setMinimumHeight(30);
+  generate_->setMinimumWidth(110);
+  generate_->setToolTip(
+      tr("Generate from the prompt (Ctrl+Return); while a job runs, the new ones wait in the "
+         "queue"));
+  generate_->setStyleSheet(
+      "QPushButton#generateButton { background: #2563eb; color: white; font-weight: bold; "
+      "border-radius: 4px; padding: 4px 14px; }"
+      "QPushButton#generateButton:hover { background: #1d4ed8; }"
+      "QPushButton#generateButton:disabled { background: #93a4c3; color: #eef; }");
+  cancel_ = new QPushButton(tr("Cancel"), this);
+  cancel_->setMinimumHeight(30);
+  cancel_->setToolTip(
+      tr("Stop the running generation (Esc); it stops within one step. Waiting jobs stay queued."));
+  // Models prompted with a caption-embedding file (converted LlamaGen t2i) get a file picker.
+  file_ = new QPushButton(tr("Embedding…"), this);
+  file_->setObjectName("promptFileButton");
+  file_->setMinimumHeight(30);
+  file_->setToolTip(
+      tr("Choose a caption-embedding file (.safetensors from tools/t5_embed.py) as the prompt"));
+  file_->setVisible(false);
+  connect(file_, &QPushButton::clicked, this, [this] {
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Choose a caption embedding"), QDir::homePath(),
+                                     tr("Caption embeddings (*.safetensors);;All files (*)"));
+    if (!path.isEmpty()) prompt_->setText(path);
+  });
+  row1->addWidget(prompt_, 1);
+  row1->addWidget(file_);
+  row1->addWidget(generate_);
+  row1->addWidget(cancel_);
+  v->addLayout(row1);
+
+  // Row 2: how to decode, the seed, how many.
+  auto* row2 = new QHBoxLayout;
+  row2->setSpacing(6);
+  auto* method_label_w = new QLabel(tr("Method"), this);
+  method_ = new QComboBox(this);
+  method_->setObjectName("methodBox");
+  method_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  for (const auto& m : decode::method_table()) {
+    const QString key = QString::fromLatin1(m.key);
+    method_->addItem(method_label(key), key);
+    method_->setItemData(method_->count() - 1, method_help(key), Qt::ToolTipRole);
+  }
+  method_->setToolTip(
+      tr("Decoding method. All lossless methods draw from the same distribution "
+         "as AR; they differ in speed.\nTree methods need the model's draft head "
+         "(drafter.safetensors)."));
+  method_label_w->setBuddy(method_);
+  lantern_ = new QCheckBox(tr("Relaxed acceptance (LANTERN)"), this);
+  lantern_->setToolTip(
+      tr("Accept a draft token when it is close in the VQ codebook to what the "
+         "model would pick (LANTERN).\nFaster with draft trees, but lossy: the "
+         "image differs slightly from plain sampling.\nOnly for draft-tree "
+         "methods; settings in the LANTERN section."));
+  auto* seed_label = new QLabel(tr("Seed"), this);
+  seed_ = new QSpinBox(this);
+  seed_->setRange(0, std::numeric_limits<int>::max());
+  seed_->setToolTip(tr("Random seed: the same seed, settings and device give the same image."));
+  seed_->setMinimumWidth(110);
+  seed_label->setBuddy(seed_);
+  random_seed_ = new QCheckBox(tr("random"), this);
+  random_seed_->setToolTip(
+      tr("Draw a new seed for every generation (it is shown in the seed box, "
+         "so a good image can be reproduced)."));
+  auto* count_label = new QLabel(tr("Count"), this);
+  count_ = new QSpinBox(this);
+  count_->setObjectName("countBox");
+  count_->setRange(1, 100);
+  count_->setToolTip(
+      tr("Pictures per Generate click, with consecutive seeds (seed, seed + 1, …); they run one "
+         "after another from the queue"));
+  count_label->setBuddy(count_);
+  row2->addWidget(method_label_w);
+  row2->addWidget(method_);
+  row2->addWidget(lantern_);
+  row2->addSpacing(16);
+  row2->addWidget(seed_label);
+  row2->addWidget(seed_);
+  row2->addWidget(random_seed_);
+  row2->addSpacing(16);
+  row2->addWidget(count_label);
+  row2->addWidget(count_);
+  row2->addStretch(1);
+  v->addLayout(row2);
+
+  connect(prompt_, &PromptEdit::submitted, this, &PromptBar::generateRequested);
+  connect(generate_, &QPushButton::clicked, this, &PromptBar::generateRequested);
+  connect(cancel_, &QPushButton::clicked, this, &PromptBar::cancelRequested);
+  connect(method_, &QComboBox::currentIndexChanged, this, [this] {
+    lantern_->setEnabled(is_tree_method(methodKey()));
+    Q_EMIT methodChanged();
+  });
+  connect(lantern_, &QCheckBox::toggled, this, &PromptBar::methodChanged);
+}
+
+QString PromptBar::methodKey() const {
+  return method_->currentData().toString();
+}
+
+bool PromptBar::lanternOn() const {
+  return lantern_->isChecked() && lantern_->isEnabled();
+}
+
+void PromptBar::setModel(const engine::ModelInfo& info) {
+  QStringList vocab;
+  for (const auto& w : info.vocabulary) vocab << QString::fromStdString(w);
+  prompt_->setVocabulary(vocab, info.vocabulary_is_classes);
+  file_->setVisible(info.prompt_is_file);
+  if (info.prompt_is_file) {
+    prompt_->setPlaceholderText(
+        tr("Path of a caption-embedding file (.safetensors; Embedding… picks one)"));
+  } else if (info.vocabulary_is_classes) {
+    prompt_->setPlaceholderText(
+        tr("A class: name, synonym or number, e.g. \"golden retriever\" "
+           "or 207 (Tab/arrows pick a completion)"));
+  } else {
+    prompt_->setPlaceholderText(wordsHint());
+  }
+  // Methods the model cannot run are shown but disabled, with the reason.
+  auto* items = qobject_cast<QStandardItemModel*>(method_->model());
+  for (int i = 0; i < method_->count(); ++i) {
+    const QString key = method_->itemData(i).toString();
+    const bool ok = !is_tree_method(key) || info.has_drafter;
+    if (items) items->item(i)->setEnabled(ok);
+    method_->setItemData(i,
+                         ok ? method_help(key)
+                            : method_help(key) + tr("\nNot available: this model has no draft "
+                                                    "head (drafter.safetensors)."),
+                         Qt::ToolTipRole);
+  }
+  if (items && !items->item(method_->currentIndex())->isEnabled()) {
+    method_->setCurrentIndex(method_->findData("ar"));
+  }
+}
+
+}  // namespace adtree::ui
