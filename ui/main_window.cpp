@@ -54,20 +54,15 @@
 #include "ui/queue_panel.h"
 #include "ui/replay_panel.h"
 #include "ui/run_history.h"
+#include "ui/run_library.h"
+#include "ui/run_view.h"
 #include "ui/settings_panel.h"
 #include "ui/tree_view.h"
 
 namespace adtree::ui {
 
 namespace {
-// The image repaints at ~30 frames per second; the maps and plots (nine QCustomPlot replots, ~6 ms
-// together) five times a second: live enough to watch, and the GUI thread stays under ~10% of a
-// core, which on a 2-core machine is time the decoding thread does not lose (docs/GUI.md).
-constexpr int kFrameMs = 33;
-constexpr int kPlotEveryFrames = 6;
-
 QString format_seconds(double s) {
-  if (s < 0) return QStringLiteral("–");
   if (s < 60) return QString::number(s, 'f', s < 10 ? 2 : 1) + " s";
   return QStringLiteral("%1 min %2 s").arg(int(s) / 60).arg(int(s) % 60);
 }
@@ -94,19 +89,42 @@ MainWindow::MainWindow(double previewIntervalMs, QWidget* parent) : QMainWindow(
   opts.previews = previewIntervalMs > 0;
   opts.preview_interval_ms = previewIntervalMs;
   bridge_ = new EngineBridge(opts, this);
-  history_ = new RunHistory(this);
+  library_ = new RunLibrary(this);
   queue_ = new JobQueue(this);
-  gallery_ = new Gallery(this);
   exports_ = std::make_unique<Exports>(this, [this](const QString& m, int ms) { status(m, ms); });
   buildUi();
   createActions();
   connectUi();
+  connectHistory();
   connectBridge();
-  connectGallery();
+  connectLibrary();
   loadSettings();
-  frame_timer_.setInterval(kFrameMs);
-  connect(&frame_timer_, &QTimer::timeout, this, &MainWindow::onFrame);
   setBusyUi();
+}
+
+const RunState& MainWindow::run() const {
+  return view_->run();
+}
+ImageView* MainWindow::imageView() const {
+  return view_->image();
+}
+HeatmapPanel* MainWindow::heatmaps() const {
+  return view_->heatmaps();
+}
+PlotPanel* MainWindow::plots() const {
+  return view_->plots();
+}
+QLabel* MainWindow::progressLabel() const {
+  return view_->progressLabel();
+}
+QProgressBar* MainWindow::progressBar() const {
+  return view_->progressBar();
+}
+RunHistory* MainWindow::history() const {
+  return library_->history();
+}
+Gallery* MainWindow::gallery() const {
+  return library_->gallery();
 }
 
 MainWindow::~MainWindow() {
@@ -133,26 +151,8 @@ void MainWindow::buildUi() {
   v->addWidget(banner_);
   bar_ = new PromptBar(central);
   v->addWidget(bar_);
-  v->addWidget(buildProgressRow(central));
-
-  image_ = new ImageView(central);
-  image_->setPlaceholder(tr("Loading model…"));
-  heatmaps_ = new HeatmapPanel(central);
-  plots_ = new PlotPanel(central);
-  top_split_ = new QSplitter(Qt::Horizontal, central);
-  top_split_->addWidget(image_);
-  top_split_->addWidget(heatmaps_);
-  top_split_->setStretchFactor(0, 2);
-  top_split_->setStretchFactor(1, 3);
-  top_split_->setChildrenCollapsible(false);
-  main_split_ = new QSplitter(Qt::Vertical, central);
-  main_split_->setObjectName("mainSplit");
-  main_split_->addWidget(top_split_);
-  main_split_->addWidget(plots_);
-  main_split_->setStretchFactor(0, 5);
-  main_split_->setStretchFactor(1, 2);
-  main_split_->setChildrenCollapsible(false);
-  v->addWidget(main_split_, 1);
+  view_ = new RunView(central);
+  v->addWidget(view_, 1);
   setCentralWidget(central);
   buildDocks();
 
@@ -160,31 +160,6 @@ void MainWindow::buildUi() {
   device_label_ = new QLabel(this);
   statusBar()->addPermanentWidget(model_label_);
   statusBar()->addPermanentWidget(device_label_);
-}
-
-QWidget* MainWindow::buildProgressRow(QWidget* parent) {
-  auto* row = new QWidget(parent);
-  auto* h = new QHBoxLayout(row);
-  h->setContentsMargins(0, 0, 0, 0);
-  h->setSpacing(8);
-  progress_ = new QProgressBar(row);
-  progress_->setRange(0, 1);
-  progress_->setValue(0);
-  progress_->setFormat(tr("%v / %m tokens"));
-  progress_->setTextVisible(true);
-  progress_->setMinimumWidth(200);
-  progress_->setMaximumHeight(20);
-  progress_text_ = new QLabel(row);
-  progress_text_->setObjectName("progressText");
-  // Tabular digits: the numbers change 30 times a second and must not make the text jump.
-  progress_text_->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
-  progress_text_->setToolTip(
-      tr("τ (tau) = tokens committed per target-model forward: 1 for AR, "
-         "the speed-up factor of speculative methods.\nSpeed and ETA use "
-         "the last 0.25 s."));
-  h->addWidget(progress_, 2);
-  h->addWidget(progress_text_, 3);
-  return row;
 }
 
 void MainWindow::buildDocks() {
@@ -213,7 +188,7 @@ void MainWindow::buildDocks() {
   histograms_ = new HistogramPanel;
   histogram_dock_ =
       addDock(tr("Acceptance histograms"), "histogramDock", histograms_, Qt::BottomDockWidgetArea);
-  history_panel_ = new HistoryPanel(history_);
+  history_panel_ = new HistoryPanel(library_->history());
   history_dock_ =
       addDock(tr("History and gallery"), "historyDock", history_panel_, Qt::BottomDockWidgetArea);
   queue_panel_ = new QueuePanel(queue_);
@@ -239,35 +214,37 @@ void MainWindow::connectUi() {
   connect(bar_, &PromptBar::generateRequested, this, &MainWindow::generate);
   connect(bar_, &PromptBar::cancelRequested, this, &MainWindow::cancel);
   connect(bar_, &PromptBar::methodChanged, this, &MainWindow::onMethodChanged);
-  connect(image_, &ImageView::cellHovered, this, &MainWindow::onCellHovered);
-  connect(heatmaps_, &HeatmapPanel::cellHovered, this, &MainWindow::onCellHovered);
-  connect(image_, &ImageView::cellClicked, this, &MainWindow::inspectCell);
-  connect(heatmaps_, &HeatmapPanel::cellClicked, this, &MainWindow::inspectCell);
+  connect(view_, &RunView::cellHovered, view_, &RunView::hover);
+  connect(view_, &RunView::cellClicked, this, &MainWindow::inspectCell);
   connect(replay_, &ReplayPanel::stepChanged, this, &MainWindow::onReplayStep);
   connect(replay_->treeView(), &TreeView::cellActivated, this, &MainWindow::inspectCell);
+  connect(queue_panel_, &QueuePanel::cancelRunningRequested, this, &MainWindow::cancel);
+  for (auto sig : {&QAbstractItemModel::rowsInserted, &QAbstractItemModel::rowsRemoved}) {
+    connect(queue_, sig, this, &MainWindow::updateQueueText);
+  }
+  connect(queue_, &QAbstractItemModel::modelReset, this, &MainWindow::updateQueueText);
+}
+
+// The History panel's commands on a picture.
+void MainWindow::connectHistory() {
   connect(history_panel_, &HistoryPanel::runSelected, this, &MainWindow::showHistoryRun);
   connect(history_panel_, &HistoryPanel::deleteRequested, this, &MainWindow::deleteRuns);
   connect(history_panel_, &HistoryPanel::revealRequested, this, [this](int id) {
-    const QString base = history_->galleryBase(id);
-    if (base.isEmpty()) {
+    if (!library_->reveal(id))
       status(tr("This run is not in the gallery (the gallery is off, or its save failed)."), 5000);
-    } else {
-      Gallery::reveal(base);
-    }
   });
   connect(history_panel_, &HistoryPanel::copyRequested, this, [this](int id) {
-    if (const RunRecord* r = history_->find(id); r && !r->image.isNull()) {
+    if (const RunRecord* r = history()->find(id); r && !r->image.isNull()) {
       QGuiApplication::clipboard()->setImage(
           r->image.scaled(r->image.size() * 4, Qt::IgnoreAspectRatio, Qt::FastTransformation));
       status(tr("Copied the picture of run #%1 to the clipboard").arg(id), 3000);
     }
   });
   connect(history_panel_, &HistoryPanel::compareRequested, this, [this](int a, int b) {
-    const RunRecord* ra =
-        history_->load(a, [this](const QString& base) { return gallery_->read(base, nullptr); });
-    const RunRecord* rb =
-        history_->load(b, [this](const QString& base) { return gallery_->read(base, nullptr); });
-    ra = history_->find(a);  // the second load may have moved the first
+    QString error;
+    const RunRecord* rb = library_->load(b, &error);
+    const RunRecord* ra = library_->load(a, &error);
+    rb = history()->find(b);  // the second load may have moved the first
     if (!ra || !rb || !ra->stats || !rb->stats) return;
     // Older run on the left: "B over A" then reads as "the newer configuration over the older".
     if (ra->id > rb->id) std::swap(ra, rb);
@@ -275,10 +252,6 @@ void MainWindow::connectUi() {
     compare_->show();
     compare_->raise();
   });
-  connect(queue_panel_, &QueuePanel::cancelRunningRequested, this, &MainWindow::cancel);
-  for (auto sig : {&QAbstractItemModel::rowsInserted, &QAbstractItemModel::rowsRemoved}) {
-    connect(queue_, sig, this, &MainWindow::updateProgress);
-  }
 }
 
 void MainWindow::connectBridge() {
@@ -294,66 +267,29 @@ void MainWindow::connectBridge() {
   connect(bridge_, &EngineBridge::jobCancelled, this, &MainWindow::onCancelled);
 }
 
-void MainWindow::connectGallery() {
-  connect(gallery_, &Gallery::loaded, this, [this](const QVector<GalleryStore::Entry>& entries) {
-    const QString dir = QDir(gallery_->dir()).absolutePath();
-    for (const auto& e : entries) {
-      // A listing of a folder the user has since switched away from is dropped.
-      if (QFileInfo(e.base).absolutePath() != dir) continue;
-      if (!history_->idOfGalleryBase(e.base)) history_->addStored(e);
-    }
-    updateGalleryNote();
+void MainWindow::connectLibrary() {
+  connect(library_, &RunLibrary::removed, histograms_, &HistogramPanel::removeRun);
+  connect(library_, &RunLibrary::saved, this, &MainWindow::gallerySaved);
+  connect(library_, &RunLibrary::noteChanged, history_panel_, &HistoryPanel::setGalleryNote);
+  connect(library_, &RunLibrary::capped, this, [this](int count, int limitMb) {
+    status(tr("The gallery is over its %1 MB limit: removed the %2 oldest picture(s).")
+               .arg(limitMb)
+               .arg(count),
+           10000);
   });
-  connect(gallery_, &Gallery::saved, this,
-          [this](int id, const QString& base, const QStringList& removed) {
-            history_->setGalleryBase(id, base);
-            for (const auto& b : removed) {
-              if (const int old = history_->idOfGalleryBase(b)) {
-                histograms_->removeRun(old);
-                history_->remove(old);
-              }
-            }
-            if (!removed.isEmpty()) {
-              status(tr("The gallery is over its %1 MB limit: removed the %2 oldest picture(s).")
-                         .arg(gallery_->maxBytes() >> 20)
-                         .arg(removed.size()),
-                     10000);
-            }
-            updateGalleryNote();
-            Q_EMIT gallerySaved(id);
+  connect(library_, &RunLibrary::saveFailed, this,
+          [this](int id, const QString& dir, const QString& message) {
+            showError(this, tr("Not saved in the gallery"),
+                      tr("Run #%1 could not be saved in the gallery %2; it stays in this "
+                         "session's history (File ▸ Save Run keeps it).")
+                          .arg(id)
+                          .arg(dir.toHtmlEscaped()),
+                      message);
           });
-  connect(gallery_, &Gallery::saveFailed, this, [this](int id, const QString& message) {
-    showError(this, tr("Not saved in the gallery"),
-              tr("Run #%1 could not be saved in the gallery %2; it stays in this session's "
-                 "history (File ▸ Save Run keeps it).")
-                  .arg(id)
-                  .arg(gallery_->dir().toHtmlEscaped()),
-              message);
-  });
-}
-
-void MainWindow::updateGalleryNote() {
-  history_panel_->setGalleryNote(
-      gallery_->enabled()
-          ? tr("Gallery: %1 (limit %2 MB; View ▸ Gallery)")
-                .arg(QDir::toNativeSeparators(gallery_->dir()))
-                .arg(gallery_->maxBytes() >> 20)
-          : tr("The gallery is off: runs are kept for this session only (View ▸ Gallery)."));
 }
 
 void MainWindow::setGalleryDir(const QString& dir, bool remember) {
-  gallery_->setDir(dir);
-  if (remember) QSettings().setValue("gallery/dir", dir);
-  // The other folder's pictures leave the list (this session's unsaved runs stay).
-  for (int row = history_->rowCount() - 1; row >= 0; --row) {
-    const int id = history_->idAt(row);
-    if (!history_->galleryBase(id).isEmpty()) {
-      histograms_->removeRun(id);
-      history_->remove(id);
-    }
-  }
-  if (gallery_->enabled()) gallery_->loadAsync();
-  updateGalleryNote();
+  library_->setGalleryDir(dir, remember);
 }
 
 // ---- settings ---------------------------------------------------------------------------------
@@ -363,11 +299,7 @@ void MainWindow::loadSettings() {
   // First start: a size that shows the image, the maps and the plots together.
   if (!restoreGeometry(s.value("window/geometry").toByteArray())) resize(1280, 800);
   first_layout_ = !restoreState(s.value("window/state").toByteArray());
-  // First start: image 40%, maps 60%; maps and plots 5:2 in height.
-  if (!top_split_->restoreState(s.value("window/topSplit").toByteArray()))
-    top_split_->setSizes({400, 600});
-  if (!main_split_->restoreState(s.value("window/mainSplit").toByteArray()))
-    main_split_->setSizes({500, 200});
+  view_->restoreSplits(s.value("window/splits").toByteArray());
   promptEdit()->setText(s.value("run/prompt").toString());
   seedBox()->setValue(s.value("run/seed", 0).toInt());
   randomSeedBox()->setChecked(s.value("run/randomSeed", false).toBool());
@@ -387,15 +319,11 @@ void MainWindow::loadSettings() {
   for (auto* a : dtype_group_->actions()) {
     if (a->data().toString() == dtype_) a->setChecked(true);
   }
-  gallery_->setDir(s.value("gallery/dir", GalleryStore::defaultDir()).toString());
-  gallery_->setEnabled(s.value("gallery/enabled", true).toBool());
-  gallery_->setMaxBytes(qint64(s.value("gallery/limitMB", 512).toInt()) << 20);
+  library_->loadSettings();
   {
     const QSignalBlocker quiet(act_gallery_);  // its handler saves settings: not while loading
-    act_gallery_->setChecked(gallery_->enabled());
+    act_gallery_->setChecked(gallery()->enabled());
   }
-  if (gallery_->enabled()) gallery_->loadAsync();
-  updateGalleryNote();
   updateRecentMenu();
   onMethodChanged();
 }
@@ -404,8 +332,7 @@ void MainWindow::saveSettings() const {
   QSettings s;
   s.setValue("window/geometry", saveGeometry());
   s.setValue("window/state", saveState());
-  s.setValue("window/topSplit", top_split_->saveState());
-  s.setValue("window/mainSplit", main_split_->saveState());
+  s.setValue("window/splits", view_->saveSplits());
   s.setValue("run/prompt", promptEdit()->text());
   s.setValue("run/seed", seedBox()->value());
   s.setValue("run/randomSeed", randomSeedBox()->isChecked());
@@ -417,8 +344,7 @@ void MainWindow::saveSettings() const {
   s.setValue("run/settings", settings_->saveState());
   s.setValue("model/device", device_);
   s.setValue("model/dtype", dtype_);
-  s.setValue("gallery/enabled", gallery_->enabled());
-  s.setValue("gallery/limitMB", int(gallery_->maxBytes() >> 20));
+  library_->saveSettings();
 }
 
 // ---- model ------------------------------------------------------------------------------------
@@ -433,7 +359,7 @@ void MainWindow::openModel(const QString& dir, const QString& createRandom) {
   if (current_job_) cancel();  // a new model makes the running picture meaningless
   queue_->clearPending();      // and the waiting ones were meant for the old model
   loading_dir_ = dir;
-  if (!model_) image_->setPlaceholder(tr("Loading model…"));
+  if (!model_) view_->setPlaceholder(tr("Loading model…"));
   status(tr("Loading %1…").arg(QDir::toNativeSeparators(dir)));
   bridge_->loadModel(dir, device_, dtype_, createRandom);
   setBusyUi();
@@ -452,7 +378,7 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
   model_ = info;
   loading_dir_.clear();
   bar_->setModel(info);
-  image_->setTokenColors(info.token_colors);
+  view_->image()->setTokenColors(info.token_colors);
   // The same model as last time keeps the user's sampling; another model brings its own defaults.
   const QString dir_key = QDir(QString::fromStdString(info.dir)).absolutePath();
   QSettings qs;
@@ -476,7 +402,16 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
   model_label_->setToolTip(QDir::toNativeSeparators(dir));
   device_label_->setText(QStringLiteral("%1 · %2").arg(
       QString::fromStdString(info.device).toUpper(), QString::fromStdString(info.dtype)));
-  if (!isRunning()) showEmptyCanvas(info);
+  if (!isRunning()) {
+    // Colour scales already span what the current settings can produce, not a placeholder 0..1.
+    MapRanges ranges;
+    try {
+      ranges = ranges_for(settings_->request(bar_->methodKey(), false, 0));
+    } catch (const std::exception&) {
+      // Invalid settings: the scales stay at their defaults until the next run says otherwise.
+    }
+    view_->showEmpty(info, ranges);
+  }
   status(tr("Loaded %1 in %2 ms").arg(QDir::toNativeSeparators(dir)).arg(int(loaded.load_ms)),
          8000);
   // Every model a user opened is worth a shortcut, except the automatic random fallback.
@@ -485,26 +420,6 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
   if (compare_) compare_->setModel(info);
   setBusyUi();
   Q_EMIT modelReady();
-}
-
-// The empty canvas and maps of this model's grid, so the window shows what is coming. Colour
-// scales already span what the current settings can produce, not a placeholder 0..1.
-void MainWindow::showEmptyCanvas(const engine::ModelInfo& info) {
-  MapRanges ranges;
-  try {
-    ranges = ranges_for(settings_->request(bar_->methodKey(), false, 0));
-  } catch (const std::exception&) {
-    // Invalid settings: the scales stay at their defaults until the next run says otherwise.
-  }
-  run_.showEmpty(int(info.grid_h), int(info.grid_w), ranges);
-  image_->startRun(int(info.grid_h), int(info.grid_w), int(info.image_h), int(info.image_w));
-  image_->setPlaceholder(
-      tr("Type a prompt and press Generate (Ctrl+Return).\nThe image appears "
-         "here token by token."));
-  heatmaps_->refresh(run_);
-  plots_->refresh(run_);
-  progress_->setRange(0, int(info.grid_h * info.grid_w));
-  progress_->setValue(0);
 }
 
 void MainWindow::onLoadFailed(const QString& dir, const QString& message) {
@@ -519,7 +434,7 @@ void MainWindow::onLoadFailed(const QString& dir, const QString& message) {
   setBusyUi();
   QString keep = model_ ? tr("Still using %1.").arg(QString::fromStdString(model_->name))
                         : tr("No model is loaded: open one with File ▸ Open Model.");
-  if (!model_) image_->setPlaceholder(tr("No model loaded.\nFile ▸ Open Model… (Ctrl+O)"));
+  if (!model_) view_->setPlaceholder(tr("No model loaded.\nFile ▸ Open Model… (Ctrl+O)"));
   status(tr("Could not open %1").arg(QDir::toNativeSeparators(dir)), 10000);
   showError(this, tr("Could not open the model"),
             tr("The directory %1 could not be opened as a model.")
@@ -544,13 +459,13 @@ void MainWindow::setBusyUi() {
   cancelButton()->setEnabled(isRunning());
   act_cancel_->setEnabled(isRunning());
   const bool shown = shownRecord() != nullptr && !isRunning();
-  act_save_image_->setEnabled(!last_image_.isNull() && !isRunning());
-  act_copy_image_->setEnabled(!last_image_.isNull() && !isRunning());
+  act_save_image_->setEnabled(!view_->picture().isNull() && !isRunning());
+  act_copy_image_->setEnabled(!view_->picture().isNull() && !isRunning());
   act_save_stats_->setEnabled(shown);
   act_save_csv_->setEnabled(shown);
   act_save_maps_->setEnabled(shown);
   act_save_run_->setEnabled(shown);
-  act_save_tree_->setEnabled(shown && run_.hasTraces());
+  act_save_tree_->setEnabled(shown && run().hasTraces());
   act_step_back_->setEnabled(shown);
   act_step_fwd_->setEnabled(shown);
 }
@@ -599,10 +514,6 @@ void MainWindow::startNext() {
   if (!job) return;
   pending_ranges_ = ranges_for(job->request);
   current_job_ = bridge_->submit(job->prompt, job->request);
-  job_clock_.start();
-  progress_->setRange(0, int(model_->grid_h * model_->grid_w));
-  progress_->setValue(0);
-  progress_text_->setText(tr("starting…"));
   status(tr("Generating “%1” with %2, seed %3…")
              .arg(job->prompt, method_label(job->method))
              .arg(job->seed));
@@ -617,51 +528,39 @@ void MainWindow::cancel() {
 
 void MainWindow::onJobStarted(const engine::JobStarted& s) {
   if (s.job != current_job_) return;
-  run_.reset(s, pending_ranges_);
   shown_id_ = 0;
   inspected_cell_ = -1;
   inspector_->clear();
   replay_->clearRun(tr("Replay is available when the run has finished."));
-  image_->startRun(int(s.grid_h), int(s.grid_w), int(s.image_h), int(s.image_w));
-  image_->setRunning(true);
-  heatmaps_->setHoverText({});
-  progress_->setRange(0, int(s.total_tokens));
-  frame_count_ = 0;
-  frame_timer_.start();
-  onFrame();
+  view_->start(s, pending_ranges_);
 }
 
 void MainWindow::onSteps(const std::vector<engine::JobStep>& steps) {
-  // Bookkeeping only; the frame timer paints.
-  run_.addSteps(steps);
+  view_->addSteps(steps);
 }
 
 void MainWindow::onPreview(const engine::JobPreview& p) {
-  if (p.job != current_job_ || p.image.empty()) return;
-  image_->setPreview(toQImage(p.image), int(p.valid_cells));
+  if (p.job == current_job_) view_->preview(p);
 }
 
 void MainWindow::onFinished(const engine::JobFinished& f) {
   if (f.job != current_job_) return;
-  run_.finish(f);
-  last_image_ = toQImage(f.image);
-  if (!last_image_.isNull()) image_->setPreview(last_image_, int(f.tokens.size()));
+  view_->finish(f);
   last_job_ms_ = f.elapsed_ms;
   last_decode_cpu_ms_ = f.decode_cpu_ms;
   QString rule;  // the acceptance rule the run used, said in the status line
   try {
     RunRecord r = recordFromFinished(f);
     rule = QString::fromStdString(r.stats->settings.value("verify", std::string()));
-    shown_id_ = history_->add(r);
+    shown_id_ = library_->addFinished(r);
     r.id = shown_id_;
     history_panel_->setCurrent(r.id);  // marked as the one on screen, without re-showing it
     histograms_->setRun(r.id, histogram_of(r));
-    gallery_->save(r.id, r);  // on the gallery's thread: the statistics are shared, read-only
   } catch (const std::exception& e) {
     // The run is on screen either way; only its history entry and replay are missing.
     status(tr("The run's statistics could not be read back: %1").arg(e.what()), 10000);
   }
-  replay_->setRun(run_);
+  replay_->setRun(run());
   onReplayStep(replay_->step());
   const auto& s = f.summary;
   endRun("finished", tr("Done: %1 tokens in %2 (%3 tokens/s), τ = %4, %5 steps%6")
@@ -688,14 +587,8 @@ void MainWindow::onCancelled(engine::JobId job, qint64 tokens) {
 void MainWindow::endRun(const QString& how, const QString& message) {
   current_job_ = 0;
   queue_->finishRunning();
-  frame_timer_.stop();
-  image_->setRunning(false);
-  // One last full paint so the final state is on screen whatever the frame phase was.
-  image_->setCommitted(run_.committed(), run_.tokens());
-  image_->refresh();
-  heatmaps_->refresh(run_);
-  plots_->refresh(run_);
-  updateProgress();
+  updateQueueText();
+  view_->end();
   status(message, how == "finished" ? 0 : 10000);
   setBusyUi();
   Q_EMIT generationEnded(how);
@@ -703,55 +596,12 @@ void MainWindow::endRun(const QString& how, const QString& message) {
   QTimer::singleShot(0, this, &MainWindow::startNext);
 }
 
-void MainWindow::onFrame() {
-  image_->setCommitted(run_.committed(), run_.tokens());
-  image_->refresh();
-  updateProgress();
-  if (++frame_count_ % kPlotEveryFrames == 0) {
-    heatmaps_->refresh(run_);
-    plots_->refresh(run_);
-  }
-}
-
-void MainWindow::updateProgress() {
-  progress_->setValue(run_.committed());
-  // The job and the queue: "job 2 of 5" while a batch or a queue runs.
-  const QString of_total =
+// The job and the queue on the progress bar: "job 2 of 5" while a batch or a queue runs.
+void MainWindow::updateQueueText() {
+  view_->setQueueText(
       queue_->total() > 1
           ? tr(" · job %1 of %2").arg(std::max(1, queue_->begun())).arg(queue_->total())
-          : QString();
-  progress_->setFormat(tr("%v / %m tokens") + of_total);
-  if (run_.viewStep() >= 0) {
-    // Replaying: the numbers of the run so far, up to the chosen step.
-    progress_text_->setText(tr("replay: step %1 of %2  ·  %3 tokens committed so far")
-                                .arg(run_.viewStep())
-                                .arg(run_.steps() - 1)
-                                .arg(run_.committed()));
-    return;
-  }
-  const double elapsed = isRunning() ? job_clock_.elapsed() / 1000.0 : run_.elapsedMs() / 1000.0;
-  const double eta = run_.etaSeconds();
-  const QString eta_text =
-      isRunning() ? tr("ETA %1").arg(format_seconds(eta), 7)
-                  : (run_.committed() == run_.cells() && run_.cells() > 0 ? tr("done") : QString());
-  progress_text_->setText(tr("step %1  τ %2  %3 tok/s  %4 elapsed  %5")
-                              .arg(run_.steps(), 4)
-                              .arg(run_.tau(), 4, 'f', 2)
-                              .arg(run_.tokensPerSecond(), 5, 'f', 0)
-                              .arg(format_seconds(elapsed), 7)
-                              .arg(eta_text));
-}
-
-void MainWindow::onCellHovered(int cell) {
-  image_->setHighlight(cell);
-  heatmaps_->setHighlight(cell);
-  const QString text = run_.describeCell(cell);
-  heatmaps_->setHoverText(text);
-  if (cell >= 0 && !text.isEmpty()) {
-    QToolTip::showText(QCursor::pos(), text);
-  } else {
-    QToolTip::hideText();
-  }
+          : QString());
 }
 
 void MainWindow::status(const QString& message, int timeoutMs) {
@@ -761,7 +611,7 @@ void MainWindow::status(const QString& message, int timeoutMs) {
 // ---- history, replay, inspector ---------------------------------------------------------------
 
 const RunRecord* MainWindow::shownRecord() const {
-  const RunRecord* r = history_->find(shown_id_);
+  const RunRecord* r = history()->find(shown_id_);
   return r && r->stats ? r : nullptr;
 }
 
@@ -771,8 +621,7 @@ void MainWindow::showHistoryRun(int id) {
     return;
   }
   QString error;
-  const RunRecord* r =
-      history_->load(id, [&](const QString& base) { return gallery_->read(base, &error); });
+  const RunRecord* r = library_->load(id, &error);
   if (!r) {
     showError(this, tr("Could not open the picture"),
               tr("The gallery entry could not be read back."), error);
@@ -794,22 +643,11 @@ void MainWindow::showRecord(const RunRecord& r) {
   } catch (const std::exception&) {
     // Settings from another version: the ranges grow to what the run holds.
   }
-  run_.restore(*r.stats, r.tokens, r.elapsedMs, ranges);
-  last_image_ = r.image;
+  view_->showRecord(r, ranges);
   last_job_ms_ = r.elapsedMs;
-  const int h = r.gridH(), w = r.gridW();
-  image_->startRun(h, w, r.image.isNull() ? h * 8 : r.image.height(),
-                   r.image.isNull() ? w * 8 : r.image.width());
-  if (!r.image.isNull()) image_->setPreview(r.image, int(r.tokens.size()));
-  image_->setCommitted(run_.committed(), run_.tokens());
-  image_->refresh();
-  heatmaps_->refresh(run_);
-  plots_->refresh(run_);
-  progress_->setRange(0, std::max(1, run_.cells()));
-  updateProgress();
   inspected_cell_ = -1;
   inspector_->clear();
-  replay_->setRun(run_);
+  replay_->setRun(run());
   onReplayStep(replay_->step());
   history_panel_->setCurrent(r.id);
   histograms_->setRun(r.id, histogram_of(r));
@@ -818,62 +656,44 @@ void MainWindow::showRecord(const RunRecord& r) {
 }
 
 void MainWindow::deleteRuns(const QList<int>& ids) {
-  int files = 0;
-  for (const int id : ids) {
-    if (id == shown_id_ && isRunning()) continue;
-    const QString base = history_->galleryBase(id);
-    QString error;
-    if (!base.isEmpty() && !gallery_->remove(base, &error)) {
-      showError(this, tr("Could not delete"), tr("The picture's files could not be deleted."),
-                error);
-      continue;
-    }
-    files += base.isEmpty() ? 0 : 1;
-    histograms_->removeRun(id);
-    history_->remove(id);
-    if (id == shown_id_) shown_id_ = 0;
+  QList<int> gone = ids;
+  if (isRunning()) gone.removeAll(shown_id_);
+  QString error;
+  const int files = library_->remove(gone, &error);
+  if (!error.isEmpty()) {
+    showError(this, tr("Could not delete"), tr("The picture's files could not be deleted."), error);
   }
-  status(tr("Deleted %n run(s) (%1 from the gallery folder).", nullptr, int(ids.size())).arg(files),
-         5000);
+  if (!history()->find(shown_id_)) shown_id_ = 0;
+  status(
+      tr("Deleted %n run(s) (%1 from the gallery folder).", nullptr, int(gone.size())).arg(files),
+      5000);
   setBusyUi();
 }
 
 void MainWindow::onReplayStep(int step) {
-  // Only a finished (or restored) run can be replayed; a live one is still growing.
-  if (step < 0 || run_.steps() == 0 || !run_.finished()) return;
-  run_.setViewStep(step);
-  const int shown = run_.committed();
-  if (!last_image_.isNull()) image_->setPreview(last_image_, shown);
-  image_->setCommitted(shown, run_.tokens());
-  // The step's first new cell is outlined, so the eye finds what this step added.
-  // (Not at the end of the run: there the whole picture is the point.)
-  const int first = run_.viewStep() >= 0 ? run_.stepFirstCell(step) : -1;
-  image_->setHighlight(first < run_.cells() ? first : -1);
-  heatmaps_->setHighlight(first < run_.cells() ? first : -1);
-  image_->refresh();
-  heatmaps_->refresh(run_);
-  updateProgress();
+  if (!view_->showStep(step)) return;
   const RunRecord* rec = shownRecord();
   const decode::StepRecord* sr =
       rec && step < int(rec->stats->steps.size()) ? &rec->stats->steps[size_t(step)] : nullptr;
-  replay_->showTrace(run_.trace(step), sr);
+  replay_->showTrace(run().trace(step), sr);
   setBusyUi();
 }
 
 void MainWindow::inspectCell(int cell) {
-  if (cell < 0 || cell >= run_.cells()) return;
+  const RunState& rs = run();
+  if (cell < 0 || cell >= rs.cells()) return;
   inspected_cell_ = cell;
   inspector_dock_->show();
   inspector_dock_->raise();
-  if (const auto* c = run_.cellTrace(cell); c && run_.filled(cell)) {
-    inspector_->setCell(*c, run_.gridW(), method_label(run_.method()));
+  if (const auto* c = rs.cellTrace(cell); c && rs.filled(cell)) {
+    inspector_->setCell(*c, rs.gridW(), method_label(rs.method()));
   } else {
     inspector_->clear();
-    status(!run_.filled(cell) ? tr("Cell (%1, %2) is not generated yet.")
-                                    .arg(cell / run_.gridW())
-                                    .arg(cell % run_.gridW())
-                              : tr("This run has no step traces (Run ▸ Record Step Traces), so "
-                                   "the distribution at a cell was not kept."),
+    status(!rs.filled(cell) ? tr("Cell (%1, %2) is not generated yet.")
+                                  .arg(cell / rs.gridW())
+                                  .arg(cell % rs.gridW())
+                            : tr("This run has no step traces (Run ▸ Record Step Traces), so "
+                                 "the distribution at a cell was not kept."),
            6000);
   }
 }
@@ -911,8 +731,8 @@ bool MainWindow::openRunFile(const QString& path) {
               "codes' colours."),
            8000);
   }
-  const int id = history_->add(*r);
-  showRecord(*history_->find(id));
+  const int id = library_->addOpened(*r);
+  showRecord(*history()->find(id));
   return true;
 }
 
@@ -922,11 +742,12 @@ bool MainWindow::saveRunFile(const QString& path) {
 }
 
 bool MainWindow::exportImage(const QString& path, int scale) {
-  return exports_->image(last_image_, shownRecord(), path, scale, act_png_settings_->isChecked());
+  return exports_->image(view_->picture(), shownRecord(), path, scale,
+                         act_png_settings_->isChecked());
 }
 
 bool MainWindow::exportMaps(const QString& dir, const QString& prefix) {
-  return exports_->maps(heatmaps_, dir, prefix);
+  return exports_->maps(view_->heatmaps(), dir, prefix);
 }
 
 bool MainWindow::exportStatsJson(const QString& path) {
@@ -944,10 +765,11 @@ bool MainWindow::exportTree(const QString& path) {
 }
 
 bool MainWindow::copyImage() {
-  if (last_image_.isNull()) return false;
+  const QImage& pic = view_->picture();
+  if (pic.isNull()) return false;
   // 4x with nearest neighbour: a 64 x 64 picture pasted elsewhere stays crisp and visible.
   QGuiApplication::clipboard()->setImage(
-      last_image_.scaled(last_image_.size() * 4, Qt::IgnoreAspectRatio, Qt::FastTransformation));
+      pic.scaled(pic.size() * 4, Qt::IgnoreAspectRatio, Qt::FastTransformation));
   status(tr("Copied the picture to the clipboard"), 3000);
   return true;
 }
@@ -1052,11 +874,10 @@ void MainWindow::showEvent(QShowEvent* e) {
 
 void MainWindow::closeEvent(QCloseEvent* e) {
   saveSettings();
-  frame_timer_.stop();
   // Cancels a running job and joins the worker: at most one decoding step.
   bridge_->shutdown();
   // A finished picture still being written reaches the gallery before the window goes.
-  gallery_->waitForIdle();
+  gallery()->waitForIdle();
   e->accept();
 }
 

@@ -5,14 +5,12 @@
 // runs in the RunHistory (which the Gallery saves), and paints what comes back, throttled by one
 // frame timer. It never runs model code and never waits on the engine.
 #pragma once
-#include <QElapsedTimer>
-#include <QImage>
 #include <QMainWindow>
-#include <QTimer>
 
 #include <memory>
 #include <optional>
 
+#include "decode/method.h"
 #include "engine/events.h"
 #include "ui/run_record.h"
 #include "ui/run_state.h"
@@ -27,7 +25,6 @@ class QMenu;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
-class QSplitter;
 
 namespace adtree::ui {
 
@@ -47,6 +44,8 @@ class PromptEdit;
 class QueuePanel;
 class ReplayPanel;
 class RunHistory;
+class RunLibrary;
+class RunView;
 class SettingsPanel;
 struct QueuedJob;
 
@@ -67,7 +66,7 @@ class MainWindow : public QMainWindow {
   bool isRunning() const { return current_job_ != 0; }
   bool hasModel() const { return model_.has_value(); }
   const std::optional<engine::ModelInfo>& model() const { return model_; }
-  const RunState& run() const { return run_; }
+  const RunState& run() const;
   // The engine's time for the last finished job (conditioning, decoding, final VQ decode).
   double lastJobMs() const { return last_job_ms_; }
   double lastDecodeCpuMs() const { return last_decode_cpu_ms_; }
@@ -82,13 +81,13 @@ class MainWindow : public QMainWindow {
   QSpinBox* seedBox() const;
   QCheckBox* randomSeedBox() const;
   QSpinBox* countBox() const;
-  ImageView* imageView() const { return image_; }
-  HeatmapPanel* heatmaps() const { return heatmaps_; }
-  PlotPanel* plots() const { return plots_; }
+  ImageView* imageView() const;
+  HeatmapPanel* heatmaps() const;
+  PlotPanel* plots() const;
   SettingsPanel* settingsPanel() const { return settings_; }
   QLabel* bannerLabel() const { return banner_; }
-  QLabel* progressLabel() const { return progress_text_; }
-  QProgressBar* progressBar() const { return progress_; }
+  QLabel* progressLabel() const;
+  QProgressBar* progressBar() const;
   ReplayPanel* replayPanel() const { return replay_; }
   DistributionView* distributionView() const { return inspector_; }
   HistoryPanel* historyPanel() const { return history_panel_; }
@@ -100,9 +99,9 @@ class MainWindow : public QMainWindow {
   QAction* galleryAction() const { return act_gallery_; }
 
   // The runs (this session's and the gallery's), the queue, the gallery.
-  RunHistory* history() const { return history_; }
+  RunHistory* history() const;
   JobQueue* queue() const { return queue_; }
-  Gallery* gallery() const { return gallery_; }
+  Gallery* gallery() const;
   // The run on screen (null = none).
   const RunRecord* shownRecord() const;
   // The cell whose distribution the inspector shows (-1 = none).
@@ -160,13 +159,13 @@ class MainWindow : public QMainWindow {
 
  private:
   void buildUi();
-  QWidget* buildProgressRow(QWidget* parent);
   void buildDocks();
   void connectUi();
+  void connectHistory();
   void createActions();
   void createGalleryMenu(QMenu* menu);
   void connectBridge();
-  void connectGallery();
+  void connectLibrary();
   void loadSettings();
   void saveSettings() const;
   void updateRecentMenu();
@@ -175,20 +174,16 @@ class MainWindow : public QMainWindow {
   void setBusyUi();
   void startNext();
   void endRun(const QString& how, const QString& status);
-  void onFrame();
-  void updateProgress();
-  void onCellHovered(int cell);
+  void updateQueueText();
   void onMethodChanged();
   void status(const QString& message, int timeoutMs = 0);
   void onReplayStep(int step);
   void showRecord(const RunRecord& r);
-  void updateGalleryNote();
   QDockWidget* addDock(const QString& title, const QString& name, QWidget* w,
                        Qt::DockWidgetArea area);
   void reloadWithDevice();
 
   void onModelLoaded(const engine::ModelLoaded& loaded);
-  void showEmptyCanvas(const engine::ModelInfo& info);
   void onLoadFailed(const QString& dir, const QString& message);
   void onJobStarted(const engine::JobStarted& s);
   void onSteps(const std::vector<engine::JobStep>& steps);
@@ -198,30 +193,20 @@ class MainWindow : public QMainWindow {
   void onCancelled(engine::JobId job, qint64 tokens);
 
   EngineBridge* bridge_ = nullptr;
-  RunHistory* history_ = nullptr;
+  RunLibrary* library_ = nullptr;
   JobQueue* queue_ = nullptr;
-  Gallery* gallery_ = nullptr;
   std::unique_ptr<Exports> exports_;
-  RunState run_;
   std::optional<engine::ModelInfo> model_;
   QString loading_dir_;
   engine::JobId current_job_ = 0;
   MapRanges pending_ranges_;
-  QImage last_image_;
   double last_job_ms_ = 0, last_decode_cpu_ms_ = 0;
-  QElapsedTimer job_clock_;
-  QTimer frame_timer_;
-  int frame_count_ = 0;
   QString device_ = "cpu", dtype_ = "fp32";
 
   // Widgets
   QLabel* banner_ = nullptr;
   PromptBar* bar_ = nullptr;
-  QProgressBar* progress_ = nullptr;
-  QLabel* progress_text_ = nullptr;
-  ImageView* image_ = nullptr;
-  HeatmapPanel* heatmaps_ = nullptr;
-  PlotPanel* plots_ = nullptr;
+  RunView* view_ = nullptr;
   SettingsPanel* settings_ = nullptr;
   QDockWidget* settings_dock_ = nullptr;
   ReplayPanel* replay_ = nullptr;
@@ -235,8 +220,6 @@ class MainWindow : public QMainWindow {
   int shown_id_ = 0;
   int inspected_cell_ = -1;
   bool first_layout_ = false;  // no saved layout: size the docks when first shown
-  QSplitter* top_split_ = nullptr;
-  QSplitter* main_split_ = nullptr;
   QLabel* model_label_ = nullptr;
   QLabel* device_label_ = nullptr;
   // Actions: every command with a shortcut lives here (STYLE.md).

@@ -28,6 +28,8 @@
 #include "ui/presets.h"
 #include "ui/prompt_bar.h"
 #include "ui/replay_panel.h"
+#include "ui/run_library.h"
+#include "ui/run_view.h"
 #include "ui/settings_panel.h"
 
 namespace adtree::ui {
@@ -91,11 +93,11 @@ void MainWindow::createActions() {
          "picture: reopen it here, share it, or reproduce it from its settings"));
   auto* exp = file->addMenu(tr("&Export"));
   act_save_image_ = exp->addAction(tr("&Image as PNG…"), this, [this] {
-    exports_->askImage(last_image_, shownRecord(), act_png_settings_->isChecked());
+    exports_->askImage(view_->picture(), shownRecord(), act_png_settings_->isChecked());
   });
   act_save_image_->setShortcut(QKeySequence::Save);
   act_save_maps_ = exp->addAction(tr("&Maps as PNG…"), this,
-                                  [this] { exports_->askMaps(heatmaps_, shownRecord()); });
+                                  [this] { exports_->askMaps(heatmaps(), shownRecord()); });
   act_save_stats_ = exp->addAction(tr("Statistics as &JSON…"), this, [this] {
     if (const auto* r = shownRecord()) exports_->askStatsJson(*r);
   });
@@ -205,15 +207,16 @@ void MainWindow::createActions() {
   }
   createGalleryMenu(view->addMenu(tr("&Gallery")));
   view->addSeparator();
-  auto* fit = view->addAction(tr("Zoom to &Fit"), image_, [this] { image_->setZoom(0); });
+  ImageView* image = imageView();
+  auto* fit = view->addAction(tr("Zoom to &Fit"), image, [image] { image->setZoom(0); });
   fit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
-  auto zoomBy = [this](int delta) {
-    const int now = image_->zoom() == 0 ? int(image_->effectiveScale()) : image_->zoom();
-    image_->setZoom(std::max(1, now + delta));
+  auto zoomBy = [image](int delta) {
+    const int now = image->zoom() == 0 ? int(image->effectiveScale()) : image->zoom();
+    image->setZoom(std::max(1, now + delta));
   };
-  view->addAction(tr("Zoom &In"), image_, [zoomBy] { zoomBy(+1); })
+  view->addAction(tr("Zoom &In"), image, [zoomBy] { zoomBy(+1); })
       ->setShortcut(QKeySequence::ZoomIn);
-  view->addAction(tr("Zoom &Out"), image_, [zoomBy] { zoomBy(-1); })
+  view->addAction(tr("Zoom &Out"), image, [zoomBy] { zoomBy(-1); })
       ->setShortcut(QKeySequence::ZoomOut);
 
   auto* help = menuBar()->addMenu(tr("&Help"));
@@ -230,19 +233,14 @@ void MainWindow::createGalleryMenu(QMenu* menu) {
   act_gallery_ = menu->addAction(tr("&Keep Finished Pictures in the Gallery"));
   act_gallery_->setCheckable(true);
   act_gallery_->setToolTip(tr("Save every finished picture with its run file, across sessions"));
-  connect(act_gallery_, &QAction::toggled, this, [this](bool on) {
-    gallery_->setEnabled(on);
-    if (on) gallery_->loadAsync();  // the pictures of earlier sessions come back
-    saveSettings();
-    updateGalleryNote();
-  });
+  connect(act_gallery_, &QAction::toggled, library_, &RunLibrary::setGalleryEnabled);
   menu->addAction(tr("Open the Gallery &Folder"), this, [this] {
-    QDir().mkpath(gallery_->dir());
-    QDesktopServices::openUrl(QUrl::fromLocalFile(gallery_->dir()));
+    QDir().mkpath(gallery()->dir());
+    QDesktopServices::openUrl(QUrl::fromLocalFile(gallery()->dir()));
   });
   menu->addAction(tr("Choose the Gallery Folder…"), this, [this] {
     const QString dir =
-        QFileDialog::getExistingDirectory(this, tr("Gallery folder"), gallery_->dir());
+        QFileDialog::getExistingDirectory(this, tr("Gallery folder"), gallery()->dir());
     if (!dir.isEmpty()) setGalleryDir(dir);
   });
   menu->addAction(tr("Gallery Size &Limit…"), this, [this] {
@@ -251,11 +249,8 @@ void MainWindow::createGalleryMenu(QMenu* menu) {
         this, tr("Gallery size limit"),
         tr("Largest size of the gallery folder in MB; the oldest pictures are removed first "
            "when a new one would pass it:"),
-        int(gallery_->maxBytes() >> 20), 1, 1 << 20, 64, &ok);
-    if (!ok) return;
-    gallery_->setMaxBytes(qint64(mb) << 20);
-    saveSettings();
-    updateGalleryNote();
+        int(gallery()->maxBytes() >> 20), 1, 1 << 20, 64, &ok);
+    if (ok) library_->setGalleryLimitMb(mb);
   });
 }
 
