@@ -63,8 +63,49 @@ teach() {  # W H NAME WAIT ARGS...
   kill "$xp"; wait "$xp" 2>/dev/null || true
 }
 
+# The gallery, the queue and a restored PNG (docs/GUI.md "Gallery, batches and the queue"): one
+# session makes four pictures (Count 4) into a gallery; the next lists them beside its own run; a
+# batch of 12 shows the queue; a picture of the gallery opened as the argument restores its settings.
+gallery() {  # W H
+  local W=$1 H=$2 xp ap gal=$tmp/gallery
+  Xvfb :97 -screen 0 "${W}x${H}x24" -nolisten tcp >/dev/null 2>&1 &
+  xp=$!
+  sleep 1
+  export DISPLAY=:97
+  rm -rf "$XDG_CONFIG_HOME" "$gal"
+  "$APP" --size "${W}x${H}" "$MODEL" --gallery "$gal" --run "$PROMPT" --method adt --seed 3 \
+    --count 4 >>"$tmp/app.log" 2>&1 &
+  ap=$!
+  sleep "$((${FIN_S:-8} * 2))"
+  kill "$ap"; wait "$ap" 2>/dev/null || true
+  "$APP" --size "${W}x${H}" "$MODEL" --gallery "$gal" --run "red apple noto" --method adt \
+    --seed 8 --show-dock history >>"$tmp/app.log" 2>&1 &
+  ap=$!
+  sleep "${FIN_S:-8}"
+  import -window root "$OUT/gallery-${W}x${H}.png"
+  kill "$ap"; wait "$ap" 2>/dev/null || true
+  rm -rf "$XDG_CONFIG_HOME"
+  "$APP" --size "${W}x${H}" "$MODEL" --gallery "$tmp/gallery2" --run "$PROMPT" --method adt \
+    --seed 20 --count 12 --show-dock queue >>"$tmp/app.log" 2>&1 &
+  ap=$!
+  sleep "${QUEUE_S:-6}"
+  import -window root "$OUT/queue-${W}x${H}.png"
+  kill "$ap"; wait "$ap" 2>/dev/null || true
+  rm -rf "$XDG_CONFIG_HOME"
+  local pic
+  pic=$(ls "$gal"/*.png | head -1)
+  "$APP" --size "${W}x${H}" --gallery "$gal" "$pic" >>"$tmp/app.log" 2>&1 &
+  ap=$!
+  sleep "${IDLE_S:-4}"
+  import -window root "$OUT/restored-png-${W}x${H}.png"
+  kill "$ap"; wait "$ap" 2>/dev/null || true
+  kill "$xp"; wait "$xp" 2>/dev/null || true
+}
+
+if [[ "${ONLY_GALLERY:-0}" == 1 ]]; then gallery 1280 800; echo "wrote $OUT/{gallery,queue,restored-png}-1280x800.png"; exit 0; fi
 shoot 1280 800
 shoot 1920 1080
+gallery 1280 800
 if [[ "${ONLY_MAIN:-0}" == 1 ]]; then echo "wrote $OUT/{idle,running-adt,finished-adt,hover}-*.png"; exit 0; fi
 teach 1920 1080 replay-inspector "${FIN_S:-8}" --method adt --replay-step 41 --inspect 30
 teach 1280 800 replay-inspector "${FIN_S:-8}" --method adt --replay-step 41 --inspect 30

@@ -830,6 +830,12 @@ bool MainWindow::restoreFromPng(const QString& path) {
   promptEdit()->setText(QString::fromStdString(j->value("prompt", std::string())));
   randomSeedBox()->setChecked(false);
   seedBox()->setValue(int(j->value("seed", uint64_t(0))));
+  // A picture of the gallery brings its whole run back too: picture, maps and replay.
+  const QString base = path.chopped(4);
+  if (const int id = history()->idOfGalleryBase(QFileInfo(base).absoluteFilePath());
+      id && !isRunning()) {
+    showHistoryRun(id);
+  }
   QString note;
   const auto model = j->value("model", nlohmann::json::object());
   const std::string hash = model.is_object() ? model.value("hash", std::string()) : "";

@@ -3,6 +3,7 @@
 // script it (scripted_run.h). `--help` and `--version` need no display.
 #include <QApplication>
 #include <QCoreApplication>
+#include <QFileInfo>
 
 #include "scripted_run.h"
 #include "studio_options.h"
@@ -34,10 +35,18 @@ int main(int argc, char** argv) {
     if (wh.size() == 2) w.resize(wh[0].toInt(), wh[1].toInt());
   }
   w.show();
-  if (!cli.positionalArguments().isEmpty()) {
-    w.openModel(cli.positionalArguments().first());
+  const QString arg = cli.positionalArguments().value(0);
+  if (!arg.isEmpty() && QFileInfo(arg).isDir()) {
+    w.openModel(arg);
   } else {
     w.openDefaultModel();
+    // A picture or a run file, as a file manager's "Open with" passes it: opened once a model
+    // is there (a picture's settings need the model's methods and vocabulary).
+    if (!arg.isEmpty()) {
+      QObject::connect(
+          &w, &adtree::ui::MainWindow::modelReady, &w, [&w, arg] { w.openDropped(arg); },
+          Qt::SingleShotConnection);
+    }
   }
   if (!cli.isSet(options.run)) return app.exec();
   return adtree::studio::run_scripted(app, w, cli, options);

@@ -10,9 +10,10 @@ void StudioOptions::describe(QCommandLineParser& cli) const {
       "Image generation with visual AR models and ADT-Tree speculative decoding.");
   cli.addHelpOption();
   cli.addVersionOption();
-  cli.addPositionalArgument("model",
+  cli.addPositionalArgument("model|file",
                             "model directory to open (default: $ADTREE_MODEL, the shipped "
-                            "model, or a random tiny one)");
+                            "model, or a random tiny one), or a PNG whose settings to restore "
+                            "or a run file to open, on the default model");
   cli.addOptions({run, method, seed, benchmark, size, preview, stall, replay, inspect, dock,
                   compare, count, gallery, methods});
 }

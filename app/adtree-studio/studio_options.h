@@ -29,8 +29,8 @@ struct StudioOptions {
                              "with --run: when it finishes, open the token distribution of cell "
                              "N (raster order)",
                              "N"};
-  QCommandLineOption dock{"show-dock", "raise this dock first: inspector, histograms or history",
-                          "NAME"};
+  QCommandLineOption dock{"show-dock",
+                          "raise this dock first: inspector, histograms, history or queue", "NAME"};
   QCommandLineOption compare{"compare",
                              "with --run: also open the compare window, AR against --method, and "
                              "run both"};
