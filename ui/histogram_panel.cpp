@@ -8,8 +8,20 @@
 #include <algorithm>
 #include "ui/plot_style.h"
 #include "ui/qcp.h"
+#include "ui/run_record.h"
 
 namespace adtree::ui {
+
+HistogramRun histogramOf(const RunRecord& r) {
+  HistogramRun h;
+  h.label = QStringLiteral("#%1 %2 · %3").arg(r.id).arg(r.label, r.prompt.left(24));
+  for (const auto& st : r.stats->steps) h.acceptLengths.push_back(int(st.committed));
+  for (size_t c = 0; c < r.tokens.size(); ++c) {
+    const auto& cs = r.stats->grids.at(int64_t(c));
+    if (cs.depth > 0) h.acceptedRanks.push_back(cs.rank);
+  }
+  return h;
+}
 
 namespace {
 const QColor kBlue(0x3b, 0x82, 0xf6), kGreen(0x10, 0xb9, 0x81);

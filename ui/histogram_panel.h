@@ -21,6 +21,10 @@ struct HistogramRun {
   QVector<int> acceptedRanks;  // 0-based draft rank of each accepted draft token
 };
 
+struct RunRecord;
+// A run's histogram data: its label, the tokens committed per step and the ranks accepted.
+HistogramRun histogramOf(const RunRecord& r);
+
 class HistogramPanel : public QWidget {
   Q_OBJECT
 

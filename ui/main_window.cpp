@@ -67,16 +67,6 @@ QString format_seconds(double s) {
   return QStringLiteral("%1 min %2 s").arg(int(s) / 60).arg(int(s) % 60);
 }
 
-HistogramRun histogram_of(const RunRecord& r) {
-  HistogramRun h;
-  h.label = QStringLiteral("#%1 %2 · %3").arg(r.id).arg(r.label, r.prompt.left(24));
-  for (const auto& st : r.stats->steps) h.acceptLengths.push_back(int(st.committed));
-  for (size_t c = 0; c < r.tokens.size(); ++c) {
-    const auto& cs = r.stats->grids.at(int64_t(c));
-    if (cs.depth > 0) h.acceptedRanks.push_back(cs.rank);
-  }
-  return h;
-}
 }  // namespace
 
 MainWindow::MainWindow(QWidget* parent)
@@ -555,7 +545,7 @@ void MainWindow::onFinished(const engine::JobFinished& f) {
     shown_id_ = library_->addFinished(r);
     r.id = shown_id_;
     history_panel_->setCurrent(r.id);  // marked as the one on screen, without re-showing it
-    histograms_->setRun(r.id, histogram_of(r));
+    histograms_->setRun(r.id, histogramOf(r));
   } catch (const std::exception& e) {
     // The run is on screen either way; only its history entry and replay are missing.
     status(tr("The run's statistics could not be read back: %1").arg(e.what()), 10000);
@@ -650,7 +640,7 @@ void MainWindow::showRecord(const RunRecord& r) {
   replay_->setRun(run());
   onReplayStep(replay_->step());
   history_panel_->setCurrent(r.id);
-  histograms_->setRun(r.id, histogram_of(r));
+  histograms_->setRun(r.id, histogramOf(r));
   status(tr("Showing run #%1: “%2”, %3").arg(r.id).arg(r.prompt, r.summaryLine()), 8000);
   setBusyUi();
 }
