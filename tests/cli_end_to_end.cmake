@@ -44,20 +44,20 @@ if(NOT rows EQUAL 4)
   message(FATAL_ERROR "stats.json depth grid has ${rows} rows")
 endif()
 # Every draft-tree method at greedy gives AR's tokens (the random model ships a random draft head).
-foreach(method ar static dynamic adt sjd pathspec)
+foreach(method ar static dynamic adt sjd pathspec sjd-pac)
   run_ok(${ADTREE} generate --model ${WORK}/model --prompt "a red cat" --seed 1 --temperature 0
          --method ${method} --budget 8 --out ${WORK}/${method}.png --stats ${WORK}/${method}.json --quiet)
   file(READ "${WORK}/${method}.json" js)
   string(JSON toks_${method} GET "${js}" tokens)
 endforeach()
-foreach(method static dynamic adt sjd pathspec)
+foreach(method static dynamic adt sjd pathspec sjd-pac)
   if(NOT toks_${method} STREQUAL toks_ar)
     message(FATAL_ERROR "greedy ${method} tokens differ from AR:\n${toks_${method}}\n${toks_ar}")
   endif()
 endforeach()
 # Sampling at T = 1 with the default rule (shared-noise coupling): every lossless method commits
 # AR's tokens for the same seed, and the statistics name the rule.
-foreach(method ar static dynamic adt sjd pathspec)
+foreach(method ar static dynamic adt sjd pathspec sjd-pac)
   run_ok(${ADTREE} generate --model ${WORK}/model --prompt "a red cat" --seed 5 --method ${method}
          --temperature 1 --out ${WORK}/t1-${method}.png --stats ${WORK}/t1-${method}.json --quiet)
   file(READ "${WORK}/t1-${method}.json" js)
@@ -67,7 +67,7 @@ foreach(method ar static dynamic adt sjd pathspec)
     message(FATAL_ERROR "${method} at T = 1 verified with '${rule}', not coupled")
   endif()
 endforeach()
-foreach(method static dynamic adt sjd pathspec)
+foreach(method static dynamic adt sjd pathspec sjd-pac)
   if(NOT t1_${method} STREQUAL t1_ar)
     message(FATAL_ERROR "coupled ${method} tokens at T = 1 differ from AR:\n${t1_${method}}\n${t1_ar}")
   endif()
@@ -174,7 +174,7 @@ run_fails("larger than the tree can hold" ${ADTREE} generate --model ${WORK}/mod
 run_fails("LANTERN delta must be in" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --relax lantern --lantern-k 4 --lantern-delta -1)
 run_fails("ADT-Tree chooses (d, k) per step" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --depth 6)
 run_fails("unknown verification rule 'gumbel'" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --verify gumbel)
-run_fails("applies to sjd and pathspec" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --verify maximal)
+run_fails("applies to sjd, pathspec and sjd-pac" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --verify maximal)
 run_fails("LANTERN relaxes" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --verify coupled --relax lantern --lantern-k 4)
 
 # Outputs that cannot be written: a full disk (/dev/full behind a link), a missing folder, a name

@@ -65,11 +65,11 @@ TEST(CoupledIdentity, EveryCoupledMethodEqualsCoupledArAtAnyTemperature) {
       for (uint64_t seed = 0; seed < 5; ++seed) {
         auto base = coupled_request("ar", s, seed);
         auto ar = generate_ar(*f.target, c, base.sampling, seed);
-        for (const char* m : {"static", "dynamic", "adt", "sjd", "pathspec"}) {
+        for (const char* m : {"static", "dynamic", "adt", "sjd", "pathspec", "sjd-pac"}) {
           // The random head drafts badly, the target drafting for itself (oracle) well: both must
           // give AR's tokens; the oracle also shows that drafts are accepted.
           for (bool oracle : {false, true}) {
-            const bool jacobi = std::string(m) == "sjd" || std::string(m) == "pathspec";
+            const bool jacobi = is_jacobi(method_from_string(m));
             if (jacobi && oracle) continue;
             const int64_t b = s.cfg ? batch_cfg : batch_plain;
             auto src =

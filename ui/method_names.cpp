@@ -11,6 +11,7 @@ QString method_label(const QString& m) {
   if (m == "adt") return QObject::tr("ADT-Tree");
   if (m == "sjd") return QObject::tr("SJD (Jacobi)");
   if (m == "pathspec") return QObject::tr("PathSpec (Jacobi)");
+  if (m == "sjd-pac") return QObject::tr("SJD-PAC (Jacobi)");
   return m;
 }
 
@@ -27,6 +28,11 @@ QString method_help(const QString& m) {
         "from the neighbouring token's and adapt to how much was accepted.");
   }
   if (m == "sjd") return QObject::tr("Speculative Jacobi decoding: training-free, no draft head.");
+  if (m == "sjd-pac") {
+    return QObject::tr(
+        "SJD with proactive drafting: a few candidates for the next cells, tried one after "
+        "another in one forward, and drafts kept across steps. Training-free and lossless.");
+  }
   if (m == "pathspec") {
     return QObject::tr(
         "Several Jacobi chains in parallel; the longest accepted one wins. Lossless with "

@@ -148,7 +148,7 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
                             tr("Ratio (lambda mode): neighbours may add up to (lambda - 1) p(x). "
                                "Closer to 1 = closer to lossless."));
 
-  jacobi_ = new CollapsibleSection(tr("Jacobi (SJD, PathSpec)"), this);
+  jacobi_ = new CollapsibleSection(tr("Jacobi (SJD, PathSpec, SJD-PAC)"), this);
   f = jacobi_->form();
   jac_window_ = addInt(f, tr("Window L"), 1, 4096,
                        tr("Draft tokens guessed ahead and refined in parallel each step "
@@ -169,6 +169,14 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
   jac_relax_ = addReal(f, tr("Path relax"), 0, 10, 0.05, 2,
                        tr("PathRelax lambda (lossy): adds lambda times the mean probability other "
                           "paths give a token. 0 = off, lossless."));
+  jac_pac_width_ = addInt(f, tr("PAC width K"), 1, 16,
+                          tr("SJD-PAC: candidates tried for each of the first window cells (the "
+                             "draft and K - 1 more from the same distribution)."));
+  jac_pac_levels_ = addInt(f, tr("PAC levels"), 0, 3,
+                           tr("SJD-PAC: how many window cells after the root get K candidates "
+                              "(a K-ary tree); 0 = SJD with kept drafts."));
+  jac_pac_width_->setObjectName("jacobiPacWidth");
+  jac_pac_levels_->setObjectName("jacobiPacLevels");
   jac_start_margin_ = addInt(f, tr("Start margin"), 0, 1 << 16,
                              tr("Plain AR (no drafts) for the first M image tokens, where the "
                                 "picture has no context to guess from yet."));
@@ -267,6 +275,8 @@ void SettingsPanel::updateEnabled() {
   jac_path_length_->setEnabled(pathspec);
   jac_relax_->setEnabled(pathspec);
   jac_window_->setEnabled(!pathspec);  // PathSpec drafts along its paths, not in one window
+  jac_pac_width_->setEnabled(method_ == "sjd-pac");
+  jac_pac_levels_->setEnabled(method_ == "sjd-pac");
   // Shared-noise coupling makes every chain commit AR's tokens: then only PathRelax is lossy.
   const auto rule = verify_->currentText();
   const bool coupled = rule == "coupled" || (rule == "auto" && jac_relax_->value() <= 0);
@@ -350,6 +360,8 @@ decode::DecodeRequest SettingsPanel::request(const QString& method, bool lantern
   m.jacobi.paths = jac_paths_->value();
   m.jacobi.path_relax = jac_relax_->value();
   m.jacobi.path_length = jac_path_length_->value();
+  m.jacobi.pac_width = jac_pac_width_->value();
+  m.jacobi.pac_levels = jac_pac_levels_->value();
   m.jacobi.start_margin = jac_start_margin_->value();
   m.jacobi.stop_margin = jac_stop_margin_->value();
   return r;
@@ -392,6 +404,8 @@ void SettingsPanel::setRequest(const decode::DecodeRequest& r) {
   jac_paths_->setValue(int(m.jacobi.paths));
   jac_relax_->setValue(m.jacobi.path_relax);
   jac_path_length_->setValue(int(m.jacobi.path_length));
+  jac_pac_width_->setValue(int(m.jacobi.pac_width));
+  jac_pac_levels_->setValue(int(m.jacobi.pac_levels));
   jac_start_margin_->setValue(int(m.jacobi.start_margin));
   jac_stop_margin_->setValue(int(m.jacobi.stop_margin));
   updateEnabled();

@@ -74,6 +74,7 @@ class SettingsPanel : public QWidget {
   QDoubleSpinBox *lantern_delta_, *lantern_lambda_;
   // Jacobi
   QSpinBox *jac_window_, *jac_paths_, *jac_path_length_, *jac_start_margin_, *jac_stop_margin_;
+  QSpinBox *jac_pac_width_, *jac_pac_levels_;
   QLabel* jac_lossy_;
   QCheckBox* jac_spatial_;
   QDoubleSpinBox* jac_relax_;

@@ -69,7 +69,14 @@ void add_method_options(Args& a, bool list) {
       .option("lantern-delta", "D", "LANTERN delta mode: total-variation budget in [0, 1]",
               str(d.lantern.delta))
       .option("lantern-lambda", "L", "LANTERN lambda mode: ratio > 1", str(d.lantern.lambda))
-      .option("window", "L", "SJD: draft tokens guessed ahead per step", str(d.jacobi.window))
+      .option("window", "L", "SJD, SJD-PAC: draft tokens guessed ahead per step",
+              str(d.jacobi.window))
+      .option("pac-width", "K",
+              "SJD-PAC: candidates per cell in the tree at the front of the window",
+              str(d.jacobi.pac_width))
+      .option("pac-levels", "D",
+              "SJD-PAC: window cells that get K candidates (0 = plain SJD with coupling)",
+              str(d.jacobi.pac_levels))
       .option("jacobi-init", "INIT",
               "SJD/PathSpec: new guesses are random codes or spatial (the left "
               "cell's code; PathSpec's other paths the cell above, up-left, up-right)",
@@ -138,6 +145,8 @@ decode::MethodSettings method_from(const Args& a, const std::string& method) {
   j.spatial_init = init == "spatial";
   j.paths = a.integer("paths");
   j.path_length = a.integer("path-length");
+  j.pac_width = a.integer("pac-width");
+  j.pac_levels = a.integer("pac-levels");
   const auto pr = a.str("path-relax");
   if (pr == "off")
     j.path_relax = 0;

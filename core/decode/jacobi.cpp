@@ -26,9 +26,9 @@ JacobiState::JacobiState(Method method, const JacobiSettings& settings, int64_t 
       grid_w_(grid_w),
       vocab_(vocab),
       n_img_(n_img) {
-  if (method_ != Method::Sjd && method_ != Method::PathSpec) {
+  if (!is_jacobi(method_)) {
     throw Error("JacobiState: '" + to_string(method_) +
-                "' is not a Jacobi method (sjd or pathspec)");
+                "' is not a Jacobi method (sjd, pathspec or sjd-pac)");
   }
   if (rule_ != VerifyRule::Sampled && rule_ != VerifyRule::Coupled &&
       rule_ != VerifyRule::Maximal) {
@@ -49,6 +49,14 @@ bool JacobiState::lossless() const {
   return paths_ == 1 || rule_ == VerifyRule::Coupled;
 }
 
+int64_t JacobiState::max_nodes() const {
+  if (method_ != Method::SjdPac) return paths_ * length_;
+  const int64_t t = std::min(s_.pac_levels, length_);
+  int64_t n = 0, level = 1;
+  for (int64_t j = 1; j <= t; ++j) n += (level *= s_.pac_width);
+  return n + (length_ - t);
+}
+
 std::string JacobiState::label() const {
   std::string l = to_string(method_);
   if (method_ == Method::PathSpec && s_.path_relax > 0 && paths_ > 1) l += "+pathrelax";
@@ -63,6 +71,10 @@ int64_t JacobiState::levels_for(int64_t root_index, int64_t max_levels) const {
 
 int64_t JacobiState::node_id(int64_t path, int64_t depth) const {
   return 1 + path * levels_ + (depth - 1);
+}
+
+int64_t JacobiState::row_of(int64_t path, int64_t depth) const {
+  return method_ == Method::SjdPac ? pac_main_.at(size_t(depth)) : node_id(path, depth);
 }
 
 int64_t JacobiState::init_token(int64_t path, int64_t index, const std::vector<int64_t>& committed,
@@ -104,6 +116,11 @@ DraftTree JacobiState::build_tree(const std::vector<int64_t>& committed, int64_t
     }
   }
 
+  if (method_ == Method::SjdPac) {
+    DraftTree tree = build_pac_tree(d, rng);
+    tree.nodes[0].token = committed.back();
+    return tree;
+  }
   DraftTree tree;
   DraftNode root;
   root.token = committed.back();
@@ -135,6 +152,17 @@ AcceptResult JacobiState::accept(const DraftTree& tree, const at::Tensor& p,
                                  const LanternRule* lantern, int64_t max_depth, Rng& rng) {
   p_cpu_ = p.to(at::kCPU, at::kFloat).contiguous();
   const int64_t d = levels_;
+  if (method_ == Method::SjdPac) {
+    if (tree.size() != pac_nodes_) throw Error("JacobiState::accept: not the tree built last");
+    // The tree's own rules: every candidate of a node was drawn from its child_dist without
+    // replacement (or is a point mass), so recursive rejection commits exact samples.
+    auto res =
+        rule_ == VerifyRule::Coupled
+            ? verify_coupled(tree, p_cpu_, *noise_, root_index_, max_depth)
+            : verify_tree(tree, p_cpu_, ChildRule::WithoutReplacement, lantern, max_depth, rng);
+    winner_ = res.path.empty() ? 0 : tree.nodes[size_t(res.path[0])].rank;
+    return res;
+  }
   if (tree.size() != 1 + paths_ * d) throw Error("JacobiState::accept: not the tree built last");
   if (rule_ == VerifyRule::Coupled) {
     auto res = verify_coupled(tree, p_cpu_, *noise_, root_index_, max_depth);
@@ -213,7 +241,7 @@ void JacobiState::recycle(const AcceptResult& acc, Rng& rng) {
     // its q. The row was computed after a rejected guess, so it is not the target's conditional,
     // but any q known before the draw keeps min(1, p/q) exact (SJD's recycling).
     for (int64_t j = a + 1; j <= d; ++j) {
-      auto q = p_cpu_[node_id(k, j)].clone();
+      auto q = p_cpu_[row_of(k, j)].clone();
       const int64_t x = redraw(q, n + j + 1, size_t(j) < w.size() ? &w[size_t(j)] : nullptr, rng);
       next.push_back(Draft{x, q});
     }

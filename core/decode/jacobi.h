@@ -1,4 +1,5 @@
-// Training-free Jacobi drafting (SPEC_DECODING.md 6): SJD and PathSpec's PathExplore / PathRelax.
+// Training-free Jacobi drafting (SPEC_DECODING.md 6): SJD, PathSpec's PathExplore / PathRelax and
+// SJD-PAC.
 // No draft model: the drafts are guesses for the next image cells that the target's own
 // verification forward refines. JacobiState is the draft source, tree builder and acceptance rule
 // of these methods inside the one decoding loop (spec_decoder.cpp); the loop still does the target
@@ -15,6 +16,16 @@
 //               the other chains' tokens at the same depth (lossy).
 //   recycle     cells after the new root that the forward predicted take a new sample from the
 //               target row that predicted them, with q := that row (SJD's "recycling").
+// SJD-PAC (Kang et al., proactive drafting + adaptive continuation) is SJD with a small tree at the
+// front of the window: the first `pac_levels` cells after the root get `pac_width` candidates
+// each, the window's draft and K - 1 more drawn without replacement from its q (distinct
+// independent guesses where the draft is a point mass; the next Gumbel-top-k choices when
+// coupled); every candidate of a level sits under every node of the level above, the rest of the
+// window is one chain under candidate 0. Verification is the tree's recursive rejection with
+// q minus the candidates already rejected (verify_tree's WithoutReplacement rule), or the coupled
+// rule; a level whose candidates all fail samples the residual. Adaptive continuation, keeping
+// later drafts by a coupling with the stale rows instead of redrawing them, is the maximal rule
+// below (and the coupled rule keeps drafts by construction).
 // Speculative Coupled Decoding (So et al., SCD / MC-SJD) changes how the new samples are drawn:
 //   sampled     independently (plain SJD);
 //   coupled     Gumbel-max with the cell's shared noise, argmax q * exp(g): a draft changes only
@@ -42,7 +53,7 @@ namespace adtree::decode {
 
 class JacobiState {
  public:
-  // `method` is Method::Sjd or Method::PathSpec; the grid gives spatial init its neighbours;
+  // `method` is Method::Sjd, PathSpec or SjdPac; the grid gives spatial init its neighbours;
   // `n_img` is the number of image tokens this generation produces (the stop margin counts back
   // from it). `rule`: Sampled, Coupled or Maximal; `noise` is the run's shared noise (Coupled reads
   // it).
@@ -52,7 +63,8 @@ class JacobiState {
 
   int64_t paths() const { return paths_; }
   int64_t length() const { return length_; }  // L (SJD window) or path length (PathExplore)
-  bool lossless() const;      // SJD yes; PathExplore's longest-path choice only when coupled
+  int64_t max_nodes() const;  // drafted nodes of the largest tree these settings build
+  bool lossless() const;  // SJD, SJD-PAC yes; PathExplore's longest-path choice only when coupled
   std::string label() const;  // method name for the statistics
 
   // The draft tree for the step whose root is the last of `committed` (image index n): node 0 the
@@ -83,6 +95,11 @@ class JacobiState {
   // The next draft for `cell` from the row q (CPU fp32 [V]), `prev` the cell's draft so far.
   int64_t redraw(const at::Tensor& q, int64_t cell, const Draft* prev, Rng& rng) const;
   int64_t node_id(int64_t path, int64_t depth) const;  // depth >= 1, in the tree built last
+  // The node whose row predicted the cell after depth `depth` of path `path` (recycle's row).
+  int64_t row_of(int64_t path, int64_t depth) const;
+  // SJD-PAC (jacobi_pac.cpp): the tree of the step, and the candidates of a tree level.
+  DraftTree build_pac_tree(int64_t d, Rng& rng);
+  std::vector<int64_t> pac_candidates(const Draft& draft, int64_t cell, Rng& rng) const;
 
   Method method_;
   JacobiSettings s_;
@@ -93,6 +110,10 @@ class JacobiState {
   int64_t base_ = -1;
   // The last tree's layout and verification rows (CPU), for recycle().
   int64_t root_index_ = 0, levels_ = 0, winner_ = 0;
+  // SJD-PAC's last tree: the node id of candidate 0 at each depth (index 0 = the root), i.e. the
+  // main path the chain continues; the tree's node count.
+  std::vector<int64_t> pac_main_;
+  int64_t pac_nodes_ = 0;
   at::Tensor p_cpu_;
 };
 

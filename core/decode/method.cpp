@@ -149,7 +149,8 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
   const auto& j = jacobi;
   if (is_jacobi(method)) {
     const std::string last = std::to_string(image_tokens - 1);
-    if (method == Method::Sjd && (j.window < 1 || j.window >= image_tokens))
+    if ((method == Method::Sjd || method == Method::SjdPac) &&
+        (j.window < 1 || j.window >= image_tokens))
       bad("Jacobi window L must be in 1.." + last + ", got " + std::to_string(j.window));
     if (method == Method::PathSpec) {
       // 64 chains keep the verification block (K x length + 1 rows) within reason.
@@ -160,6 +161,14 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
             std::to_string(j.path_length));
       if (!(j.path_relax >= 0) || !std::isfinite(j.path_relax))
         bad("PathRelax lambda must be a number >= 0 (0 = off)");
+    }
+    if (method == Method::SjdPac) {
+      // 16^3 tree nodes stay within kMaxDraftRows; more candidates than codes cannot be distinct.
+      if (j.pac_width < 1 || j.pac_width > 16 || j.pac_width >= vocab_size)
+        bad("SJD-PAC width K must be in 1..16 (and below the codebook size), got " +
+            std::to_string(j.pac_width));
+      if (j.pac_levels < 0 || j.pac_levels > 3)
+        bad("SJD-PAC tree levels must be in 0..3, got " + std::to_string(j.pac_levels));
     }
     if (j.start_margin < 0 || j.stop_margin < 0) bad("Jacobi start/stop margins must be >= 0");
     // Each below image_tokens first, so that the sum cannot overflow (reliability.md, Fuzzing).
@@ -183,8 +192,8 @@ void MethodSettings::validate_verify() const {
   const bool jacobi_method = is_jacobi(method);
   if (method != Method::Ar) {
     if (verify == VerifyRule::Maximal && !jacobi_method)
-      bad("maximal coupling re-samples Jacobi drafts: it applies to sjd and pathspec, not to "
-          "trees");
+      bad("maximal coupling re-samples Jacobi drafts: it applies to sjd, pathspec and sjd-pac, "
+          "not to trees");
     if (verify == VerifyRule::Deterministic && jacobi_method)
       bad("Jacobi drafts are samples: use sampled, coupled or maximal for " + to_string(method));
     if (verify == VerifyRule::Coupled && acceptance == Acceptance::Lantern)
@@ -230,6 +239,8 @@ nlohmann::json MethodSettings::to_json() const {
             {"paths", jacobi.paths},
             {"path_length", jacobi.path_length},
             {"path_relax", jacobi.path_relax},
+            {"pac_width", jacobi.pac_width},
+            {"pac_levels", jacobi.pac_levels},
             {"start_margin", jacobi.start_margin},
             {"stop_margin", jacobi.stop_margin}}}};
 }
@@ -282,6 +293,8 @@ MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
       m.jacobi.paths = json_int(a, "paths", m.jacobi.paths);
       m.jacobi.path_length = json_int(a, "path_length", m.jacobi.path_length);
       m.jacobi.path_relax = a.value("path_relax", m.jacobi.path_relax);
+      m.jacobi.pac_width = json_int(a, "pac_width", m.jacobi.pac_width);
+      m.jacobi.pac_levels = json_int(a, "pac_levels", m.jacobi.pac_levels);
       m.jacobi.start_margin = json_int(a, "start_margin", m.jacobi.start_margin);
       m.jacobi.stop_margin = json_int(a, "stop_margin", m.jacobi.stop_margin);
     }

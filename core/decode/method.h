@@ -80,6 +80,11 @@ struct JacobiSettings {                              // SPEC_DECODING.md section
   double path_relax = 0.0;   // PathRelax lambda (lossy; 0 = off); "on" = kPathRelaxDefault
   int64_t start_margin = 0;  // plain AR (no drafts) for the first M image tokens
   int64_t stop_margin = 0;   // ... and for the last M
+  // SJD-PAC's proactive drafting: the first `pac_levels` cells after the root get `pac_width`
+  // candidates each (a K-ary tree, every candidate of a level under every node of the level
+  // above), the rest of the window one chain under candidate 0 (SPEC_DECODING.md section 6).
+  int64_t pac_width = 3;
+  int64_t pac_levels = 2;
 };
 
 constexpr int64_t kMaxAutoBudget = 58;   // the largest N `--budget auto` may choose (budget.h)

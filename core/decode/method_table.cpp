@@ -12,6 +12,7 @@ const std::vector<MethodInfo>& method_table() {
       {Method::Adt, "adt", Family::Tree, true},
       {Method::Sjd, "sjd", Family::Jacobi, false},
       {Method::PathSpec, "pathspec", Family::Jacobi, false},
+      {Method::SjdPac, "sjd-pac", Family::Jacobi, false},
   };
   return t;
 }

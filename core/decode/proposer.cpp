@@ -168,8 +168,8 @@ class JacobiProposer : public Proposer {
     return state_.build_tree(committed, max_levels, rng_);
   }
   void observe(const StepOutcome& out) override { state_.recycle(out.acc, rng_); }
-  int64_t budget() const override { return state_.paths() * state_.length(); }
-  int64_t max_nodes() const override { return budget(); }
+  int64_t budget() const override { return state_.max_nodes(); }
+  int64_t max_nodes() const override { return state_.max_nodes(); }
   JacobiState& state() { return state_; }
 
  private:
@@ -181,7 +181,7 @@ class JacobiProposer : public Proposer {
 
 std::unique_ptr<Proposer> make_proposer(const ProposerInputs& in) {
   const auto& m = in.method.method;
-  if (m == Method::Sjd || m == Method::PathSpec) {
+  if (is_jacobi(m)) {
     if (!in.picker.rng) throw Error("make_proposer: the Jacobi proposer needs the job's Rng");
     return std::make_unique<JacobiProposer>(in, *in.picker.rng);
   }

@@ -208,8 +208,9 @@ DecodeResult generate_jacobi(const model::Gpt& target, const model::Condition& c
                              const DecodeRequest& request, const SpecOptions& opts,
                              const StepCallback& on_step, const std::atomic<bool>* cancel) {
   const auto& m = request.method.method;
-  if (m != Method::Sjd && m != Method::PathSpec) {
-    throw Error("generate_jacobi: '" + to_string(m) + "' is not a Jacobi method (sjd or pathspec)");
+  if (!is_jacobi(m)) {
+    throw Error("generate_jacobi: '" + to_string(m) +
+                "' is not a Jacobi method (sjd, pathspec or sjd-pac)");
   }
   return decode_loop(target, nullptr, cond, request, opts, on_step, cancel);
 }
