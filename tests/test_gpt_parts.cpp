@@ -1,10 +1,15 @@
 // Model parts against their direct formulas (LLAMAGEN.md): RMSNorm, SwiGLU, 2-D RoPE, sizing.
 #include <gtest/gtest.h>
 
+#include <c10/core/InferenceMode.h>
+
 #include <cmath>
 
+#include "model/drafter.h"
 #include "model/gpt.h"
+#include "model/params.h"
 #include "model/rope2d.h"
+#include "model/small_gemm.h"
 
 using namespace adtree::model;
 
@@ -108,4 +113,51 @@ TEST(Rope2d, ConditionPositionsGiveZeroVectors) {
 TEST(Rope2d, RejectsPositionsBeyondTheSequence) {
   Rope2d rope(8, 1, 2, 10000.0);
   EXPECT_THROW(rope.apply(at::randn({1, 1, 1, 8}), at::tensor({int64_t(5)})), std::exception);
+}
+
+// The small-row kernel against BLAS (an independent implementation of the same product): every
+// row count it takes (1..16, the AVX2 / SSE2 blocks and their remainders), input widths that are
+// and are not multiples of 8, with and without a bias; past 16 rows BLAS itself answers.
+TEST(InferenceLinear, SmallRowKernelMatchesBlas) {
+  using adtree::model::inference_linear;
+  at::manual_seed(3);
+  for (int64_t in : {192, 13, 64}) {
+    const auto w = at::randn({37, in});
+    const auto b = at::randn({37});
+    for (int64_t rows : {1, 2, 3, 7, 8, 9, 15, 16, 17, 40}) {
+      const auto x = at::randn({rows, in});
+      const auto want = at::linear(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble));
+      const auto got = inference_linear(x, w, b).to(at::kDouble);
+      const double err = (got - want).abs().max().item<double>();
+      const double scale = want.abs().max().item<double>();
+      EXPECT_LT(err, 1e-5 * scale) << "in " << in << " rows " << rows;
+      const auto nb = inference_linear(x.view({1, rows, in}), w);
+      EXPECT_EQ(nb.sizes(), (std::vector<int64_t>{1, rows, 37}));
+      EXPECT_LT((nb.view({rows, 37}).to(at::kDouble) - (want - b.to(at::kDouble)))
+                    .abs()
+                    .max()
+                    .item<double>(),
+                1e-5 * scale);
+    }
+  }
+}
+
+// The draft head infers through the small-row kernel and trains through BLAS: the same logits.
+TEST(Drafter, InferencePathMatchesTrainingPath) {
+  using namespace adtree::model;
+  auto g = GptConfig::preset("micro");
+  Gpt target(g, init_params(gpt_param_specs(g), 1));
+  const auto w = init_params(drafter_param_specs(g), 2);
+  Drafter infer(target, w, /*inference=*/true), train(target, w, /*inference=*/false);
+  const int64_t q = 5;
+  const auto feats = at::randn({2, q, g.dim});
+  const auto tokens = at::randint(0, g.vocab_size, {2, q}, at::kLong);
+  const auto pos = at::arange(g.cond_len, g.cond_len + q, at::kLong);
+  at::Tensor a, b;
+  {
+    c10::InferenceMode guard;
+    a = infer.forward(nullptr, feats, tokens, pos, {}).logits;
+  }
+  b = train.forward(nullptr, feats, tokens, pos, {}).logits.detach();
+  EXPECT_LT((a - b).abs().max().item<float>(), 1e-5f * b.abs().max().item<float>());
 }

@@ -2,6 +2,7 @@
 
 #include <c10/core/InferenceMode.h>
 
+#include "model/small_gemm.h"
 #include "util/error.h"
 
 namespace adtree::model {
@@ -61,12 +62,17 @@ Drafter::Output Drafter::forward(KvCache* cache, const at::Tensor& feats, const 
   const auto plan = plan_block(target_.rope(), cache, B, pos, block_mask, {});
   auto x =
       at::cat({target_.embed_tokens(tokens.to(target_.device())), feats.to(target_.dtype())}, -1);
-  auto h = at::linear(x, fc_w_, fc_b_);
+  // The small-row kernel when inferring (a draft level is a few rows); BLAS (and autograd) when
+  // training.
+  auto h =
+      inference_ ? inference_linear(x.contiguous(), fc_w_, fc_b_) : at::linear(x, fc_w_, fc_b_);
   h = run_layer(layer_, cfg.n_head, norm_eps_, h, plan, cache, 0, inference_);
   if (cache) cache->pending = plan.start - cache->len + q;
   Output out;
   out.hidden = h;
-  out.logits = at::linear(h, target_.weights().at("output.weight")).to(at::kFloat);
+  const auto& head = target_.weights().at("output.weight");
+  out.logits =
+      (inference_ ? inference_linear(h.contiguous(), head) : at::linear(h, head)).to(at::kFloat);
   return out;
 }
 

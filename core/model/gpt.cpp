@@ -18,12 +18,7 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 // x [..., in] @ w^T for inference: the small-row kernel for decoding steps, BLAS otherwise.
 at::Tensor fast_linear(const at::Tensor& x, const at::Tensor& w) {
-  const int64_t in = x.size(-1), rows = in ? x.numel() / in : 0;
-  if (rows <= kSmallGemmMaxRows && x.device().is_cpu() && x.scalar_type() == at::kFloat &&
-      x.is_contiguous() && w.is_contiguous()) {
-    return small_gemm(x, w);
-  }
-  return at::linear(x, w);
+  return inference_linear(x, w);
 }
 }  // namespace
 

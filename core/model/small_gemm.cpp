@@ -113,4 +113,15 @@ at::Tensor small_gemm(const at::Tensor& x, const at::Tensor& w) {
   return y;
 }
 
+at::Tensor inference_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  const int64_t in = x.size(-1), rows = in ? x.numel() / in : 0;
+  if (rows <= kSmallGemmMaxRows && x.device().is_cpu() && x.scalar_type() == at::kFloat &&
+      w.scalar_type() == at::kFloat && x.is_contiguous() && w.is_contiguous()) {
+    auto y = small_gemm(x, w);
+    if (b.defined()) y.add_(b);
+    return y;
+  }
+  return b.defined() ? at::linear(x, w, b) : at::linear(x, w);
+}
+
 }  // namespace adtree::model

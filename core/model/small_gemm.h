@@ -12,4 +12,8 @@ constexpr int64_t kSmallGemmMaxRows = 16;
 // x [..., in] contiguous fp32 CPU with at most kSmallGemmMaxRows rows, w [out, in] contiguous.
 at::Tensor small_gemm(const at::Tensor& x, const at::Tensor& w);
 
+// x [..., in] @ w^T (+ b) for inference: small_gemm where it applies (fp32 CPU, few rows,
+// contiguous), at::linear otherwise. The target's layers and the draft head both go through it.
+at::Tensor inference_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b = {});
+
 }  // namespace adtree::model
