@@ -25,13 +25,13 @@ shoot() {  # W H
   sleep 1
   export DISPLAY=:97
   rm -rf "$XDG_CONFIG_HOME"
-  "$APP" --size "${W}x${H}" "$MODEL" >"$tmp/app.log" 2>&1 &
+  "$APP" --size "${W}x${H}" "$MODEL" --gallery "$tmp/g-main-$W" >"$tmp/app.log" 2>&1 &
   ap=$!
   sleep "${IDLE_S:-4}"
   import -window root "$OUT/idle-${W}x${H}.png"
   kill "$ap"; wait "$ap" 2>/dev/null || true
-  "$APP" --size "${W}x${H}" "$MODEL" --run "$PROMPT" --method adt --seed "${SEED:-3}" \
-    >>"$tmp/app.log" 2>&1 &
+  "$APP" --size "${W}x${H}" "$MODEL" --gallery "$tmp/g-main-$W" --run "$PROMPT" --method adt \
+    --seed "${SEED:-3}" >>"$tmp/app.log" 2>&1 &
   ap=$!
   sleep "${MID_S:-0.95}"
   import -window root "$OUT/running-adt-${W}x${H}.png"
@@ -55,7 +55,9 @@ teach() {  # W H NAME WAIT ARGS...
   sleep 1
   export DISPLAY=:97
   rm -rf "$XDG_CONFIG_HOME"
-  "$APP" --size "${W}x${H}" "$TEACH_MODEL" --run "$PROMPT" --seed "${SEED:-3}" "$@" >>"$tmp/app.log" 2>&1 &
+  # Each view in its own gallery folder: the history shows this run's pictures only.
+  "$APP" --size "${W}x${H}" "$TEACH_MODEL" --gallery "$tmp/g-$name-$W" --run "$PROMPT" \
+    --seed "${SEED:-3}" "$@" >>"$tmp/app.log" 2>&1 &
   ap=$!
   sleep "$wait"
   import -window root "$OUT/$name-${W}x${H}.png"

@@ -17,6 +17,7 @@
 #include "commands.h"
 #include "decode/run.h"
 #include "io/file_write.h"
+#include "model/drafter.h"
 #include "model/random_model.h"
 #include "util/error.h"
 #include "util/threads.h"
@@ -73,6 +74,32 @@ double forward_ms(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefi
     cache.pending = 0;  // drop the block: every repetition sees the same prefix
     const double t = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     if (r >= 2) ms.push_back(t);  // two warm-up runs
+  }
+  return median(ms);
+}
+
+// Median ms of one draft-head forward of q rows (one expansion level of q frontier nodes) after
+// `prefix` image tokens: what a tree pays per level, against the target's step.
+double head_level_ms(const model::Drafter& head, const model::Gpt& gpt, int64_t batch, int64_t q,
+                     int64_t prefix, int reps) {
+  c10::InferenceMode guard;
+  const auto& c = gpt.config();
+  auto cache = head.new_cache(batch, 64);
+  auto run = [&](int64_t first, int64_t n) {
+    auto feats = at::zeros({batch, n, c.dim}, at::TensorOptions().dtype(gpt.dtype()));
+    auto toks = at::zeros({batch, n}, at::kLong);
+    auto pos = at::arange(first, first + n, at::kLong) + c.cond_tokens();
+    head.forward(&cache, feats, toks, pos);
+  };
+  run(0, prefix);
+  cache.commit();
+  std::vector<double> ms;
+  for (int r = 0; r < reps + 2; ++r) {
+    auto t0 = Clock::now();
+    run(prefix, q);
+    cache.pending = 0;
+    const double t = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    if (r >= 2) ms.push_back(t);
   }
   return median(ms);
 }
@@ -155,6 +182,17 @@ int cmd_bench(int argc, char** argv) {
         {{"q", q}, {"prefix", prefix}, {"ms", forward_ms(*m.gpt, batch, q, prefix, reps, cond)}});
   }
   out["forward_by_block"] = blocks;
+  // A draft-head level (one row, and the dynamic tree's K frontier rows) as a share of a step.
+  nlohmann::json head_levels = nlohmann::json::array();
+  if (m.drafter && !blocks.empty()) {
+    const int64_t prefix = std::min<int64_t>(128, g.image_tokens() - 1);
+    const double step = blocks[0]["ms"].get<double>();
+    for (int64_t q : {int64_t(1), decode::MethodSettings{}.dynamic_tree.width}) {
+      const double ms = head_level_ms(*m.drafter, *m.gpt, batch, q, prefix, reps);
+      head_levels.push_back({{"q", q}, {"ms", ms}, {"share_of_step", ms / step}});
+    }
+  }
+  out["head_level"] = head_levels;
 
   // Every method on the same prompts and seeds in this one process; AR always runs first, as the
   // baseline every speed-up is measured against.
@@ -226,6 +264,13 @@ int cmd_bench(int argc, char** argv) {
     std::cout << "  " << std::setw(3) << b["q"].get<int64_t>() << "  " << std::setw(7)
               << b["ms"].get<double>() << "  " << std::setw(6) << b["ms"].get<double>() / ms1
               << "\n";
+  }
+  for (const auto& h : head_levels) {
+    std::cout << (&h == &head_levels[0] ? "\ndraft-head level: " : "                  ")
+              << std::setw(3) << h["q"].get<int64_t>() << " rows " << std::setw(6)
+              << h["ms"].get<double>() << " ms = " << std::setw(5)
+              << 100.0 * h["share_of_step"].get<double>()
+              << "% of a target step (q = " << blocks[0]["q"].get<int64_t>() << ")\n";
   }
   std::cout << "\nmethod                 tau  drafted/step  target fwd   wall ms  tokens/s  "
                "speed-up  outside "
