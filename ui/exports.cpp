@@ -27,14 +27,14 @@ bool writeText(const QString& path, const QByteArray& data, QString* why) {
 Exports::Exports(QWidget* parent, Status status) : parent_(parent), status_(std::move(status)) {}
 
 bool Exports::writeOrReport(const QString& path, const std::function<bool(QString*)>& write,
-                            const QString& saved) {
+                            const QString& saved, bool quiet) {
   QString why;
   if (!write(&why)) {
     showError(parent_, QObject::tr("Could not save"),
               QObject::tr("Could not write %1.").arg(path.toHtmlEscaped()), why);
     return false;
   }
-  status_(saved.isEmpty() ? QObject::tr("Saved %1").arg(path) : saved, 5000);
+  if (!quiet) status_(saved.isEmpty() ? QObject::tr("Saved %1").arg(path) : saved, 5000);
   return true;
 }
 
@@ -69,7 +69,7 @@ bool Exports::maps(HeatmapPanel* maps, const QString& dir, const QString& prefix
           *why = QObject::tr("the folder is not writable, or the disk is full");
           return false;
         },
-        QStringLiteral(" "));
+        {}, /*quiet=*/true);
     if (!ok) return false;
     written << QFileInfo(path).fileName();
   }

@@ -40,9 +40,10 @@ class Exports {
   void askRunFile(const RunRecord& r);
 
  private:
-  // Runs `write` (false + *why on failure); reports either way.
+  // Runs `write` (false + *why on failure): an error dialog on failure, else `saved` (or
+  // "Saved PATH") in the status bar; with `quiet` the caller reports the success itself.
   bool writeOrReport(const QString& path, const std::function<bool(QString* why)>& write,
-                     const QString& saved = {});
+                     const QString& saved = {}, bool quiet = false);
 
   QWidget* parent_;
   Status status_;

@@ -185,9 +185,11 @@ int cmd_bench(int argc, char** argv) {
   // A draft-head level (one row, and the dynamic tree's K frontier rows) as a share of a step.
   nlohmann::json head_levels = nlohmann::json::array();
   if (m.drafter && !blocks.empty()) {
-    const int64_t prefix = std::min<int64_t>(128, g.image_tokens() - 1);
     const double step = blocks[0]["ms"].get<double>();
     for (int64_t q : {int64_t(1), decode::MethodSettings{}.dynamic_tree.width}) {
+      // Positions must stay inside the image, as for the target's blocks.
+      const int64_t prefix = std::min<int64_t>(128, g.image_tokens() - q);
+      if (prefix < 0) continue;
       const double ms = head_level_ms(*m.drafter, *m.gpt, batch, q, prefix, reps);
       head_levels.push_back({{"q", q}, {"ms", ms}, {"share_of_step", ms / step}});
     }

@@ -53,13 +53,8 @@ class TestGallery : public QObject {
   }
 
   std::unique_ptr<MainWindow> openWindow() {
-    auto w = std::make_unique<MainWindow>();
-    w->show();
-    QSignalSpy ready(w.get(), &MainWindow::modelReady);
-    w->openModel(micro_);
-    if (!ready.wait(kLoadMs)) return nullptr;
-    w->randomSeedBox()->setChecked(false);
-    w->seedBox()->setValue(21);
+    auto w = openWindowOn(micro_, 21);
+    if (!w) return nullptr;
     selectMethod(*w, "adt");
     w->promptEdit()->setText("a red");
     return w;

@@ -40,6 +40,7 @@
 
 using adtree::testing::kLoadMs;
 using adtree::testing::kRunMs;
+using adtree::testing::openWindowOn;
 using adtree::testing::selectMethod;
 using adtree::testing::visibleErrorDialog;
 using adtree::ui::MainWindow;
@@ -54,14 +55,8 @@ class GuiTest : public QObject {
 
   // A window with `dir` loaded, shown, the seed fixed.
   std::unique_ptr<MainWindow> openWindow(const QString& dir) {
-    auto w = std::make_unique<MainWindow>();
-    w->show();
-    QSignalSpy ready(w.get(), &MainWindow::modelReady);
-    w->openModel(dir);
-    if (!ready.wait(kLoadMs)) return nullptr;
-    w->randomSeedBox()->setChecked(false);
-    w->seedBox()->setValue(7);
-    w->promptEdit()->clear();  // the last session's prompt comes back from QSettings
+    auto w = openWindowOn(dir, 7);
+    if (w) w->promptEdit()->clear();  // the last session's prompt comes back from QSettings
     return w;
   }
 

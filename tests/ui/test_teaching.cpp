@@ -45,6 +45,7 @@
 using adtree::testing::closeErrorDialogs;
 using adtree::testing::kLoadMs;
 using adtree::testing::kRunMs;
+using adtree::testing::openWindowOn;
 using adtree::testing::selectMethod;
 using adtree::testing::visibleErrorDialog;
 using adtree::ui::MainWindow;
@@ -57,16 +58,7 @@ class TeachingTest : public QObject {
   QTemporaryDir tmp_;
   QString micro_;
 
-  std::unique_ptr<MainWindow> openWindow() {
-    auto w = std::make_unique<MainWindow>();
-    w->show();
-    QSignalSpy ready(w.get(), &MainWindow::modelReady);
-    w->openModel(micro_);
-    if (!ready.wait(kLoadMs)) return nullptr;
-    w->randomSeedBox()->setChecked(false);
-    w->seedBox()->setValue(11);
-    return w;
-  }
+  std::unique_ptr<MainWindow> openWindow() { return openWindowOn(micro_, 11); }
 
   QString runOnce(MainWindow& w, const QString& method, const QString& prompt = "a red") {
     selectMethod(w, method);
