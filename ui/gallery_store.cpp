@@ -143,12 +143,6 @@ bool GalleryStore::remove(const QString& base, QString* error) const {
   return ok;
 }
 
-qint64 GalleryStore::totalBytes() const {
-  qint64 n = 0;
-  for (const auto& e : list()) n += e.bytes;
-  return n;
-}
-
 QStringList GalleryStore::enforceCap(qint64 maxBytes) const {
   QStringList removed;
   auto entries = list();

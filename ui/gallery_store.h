@@ -45,7 +45,6 @@ class GalleryStore {
   std::optional<RunRecord> read(const QString& base, QString* error) const;
   // Deletes both files of an entry.
   bool remove(const QString& base, QString* error) const;
-  qint64 totalBytes() const;
   // Removes the oldest entries until the gallery holds at most maxBytes (the newest entry always
   // stays); returns the bases removed.
   QStringList enforceCap(qint64 maxBytes) const;

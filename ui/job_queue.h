@@ -36,7 +36,6 @@ class JobQueue : public QAbstractListModel {
   // The next pending job becomes the running one (nullopt: nothing waits).
   std::optional<QueuedJob> startNext();
   void finishRunning();  // the running job ended (finished, failed or cancelled)
-  const QueuedJob* running() const { return running_ ? &*running_ : nullptr; }
   int pending() const { return int(pending_.size()); }
   const QueuedJob& pendingAt(int i) const { return pending_[i]; }
   // Removes a pending job (it never runs). False for the running job or an unknown ticket.

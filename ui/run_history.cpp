@@ -167,12 +167,6 @@ bool RunHistory::remove(int id) {
   return true;
 }
 
-void RunHistory::clear() {
-  beginResetModel();
-  items_.clear();
-  endResetModel();
-}
-
 int RunHistory::rowOf(int id) const {
   for (int r = 0; r < items_.size(); ++r) {
     if (items_[r].record.id == id) return r;

@@ -43,7 +43,6 @@ class RunHistory : public QAbstractListModel {
   QString galleryBase(int id) const;
   int idOfGalleryBase(const QString& base) const;  // 0 = none
   bool remove(int id);
-  void clear();
   int rowOf(int id) const;
   int idAt(int row) const;
 
