@@ -23,8 +23,9 @@ QVariant JobQueue::data(const QModelIndex& index, int role) const {
           j.batchSize > 1 ? tr(" (%1 of %2)").arg(j.batchIndex).arg(j.batchSize) : QString();
       const QString what =
           tr("“%1” · %2 · seed %3%4").arg(j.prompt, method_label(j.method)).arg(j.seed).arg(batch);
-      return isRunning ? tr("▶ running: %1").arg(what)
-                       : tr("%1. %2").arg(row + (running_ ? 0 : 1)).arg(what);
+      // No position number in the text: an item's data must not change when others move
+      // (Qt's model contract; the list's order is the order the jobs will run in).
+      return isRunning ? tr("▶ running: %1").arg(what) : tr("waiting: %1").arg(what);
     }
     case Qt::FontRole: {
       QFont f;

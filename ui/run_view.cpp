@@ -118,6 +118,10 @@ void RunView::start(const engine::JobStarted& s, const MapRanges& ranges) {
   progress_text_->setText(tr("starting…"));
   frame_count_ = 0;
   frame_timer_.start();
+  // The maps and plots empty at once: their 5-per-second refresh would show the previous run's
+  // grids for the first frames (a queue starts jobs back to back).
+  heatmaps_->refresh(run_);
+  plots_->refresh(run_);
   onFrame();
 }
 

@@ -1,6 +1,7 @@
 // The gallery, batches and the queue, driven through the window's widgets on a micro model: what a
 // user keeps across restarts, what Delete removes, what a batch and a queue run, and that a killed
 // save never leaves a half-written picture under a gallery name.
+#include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QCheckBox>
 #include <QDir>
@@ -224,6 +225,50 @@ class TestGallery : public QObject {
     QCOMPARE(w->methodBox()->currentData().toString(), QString("dynamic"));
     QVERIFY(generateAndSave(*w, 1));
     QCOMPARE(w->shownRecord()->tokens, tokens);
+  }
+
+  // Both item models keep Qt's model contract through every edit (QAbstractItemModelTester
+  // checks each signal against the rows before and after): the queue's enqueue, start, cancel,
+  // move in both directions and clear, the history's add, stored entries, remove.
+  void modelsKeepTheQtModelContract() {
+    JobQueue q;
+    QAbstractItemModelTester qt(&q, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QList<int> tickets;
+    for (int i = 0; i < 5; ++i) {
+      QueuedJob j;
+      j.prompt = QStringLiteral("p%1").arg(i);
+      j.method = "adt";
+      j.seed = quint64(i);
+      tickets << q.enqueue(j);
+    }
+    QVERIFY(q.startNext());
+    QCOMPARE(q.rowCount(), 5);         // running + 4 waiting
+    QVERIFY(q.move(tickets[4], -2));   // 1 2 3 4 -> 1 4 2 3
+    QVERIFY(q.move(tickets[1], +1));   // -> 4 1 2 3
+    QVERIFY(q.move(tickets[3], -10));  // clamped: -> 3 4 1 2
+    QList<quint64> order;
+    for (int i = 0; i < q.pending(); ++i) order << q.pendingAt(i).seed;
+    QCOMPARE(order, (QList<quint64>{3, 4, 1, 2}));
+    QVERIFY(q.cancel(tickets[4]));
+    QVERIFY(!q.cancel(tickets[0]));  // the running one is not cancelled from the queue
+    QVERIFY(q.index(0).data().toString().startsWith("▶ running"));
+    QVERIFY(q.index(1).data().toString().contains("“p3”"));
+    q.finishRunning();
+    QCOMPARE(q.total(), 4);  // the one begun and the three waiting: "job 1 of 4"
+    q.clearPending();
+    QCOMPARE(q.rowCount(), 0);
+
+    RunHistory h;
+    QAbstractItemModelTester ht(&h, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    GalleryStore::Entry e;
+    e.base = tmp_.filePath("none/20260101-000000-000-seed1");
+    e.settings = {{"prompt", "old"}, {"seed", 1}, {"result", {{"tau", 2.5}}}};
+    const int stored = h.addStored(e);
+    QCOMPARE(h.rowCount(), 1);
+    QVERIFY(h.index(0).data().toString().contains("τ 2.50"));
+    QCOMPARE(h.idOfGalleryBase(e.base), stored);
+    QVERIFY(h.remove(stored));
+    QCOMPARE(h.rowCount(), 0);
   }
 
   // The studio killed in the middle of writing a gallery file (SIGKILL, as the power going or
