@@ -227,6 +227,29 @@ class TestGallery : public QObject {
     QCOMPARE(w->shownRecord()->tokens, tokens);
   }
 
+  // A gallery that cannot be written (here its folder would have to live inside a regular file,
+  // which fails even for root; a full disk takes the same path): one error dialog naming the
+  // folder, and the run stays in the session's history, whole.
+  void unwritableGalleryIsAnErrorAndLosesNothing() {
+    QFile blocker(tmp_.filePath("not-a-folder"));
+    QVERIFY(blocker.open(QIODevice::WriteOnly));
+    blocker.close();
+    QSettings().setValue("gallery/dir", blocker.fileName() + "/gallery");
+    QSettings().setValue("gallery/enabled", true);
+    auto w = openWindow();
+    QVERIFY(w);
+    QSignalSpy ended(w.get(), &MainWindow::generationEnded);
+    QTest::mouseClick(w->generateButton(), Qt::LeftButton);
+    QVERIFY(ended.wait(kRunMs));
+    QTRY_VERIFY_WITH_TIMEOUT(visibleErrorDialog(w.get()) != nullptr, 10000);
+    auto* box = visibleErrorDialog(w.get());
+    QVERIFY(box->text().contains("not-a-folder"));
+    QCOMPARE(w->historyPanel()->count(), 1);
+    QVERIFY(w->shownRecord() && w->shownRecord()->stats);
+    QVERIFY(w->history()->galleryBase(w->history()->idAt(0)).isEmpty());
+    closeErrorDialogs(w.get());
+  }
+
   // Both item models keep Qt's model contract through every edit (QAbstractItemModelTester
   // checks each signal against the rows before and after): the queue's enqueue, start, cancel,
   // move in both directions and clear, the history's add, stored entries, remove.
