@@ -3,6 +3,7 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QSettings>
+#include <QTimer>
 
 #include "ui/gallery.h"
 #include "ui/run_history.h"
@@ -12,12 +13,8 @@ namespace adtree::ui {
 RunLibrary::RunLibrary(QObject* parent)
     : QObject(parent), history_(new RunHistory(this)), gallery_(new Gallery(this)) {
   connect(gallery_, &Gallery::loaded, this, [this](const QVector<GalleryStore::Entry>& entries) {
-    const QString dir = QDir(gallery_->dir()).absolutePath();
-    for (const auto& e : entries) {
-      // A listing of a folder the user has since switched away from is dropped.
-      if (QFileInfo(e.base).absolutePath() != dir) continue;
-      if (!history_->idOfGalleryBase(e.base)) history_->addStored(e);
-    }
+    listing_ += entries;
+    listSome();
   });
   connect(gallery_, &Gallery::saved, this,
           [this](int id, const QString& base, const QStringList& out) {
@@ -31,6 +28,20 @@ RunLibrary::RunLibrary(QObject* parent)
   connect(gallery_, &Gallery::saveFailed, this, [this](int id, const QString& message) {
     Q_EMIT saveFailed(id, gallery_->dir(), message);
   });
+}
+
+// A few listed pictures per event-loop turn: a gallery of hundreds makes its thumbnails without
+// holding the GUI thread (each is a scaled pixmap and a row insertion).
+void RunLibrary::listSome() {
+  constexpr int kPerTurn = 24;
+  const QString dir = QDir(gallery_->dir()).absolutePath();
+  for (int n = 0; n < kPerTurn && !listing_.isEmpty(); ++n) {
+    const auto e = listing_.takeFirst();
+    // A listing of a folder the user has since switched away from is dropped.
+    if (QFileInfo(e.base).absolutePath() != dir) continue;
+    if (!history_->idOfGalleryBase(e.base)) history_->addStored(e);
+  }
+  if (!listing_.isEmpty()) QTimer::singleShot(0, this, &RunLibrary::listSome);
 }
 
 int RunLibrary::addFinished(const RunRecord& r) {

@@ -5,6 +5,7 @@
 #pragma once
 #include <QObject>
 
+#include "ui/gallery_store.h"
 #include "ui/run_record.h"
 
 namespace adtree::ui {
@@ -50,9 +51,11 @@ class RunLibrary : public QObject {
 
  private:
   void removeListed(int id);
+  void listSome();
 
   RunHistory* history_ = nullptr;
   Gallery* gallery_ = nullptr;
+  QVector<GalleryStore::Entry> listing_;  // listed by the gallery, not yet in the history
 };
 
 }  // namespace adtree::ui
