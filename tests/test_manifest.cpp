@@ -1,6 +1,7 @@
 // Model directories: a good one loads; every kind of damage is reported clearly, all at once.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -66,6 +67,50 @@ TEST(FileHash, MatchesAnIndependentSha256AndSkipsMissingFiles) {
   std::ofstream(d / "b.bin", std::ios::binary).flush();
   EXPECT_EQ(adtree::io::sha256_files({a, b}),
             "sha256:aeeda71918e6b9dbbf20a2177af40136820b0536d93d5b89428b028821d7b404");
+}
+
+// The cache is keyed by path, size and mtime: an entry for the same files is used (a planted
+// value comes back), a changed file is hashed again.
+TEST(FileHash, CachedHashIsReusedUntilAFileChanges) {
+  if (!adtree::io::have_sha256()) GTEST_SKIP() << "built without libcrypto";
+  const fs::path d = fs::path(::testing::TempDir()) / "adtree_file_hash_cache";
+  fs::remove_all(d);
+  fs::create_directories(d / "cache");
+  setenv("XDG_CACHE_HOME", (d / "cache").c_str(), 1);
+  // Files written in the last two seconds are not trusted to the cache; age them.
+  const auto age = [&](int seconds_ago) {
+    fs::last_write_time(d / "a.bin",
+                        fs::file_time_type::clock::now() - std::chrono::seconds(seconds_ago));
+  };
+  std::ofstream(d / "a.bin", std::ios::binary) << "abc";
+  const std::vector<std::string> files{(d / "a.bin").string()};
+  const std::string real = adtree::io::sha256_files(files);
+  EXPECT_EQ(adtree::io::sha256_files_cached(files), real);
+  EXPECT_FALSE(fs::exists(d / "cache" / "adtree-studio")) << "a fresh file is not cached";
+  age(1000);
+  EXPECT_EQ(adtree::io::sha256_files_cached(files), real);
+  const fs::path cache = d / "cache" / "adtree-studio" / "model-hashes.json";
+  ASSERT_TRUE(fs::exists(cache));
+  auto j = read_json(cache.string());
+  ASSERT_EQ(j.size(), 1u);
+  j[0]["sha256"] = "sha256:planted";
+  write_json(cache.string(), j);
+  EXPECT_EQ(adtree::io::sha256_files_cached(files), "sha256:planted");
+  std::ofstream(d / "a.bin", std::ios::binary) << "abcd";  // size and mtime change
+  age(900);
+  EXPECT_EQ(adtree::io::sha256_files_cached(files), adtree::io::sha256_files(files));
+  EXPECT_NE(adtree::io::sha256_files_cached(files), real);
+  std::ofstream(cache) << "{ not json";  // a damaged cache is ignored and rebuilt
+  age(800);
+  EXPECT_EQ(adtree::io::sha256_files_cached(files), adtree::io::sha256_files(files));
+  // Bounded: 70 different file sets leave the 64 newest.
+  for (int i = 0; i < 70; ++i) {
+    std::ofstream(d / "a.bin", std::ios::binary) << "v" << i;
+    age(700 - i);
+    adtree::io::sha256_files_cached(files);
+  }
+  EXPECT_EQ(read_json(cache.string()).size(), 64u);
+  unsetenv("XDG_CACHE_HOME");
 }
 
 TEST(ModelDir, HashNamesTheWeights) {

@@ -1,5 +1,9 @@
 #include "io/file_hash.h"
 
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -58,5 +62,76 @@ std::string sha256_files(const std::vector<std::string>&) {
   return {};
 }
 #endif
+
+namespace {
+namespace fs = std::filesystem;
+
+fs::path cache_file() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  const fs::path root = xdg && *xdg     ? fs::path(xdg)
+                        : home && *home ? fs::path(home) / ".cache"
+                                        : "";
+  return root.empty() ? fs::path() : root / "adtree-studio" / "model-hashes.json";
+}
+
+// What the cache trusts: every file's absolute path, size and modification time. Empty while a
+// file was modified in the last two seconds: the file system's clock is coarser than the writes
+// (as ccache, the cache does not trust a file that may still be changing in the same tick).
+std::string signature(const std::vector<std::string>& paths) {
+  std::string sig;
+  const auto recent = fs::file_time_type::clock::now() - std::chrono::seconds(2);
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec)) continue;
+    if (fs::last_write_time(p, ec) > recent) return {};
+    const auto size = fs::file_size(p, ec);
+    const auto mtime = fs::last_write_time(p, ec).time_since_epoch().count();
+    sig += fs::absolute(p, ec).lexically_normal().string() + "|" + std::to_string(size) + "|" +
+           std::to_string(mtime) + "\n";
+  }
+  return sig;
+}
+}  // namespace
+
+std::string sha256_files_cached(const std::vector<std::string>& paths) {
+  constexpr size_t kKeep = 64;  // models remembered; the oldest are forgotten first
+  if (!have_sha256()) return {};
+  const std::string key = signature(paths);
+  const fs::path file = key.empty() ? fs::path() : cache_file();
+  nlohmann::json cache = nlohmann::json::array();
+  if (!file.empty()) {
+    std::ifstream in(file);
+    try {
+      if (in) cache = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception&) {
+      cache = nlohmann::json::array();  // a damaged cache is rebuilt
+    }
+    if (!cache.is_array()) cache = nlohmann::json::array();
+    for (const auto& e : cache) {
+      if (e.is_object() && e.value("files", std::string()) == key && e.contains("sha256") &&
+          e["sha256"].is_string())
+        return e["sha256"].get<std::string>();
+    }
+  }
+  const std::string hash = sha256_files(paths);
+  if (file.empty()) return hash;
+  cache.push_back({{"files", key}, {"sha256", hash}});
+  while (cache.size() > kKeep) cache.erase(cache.begin());
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  const fs::path tmp = file.string() + ".tmp" + std::to_string(std::rand());
+  {
+    std::ofstream out(tmp);
+    out << cache.dump(1) << "\n";
+    if (!out) {
+      fs::remove(tmp, ec);
+      return hash;
+    }
+  }
+  fs::rename(tmp, file, ec);  // another process may win the race: both wrote true hashes
+  if (ec) fs::remove(tmp, ec);
+  return hash;
+}
 
 }  // namespace adtree::io

@@ -15,4 +15,10 @@ bool have_sha256();
 // Throws adtree::Error naming a file that exists but cannot be read.
 std::string sha256_files(const std::vector<std::string>& paths);
 
+// The same hash, remembered across runs in $XDG_CACHE_HOME/adtree-studio/model-hashes.json
+// (~/.cache/...) under the files' paths, sizes and modification times, as make and ccache trust
+// them: a multi-GB checkpoint is read once, not at every load. A cache that cannot be read or
+// written is ignored (the hash is computed).
+std::string sha256_files_cached(const std::vector<std::string>& paths);
+
 }  // namespace adtree::io

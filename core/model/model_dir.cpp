@@ -138,7 +138,7 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
     throw Error(msg);
   }
   // The VQ's file counts even when this load skips it: it decides what the tokens look like.
-  b.hash = io::sha256_files({mpath, gpath, vpath, dpath, tpath});
+  b.hash = io::sha256_files_cached({mpath, gpath, vpath, dpath, tpath});
   b.gpt = std::make_shared<const Gpt>(g, gw, device, dtype);
   if (!b.drafter_weights.empty()) {
     b.drafter = std::make_shared<const Drafter>(*b.gpt, b.drafter_weights, /*inference=*/true,
