@@ -11,6 +11,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include <c10/core/InferenceMode.h>
 
@@ -53,6 +54,38 @@ double measure_bandwidth_gbs() {
     const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
     if (s <= 0) throw Error("bandwidth probe failed");
     gbs.push_back(double(buf.numel() * 4) / sec / 1e9);
+  }
+  return median(gbs);
+}
+
+// The same read bandwidth with `threads` threads each summing its share of the buffer (plain
+// loops, eight accumulators so the loads are not serialised): what a second core adds.
+double measure_bandwidth_gbs_threads(int threads) {
+  std::vector<float> buf(size_t(64) * 1024 * 1024, 1.0f);  // 256 MiB
+  std::vector<double> gbs;
+  for (int rep = 0; rep < 5; ++rep) {
+    std::vector<double> sums(size_t(threads), 0.0);
+    auto t0 = Clock::now();
+    std::vector<std::thread> pool;
+    const size_t part = buf.size() / size_t(threads);
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        const float* p = buf.data() + size_t(t) * part;
+        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (size_t i = 0; i + 8 <= part; i += 8) {
+          for (int k = 0; k < 8; ++k) acc[k] += p[i + size_t(k)];
+        }
+        double s = 0;
+        for (float a : acc) s += a;
+        sums[size_t(t)] = s;
+      });
+    }
+    for (auto& th : pool) th.join();
+    const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+    double total = 0;
+    for (double v : sums) total += v;
+    if (total <= 0) throw Error("bandwidth probe failed");
+    gbs.push_back(double(part * size_t(threads) * 4) / sec / 1e9);
   }
   return median(gbs);
 }
@@ -117,7 +150,7 @@ int cmd_bench(int argc, char** argv) {
   a.option("config", "NAME", "bench a random model of this size (tiny, small, ...) instead")
       .option("prompts", "LIST", "semicolon-separated prompts (default: words of the model)")
       .option("seeds", "N", "seeds per prompt (0 .. N-1)", "2")
-      .option("blocks", "LIST", "query-block sizes to time one forward for", "1,4,8,16,32,60")
+      .option("blocks", "LIST", "query-block sizes to time one forward for", "1,2,4,8,16,32,64")
       .option("reps", "N", "repetitions per block size (median reported)", "20")
       .option("json", "FILE", "write the full results as JSON");
   add_method_options(a, /*list=*/true);
@@ -250,15 +283,28 @@ int cmd_bench(int argc, char** argv) {
   out["peak_rss_mib"] = peak_rss_mib();  // before the bandwidth probe's 256 MiB buffer
   const double bw = measure_bandwidth_gbs();
   const double floor_ms = double(weight_bytes) / (bw * 1e9) * 1e3;
-  out["floor"] = {
-      {"weight_bytes", weight_bytes}, {"bandwidth_gbs", bw}, {"step_floor_ms", floor_ms}};
+  // One thread decodes; with two, the floor a two-thread kernel could reach.
+  const double bw1 = measure_bandwidth_gbs_threads(1), bw2 = measure_bandwidth_gbs_threads(2);
+  const double floor2_ms = double(weight_bytes) / (bw2 * 1e9) * 1e3;
+  out["floor"] = {{"weight_bytes", weight_bytes},   {"bandwidth_gbs", bw},
+                  {"step_floor_ms", floor_ms},      {"bandwidth_gbs_1_thread_loop", bw1},
+                  {"bandwidth_gbs_2_threads", bw2}, {"step_floor_ms_2_threads", floor2_ms}};
 
   std::cout << std::fixed << std::setprecision(2);
   std::cout << "model " << out["model"]["dir"].get<std::string>() << ": " << g.dim << " x "
             << g.n_layer << ", " << m.gpt->num_params() << " params, CFG batch " << batch << ", "
             << intra_op_threads() << " thread(s)\n";
   std::cout << "bandwidth " << bw << " GB/s, weights " << double(weight_bytes) / 1e6
-            << " MB -> step floor " << floor_ms << " ms\n\n";
+            << " MB -> step floor " << floor_ms << " ms\n";
+  std::cout << "plain loops: 1 thread " << bw1 << " GB/s, 2 threads " << bw2
+            << " GB/s -> two-thread floor " << floor2_ms << " ms\n";
+  if (!blocks.empty()) {
+    std::cout << "one-token step (q = " << blocks[0]["q"].get<int64_t>() << ") "
+              << blocks[0]["ms"].get<double>()
+              << " ms = " << blocks[0]["ms"].get<double>() / floor_ms << "x the floor, "
+              << blocks[0]["ms"].get<double>() / floor2_ms << "x the two-thread floor\n";
+  }
+  std::cout << "\n";
   std::cout << "forward cost by block size (prefix " << blocks[0]["prefix"] << " tokens)\n";
   std::cout << "  q      ms     x q=1\n";
   const double ms1 = blocks.empty() ? 1 : blocks[0]["ms"].get<double>();
