@@ -86,6 +86,15 @@ bool JobQueue::cancel(int ticket) {
   return true;
 }
 
+int JobQueue::cancelRestOfRunningBatch() {
+  if (!running_ || running_->batchSize <= 1) return 0;
+  int n = 0;
+  for (int i = int(pending_.size()) - 1; i >= 0; --i) {
+    if (pending_[i].batch == running_->batch && cancel(pending_[i].ticket)) ++n;
+  }
+  return n;
+}
+
 bool JobQueue::move(int ticket, int delta) {
   const int i = rowOfPending(ticket);
   if (i < 0) return false;

@@ -19,6 +19,7 @@ struct QueuedJob {
   quint64 seed = 0;
   decode::DecodeRequest request;
   int batchIndex = 1, batchSize = 1;  // "2 of 3" for a batch made by one Generate click
+  int batch = 0;                      // the Generate click it came from (unique in a session)
 };
 
 class JobQueue : public QAbstractListModel {
@@ -40,6 +41,9 @@ class JobQueue : public QAbstractListModel {
   const QueuedJob& pendingAt(int i) const { return pending_[i]; }
   // Removes a pending job (it never runs). False for the running job or an unknown ticket.
   bool cancel(int ticket);
+  // Removes the waiting jobs of the running job's batch (they would fail as it failed); returns
+  // how many.
+  int cancelRestOfRunningBatch();
   // Moves a pending job by `delta` places (clamped). False if it is not pending.
   bool move(int ticket, int delta);
   void clearPending();

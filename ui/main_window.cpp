@@ -483,6 +483,8 @@ void MainWindow::generate() {
   job.request.trace.enabled = act_trace_->isChecked();
   // Count pictures with consecutive seeds: seed, seed + 1, ... (the CLI's --count does the same).
   job.batchSize = countBox()->value();
+  static int batches = 0;
+  job.batch = ++batches;
   for (int i = 0; i < job.batchSize; ++i) {
     QueuedJob j = job;
     j.batchIndex = i + 1;
@@ -565,8 +567,16 @@ void MainWindow::onFinished(const engine::JobFinished& f) {
 
 void MainWindow::onFailed(engine::JobId job, const QString& message) {
   if (job != current_job_) return;
+  // The rest of its batch has the same prompt and settings: it would fail the same way, each with
+  // its own dialog. It leaves the queue; other batches still run.
+  const int dropped = queue_->cancelRestOfRunningBatch();
   endRun("failed", tr("Generation failed."));
-  showError(this, tr("Generation failed"), tr("The image could not be generated."), message);
+  showError(this, tr("Generation failed"),
+            dropped > 0 ? tr("The image could not be generated; the %n other picture(s) of its "
+                             "batch were taken out of the queue.",
+                             nullptr, dropped)
+                        : tr("The image could not be generated."),
+            message);
 }
 
 void MainWindow::onCancelled(engine::JobId job, qint64 tokens) {

@@ -250,6 +250,30 @@ class TestGallery : public QObject {
     closeErrorDialogs(w.get());
   }
 
+  // A batch whose prompt the model does not know: one failure, one dialog, the rest of the batch
+  // out of the queue (not five dialogs); a batch queued behind it still runs.
+  void aFailedBatchFailsOnce() {
+    freshGallery();
+    auto w = openWindow();
+    QVERIFY(w);
+    w->promptEdit()->setText("a zebraword");
+    w->countBox()->setValue(5);
+    QSignalSpy ended(w.get(), &MainWindow::generationEnded);
+    QTest::mouseClick(w->generateButton(), Qt::LeftButton);
+    w->promptEdit()->setText("a red");
+    w->countBox()->setValue(1);
+    QTest::mouseClick(w->generateButton(), Qt::LeftButton);  // queued behind the batch
+    QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 2, kRunMs);
+    QTest::qWait(500);
+    QCOMPARE(ended.count(), 2);
+    QCOMPARE(ended[0][0].toString(), QString("failed"));
+    QCOMPARE(ended[1][0].toString(), QString("finished"));
+    QCOMPARE(w->findChildren<QMessageBox*>("errorDialog").size(), 1);
+    QVERIFY(visibleErrorDialog(w.get())->text().contains("4 other picture"));
+    QVERIFY(visibleErrorDialog(w.get())->informativeText().contains("zebraword"));
+    closeErrorDialogs(w.get());
+  }
+
   // Both item models keep Qt's model contract through every edit (QAbstractItemModelTester
   // checks each signal against the rows before and after): the queue's enqueue, start, cancel,
   // move in both directions and clear, the history's add, stored entries, remove.
