@@ -10,10 +10,6 @@
 
 namespace adtree::ui {
 
-namespace {
-constexpr int kThumb = 96;
-}
-
 HistoryPanel::HistoryPanel(RunHistory* history, QWidget* parent)
     : QWidget(parent), history_(history) {
   auto* v = new QVBoxLayout(this);
@@ -31,8 +27,8 @@ HistoryPanel::HistoryPanel(RunHistory* history, QWidget* parent)
   view_->setObjectName("historyView");
   view_->setModel(history_);
   view_->setViewMode(QListView::IconMode);
-  view_->setIconSize(QSize(kThumb, kThumb));
-  view_->setGridSize(QSize(kThumb + 60, kThumb + 64));
+  view_->setIconSize(QSize(RunHistory::kThumbSize, RunHistory::kThumbSize));
+  view_->setGridSize(QSize(RunHistory::kThumbSize + 60, RunHistory::kThumbSize + 64));
   view_->setResizeMode(QListView::Adjust);
   view_->setMovement(QListView::Static);
   view_->setWordWrap(true);

@@ -38,6 +38,7 @@
 #include "ui/engine_bridge.h"
 #include "ui/error_dialog.h"
 #include "ui/exports.h"
+#include "ui/formatting.h"
 #include "ui/gallery.h"
 #include "ui/heatmap_panel.h"
 #include "ui/histogram_panel.h"
@@ -60,14 +61,6 @@
 #include "ui/tree_view.h"
 
 namespace adtree::ui {
-
-namespace {
-QString format_seconds(double s) {
-  if (s < 60) return QString::number(s, 'f', s < 10 ? 2 : 1) + " s";
-  return QStringLiteral("%1 min %2 s").arg(int(s) / 60).arg(int(s) % 60);
-}
-
-}  // namespace
 
 MainWindow::MainWindow(QWidget* parent)
     : MainWindow(engine::EngineOptions{}.preview_interval_ms, parent) {}
@@ -557,7 +550,7 @@ void MainWindow::onFinished(const engine::JobFinished& f) {
   const auto& s = f.summary;
   endRun("finished", tr("Done: %1 tokens in %2 (%3 tokens/s), τ = %4, %5 steps%6")
                          .arg(s.tokens)
-                         .arg(format_seconds(f.elapsed_ms / 1000.0))
+                         .arg(formatSeconds(f.elapsed_ms / 1000.0))
                          .arg(s.tokens_per_s, 0, 'f', 0)
                          .arg(s.tau, 0, 'f', 2)
                          .arg(s.steps)

@@ -3,13 +3,9 @@
 #include <QMessageBox>
 #include <QObject>
 
-namespace adtree::ui {
+#include "ui/formatting.h"
 
-QString formatParams(qint64 n) {
-  if (n >= 1000000) return QString::number(double(n) / 1e6, 'f', 1) + "M";
-  if (n >= 1000) return QString::number(double(n) / 1e3, 'f', 0) + "k";
-  return QString::number(n);
-}
+namespace adtree::ui {
 
 QString modelCardHtml(const engine::ModelInfo& m) {
   auto q = [](const std::string& s) { return QString::fromStdString(s).toHtmlEscaped(); };

@@ -9,8 +9,6 @@ class QWidget;
 
 namespace adtree::ui {
 
-// "1.2 M" style parameter counts (also the status bar's).
-QString formatParams(qint64 n);
 QString modelCardHtml(const engine::ModelInfo& m);
 // Opens the card window-modal without blocking the event loop; it deletes itself when closed.
 void showModelCard(QWidget* parent, const engine::ModelInfo& m);

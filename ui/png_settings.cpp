@@ -3,28 +3,15 @@
 #include <QFileInfo>
 #include <QImageReader>
 
+#include "decode/picture_settings.h"
+#include "imaging/png_text.h"
+
 namespace adtree::ui {
 
-const QString kPngSettingsKey = QStringLiteral("adtree-settings");
+const QString kPngSettingsKey = QString::fromLatin1(imaging::kSettingsKeyword);
 
 nlohmann::json pngSettings(const RunRecord& r) {
-  const auto& s = r.stats->settings;
-  const std::string app = "adtree-studio " ADTREE_VERSION;
-  return {{"app", app},
-          {"model",
-           {{"name", s.value("model_name", std::string())},
-            {"dir", r.model.toStdString()},
-            {"hash", s.value("model_hash", std::string())}}},
-          {"prompt", r.prompt.toStdString()},
-          {"seed", r.seed},
-          {"method_settings", s.value("method_settings", nlohmann::json::object())},
-          {"sampling", s.value("sampling", nlohmann::json::object())},
-          {"verify", s.value("verify", std::string())},
-          {"result",
-           {{"label", r.label.toStdString()},
-            {"tau", r.stats->summary.tau},
-            {"tokens", r.stats->summary.tokens},
-            {"elapsed_ms", r.elapsedMs}}}};
+  return decode::picture_settings(*r.stats, "adtree-studio " ADTREE_VERSION, r.elapsedMs);
 }
 
 QImage withPngSettings(QImage image, const RunRecord& r) {

@@ -15,8 +15,8 @@ namespace adtree::ui {
 
 extern const QString kPngSettingsKey;
 
-// app, model {name, dir, hash}, prompt, seed, method_settings, sampling, verify, and the run's
-// result {method label, tau, tokens, elapsed_ms} (what the gallery lists without opening the run).
+// decode::picture_settings of the run, with the studio's version and the engine's time for the job
+// (the result part is what the gallery lists without opening the run).
 nlohmann::json pngSettings(const RunRecord& r);
 // `image` with the settings of `r` in its text chunk (QImage writes it when saved as PNG).
 QImage withPngSettings(QImage image, const RunRecord& r);

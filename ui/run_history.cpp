@@ -5,10 +5,6 @@
 
 namespace adtree::ui {
 
-namespace {
-constexpr int kThumb = 96;
-}
-
 RunHistory::RunHistory(QObject* parent) : QAbstractListModel(parent) {}
 
 int RunHistory::rowCount(const QModelIndex& parent) const {
@@ -27,8 +23,6 @@ QVariant RunHistory::data(const QModelIndex& index, int role) const {
       return it.tip;
     case IdRole:
       return it.record.id;
-    case GalleryBaseRole:
-      return it.galleryBase;
     default:
       return {};
   }
@@ -36,12 +30,13 @@ QVariant RunHistory::data(const QModelIndex& index, int role) const {
 
 // A crisp, square thumbnail: nearest-neighbour so 4x4-pixel tokens stay visible.
 QIcon RunHistory::thumbnail(const QImage& img) {
-  QPixmap pm(kThumb, kThumb);
+  QPixmap pm(kThumbSize, kThumbSize);
   pm.fill(QColor(235, 235, 235));
   QPainter p(&pm);
   if (!img.isNull()) {
-    const QImage s = img.scaled(kThumb, kThumb, Qt::KeepAspectRatio, Qt::FastTransformation);
-    p.drawImage((kThumb - s.width()) / 2, (kThumb - s.height()) / 2, s);
+    const QImage s =
+        img.scaled(kThumbSize, kThumbSize, Qt::KeepAspectRatio, Qt::FastTransformation);
+    p.drawImage((kThumbSize - s.width()) / 2, (kThumbSize - s.height()) / 2, s);
   } else {
     p.setPen(Qt::darkGray);
     p.drawText(pm.rect(), Qt::AlignCenter, QObject::tr("no picture"));

@@ -21,7 +21,8 @@ class RunHistory : public QAbstractListModel {
   Q_OBJECT
 
  public:
-  enum Role { IdRole = Qt::UserRole + 1, GalleryBaseRole };
+  enum Role { IdRole = Qt::UserRole + 1 };
+  static constexpr int kThumbSize = 96;  // thumbnails are square, nearest-neighbour
   // Runs kept whole in memory: those not in the gallery (their only copy), and read-back ones.
   static constexpr int kMaxLoaded = 50;
 

@@ -10,6 +10,7 @@
 #include <QToolTip>
 #include <QVBoxLayout>
 
+#include "ui/formatting.h"
 #include "ui/heatmap_panel.h"
 #include "ui/image_convert.h"
 #include "ui/image_view.h"
@@ -23,12 +24,6 @@ namespace {
 // core, which on a 2-core machine is time the decoding thread does not lose (docs/GUI.md).
 constexpr int kFrameMs = 33;
 constexpr int kPlotEveryFrames = 6;
-
-QString format_seconds(double s) {
-  if (s < 0) return QStringLiteral("–");
-  if (s < 60) return QString::number(s, 'f', s < 10 ? 2 : 1) + " s";
-  return QStringLiteral("%1 min %2 s").arg(int(s) / 60).arg(int(s) % 60);
-}
 }  // namespace
 
 RunView::RunView(QWidget* parent) : QWidget(parent) {
@@ -210,13 +205,13 @@ void RunView::updateProgress() {
   }
   const double elapsed = running_ ? clock_.elapsed() / 1000.0 : run_.elapsedMs() / 1000.0;
   const QString eta_text =
-      running_ ? tr("ETA %1").arg(format_seconds(run_.etaSeconds()), 7)
+      running_ ? tr("ETA %1").arg(formatSeconds(run_.etaSeconds()), 7)
                : (run_.committed() == run_.cells() && run_.cells() > 0 ? tr("done") : QString());
   progress_text_->setText(tr("step %1  τ %2  %3 tok/s  %4 elapsed  %5")
                               .arg(run_.steps(), 4)
                               .arg(run_.tau(), 4, 'f', 2)
                               .arg(run_.tokensPerSecond(), 5, 'f', 0)
-                              .arg(format_seconds(elapsed), 7)
+                              .arg(formatSeconds(elapsed), 7)
                               .arg(eta_text));
 }
 

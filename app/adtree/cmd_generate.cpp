@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "commands.h"
+#include "decode/picture_settings.h"
 #include "decode/run.h"
 #include "io/file_write.h"
 #include "util/error.h"
@@ -66,19 +67,6 @@ decode::SamplingParams sampling_from(const Args& a, const model::ModelBundle& m)
 }
 
 namespace {
-// What a PNG of this program carries in its "adtree-settings" text chunk: enough to make the same
-// picture again with `--from-png` (README, "Using the CLI").
-nlohmann::json png_settings(const model::ModelBundle& m, const std::string& prompt,
-                            const decode::DecodeRequest& req, const decode::DecodeResult& res) {
-  return {{"app", "adtree 0.1.0"},
-          {"model", {{"name", m.manifest.name}, {"dir", m.dir}, {"hash", m.hash}}},
-          {"prompt", prompt},
-          {"seed", req.seed},
-          {"method_settings", req.method.to_json()},
-          {"sampling", req.sampling.to_json()},
-          {"verify", res.stats.settings.value("verify", std::string())}};
-}
-
 nlohmann::json settings_from_png(const std::string& path) {
 #ifdef ADTREE_HAVE_IMAGING
   std::ifstream in(path, std::ios::binary);
@@ -134,7 +122,8 @@ void generate_one(const Args& a, const model::ModelBundle& m, const std::string&
   const std::string settings =
       a.flag_set("no-metadata")
           ? std::string()
-          : png_settings(m, prompt, req, res).dump(-1, ' ', /*ensure_ascii=*/true);
+          : decode::picture_settings(res.stats, "adtree 0.1.0", res.stats.summary.wall_ms)
+                .dump(-1, ' ', /*ensure_ascii=*/true);
   imaging::write_image(out, imaging::upscale_nearest(img, int(scale)), settings);
 #endif
   if (!stats_path.empty()) {

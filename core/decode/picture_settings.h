@@ -1,0 +1,18 @@
+// What a picture carries about how it was made: the JSON of the PNG text chunk "adtree-settings"
+// (imaging/png_text.h) that the CLI and the studio both write, from a run's statistics, so
+// `adtree generate --from-png` and a drop on the studio read one format (README, "Using the CLI").
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "decode/stats.h"
+
+namespace adtree::decode {
+
+// app, model {name, dir, hash}, prompt, seed, method_settings, sampling, verify (from the run's
+// settings, where the front end has added prompt, model, model_name and model_hash), and the
+// result {label, tau, tokens, elapsed_ms}. `app` names the program and version.
+nlohmann::json picture_settings(const RunStats& stats, const std::string& app, double elapsed_ms);
+
+}  // namespace adtree::decode
