@@ -184,7 +184,7 @@ void check(const Case& c) {
 class ForgetfulVerifier : public Verifier {
  public:
   explicit ForgetfulVerifier(uint64_t seed) : rng_(seed) {}
-  AcceptResult verify(const DraftTree& tree, const at::Tensor& p_all, int64_t,
+  AcceptResult verify(const DraftTree& tree, const at::Tensor& p_all, const at::Tensor&, int64_t,
                       int64_t max_depth) override {
     auto P = p_all.to(at::kCPU, at::kFloat).contiguous();
     AcceptResult res;

@@ -120,6 +120,10 @@ int cmd_sweep(int argc, char** argv) {
       .option("verifies", "LIST", "axis (all but ar): verification rules (see --verify)")
       .option("lantern-deltas", "LIST",
               "axis (tree methods): LANTERN delta values, 'off' = lossless")
+      .option("relaxes", "LIST", "axis (tree methods): acceptance rules lossless, lantern, cascade")
+      .option("cascade-tau-ss", "LIST", "axis (CASCADE points): interchangeability cosines tau_s")
+      .option("cascade-tau-cs", "LIST", "axis (CASCADE points): convergence cosines tau_c")
+      .option("cascade-kappas", "LIST", "axis (CASCADE points): convergence gates kappa")
       .flag("match-drafted", "after every adt row, EAGLE-2 with N = ADT-Tree's mean drafted tokens")
       .option("shard", "I/N", "run only units i, i+n, i+2n, ... of the sweep (0-based)", "0/1")
       .option("out", "FILE", "JSONL rows (appended; with --resume, rows already there are skipped)")
@@ -144,6 +148,11 @@ int cmd_sweep(int argc, char** argv) {
   g.adt_budget = words(a, "adt-budgets");
   g.verify = words(a, "verifies");
   g.lantern_delta = reals(a, "lantern-deltas", /*allow_off=*/true);
+  g.relax = words(a, "relaxes");
+  for (const auto& r : g.relax) decode::acceptance_from_string(r);  // a typo fails before runs
+  g.cascade_tau_s = reals(a, "cascade-tau-ss");
+  g.cascade_tau_c = reals(a, "cascade-tau-cs");
+  g.cascade_kappa = reals(a, "cascade-kappas");
 
   research::SweepOptions o;
   o.prompts = a.given("prompts") ? split(a.str("prompts"), ';')

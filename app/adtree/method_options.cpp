@@ -62,13 +62,28 @@ void add_method_options(Args& a, bool list) {
               "own rule), deterministic (top-k children, trees), maximal (MC-SJD, Jacobi), auto "
               "(coupled, or sampled with a relaxation)",
               to_string(d.verify))
-      .option("relax", "RULE", "acceptance: lossless or lantern (relaxed, lossy)", "lossless")
+      .option("relax", "RULE",
+              "acceptance: lossless, lantern or cascade (relaxed, lossy; draft trees)",
+              "lossless")
       .option("lantern-mode", "MODE", "LANTERN: delta (TVD budget) or lambda (ratio, LANTERN++)",
               "delta")
       .option("lantern-k", "K", "LANTERN: latent neighbours per draft token", str(d.lantern.k))
       .option("lantern-delta", "D", "LANTERN delta mode: total-variation budget in [0, 1]",
               str(d.lantern.delta))
       .option("lantern-lambda", "L", "LANTERN lambda mode: ratio > 1", str(d.lantern.lambda))
+      .option("cascade-tau-s", "COS",
+              "CASCADE: draft-head rows this similar make nodes interchangeable (> 1 = off)",
+              str(d.cascade.tau_s))
+      .option("cascade-tau-c", "COS",
+              "CASCADE: target rows of parent and candidate this similar earn the convergence "
+              "bonus (> 1 = off)",
+              str(d.cascade.tau_c))
+      .option("cascade-kappa", "K",
+              "CASCADE: convergence only while KL(p || softmax(z / |z|)) < K (target uncertain)",
+              str(d.cascade.kappa))
+      .option("cascade-scope", "SCOPE",
+              "CASCADE: interchangeable nodes from the whole level or siblings only",
+              d.cascade.siblings_only ? "siblings" : "level")
       .option("window", "L", "SJD, SJD-PAC: draft tokens guessed ahead per step",
               str(d.jacobi.window))
       .option("pac-width", "K",
@@ -126,10 +141,16 @@ decode::MethodSettings method_from(const Args& a, const std::string& method) {
   t.budget_rule = decode::adt_budget_from_string(a.str("adt-budget"));
   m.verify = decode::verify_rule_from_string(a.str("verify"));
   const auto relax = a.str("relax");
-  if (relax == "lantern")
-    m.acceptance = decode::Acceptance::Lantern;
-  else if (relax != "lossless")
-    throw Error("--relax must be lossless or lantern, not '" + relax + "'");
+  if (relax != "lossless" && relax != "lantern" && relax != "cascade")
+    throw Error("--relax must be lossless, lantern or cascade, not '" + relax + "'");
+  m.acceptance = decode::acceptance_from_string(relax);
+  m.cascade.tau_s = a.number("cascade-tau-s");
+  m.cascade.tau_c = a.number("cascade-tau-c");
+  m.cascade.kappa = a.number("cascade-kappa");
+  const auto scope = a.str("cascade-scope");
+  if (scope != "level" && scope != "siblings")
+    throw Error("--cascade-scope must be level or siblings, not '" + scope + "'");
+  m.cascade.siblings_only = scope == "siblings";
   const auto lm = a.str("lantern-mode");
   if (lm != "delta" && lm != "lambda") throw Error("--lantern-mode must be delta or lambda");
   m.lantern.mode = lm == "delta" ? decode::LanternMode::Delta : decode::LanternMode::Lambda;

@@ -23,7 +23,8 @@ bool normalise(std::vector<double>& v) {
 }  // namespace
 
 AcceptResult verify_tree(const DraftTree& tree, const at::Tensor& p_all, ChildRule rule,
-                         const LanternRule* lantern, int64_t max_depth, Rng& rng) {
+                         const LanternRule* lantern, int64_t max_depth, Rng& rng,
+                         const CascadeRule* cascade) {
   AcceptResult res;
   auto p_cpu = p_all.to(at::kCPU, at::kFloat).contiguous();
   int64_t cur = 0;
@@ -44,12 +45,21 @@ AcceptResult verify_tree(const DraftTree& tree, const at::Tensor& p_all, ChildRu
       const int64_t x = tree.nodes[size_t(c)].token;
       if (!seen.insert(x).second) continue;  // duplicate child tokens are skipped
       const double px = lantern ? lantern->relaxed(p, x, absorbed) : p[size_t(x)];
-      double ratio = px;
+      double qx = 1.0;  // deterministic children: q is a point mass
       if (!q.empty()) {
         if (!(q[size_t(x)] > 0)) continue;
-        ratio = px / q[size_t(x)];
+        qx = q[size_t(x)];
       }
-      if (rng.uniform() < std::min(1.0, ratio)) {
+      double ratio = q.empty() ? px : px / qx;
+      if (cascade) {
+        // r <= (p + r B) / q  <=>  r (q - B) <= p: accept with min(1, p / (q - B)).
+        const double b = cascade->bonus(cur, c, p);
+        if (b > 0) ratio = b >= qx ? 1.0 : px / (qx - b);
+      }
+      const double u = rng.uniform();
+      if (u < std::min(1.0, ratio)) {
+        const double lossless = q.empty() ? p[size_t(x)] : p[size_t(x)] / qx;
+        if (u >= lossless) ++res.relaxed;
         accepted = c;
         break;
       }

@@ -55,6 +55,29 @@ std::string to_string(VerifyRule r) {
   return "auto";
 }
 
+std::string to_string(Acceptance a) {
+  switch (a) {
+    case Acceptance::Lossless:
+      return "lossless";
+    case Acceptance::Lantern:
+      return "lantern";
+    case Acceptance::Cascade:
+      return "cascade";
+  }
+  return "lossless";
+}
+
+Acceptance acceptance_from_string(const std::string& s) {
+  for (auto a : {Acceptance::Lossless, Acceptance::Lantern, Acceptance::Cascade}) {
+    if (to_string(a) == s) return a;
+  }
+  throw Error("unknown acceptance rule '" + s + "' (expected lossless, lantern or cascade)");
+}
+
+bool is_relaxed(Acceptance a) {
+  return a != Acceptance::Lossless;
+}
+
 VerifyRule verify_rule_from_string(const std::string& s) {
   for (auto r : {VerifyRule::Auto, VerifyRule::Deterministic, VerifyRule::Sampled,
                  VerifyRule::Coupled, VerifyRule::Maximal}) {
@@ -70,7 +93,7 @@ VerifyRule resolve_verify(const MethodSettings& m, const SamplingParams& samplin
   if (m.verify != VerifyRule::Auto) return m.verify;
   // Shared noise commits coupled AR's tokens and accepts most (docs/PERFORMANCE.md); the relaxed
   // rules need a probability to relax, so with LANTERN or PathRelax the default is q-sampling.
-  const bool relaxed = m.acceptance == Acceptance::Lantern || (jacobi && m.jacobi.path_relax > 0);
+  const bool relaxed = is_relaxed(m.acceptance) || (jacobi && m.jacobi.path_relax > 0);
   return relaxed ? VerifyRule::Sampled : VerifyRule::Coupled;
 }
 
@@ -146,6 +169,16 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
     if (!(l.delta >= 0 && l.delta <= 1)) bad("LANTERN delta must be in [0, 1]");
     if (!(l.lambda > 1)) bad("LANTERN lambda must be > 1");
   }
+  const auto& c = cascade;
+  if (acceptance == Acceptance::Cascade) {
+    if (!is_tree(method))
+      bad("CASCADE relaxes the acceptance of draft trees (static, dynamic, adt), not of " +
+          to_string(method));
+    // A cosine lies in [-1, 1]; a threshold above 1 switches its half of the bonus off.
+    if (!std::isfinite(c.tau_s) || !std::isfinite(c.tau_c))
+      bad("CASCADE tau_s and tau_c must be numbers (cosines; above 1 = off)");
+    if (!(c.kappa >= 0) || !std::isfinite(c.kappa)) bad("CASCADE kappa must be a number >= 0");
+  }
   const auto& j = jacobi;
   if (is_jacobi(method)) {
     const std::string last = std::to_string(image_tokens - 1);
@@ -199,6 +232,9 @@ void MethodSettings::validate_verify() const {
     if (verify == VerifyRule::Coupled && acceptance == Acceptance::Lantern)
       bad("LANTERN relaxes p(x) / q(x), which shared-noise coupling does not test: use --verify "
           "sampled or deterministic with --relax lantern");
+    if (verify == VerifyRule::Coupled && acceptance == Acceptance::Cascade)
+      bad("CASCADE lowers q(x) in the min(1, p / q) test, which shared-noise coupling does not "
+          "use: use --verify sampled or deterministic with --relax cascade");
     if (verify == VerifyRule::Coupled && method == Method::PathSpec && jacobi.path_relax > 0)
       bad("PathRelax raises p(x) in the min(1, p/q) test, which shared-noise coupling does not "
           "use: "
@@ -226,13 +262,18 @@ nlohmann::json MethodSettings::to_json() const {
             {"step_k", adt.step_k},
             {"adjacency", to_string(adt.adjacency)},
             {"budget_rule", to_string(adt.budget_rule)}}},
-          {"acceptance", acceptance == Acceptance::Lossless ? "lossless" : "lantern"},
+          {"acceptance", to_string(acceptance)},
           {"verify", to_string(verify)},
           {"lantern",
            {{"mode", lantern.mode == LanternMode::Delta ? "delta" : "lambda"},
             {"k", lantern.k},
             {"delta", lantern.delta},
             {"lambda", lantern.lambda}}},
+          {"cascade",
+           {{"tau_s", cascade.tau_s},
+            {"tau_c", cascade.tau_c},
+            {"kappa", cascade.kappa},
+            {"siblings_only", cascade.siblings_only}}},
           {"jacobi",
            {{"window", jacobi.window},
             {"spatial_init", jacobi.spatial_init},
@@ -270,13 +311,7 @@ MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
       t.budget_rule = adt_budget_from_string(a.value("budget_rule", to_string(t.budget_rule)));
     }
     m.verify = verify_rule_from_string(j.value("verify", to_string(m.verify)));
-    const auto acc = j.value("acceptance", std::string("lossless"));
-    if (acc == "lossless")
-      m.acceptance = Acceptance::Lossless;
-    else if (acc == "lantern")
-      m.acceptance = Acceptance::Lantern;
-    else
-      throw Error("unknown acceptance rule '" + acc + "' (lossless or lantern)");
+    m.acceptance = acceptance_from_string(j.value("acceptance", std::string("lossless")));
     if (j.contains("lantern")) {
       const auto& l = j["lantern"];
       const auto mode = l.value("mode", std::string("delta"));
@@ -285,6 +320,13 @@ MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
       m.lantern.k = json_int(l, "k", m.lantern.k);
       m.lantern.delta = l.value("delta", m.lantern.delta);
       m.lantern.lambda = l.value("lambda", m.lantern.lambda);
+    }
+    if (j.contains("cascade")) {
+      const auto& c = j["cascade"];
+      m.cascade.tau_s = c.value("tau_s", m.cascade.tau_s);
+      m.cascade.tau_c = c.value("tau_c", m.cascade.tau_c);
+      m.cascade.kappa = c.value("kappa", m.cascade.kappa);
+      m.cascade.siblings_only = c.value("siblings_only", m.cascade.siblings_only);
     }
     if (j.contains("jacobi")) {
       const auto& a = j["jacobi"];

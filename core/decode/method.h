@@ -48,7 +48,9 @@ struct AdtSettings {              // SPEC_DECODING.md section 5
   AdtBudget budget_rule = AdtBudget::Fixed;
 };
 
-enum class Acceptance { Lossless, Lantern };
+// Lossless, or one of the relaxed (lossy) rules of draft trees: LANTERN (codebook neighbours) or
+// CASCADE (context-aware: the target's and the drafter's own rows, SPEC_DECODING.md section 4).
+enum class Acceptance { Lossless, Lantern, Cascade };
 
 // How drafts are chosen and verified when sampling (SPEC_DECODING.md section 4). Greedy decoding
 // has one rule whatever is set: accept the child equal to the target's argmax.
@@ -69,6 +71,19 @@ struct LanternSettings {  // SPEC_DECODING.md section 4, LANTERN / LANTERN++
   int64_t k = 100;      // neighbours considered per draft token
   double delta = 0.1;   // TVD budget (delta mode, 0..1)
   double lambda = 2.0;  // ratio (lambda mode, > 1)
+};
+
+// CASCADE (Yildirim et al. 2026), relaxed acceptance from redundancy inside the tree: a candidate
+// v under node u earns a bonus B = c(v) [convergence: cos(z_u, z_v) of the target's CFG-mixed
+// logits > tau_c, while the target is uncertain at u: KL(p_u || softmax(z_u / |z_u|)) < kappa]
+// + the target mass of the tokens of v's interchangeable nodes (same depth, and with
+// `siblings_only` the same parent, whose draft-head rows have cosine > tau_s), and is accepted with
+// probability min(1, p(x) / (q(x) - B)), always when B >= q(x). Thresholds above 1 switch it off.
+struct CascadeSettings {
+  double tau_s = 0.9;    // interchangeability: cosine of the draft head's rows
+  double tau_c = 0.625;  // convergence: cosine of the target's logits at parent and candidate
+  double kappa = 4.0;    // the convergence gate: KL(p_u || softmax(z_u / |z_u|)) below this
+  bool siblings_only = false;  // interchangeable nodes share the parent (else: the whole level)
 };
 
 struct JacobiSettings {                              // SPEC_DECODING.md section 6
@@ -98,6 +113,7 @@ struct MethodSettings {
   Acceptance acceptance = Acceptance::Lossless;
   VerifyRule verify = VerifyRule::Auto;
   LanternSettings lantern;
+  CascadeSettings cascade;
   JacobiSettings jacobi;
 
   bool needs_drafter() const { return method_info(method).needs_drafter; }
@@ -114,6 +130,9 @@ struct MethodSettings {
 std::string to_string(AdtMode m);
 std::string to_string(AdtBudget b);
 std::string to_string(VerifyRule r);
+std::string to_string(Acceptance a);            // lossless | lantern | cascade
+Acceptance acceptance_from_string(const std::string& s);
+bool is_relaxed(Acceptance a);  // a lossy rule
 AdtBudget adt_budget_from_string(const std::string& s);
 VerifyRule verify_rule_from_string(const std::string& s);
 // The rule a run uses: Auto resolved to the method's default, greedy sampling to Deterministic.

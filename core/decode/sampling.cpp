@@ -101,6 +101,7 @@ Processed LogitsProcessor::process_rows(const at::Tensor& logits,
     mixed = logits[0].to(at::kFloat);
   }
   Processed out;
+  out.mixed = mixed;
   if (params_.greedy()) {
     auto sm = at::softmax(mixed, -1);
     out.top1 = std::get<0>(sm.max(-1));

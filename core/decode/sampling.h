@@ -39,6 +39,7 @@ struct Processed {
   at::Tensor probs;  // [rows, V] fp32: the target distribution p (one-hot at the argmax if greedy)
   at::Tensor top1;   // [rows] max probability after CFG and temperature (T = 1 when greedy)
   at::Tensor view;   // [rows, V] what a person inspects: probs, or the T = 1 softmax when greedy
+  at::Tensor mixed;  // [rows, V] fp32 CFG-mixed logits before temperature and filters (CASCADE)
 };
 
 class LogitsProcessor {

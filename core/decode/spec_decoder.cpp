@@ -53,7 +53,9 @@ struct LoopParts {
     } else {
       const auto child =
           rule == VerifyRule::Sampled ? ChildRule::WithoutReplacement : ChildRule::Deterministic;
-      own_verifier = make_rejection_verifier(child, opts.lantern, rng);
+      own_verifier = m.acceptance == Acceptance::Cascade
+                         ? make_cascade_verifier(child, m.cascade, rng)
+                         : make_rejection_verifier(child, opts.lantern, rng);
     }
     verifier = opts.verifier ? opts.verifier : own_verifier.get();
   }
@@ -87,7 +89,9 @@ void describe_run(RunStats& stats, const model::GptConfig& cfg, const DecodeRequ
                   const LoopParts& parts, bool lantern) {
   const auto* js = jacobi_state(*parts.proposer);
   const auto& m = request.method;
+  const bool cascade = m.acceptance == Acceptance::Cascade;
   stats.method = (js ? js->label() : to_string(m.method)) + (lantern ? "+lantern" : "") +
+                 (cascade ? "+cascade" : "") +
                  (js && !js->lossless() ? " (lossy)" : "");
   stats.settings = {{"method", to_string(m.method)},
                     {"seed", request.seed},
@@ -95,7 +99,8 @@ void describe_run(RunStats& stats, const model::GptConfig& cfg, const DecodeRequ
                     {"budget", parts.proposer->budget()},
                     {"verify", request.sampling.greedy() ? "greedy" : to_string(parts.rule)},
                     {"lantern", lantern},
-                    {"lossless", !lantern && (!js || js->lossless())}};
+                    {"relax", to_string(lantern ? Acceptance::Lantern : m.acceptance)},
+                    {"lossless", !lantern && !cascade && (!js || js->lossless())}};
   stats.grids = CellGrids(cfg.grid_h, cfg.grid_w);
 }
 
@@ -174,10 +179,12 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
 
     t0 = Clock::now();  // accept (and the Jacobi methods' new guesses: both are sampling)
     auto proc = parts.target_proc.process_rows(out.logits, predicts);
-    auto acc = parts.verifier->verify(tree, proc.probs.to(at::kCPU), n, max_levels);
+    auto acc = parts.verifier->verify(tree, proc.probs.to(at::kCPU), proc.mixed.to(at::kCPU), n,
+                                      max_levels);
     auto [new_tokens, parents] = committed_by(tree, acc);
     proposer.observe(StepOutcome{tree, acc, out.hidden, new_tokens, parents, n + 1});
     rec.t_sample_ms = ms_since(t0);
+    rec.relaxed = acc.relaxed;
 
     t0 = Clock::now();  // commit: keep the root's and the accepted path's K/V rows
     std::vector<int64_t> keep{0};

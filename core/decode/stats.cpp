@@ -50,6 +50,7 @@ nlohmann::json RunSummary::to_json() const {
           {"target_forwards", target_forwards},
           {"tau", tau},
           {"mean_drafted", mean_drafted},
+          {"relaxed", relaxed},
           {"wall_ms", wall_ms},
           {"tokens_per_s", tokens_per_s},
           {"time_ms",
@@ -69,6 +70,7 @@ nlohmann::json to_json(const StepRecord& r) {
           {"first_cell", r.first_cell},
           {"cum_tokens", r.cum_tokens},
           {"target_forwards", r.target_forwards},
+          {"relaxed", r.relaxed},
           {"time_ms",
            {{"draft", r.t_draft_ms},
             {"verify", r.t_verify_ms},
@@ -89,6 +91,7 @@ void RunStats::finish(double wall_ms) {
   for (const auto& r : steps) {
     s.tokens += r.committed;
     s.target_forwards += r.target_forwards;
+    s.relaxed += r.relaxed;
     drafted += r.drafted;
     s.t_draft_ms += r.t_draft_ms;
     s.t_verify_ms += r.t_verify_ms;
@@ -172,6 +175,7 @@ RunSummary RunSummary::from_json(const nlohmann::json& j) {
   s.target_forwards = json_int<int64_t>(j.at("target_forwards"), "target_forwards");
   s.tau = j.at("tau").get<double>();
   s.mean_drafted = j.at("mean_drafted").get<double>();
+  s.relaxed = json_int<int64_t>(j, "relaxed", 0);  // files from before the field: 0
   s.wall_ms = j.at("wall_ms").get<double>();
   s.tokens_per_s = j.at("tokens_per_s").get<double>();
   const auto& t = j.at("time_ms");
@@ -196,6 +200,7 @@ StepRecord step_record_from_json(const nlohmann::json& j) {
   r.first_cell = json_int<int64_t>(j.at("first_cell"), "first_cell");
   r.cum_tokens = json_int<int64_t>(j.at("cum_tokens"), "cum_tokens");
   r.target_forwards = json_int<int64_t>(j.at("target_forwards"), "target_forwards");
+  r.relaxed = json_int<int64_t>(j, "relaxed", 0);  // files from before the field: 0
   const auto& tm = j.at("time_ms");
   r.t_draft_ms = tm.at("draft").get<double>();
   r.t_verify_ms = tm.at("verify").get<double>();

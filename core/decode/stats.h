@@ -24,6 +24,7 @@ struct StepRecord {
   int64_t first_cell = 0;  // image index of the first token committed by this step
   int64_t cum_tokens = 0;
   int64_t target_forwards = 0;  // forwards of the target in this step (1 for AR and trees)
+  int64_t relaxed = 0;  // accepted draft tokens a lossless test would have rejected (LANTERN, ...)
   double t_draft_ms = 0, t_verify_ms = 0, t_sample_ms = 0, t_other_ms = 0;
 };
 
@@ -62,6 +63,7 @@ struct RunSummary {
   int64_t target_forwards = 0;
   double tau = 0;           // tokens / target forwards
   double mean_drafted = 0;  // draft tokens per step
+  int64_t relaxed = 0;      // accepted draft tokens only a relaxed rule let through
   double wall_ms = 0;
   double tokens_per_s = 0;
   double t_draft_ms = 0, t_verify_ms = 0, t_sample_ms = 0, t_other_ms = 0;

@@ -132,6 +132,23 @@ std::vector<SweepPoint> expand(const SweepGrid& g) {
     p.method.lantern.delta = d;
     add_label(p, "lantern=" + num(d));
   });
+  axis(pts, g.relax, [](SweepPoint& p, const std::string& r) {
+    if (!decode::is_tree(p.method.method)) return;
+    p.method.acceptance = decode::acceptance_from_string(r);
+    add_label(p, "relax=" + r);
+  });
+  // CASCADE's thresholds label and change only the points that use CASCADE.
+  auto cascade_axis = [&](const std::vector<double>& values, const char* name,
+                          double decode::CascadeSettings::*field) {
+    axis(pts, values, [=](SweepPoint& p, double v) {
+      if (p.method.acceptance != decode::Acceptance::Cascade) return;
+      p.method.cascade.*field = v;
+      add_label(p, std::string(name) + "=" + num(v));
+    });
+  };
+  cascade_axis(g.cascade_tau_s, "tau_s", &decode::CascadeSettings::tau_s);
+  cascade_axis(g.cascade_tau_c, "tau_c", &decode::CascadeSettings::tau_c);
+  cascade_axis(g.cascade_kappa, "kappa", &decode::CascadeSettings::kappa);
   // One run per distinct setting, in first-seen order.
   std::vector<SweepPoint> out;
   std::set<std::string> seen;

@@ -33,6 +33,8 @@ struct SweepGrid {
   std::vector<std::string> adt_budget;  // adt: "fixed", "shape" (N = min(d k, N))
   std::vector<std::string> verify;      // auto, coupled, sampled, deterministic, maximal
   std::vector<double> lantern_delta;    // relaxed acceptance (delta mode); < 0 = lossless
+  std::vector<std::string> relax;       // tree methods: lossless, lantern, cascade
+  std::vector<double> cascade_tau_s, cascade_tau_c, cascade_kappa;  // CASCADE's thresholds
   decode::MethodSettings base;
   decode::SamplingParams sampling;
 };

@@ -1,0 +1,48 @@
+// CASCADE context-aware relaxed acceptance (SPEC_DECODING.md section 4; lossy, draft trees only):
+// redundancy inside the tree itself stands in for LANTERN's codebook neighbours. Along depth, a
+// candidate whose target row barely differs from its parent's ("convergence") earns its cosine as
+// a bonus while the target is uncertain at the parent; across breadth, nodes of the same level
+// whose draft-head rows agree ("semantic interchangeability") lend it their tokens' target mass.
+// The verifier then accepts candidate x with probability min(1, p(x) / (q(x) - B)).
+#pragma once
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "decode/draft_tree.h"
+#include "decode/method.h"
+
+namespace adtree::decode {
+
+class CascadeRule {
+ public:
+  explicit CascadeRule(CascadeSettings settings) : s_(settings) {}
+  const CascadeSettings& settings() const { return s_; }
+
+  // Prepares one step: `logits` [n, V] are the target's CFG-mixed rows per node before
+  // temperature and filters, `p` [n, V] its distributions (both CPU fp32). The draft-head rows
+  // are the tree's child_dist; a node without one (a leaf) has no interchangeable nodes.
+  void begin(const DraftTree& tree, const at::Tensor& logits, const at::Tensor& p);
+
+  // B for candidate `child` of node `parent`, with `p` the parent's current (residual) target
+  // distribution.
+  double bonus(int64_t parent, int64_t child, const std::vector<double>& p) const;
+
+  // The parts of bonus(), for tests and the inspector.
+  double convergence(int64_t node) const { return conv_[size_t(node)]; }   // cos(z_parent, z_v)
+  double gate(int64_t node) const { return gate_[size_t(node)]; }          // KL gate at node u
+  const std::vector<int64_t>& interchangeable(int64_t node) const { return same_[size_t(node)]; }
+
+ private:
+  CascadeSettings s_;
+  const DraftTree* tree_ = nullptr;
+  std::vector<double> conv_, gate_;
+  std::vector<std::vector<int64_t>> same_;  // per node: nodes with a distinct token, cos > tau_s
+};
+
+// KL(p || softmax(z / |z|_2)) per row of p, z [n, V]: the entropy gate of CASCADE's convergence
+// test (close to log V - H(p), since the normalised logits' softmax is nearly uniform).
+at::Tensor cascade_gate(const at::Tensor& p, const at::Tensor& z);
+
+}  // namespace adtree::decode
