@@ -51,7 +51,8 @@ std::map<int64_t, int64_t> draw(const DraftTree& tree, const at::Tensor& p, Chil
                                 const CascadeRule& c, int64_t n, uint64_t seed) {
   Rng rng(seed);
   std::map<int64_t, int64_t> counts;
-  for (int64_t i = 0; i < n; ++i) ++counts[outcome(verify_tree(tree, p, rule, nullptr, 1, rng, &c))];
+  for (int64_t i = 0; i < n; ++i)
+    ++counts[outcome(verify_tree(tree, p, rule, nullptr, 1, rng, &c))];
   return counts;
 }
 
@@ -92,8 +93,8 @@ TEST(Cascade, SignalsComeFromTheTargetAndDraftHeadRows) {
   t.child_dist[1] = rows({{0.5f, 0.5f, 0, 0}})[0];
   t.child_dist[2] = rows({{0.5f, 0.45f, 0.05f, 0}})[0];  // cos with node 1: 0.9965
   t.child_dist[3] = rows({{0, 0, 0, 1}})[0];             // orthogonal
-  auto z = rows({{1, 0, 0, 0}, {1, 1, 0, 0}, {0, 1, 0, 0}, {-1, 0, 0, 0}, {1, 0, 0, 0},
-                 {0, 0, 1, 0}});
+  auto z =
+      rows({{1, 0, 0, 0}, {1, 1, 0, 0}, {0, 1, 0, 0}, {-1, 0, 0, 0}, {1, 0, 0, 0}, {0, 0, 1, 0}});
   auto p = at::softmax(z, -1);
   CascadeSettings s;
   s.tau_s = 0.9;
@@ -126,7 +127,8 @@ TEST(Cascade, InterchangeableMassIsAcceptedAsPOverOneMinusBonus) {
   // 2 probability 0.375 (its partner's mass is now 0); then the residual [0.2, 0, 0, 0.8].
   const int64_t V = 4;
   auto tree = fan({1, 2}, V);
-  auto p = rows({{0.1f, 0.2f, 0.3f, 0.4f}, {0.25f, 0.25f, 0.25f, 0.25f}, {0.25f, 0.25f, 0.25f, 0.25f}});
+  auto p =
+      rows({{0.1f, 0.2f, 0.3f, 0.4f}, {0.25f, 0.25f, 0.25f, 0.25f}, {0.25f, 0.25f, 0.25f, 0.25f}});
   auto z = p.log();
   CascadeSettings s = off();
   s.tau_s = 0.5;  // the two children's rows are equal (uniform): cosine 1

@@ -63,8 +63,7 @@ void add_method_options(Args& a, bool list) {
               "(coupled, or sampled with a relaxation)",
               to_string(d.verify))
       .option("relax", "RULE",
-              "acceptance: lossless, lantern or cascade (relaxed, lossy; draft trees)",
-              "lossless")
+              "acceptance: lossless, lantern or cascade (relaxed, lossy; draft trees)", "lossless")
       .option("lantern-mode", "MODE", "LANTERN: delta (TVD budget) or lambda (ratio, LANTERN++)",
               "delta")
       .option("lantern-k", "K", "LANTERN: latent neighbours per draft token", str(d.lantern.k))

@@ -30,8 +30,8 @@ class CascadeRule {
   double bonus(int64_t parent, int64_t child, const std::vector<double>& p) const;
 
   // The parts of bonus(), for tests and the inspector.
-  double convergence(int64_t node) const { return conv_[size_t(node)]; }   // cos(z_parent, z_v)
-  double gate(int64_t node) const { return gate_[size_t(node)]; }          // KL gate at node u
+  double convergence(int64_t node) const { return conv_[size_t(node)]; }  // cos(z_parent, z_v)
+  double gate(int64_t node) const { return gate_[size_t(node)]; }         // KL gate at node u
   const std::vector<int64_t>& interchangeable(int64_t node) const { return same_[size_t(node)]; }
 
  private:

@@ -80,9 +80,9 @@ struct LanternSettings {  // SPEC_DECODING.md section 4, LANTERN / LANTERN++
 // `siblings_only` the same parent, whose draft-head rows have cosine > tau_s), and is accepted with
 // probability min(1, p(x) / (q(x) - B)), always when B >= q(x). Thresholds above 1 switch it off.
 struct CascadeSettings {
-  double tau_s = 0.9;    // interchangeability: cosine of the draft head's rows
-  double tau_c = 0.625;  // convergence: cosine of the target's logits at parent and candidate
-  double kappa = 4.0;    // the convergence gate: KL(p_u || softmax(z_u / |z_u|)) below this
+  double tau_s = 0.9;          // interchangeability: cosine of the draft head's rows
+  double tau_c = 0.625;        // convergence: cosine of the target's logits at parent and candidate
+  double kappa = 4.0;          // the convergence gate: KL(p_u || softmax(z_u / |z_u|)) below this
   bool siblings_only = false;  // interchangeable nodes share the parent (else: the whole level)
 };
 
@@ -130,7 +130,7 @@ struct MethodSettings {
 std::string to_string(AdtMode m);
 std::string to_string(AdtBudget b);
 std::string to_string(VerifyRule r);
-std::string to_string(Acceptance a);            // lossless | lantern | cascade
+std::string to_string(Acceptance a);  // lossless | lantern | cascade
 Acceptance acceptance_from_string(const std::string& s);
 bool is_relaxed(Acceptance a);  // a lossy rule
 AdtBudget adt_budget_from_string(const std::string& s);

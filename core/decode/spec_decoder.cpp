@@ -91,8 +91,7 @@ void describe_run(RunStats& stats, const model::GptConfig& cfg, const DecodeRequ
   const auto& m = request.method;
   const bool cascade = m.acceptance == Acceptance::Cascade;
   stats.method = (js ? js->label() : to_string(m.method)) + (lantern ? "+lantern" : "") +
-                 (cascade ? "+cascade" : "") +
-                 (js && !js->lossless() ? " (lossy)" : "");
+                 (cascade ? "+cascade" : "") + (js && !js->lossless() ? " (lossy)" : "");
   stats.settings = {{"method", to_string(m.method)},
                     {"seed", request.seed},
                     {"sampling", request.sampling.to_json()},

@@ -35,8 +35,8 @@ class CascadeVerifier : public Verifier {
  public:
   CascadeVerifier(ChildRule rule, const CascadeSettings& settings, Rng& rng)
       : rule_(rule), cascade_(settings), rng_(rng) {}
-  AcceptResult verify(const DraftTree& tree, const at::Tensor& p, const at::Tensor& logits,
-                      int64_t, int64_t max_depth) override {
+  AcceptResult verify(const DraftTree& tree, const at::Tensor& p, const at::Tensor& logits, int64_t,
+                      int64_t max_depth) override {
     cascade_.begin(tree, logits, p);
     return verify_tree(tree, p, rule_, nullptr, max_depth, rng_, &cascade_);
   }
