@@ -2,10 +2,11 @@
 # The ablation sweeps behind docs/adt-tree.md, on the shipped default model (ADTREE_MODEL picks
 # another): the open questions about ADT-Tree (shape source, beta, l_d / l_k, budget N and the
 # shape-following budget, EAGLE-2 at equal draft size, T = 0 vs 1, the verification rule at T = 1,
-# LANTERN). At T = 1 every lossless tree row uses the default rule (shared-noise coupling) unless
+# LANTERN, CASCADE). At T = 1 every lossless tree row uses the default rule (shared-noise coupling) unless
 # the sweep names another. Sweep A runs as two shards side by side and is merged, like a cluster
 # array would (docs/cluster.md). Usage: tools/sweep-adt.sh [OUT_DIR] (default docs/sweeps);
-# SEEDS=2; ONLY_GREEDY=1 runs just the T = 0 sweeps F-H; ONLY_A=1 just sweep A.
+# SEEDS=2; ONLY_GREEDY=1 runs just the T = 0 sweeps F-H; ONLY_A=1 just sweep A; ONLY_RELAX=1 just
+# the relaxed-acceptance sweeps K-L.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build/release/bin/adtree
@@ -29,6 +30,15 @@ knobs() {  # T BETA_NAME STEPS_NAME BUDGET_NAME
 # F, G, H: at T = 0 (greedy), where drafts are most often right.
 greedy() { knobs 0 f-beta-greedy g-steps-greedy h-budget-greedy; }
 if [[ "${ONLY_GREEDY:-0}" == 1 ]]; then greedy; echo "greedy sweeps written to $OUT"; exit 0; fi
+# K: lossless, LANTERN and CASCADE on every tree under the one rule all three can use (q-sampled
+# children), at T = 1 and T = 0. L: CASCADE's two thresholds (> 1 switches a signal off).
+relax() {
+  sweep k-relax --method static,dynamic,adt --verify sampled --temperatures 1,0 \
+    --relaxes lossless,lantern,cascade
+  sweep l-cascade --method adt --verify sampled --temperatures 1 --relaxes cascade \
+    --cascade-tau-ss 0.5,0.9,2 --cascade-tau-cs 0.625,0.9,2
+}
+if [[ "${ONLY_RELAX:-0}" == 1 ]]; then relax; echo "relaxation sweeps written to $OUT"; exit 0; fi
 
 # A: where the first shape comes from, at T = 0 and T = 1, with EAGLE-2 at ADT's draft size.
 for i in 0 1; do
@@ -46,5 +56,6 @@ sweep e-lantern --method adt --temperatures 1 --lantern-deltas off,0.05,0.1,0.2
 # I: the verification rule at T = 1 for every tree. J: the budget that follows the shape.
 sweep i-verify --method adt,dynamic,static --temperatures 1 --verifies coupled,sampled,deterministic
 sweep j-adt-budget --method adt --temperatures 0,1 --adt-budgets fixed,shape
+relax
 greedy
 echo "sweeps written to $OUT"

@@ -19,13 +19,20 @@
 #include "ui/image_view.h"
 #include "ui/method_names.h"
 #include "ui/qcp.h"
+#include "ui/relax_box.h"
 #include "ui/settings_panel.h"
 
 namespace adtree::ui {
 
 namespace {
 const char* kSideName[2] = {"A", "B"};
+// A finished run's rule, from its label ("adt+lantern", "static+cascade").
+decode::Acceptance relaxOfLabel(const QString& label) {
+  if (label.contains("+cascade")) return decode::Acceptance::Cascade;
+  if (label.contains("+lantern")) return decode::Acceptance::Lantern;
+  return decode::Acceptance::Lossless;
 }
+}  // namespace
 
 CompareWindow::CompareWindow(EngineBridge* bridge, QWidget* parent)
     : QWidget(parent, Qt::Window), bridge_(bridge) {
@@ -113,8 +120,8 @@ CompareWindow::CompareWindow(EngineBridge* bridge, QWidget* parent)
           [this](engine::JobId j, const QString& m) { onEnded(j, tr("failed: %1").arg(m)); });
   connect(bridge_, &EngineBridge::jobCancelled, this,
           [this](engine::JobId j, qint64) { onEnded(j, tr("cancelled")); });
-  setSide(0, "ar", false);
-  setSide(1, "adt", false);
+  setSide(0, "ar", decode::Acceptance::Lossless);
+  setSide(1, "adt", decode::Acceptance::Lossless);
   updateComparison();
   updateBusy();
   resize(1280, 860);
@@ -132,15 +139,15 @@ QWidget* CompareWindow::buildSide(int side) {
     const QString key = QString::fromLatin1(m.key);
     method_[side]->addItem(method_label(key), key);
   }
-  lantern_[side] = new QCheckBox(tr("LANTERN"), w);
-  lantern_[side]->setToolTip(tr("Relaxed acceptance (lossy), for draft-tree methods"));
+  relax_[side] = makeRelaxBox(w);
+  relax_[side]->setObjectName(QStringLiteral("compareRelax%1").arg(kSideName[side]));
   auto* more = new QToolButton(w);
   more->setText(tr("Settings"));
   more->setCheckable(true);
   more->setToolTip(tr("Show this side's method and sampling settings"));
   row->addWidget(name);
   row->addWidget(method_[side], 1);
-  row->addWidget(lantern_[side]);
+  row->addWidget(relax_[side]);
   row->addWidget(more);
   v->addLayout(row);
   settings_[side] = new SettingsPanel;
@@ -154,11 +161,11 @@ QWidget* CompareWindow::buildSide(int side) {
   connect(more, &QToolButton::toggled, scroll, &QWidget::setVisible);
   auto update_method = [this, side] {
     const QString m = method_[side]->currentData().toString();
-    lantern_[side]->setEnabled(is_tree_method(m));
-    settings_[side]->setMethod(m, lantern_[side]->isChecked());
+    relax_[side]->setEnabled(is_tree_method(m));
+    settings_[side]->setMethod(m, relaxOf(relax_[side]));
   };
   connect(method_[side], &QComboBox::currentIndexChanged, this, update_method);
-  connect(lantern_[side], &QCheckBox::toggled, this, update_method);
+  connect(relax_[side], &QComboBox::currentIndexChanged, this, update_method);
 
   auto* split = new QSplitter(Qt::Vertical, w);
   image_[side] = new ImageView(w);
@@ -203,14 +210,14 @@ void CompareWindow::setSeed(quint64 seed) {
   seed_->setValue(int(seed));
 }
 
-void CompareWindow::setSide(int side, const QString& method, bool lantern,
+void CompareWindow::setSide(int side, const QString& method, decode::Acceptance relax,
                             const decode::DecodeRequest* settings) {
   const int i = method_[side]->findData(method);
   if (i >= 0) method_[side]->setCurrentIndex(i);
-  lantern_[side]->setChecked(lantern);
+  setRelax(relax_[side], relax);
   if (settings) settings_[side]->setRequest(*settings);
-  settings_[side]->setMethod(method, lantern);
-  lantern_[side]->setEnabled(is_tree_method(method));
+  relax_[side]->setEnabled(is_tree_method(method));
+  settings_[side]->setMethod(method, relaxOf(relax_[side]));
 }
 
 void CompareWindow::runBoth() {
@@ -219,7 +226,7 @@ void CompareWindow::runBoth() {
   for (int s = 0; s < 2; ++s) {
     try {
       req[s] = settings_[s]->request(method_[s]->currentData().toString(),
-                                     lantern_[s]->isChecked() && lantern_[s]->isEnabled(),
+                                     relaxOf(relax_[s]),
                                      quint64(seed_->value()));
     } catch (const std::exception& e) {
       status_->setText(
@@ -340,7 +347,7 @@ void CompareWindow::showRecords(const RunRecord& a, const RunRecord& b) {
     run_[s].restore(*r.stats, r.tokens, r.elapsedMs, {});
     image_[s]->startRun(r.gridH(), r.gridW(), r.image.isNull() ? r.gridH() : r.image.height(),
                         r.image.isNull() ? r.gridW() : r.image.width());
-    setSide(s, r.method, r.label.contains("lantern"));
+    setSide(s, r.method, relaxOfLabel(r.label));
     showResult(s);
   }
   setPrompt(a.prompt);

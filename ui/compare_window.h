@@ -40,8 +40,8 @@ class CompareWindow : public QWidget {
   void setModel(const engine::ModelInfo& info);
   void setPrompt(const QString& prompt);
   void setSeed(quint64 seed);
-  // Side 0 (A) or 1 (B): its method, LANTERN switch and settings.
-  void setSide(int side, const QString& method, bool lantern,
+  // Side 0 (A) or 1 (B): its method, acceptance rule and settings.
+  void setSide(int side, const QString& method, decode::Acceptance relax,
                const decode::DecodeRequest* settings = nullptr);
   // Shows two finished runs (e.g. from the history) without running anything.
   void showRecords(const RunRecord& a, const RunRecord& b);
@@ -87,7 +87,7 @@ class CompareWindow : public QWidget {
   QPushButton* cancel_ = nullptr;
   QLabel* status_ = nullptr;
   QComboBox* method_[2] = {};
-  QCheckBox* lantern_[2] = {};
+  QComboBox* relax_[2] = {};
   SettingsPanel* settings_[2] = {};
   QWidget* settings_box_[2] = {};
   ImageView* image_[2] = {};

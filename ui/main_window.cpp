@@ -289,7 +289,10 @@ void MainWindow::loadSettings() {
   countBox()->setValue(s.value("run/count", 1).toInt());
   const int idx = methodBox()->findData(s.value("run/method", "adt").toString());
   if (idx >= 0) methodBox()->setCurrentIndex(idx);
-  lanternBox()->setChecked(s.value("run/lantern", false).toBool());
+  // Settings written before CASCADE kept a LANTERN switch.
+  bar_->setRelaxKey(s.value("run/relax", s.value("run/lantern", false).toBool() ? "lantern"
+                                                                                  : "lossless")
+                        .toString());
   act_trace_->setChecked(s.value("run/trace", true).toBool());
   act_png_settings_->setChecked(s.value("export/pngSettings", true).toBool());
   settings_->restoreState(s.value("run/settings").toString());
@@ -321,7 +324,8 @@ void MainWindow::saveSettings() const {
   s.setValue("run/randomSeed", randomSeedBox()->isChecked());
   s.setValue("run/count", countBox()->value());
   s.setValue("run/method", bar_->methodKey());
-  s.setValue("run/lantern", lanternBox()->isChecked());
+  s.setValue("run/relax", bar_->relaxKey());
+  s.remove("run/lantern");
   s.setValue("run/trace", act_trace_->isChecked());
   s.setValue("export/pngSettings", act_png_settings_->isChecked());
   s.setValue("run/settings", settings_->saveState());
@@ -389,7 +393,7 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
     // Colour scales already span what the current settings can produce, not a placeholder 0..1.
     MapRanges ranges;
     try {
-      ranges = ranges_for(settings_->request(bar_->methodKey(), false, 0));
+      ranges = ranges_for(settings_->request(bar_->methodKey(), decode::Acceptance::Lossless, 0));
     } catch (const std::exception&) {
       // Invalid settings: the scales stay at their defaults until the next run says otherwise.
     }
@@ -430,8 +434,7 @@ void MainWindow::onLoadFailed(const QString& dir, const QString& message) {
 // ---- running ----------------------------------------------------------------------------------
 
 void MainWindow::onMethodChanged() {
-  lanternBox()->setEnabled(is_tree_method(bar_->methodKey()));
-  settings_->setMethod(bar_->methodKey(), lanternBox()->isChecked());
+  settings_->setMethod(bar_->methodKey(), bar_->acceptance());
 }
 
 void MainWindow::setBusyUi() {
@@ -467,7 +470,7 @@ void MainWindow::generate() {
   job.prompt = prompt;
   job.method = bar_->methodKey();
   try {
-    job.request = settings_->request(job.method, bar_->lanternOn(), quint64(seedBox()->value()));
+    job.request = settings_->request(job.method, bar_->acceptance(), quint64(seedBox()->value()));
   } catch (const std::exception& e) {
     showError(this, tr("Invalid settings"), tr("The settings do not form a valid request."),
               e.what());
@@ -817,8 +820,7 @@ bool MainWindow::restoreFromPng(const QString& path) {
     return false;
   }
   methodBox()->setCurrentIndex(idx);
-  lanternBox()->setChecked(r.method.acceptance == decode::Acceptance::Lantern &&
-                           lanternBox()->isEnabled());
+  bar_->setAcceptance(r.method.acceptance);
   settings_->setRequest(r);
   promptEdit()->setText(QString::fromStdString(j->value("prompt", std::string())));
   randomSeedBox()->setChecked(false);
@@ -847,12 +849,12 @@ CompareWindow* MainWindow::compareWindow() {
     compare_ = new CompareWindow(bridge_, this);
     if (model_) compare_->setModel(*model_);
     // Start from the main window's configuration against AR: the first question a user asks.
-    compare_->setSide(0, "ar", false);
+    compare_->setSide(0, "ar", decode::Acceptance::Lossless);
     try {
-      const auto req = settings_->request(bar_->methodKey(), lanternBox()->isChecked(), 0);
-      compare_->setSide(1, bar_->methodKey(), bar_->lanternOn(), &req);
+      const auto req = settings_->request(bar_->methodKey(), bar_->acceptance(), 0);
+      compare_->setSide(1, bar_->methodKey(), bar_->acceptance(), &req);
     } catch (const std::exception&) {
-      compare_->setSide(1, bar_->methodKey(), false);
+      compare_->setSide(1, bar_->methodKey(), decode::Acceptance::Lossless);
     }
   }
   compare_->setPrompt(promptEdit()->text().trimmed());

@@ -77,7 +77,7 @@ class MainWindow : public QMainWindow {
   QPushButton* generateButton() const;
   QPushButton* cancelButton() const;
   QComboBox* methodBox() const;
-  QCheckBox* lanternBox() const;
+  QComboBox* relaxBox() const;
   QSpinBox* seedBox() const;
   QCheckBox* randomSeedBox() const;
   QSpinBox* countBox() const;

@@ -50,8 +50,8 @@ QPushButton* MainWindow::cancelButton() const {
 QComboBox* MainWindow::methodBox() const {
   return bar_->methodBox();
 }
-QCheckBox* MainWindow::lanternBox() const {
-  return bar_->lanternBox();
+QComboBox* MainWindow::relaxBox() const {
+  return bar_->relaxBox();
 }
 QSpinBox* MainWindow::seedBox() const {
   return bar_->seedBox();
@@ -275,7 +275,7 @@ void MainWindow::addRecent(const QString& dir) {
 
 void MainWindow::savePreset(const QString& name) {
   PresetStore().save(name,
-                     Preset{bar_->methodKey(), lanternBox()->isChecked(), settings_->saveState()});
+                     Preset{bar_->methodKey(), bar_->relaxKey(), settings_->saveState()});
   status(tr("Saved the preset “%1”").arg(name), 3000);
 }
 
@@ -287,7 +287,7 @@ bool MainWindow::applyPreset(const QString& name) {
     return false;
   }
   methodBox()->setCurrentIndex(idx);
-  lanternBox()->setChecked(p->lantern && lanternBox()->isEnabled());
+  bar_->setRelaxKey(p->relax);
   settings_->restoreState(p->settings);
   status(tr("Applied the preset “%1”").arg(name), 3000);
   return true;

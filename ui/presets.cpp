@@ -19,7 +19,7 @@ QStringList PresetStore::names() const {
 }
 
 void PresetStore::save(const QString& name, const Preset& p) {
-  QJsonObject o{{"method", p.method}, {"lantern", p.lantern}, {"settings", p.settings}};
+  QJsonObject o{{"method", p.method}, {"relax", p.relax}, {"settings", p.settings}};
   QSettings s;
   s.beginGroup(kGroup);
   s.setValue(name, QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact)));
@@ -32,8 +32,11 @@ std::optional<Preset> PresetStore::load(const QString& name) const {
   const auto doc = QJsonDocument::fromJson(s.value(name).toString().toUtf8());
   if (!doc.isObject() || !doc.object().value("method").isString()) return std::nullopt;
   const auto o = doc.object();
-  return Preset{o.value("method").toString(), o.value("lantern").toBool(),
-                o.value("settings").toString()};
+  // Presets saved before CASCADE kept a LANTERN switch instead of the rule's name.
+  const QString relax = o.contains("relax")            ? o.value("relax").toString()
+                        : o.value("lantern").toBool() ? QStringLiteral("lantern")
+                                                       : QStringLiteral("lossless");
+  return Preset{o.value("method").toString(), relax, o.value("settings").toString()};
 }
 
 void PresetStore::remove(const QString& name) {

@@ -1,5 +1,5 @@
-// Named presets of the studio's generation settings (Edit > Presets): the method, the LANTERN
-// switch and the settings panel's state, kept in the user's settings file (QSettings, XDG config)
+// Named presets of the studio's generation settings (Edit > Presets): the method, the acceptance
+// rule and the settings panel's state, kept in the user's settings file (QSettings, XDG config)
 // so they survive restarts.
 #pragma once
 #include <QString>
@@ -10,7 +10,7 @@ namespace adtree::ui {
 
 struct Preset {
   QString method;  // method key ("adt", ...)
-  bool lantern = false;
+  QString relax = "lossless";  // acceptance rule: lossless, lantern or cascade
   QString settings;  // SettingsPanel::saveState()
 };
 

@@ -16,6 +16,7 @@
 #include "decode/method_table.h"
 #include "ui/method_names.h"
 #include "ui/prompt_edit.h"
+#include "ui/relax_box.h"
 
 namespace adtree::ui {
 
@@ -97,12 +98,10 @@ PromptBar::PromptBar(QWidget* parent) : QWidget(parent) {
          "as AR; they differ in speed.\nTree methods need the model's draft head "
          "(drafter.safetensors)."));
   method_label_w->setBuddy(method_);
-  lantern_ = new QCheckBox(tr("Relaxed acceptance (LANTERN)"), this);
-  lantern_->setToolTip(
-      tr("Accept a draft token when it is close in the VQ codebook to what the "
-         "model would pick (LANTERN).\nFaster with draft trees, but lossy: the "
-         "image differs slightly from plain sampling.\nOnly for draft-tree "
-         "methods; settings in the LANTERN section."));
+  auto* relax_label = new QLabel(tr("&Acceptance"), this);
+  relax_ = makeRelaxBox(this);
+  relax_->setObjectName("relaxBox");
+  relax_label->setBuddy(relax_);
   auto* seed_label = new QLabel(tr("Seed"), this);
   seed_ = new QSpinBox(this);
   seed_->setRange(0, std::numeric_limits<int>::max());
@@ -123,7 +122,9 @@ PromptBar::PromptBar(QWidget* parent) : QWidget(parent) {
   count_label->setBuddy(count_);
   row2->addWidget(method_label_w);
   row2->addWidget(method_);
-  row2->addWidget(lantern_);
+  row2->addSpacing(8);
+  row2->addWidget(relax_label);
+  row2->addWidget(relax_);
   row2->addSpacing(16);
   row2->addWidget(seed_label);
   row2->addWidget(seed_);
@@ -138,18 +139,30 @@ PromptBar::PromptBar(QWidget* parent) : QWidget(parent) {
   connect(generate_, &QPushButton::clicked, this, &PromptBar::generateRequested);
   connect(cancel_, &QPushButton::clicked, this, &PromptBar::cancelRequested);
   connect(method_, &QComboBox::currentIndexChanged, this, [this] {
-    lantern_->setEnabled(is_tree_method(methodKey()));
+    relax_->setEnabled(is_tree_method(methodKey()));
     Q_EMIT methodChanged();
   });
-  connect(lantern_, &QCheckBox::toggled, this, &PromptBar::methodChanged);
+  connect(relax_, &QComboBox::currentIndexChanged, this, &PromptBar::methodChanged);
 }
 
 QString PromptBar::methodKey() const {
   return method_->currentData().toString();
 }
 
-bool PromptBar::lanternOn() const {
-  return lantern_->isChecked() && lantern_->isEnabled();
+decode::Acceptance PromptBar::acceptance() const {
+  return relaxOf(relax_);
+}
+
+void PromptBar::setAcceptance(decode::Acceptance a) {
+  setRelax(relax_, a);
+}
+
+QString PromptBar::relaxKey() const {
+  return relax_->currentData().toString();
+}
+
+void PromptBar::setRelaxKey(const QString& key) {
+  ui::setRelaxKey(relax_, key);
 }
 
 void PromptBar::setModel(const engine::ModelInfo& info) {

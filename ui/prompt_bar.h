@@ -1,9 +1,10 @@
 // PromptBar: the top of the window (GUI.md "Main window"): the prompt with completion, the
-// caption-embedding picker, Generate and Cancel; below them the method, the LANTERN switch, the
-// seed and the batch count. Pure widgets: the window reads them and wires the buttons.
+// caption-embedding picker, Generate and Cancel; below them the method, the acceptance rule
+// (lossless, or a relaxed one for draft trees), the seed and the batch count. Pure widgets: the window reads them and wires the buttons.
 #pragma once
 #include <QWidget>
 
+#include "decode/method.h"
 #include "engine/events.h"
 
 class QCheckBox;
@@ -25,13 +26,17 @@ class PromptBar : public QWidget {
   QPushButton* generateButton() const { return generate_; }
   QPushButton* cancelButton() const { return cancel_; }
   QComboBox* methodBox() const { return method_; }
-  QCheckBox* lanternBox() const { return lantern_; }
+  QComboBox* relaxBox() const { return relax_; }
   QSpinBox* seedBox() const { return seed_; }
   QCheckBox* randomSeedBox() const { return random_seed_; }
   QSpinBox* countBox() const { return count_; }
 
   QString methodKey() const;
-  bool lanternOn() const;  // checked and enabled (a tree method)
+  // The chosen acceptance rule; Lossless unless the method is a draft tree.
+  decode::Acceptance acceptance() const;
+  void setAcceptance(decode::Acceptance a);
+  QString relaxKey() const;  // the box's choice even when disabled: lossless, lantern, cascade
+  void setRelaxKey(const QString& key);  // unknown keys choose lossless
   // The prompt's placeholder, completion and the embedding picker for a loaded model; methods it
   // cannot run are disabled, with the reason in their tooltip.
   void setModel(const engine::ModelInfo& info);
@@ -47,7 +52,7 @@ class PromptBar : public QWidget {
   QPushButton* generate_ = nullptr;
   QPushButton* cancel_ = nullptr;
   QComboBox* method_ = nullptr;
-  QCheckBox* lantern_ = nullptr;
+  QComboBox* relax_ = nullptr;
   QSpinBox* seed_ = nullptr;
   QCheckBox* random_seed_ = nullptr;
   QSpinBox* count_ = nullptr;

@@ -148,6 +148,29 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
                             tr("Ratio (lambda mode): neighbours may add up to (lambda - 1) p(x). "
                                "Closer to 1 = closer to lossless."));
 
+  cascade_ = new CollapsibleSection(tr("CASCADE (relaxed acceptance)"), this);
+  f = cascade_->form();
+  auto* cnote = new QLabel(tr("Lossy: a draft earns a bonus when the target barely changes its "
+                              "mind after it, or when drafts of its level that the draft head "
+                              "sees alike carry the target's mass. Thresholds above 1 switch a "
+                              "signal off."),
+                           cascade_);
+  cnote->setWordWrap(true);
+  cnote->setStyleSheet("color: palette(placeholder-text);");
+  f->addRow(cnote);
+  cascade_tau_c_ = addReal(f, tr("Convergence cos"), -1, 2, 0.05, 3,
+                           tr("tau_c: a draft whose target logits have at least this cosine with "
+                              "its parent's earns that cosine as a bonus (above 1 = off)."));
+  cascade_kappa_ = addReal(f, tr("Uncertainty gate"), 0, 100, 0.5, 2,
+                           tr("kappa: the convergence bonus applies only while the target is "
+                              "uncertain, KL(p || softmax(z / |z|)) below this."));
+  cascade_tau_s_ = addReal(f, tr("Interchangeable cos"), -1, 2, 0.05, 3,
+                           tr("tau_s: drafts of one level whose draft-head rows have at least this "
+                              "cosine lend each other their tokens' target mass (above 1 = off)."));
+  cascade_scope_ = addChoice(f, tr("Interchangeable"), {"level", "siblings"},
+                             tr("level: any draft of the same depth; siblings: only drafts under "
+                                "the same parent."));
+
   jacobi_ = new CollapsibleSection(tr("Jacobi (SJD, PathSpec, SJD-PAC)"), this);
   f = jacobi_->form();
   jac_window_ = addInt(f, tr("Window L"), 1, 4096,
@@ -199,7 +222,7 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
   connect(jac_relax_, QOverload<double>::of(&QDoubleSpinBox::valueChanged), this,
           &SettingsPanel::updateEnabled);
 
-  for (auto* s : {sampling_, static_, dynamic_, budget_, adt_, lantern_, jacobi_}) v->addWidget(s);
+  for (auto* s : {sampling_, static_, dynamic_, budget_, adt_, lantern_, cascade_, jacobi_}) v->addWidget(s);
   auto* reset = new QPushButton(tr("Reset to defaults"), this);
   reset->setToolTip(tr("The model's default sampling and the project's default tree settings."));
   connect(reset, &QPushButton::clicked, this, &SettingsPanel::resetToDefaults);
@@ -209,7 +232,7 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
   connect(adt_mode_, &QComboBox::currentIndexChanged, this, &SettingsPanel::updateEnabled);
   connect(lantern_mode_, &QComboBox::currentIndexChanged, this, &SettingsPanel::updateEnabled);
   resetToDefaults();
-  setMethod("ar", false);
+  setMethod("ar", decode::Acceptance::Lossless);
 }
 
 QSpinBox* SettingsPanel::addInt(QFormLayout* f, const QString& label, int lo, int hi,
@@ -251,14 +274,15 @@ QComboBox* SettingsPanel::addChoice(QFormLayout* f, const QString& label, const 
   return w;
 }
 
-void SettingsPanel::setMethod(const QString& method, bool lantern) {
+void SettingsPanel::setMethod(const QString& method, decode::Acceptance relax) {
   method_ = method;
-  lantern_on_ = lantern;
+  relax_ = relax;
   static_->setVisible(method == "static");
   dynamic_->setVisible(method == "dynamic");
   budget_->setVisible(method == "dynamic" || method == "adt");
   adt_->setVisible(method == "adt");
-  lantern_->setVisible(lantern && is_tree(method));
+  lantern_->setVisible(relax == decode::Acceptance::Lantern && is_tree(method));
+  cascade_->setVisible(relax == decode::Acceptance::Cascade && is_tree(method));
   jacobi_->setVisible(is_jacobi(method));
   updateEnabled();
 }
@@ -318,7 +342,7 @@ void SettingsPanel::setModel(const nlohmann::json& defaultSampling, qint64 vocab
   Q_EMIT changed();
 }
 
-decode::DecodeRequest SettingsPanel::request(const QString& method, bool lantern,
+decode::DecodeRequest SettingsPanel::request(const QString& method, decode::Acceptance relax,
                                              quint64 seed) const {
   decode::DecodeRequest r;
   r.seed = seed;
@@ -348,13 +372,16 @@ decode::DecodeRequest SettingsPanel::request(const QString& method, bool lantern
   a.adjacency = decode::adjacency_from_string(adt_adjacency_->currentText().toStdString());
   a.budget_rule = decode::adt_budget_from_string(adt_budget_rule_->currentText().toStdString());
   m.verify = decode::verify_rule_from_string(verify_->currentText().toStdString());
-  m.acceptance =
-      lantern && is_tree(method) ? decode::Acceptance::Lantern : decode::Acceptance::Lossless;
+  m.acceptance = is_tree(method) ? relax : decode::Acceptance::Lossless;
   m.lantern.mode = lantern_mode_->currentText() == "delta" ? decode::LanternMode::Delta
                                                            : decode::LanternMode::Lambda;
   m.lantern.k = lantern_k_->value();
   m.lantern.delta = lantern_delta_->value();
   m.lantern.lambda = lantern_lambda_->value();
+  m.cascade.tau_s = cascade_tau_s_->value();
+  m.cascade.tau_c = cascade_tau_c_->value();
+  m.cascade.kappa = cascade_kappa_->value();
+  m.cascade.siblings_only = cascade_scope_->currentText() == "siblings";
   m.jacobi.window = jac_window_->value();
   m.jacobi.spatial_init = jac_spatial_->isChecked();
   m.jacobi.paths = jac_paths_->value();
@@ -399,6 +426,10 @@ void SettingsPanel::setRequest(const decode::DecodeRequest& r) {
   lantern_k_->setValue(int(m.lantern.k));
   lantern_delta_->setValue(m.lantern.delta);
   lantern_lambda_->setValue(m.lantern.lambda);
+  cascade_tau_s_->setValue(m.cascade.tau_s);
+  cascade_tau_c_->setValue(m.cascade.tau_c);
+  cascade_kappa_->setValue(m.cascade.kappa);
+  cascade_scope_->setCurrentIndex(m.cascade.siblings_only ? 1 : 0);
   jac_window_->setValue(int(m.jacobi.window));
   jac_spatial_->setChecked(m.jacobi.spatial_init);
   jac_paths_->setValue(int(m.jacobi.paths));
@@ -424,7 +455,7 @@ void SettingsPanel::resetToDefaults() {
 }
 
 QString SettingsPanel::saveState() const {
-  const auto r = request(method_, lantern_on_, 0);
+  const auto r = request(method_, relax_, 0);
   nlohmann::json j = {{"method_settings", r.method.to_json()}, {"sampling", r.sampling.to_json()}};
   return QString::fromStdString(j.dump());
 }

@@ -1,7 +1,7 @@
 // SettingsPanel: every knob of a decoding request (decode/method.h, decode/sampling.h) with a
 // tooltip that says what it does, grouped in collapsible sections; only the sections that matter
-// for the chosen method are shown. The method itself and the LANTERN switch sit in the window's top
-// bar.
+// for the chosen method are shown. The method itself and the acceptance rule sit in the window's
+// top bar.
 #pragma once
 #include <QWidget>
 #include <nlohmann/json_fwd.hpp>
@@ -17,6 +17,7 @@ class QFormLayout;
 
 namespace adtree::decode {
 struct DecodeRequest;
+enum class Acceptance;
 }
 
 namespace adtree::ui {
@@ -29,14 +30,15 @@ class SettingsPanel : public QWidget {
  public:
   explicit SettingsPanel(QWidget* parent = nullptr);
 
-  // Shows the sections the method uses (LANTERN only with a draft tree and the switch on).
-  void setMethod(const QString& method, bool lantern);
+  // Shows the sections the method uses (LANTERN / CASCADE only with a draft tree and that rule).
+  void setMethod(const QString& method, decode::Acceptance relax);
   // A model was loaded: its sizes bound the knobs; its default sampling (model.json "sampling")
   // becomes what Reset returns to, and replaces the current sampling when applyDefaults is set.
   void setModel(const nlohmann::json& defaultSampling, qint64 vocabSize, qint64 imageTokens,
                 bool applyDefaults);
-  // The request the widgets describe (method, LANTERN switch and seed come from the caller).
-  decode::DecodeRequest request(const QString& method, bool lantern, quint64 seed) const;
+  // The request the widgets describe (method, acceptance rule and seed come from the caller).
+  decode::DecodeRequest request(const QString& method, decode::Acceptance relax,
+                                quint64 seed) const;
   void setRequest(const decode::DecodeRequest& request);
   void resetToDefaults();
   // Persistence through QSettings: the method settings and sampling as one JSON string.
@@ -55,7 +57,8 @@ class SettingsPanel : public QWidget {
                        const QString& tip);
   void updateEnabled();
 
-  CollapsibleSection *sampling_, *static_, *dynamic_, *budget_, *adt_, *lantern_, *jacobi_;
+  CollapsibleSection *sampling_, *static_, *dynamic_, *budget_, *adt_, *lantern_, *cascade_,
+      *jacobi_;
   // Sampling
   QDoubleSpinBox *cfg_, *temperature_, *top_p_;
   QSpinBox *cfg_interval_, *top_k_;
@@ -72,6 +75,9 @@ class SettingsPanel : public QWidget {
   QComboBox* lantern_mode_;
   QSpinBox* lantern_k_;
   QDoubleSpinBox *lantern_delta_, *lantern_lambda_;
+  // CASCADE
+  QDoubleSpinBox *cascade_tau_s_, *cascade_tau_c_, *cascade_kappa_;
+  QComboBox* cascade_scope_;
   // Jacobi
   QSpinBox *jac_window_, *jac_paths_, *jac_path_length_, *jac_start_margin_, *jac_stop_margin_;
   QSpinBox *jac_pac_width_, *jac_pac_levels_;
@@ -80,7 +86,7 @@ class SettingsPanel : public QWidget {
   QDoubleSpinBox* jac_relax_;
 
   QString method_ = "ar";
-  bool lantern_on_ = false;
+  decode::Acceptance relax_{};  // Lossless
   QString model_sampling_ = "{}";  // model.json "sampling", what "Reset" returns to
   qint64 vocab_size_ = 0, image_tokens_ = 0;
 };

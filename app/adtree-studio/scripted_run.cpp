@@ -48,14 +48,27 @@ class ScriptedRun {
     w_.generate();
   }
 
-  // --run, --method, --seed: typed in once the model is loaded, then Generate.
+  // Picks the box item whose data is the option's value; an unknown value ends the studio.
+  bool choose(QComboBox* box, const QCommandLineOption& option) {
+    if (!cli_.isSet(option)) return true;
+    const int i = box->findData(cli_.value(option));
+    if (i < 0) {
+      std::fprintf(stderr, "adtree-studio: unknown --%s '%s'\n", qPrintable(option.names()[0]),
+                   qPrintable(cli_.value(option)));
+      QCoreApplication::exit(2);
+      return false;
+    }
+    box->setCurrentIndex(i);
+    return true;
+  }
+
+  // --run, --method, --relax, --seed: typed in once the model is loaded, then Generate.
   void startWhenLoaded() {
     QObject::connect(
         &w_, &ui::MainWindow::modelReady, &w_,
         [this] {
           w_.promptEdit()->setText(cli_.value(o_.run));
-          if (cli_.isSet(o_.method))
-            w_.methodBox()->setCurrentIndex(w_.methodBox()->findData(cli_.value(o_.method)));
+          if (!choose(w_.methodBox(), o_.method) || !choose(w_.relaxBox(), o_.relax)) return;
           if (cli_.isSet(o_.seed)) {
             w_.randomSeedBox()->setChecked(false);
             w_.seedBox()->setValue(cli_.value(o_.seed).toInt());
@@ -94,7 +107,7 @@ class ScriptedRun {
       if (cli_.isSet(o_.dock)) w_.raiseDock(cli_.value(o_.dock));
       if (cli_.isSet(o_.compare)) {
         auto* c = w_.compareWindow();
-        c->setSide(0, "ar", false);
+        c->setSide(0, "ar", decode::Acceptance::Lossless);
         c->show();
         c->runBoth();
       }

@@ -14,7 +14,7 @@ void StudioOptions::describe(QCommandLineParser& cli) const {
                             "model directory to open (default: $ADTREE_MODEL, the shipped "
                             "model, or a random tiny one), or a PNG whose settings to restore "
                             "or a run file to open, on the default model");
-  cli.addOptions({run, method, seed, benchmark, size, preview, stall, replay, inspect, dock,
+  cli.addOptions({run, method, relax, seed, benchmark, size, preview, stall, replay, inspect, dock,
                   compare, count, gallery, methods});
 }
 

@@ -10,7 +10,12 @@ struct StudioOptions {
   QCommandLineOption run{"run", "type PROMPT and press Generate once the model is loaded",
                          "PROMPT"};
   QCommandLineOption method{
-      "method", "decoding method for --run (ar, static, dynamic, adt, sjd, pathspec)", "NAME"};
+      "method", "decoding method for --run (ar, static, dynamic, adt, sjd, pathspec, sjd-pac)",
+      "NAME"};
+  QCommandLineOption relax{"relax",
+                           "acceptance rule for --run's draft trees: lossless, lantern or cascade "
+                           "(the Acceptance box)",
+                           "RULE"};
   QCommandLineOption seed{"seed", "seed for --run", "N"};
   QCommandLineOption benchmark{"benchmark",
                                "with --run: N runs, one JSON line of timings each, then quit", "N"};

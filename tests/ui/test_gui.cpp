@@ -371,7 +371,7 @@ class GuiTest : public QObject {
     rule->setCurrentText("sampled");
     QVERIFY(!note->isHidden());  // independent chains: the longest one biases
     rule->setCurrentText("auto");
-    auto r = panel->request("pathspec", false, 1);
+    auto r = panel->request("pathspec", adtree::decode::Acceptance::Lossless, 1);
     QCOMPARE(r.method.jacobi.paths, 2);
     QCOMPARE(r.method.jacobi.path_length, 9);
     paths->setValue(1);
@@ -399,24 +399,64 @@ class GuiTest : public QObject {
     QVERIFY(QSettings().value("model/recent").toStringList().contains(micro_));
   }
 
+  // The acceptance box: CASCADE reaches the run (its label, its thresholds from the panel, the
+  // relaxed-accept count), a method without draft trees greys it out and runs lossless, and the
+  // next session and a preset keep the choice.
+  void relaxedAcceptanceReachesTheRunAndIsRemembered() {
+    {
+      auto w = openWindow(micro_);
+      QVERIFY(w);
+      selectMethod(*w, "adt");
+      auto* relax = w->relaxBox();
+      QVERIFY(relax->isEnabled());
+      relax->setCurrentIndex(relax->findData("cascade"));
+      auto r = w->settingsPanel()->request("adt", adtree::decode::Acceptance::Cascade, 0);
+      QCOMPARE(r.method.acceptance, adtree::decode::Acceptance::Cascade);
+      r.method.cascade.tau_c = 0.3;
+      w->settingsPanel()->setRequest(r);
+      QCOMPARE(runOnce(*w, "a red"), QString("finished"));
+      const auto* rec = w->shownRecord();
+      QVERIFY(rec);
+      QVERIFY2(rec->label.contains("+cascade"), qPrintable(rec->label));
+      const auto& ms = rec->stats->settings.at("method_settings");
+      QCOMPARE(ms.at("acceptance").get<std::string>(), std::string("cascade"));
+      QCOMPARE(ms.at("cascade").at("tau_c").get<double>(), 0.3);
+      QVERIFY(!rec->stats->settings.at("lossless").get<bool>());
+      w->savePreset("cascade adt");
+      selectMethod(*w, "sjd");
+      QVERIFY(!relax->isEnabled());
+      QCOMPARE(runOnce(*w, "a red"), QString("finished"));
+      QVERIFY2(!w->shownRecord()->label.contains("cascade"), qPrintable(w->shownRecord()->label));
+      selectMethod(*w, "adt");
+      relax->setCurrentIndex(relax->findData("lossless"));
+      QVERIFY(w->applyPreset("cascade adt"));
+      QCOMPARE(relax->currentData().toString(), QString("cascade"));
+      w->close();
+    }
+    MainWindow w2;
+    QCOMPARE(w2.relaxBox()->currentData().toString(), QString("cascade"));
+    adtree::ui::PresetStore().remove("cascade adt");
+  }
+
   // Edit > Presets: a named method + settings, applied later and after a restart, and deleted.
   void presetsSaveApplyAndSurviveARestart() {
     {
       auto w = openWindow(micro_);
       QVERIFY(w);
       selectMethod(*w, "dynamic");
-      auto r = w->settingsPanel()->request("dynamic", false, 0);
+      auto r = w->settingsPanel()->request("dynamic", adtree::decode::Acceptance::Lossless, 0);
       r.sampling.temperature = 0.7;
       r.method.dynamic_tree.width = 7;
       w->settingsPanel()->setRequest(r);
       w->savePreset("cool dynamic");
       selectMethod(*w, "sjd");
-      auto other = w->settingsPanel()->request("sjd", false, 0);
+      auto other = w->settingsPanel()->request("sjd", adtree::decode::Acceptance::Lossless, 0);
       other.sampling.temperature = 1.3;
       w->settingsPanel()->setRequest(other);
       QVERIFY(w->applyPreset("cool dynamic"));
       QCOMPARE(w->methodBox()->currentData().toString(), QString("dynamic"));
-      const auto back = w->settingsPanel()->request("dynamic", false, 0);
+      const auto back =
+          w->settingsPanel()->request("dynamic", adtree::decode::Acceptance::Lossless, 0);
       QCOMPARE(back.sampling.temperature, 0.7);
       QCOMPARE(back.method.dynamic_tree.width, int64_t(7));
       QVERIFY(!w->applyPreset("no such preset"));
@@ -425,7 +465,10 @@ class GuiTest : public QObject {
     MainWindow w2;
     QVERIFY(adtree::ui::PresetStore().names().contains("cool dynamic"));
     QVERIFY(w2.applyPreset("cool dynamic"));
-    QCOMPARE(w2.settingsPanel()->request("dynamic", false, 0).sampling.temperature, 0.7);
+    QCOMPARE(w2.settingsPanel()
+                 ->request("dynamic", adtree::decode::Acceptance::Lossless, 0)
+                 .sampling.temperature,
+             0.7);
     adtree::ui::PresetStore().remove("cool dynamic");
     QVERIFY(!adtree::ui::PresetStore().names().contains("cool dynamic"));
   }

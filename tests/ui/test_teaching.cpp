@@ -25,6 +25,7 @@
 
 #include <memory>
 
+#include "decode/method.h"
 #include "gui_test_util.h"
 #include "model/gpt_config.h"
 #include "model/random_model.h"
@@ -338,8 +339,8 @@ class TeachingTest : public QObject {
     auto* c = w->compareWindow();
     c->show();
     QVERIFY(c->greedyBox()->isChecked());
-    c->setSide(0, "ar", false);
-    c->setSide(1, "adt", false);
+    c->setSide(0, "ar", adtree::decode::Acceptance::Lossless);
+    c->setSide(1, "adt", adtree::decode::Acceptance::Lossless);
     QVERIFY(c->runButton()->isEnabled());
     QSignalSpy done(c, &adtree::ui::CompareWindow::comparisonFinished);
     QTest::mouseClick(c->runButton(), Qt::LeftButton);
@@ -367,7 +368,7 @@ class TeachingTest : public QObject {
     QVERIFY(c->greedyBox()->isChecked());
 
     // Relaxed acceptance on B: no identity promise, the difference map is the evidence instead.
-    c->setSide(1, "adt", true);
+    c->setSide(1, "adt", adtree::decode::Acceptance::Lantern);
     QSignalSpy again(c, &adtree::ui::CompareWindow::comparisonFinished);
     QTest::mouseClick(c->runButton(), Qt::LeftButton);
     QVERIFY(again.wait(kRunMs));
@@ -375,6 +376,12 @@ class TeachingTest : public QObject {
     QVERIFY2(c->identityLabel()->text().contains("No token-identity check"),
              qPrintable(c->identityLabel()->text()));
     QVERIFY(c->differingCells() >= 0);
+    c->setSide(1, "static", adtree::decode::Acceptance::Cascade);
+    QSignalSpy cascade(c, &adtree::ui::CompareWindow::comparisonFinished);
+    QTest::mouseClick(c->runButton(), Qt::LeftButton);
+    QVERIFY(cascade.wait(kRunMs));
+    QVERIFY2(c->result(1)->label.contains("static+cascade"), qPrintable(c->result(1)->label));
+    QVERIFY(c->identityLabel()->text().contains("No token-identity check"));
     // The main window's runs are untouched by the comparison's jobs.
     QCOMPARE(w->historyPanel()->count(), 0);
   }
