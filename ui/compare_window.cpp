@@ -225,8 +225,7 @@ void CompareWindow::runBoth() {
   decode::DecodeRequest req[2];
   for (int s = 0; s < 2; ++s) {
     try {
-      req[s] = settings_[s]->request(method_[s]->currentData().toString(),
-                                     relaxOf(relax_[s]),
+      req[s] = settings_[s]->request(method_[s]->currentData().toString(), relaxOf(relax_[s]),
                                      quint64(seed_->value()));
     } catch (const std::exception& e) {
       status_->setText(

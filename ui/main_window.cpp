@@ -290,9 +290,9 @@ void MainWindow::loadSettings() {
   const int idx = methodBox()->findData(s.value("run/method", "adt").toString());
   if (idx >= 0) methodBox()->setCurrentIndex(idx);
   // Settings written before CASCADE kept a LANTERN switch.
-  bar_->setRelaxKey(s.value("run/relax", s.value("run/lantern", false).toBool() ? "lantern"
-                                                                                  : "lossless")
-                        .toString());
+  bar_->setRelaxKey(
+      s.value("run/relax", s.value("run/lantern", false).toBool() ? "lantern" : "lossless")
+          .toString());
   act_trace_->setChecked(s.value("run/trace", true).toBool());
   act_png_settings_->setChecked(s.value("export/pngSettings", true).toBool());
   settings_->restoreState(s.value("run/settings").toString());

@@ -274,8 +274,7 @@ void MainWindow::addRecent(const QString& dir) {
 }
 
 void MainWindow::savePreset(const QString& name) {
-  PresetStore().save(name,
-                     Preset{bar_->methodKey(), bar_->relaxKey(), settings_->saveState()});
+  PresetStore().save(name, Preset{bar_->methodKey(), bar_->relaxKey(), settings_->saveState()});
   status(tr("Saved the preset “%1”").arg(name), 3000);
 }
 

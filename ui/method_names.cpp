@@ -12,6 +12,7 @@ QString method_label(const QString& m) {
   if (m == "sjd") return QObject::tr("SJD (Jacobi)");
   if (m == "pathspec") return QObject::tr("PathSpec (Jacobi)");
   if (m == "sjd-pac") return QObject::tr("SJD-PAC (Jacobi)");
+  if (m == "pjd") return QObject::tr("PJD (parallel rows, lossy)");
   return m;
 }
 
@@ -32,6 +33,12 @@ QString method_help(const QString& m) {
     return QObject::tr(
         "SJD with proactive drafting: a few candidates for the next cells, tried one after "
         "another in one forward, and drafts kept across steps. Training-free and lossless.");
+  }
+  if (m == "pjd") {
+    return QObject::tr(
+        "Parallel Jacobi decoding: Jacobi windows on several image rows at once, a row starting "
+        "once the row above is a few tokens ahead. Training-free; lossy, since a row below commits "
+        "before the rows above are final (one row at a time is lossless).");
   }
   if (m == "pathspec") {
     return QObject::tr(
@@ -68,6 +75,12 @@ MapRanges ranges_for(const decode::DecodeRequest& r) {
   } else if (m.method == decode::Method::Static) {
     g.depth_max = 5;  // both presets have depth 5
     g.accept_max = 6;
+  } else if (m.method == decode::Method::Pjd) {
+    g.depth_max = double(m.pjd.window - 1);     // position in the row's window (0 = the row's own)
+    g.accept_max = 2.0 * double(m.pjd.window);  // tokens per step over all rows: grows with rows
+    g.tree_d_min = g.tree_d_max = double(m.pjd.window - 1);
+    g.tree_k_min = 1;  // active rows
+    g.tree_k_max = m.pjd.max_rows > 0 ? double(m.pjd.max_rows) : 4.0;
   } else if (decode::is_jacobi(m.method)) {
     // Depth = position in the window (SJD) or along the winning chain (PathSpec).
     const auto n = m.method == decode::Method::PathSpec ? m.jacobi.path_length : m.jacobi.window;

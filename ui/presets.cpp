@@ -33,9 +33,9 @@ std::optional<Preset> PresetStore::load(const QString& name) const {
   if (!doc.isObject() || !doc.object().value("method").isString()) return std::nullopt;
   const auto o = doc.object();
   // Presets saved before CASCADE kept a LANTERN switch instead of the rule's name.
-  const QString relax = o.contains("relax")            ? o.value("relax").toString()
+  const QString relax = o.contains("relax")           ? o.value("relax").toString()
                         : o.value("lantern").toBool() ? QStringLiteral("lantern")
-                                                       : QStringLiteral("lossless");
+                                                      : QStringLiteral("lossless");
   return Preset{o.value("method").toString(), relax, o.value("settings").toString()};
 }
 

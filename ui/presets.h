@@ -9,9 +9,9 @@
 namespace adtree::ui {
 
 struct Preset {
-  QString method;  // method key ("adt", ...)
+  QString method;              // method key ("adt", ...)
   QString relax = "lossless";  // acceptance rule: lossless, lantern or cascade
-  QString settings;  // SettingsPanel::saveState()
+  QString settings;            // SettingsPanel::saveState()
 };
 
 class PresetStore {

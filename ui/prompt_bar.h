@@ -1,6 +1,7 @@
 // PromptBar: the top of the window (GUI.md "Main window"): the prompt with completion, the
 // caption-embedding picker, Generate and Cancel; below them the method, the acceptance rule
-// (lossless, or a relaxed one for draft trees), the seed and the batch count. Pure widgets: the window reads them and wires the buttons.
+// (lossless, or a relaxed one for draft trees), the seed and the batch count. Pure widgets: the
+// window reads them and wires the buttons.
 #pragma once
 #include <QWidget>
 

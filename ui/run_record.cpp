@@ -158,11 +158,17 @@ QString cellsCsv(const RunRecord& r) {
       "cell,row,col,token,depth,top1,accept_len,tree_depth,tree_width,rank,step,step_drafted,"
       "step_alpha\n");
   const int w = std::max(1, r.gridW());
-  size_t step = 0;
+  // The step that committed each cell (PJD's steps commit on several rows).
+  const auto& steps = r.stats->steps;
+  std::vector<size_t> step_of(r.tokens.size(), 0);
+  for (size_t s = 0; s < steps.size(); ++s) {
+    for (int64_t i = 0; i < steps[s].committed; ++i) {
+      const int64_t c = steps[s].cell(size_t(i));
+      if (c >= 0 && c < int64_t(step_of.size())) step_of[size_t(c)] = s;
+    }
+  }
   for (size_t c = 0; c < r.tokens.size(); ++c) {
-    const auto& steps = r.stats->steps;
-    while (step + 1 < steps.size() && steps[step + 1].first_cell <= int64_t(c)) ++step;
-    const auto& st = steps.at(step);
+    const auto& st = steps.at(step_of[c]);
     const auto& cs = r.stats->grids.at(int64_t(c));
     out += QStringLiteral("%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13\n")
                .arg(c)

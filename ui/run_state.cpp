@@ -74,7 +74,7 @@ void RunState::addSteps(const std::vector<engine::JobStep>& steps) {
     if (s.job != job_) continue;  // a late step of a run no longer on screen
     const auto& r = s.record;
     for (size_t i = 0; i < s.cells.size(); ++i) {
-      const int cell = int(r.first_cell) + int(i);
+      const int cell = int(r.cell(i));
       if (cell < 0 || cell >= cells()) continue;
       const auto& c = s.cells[i];
       maps_[Depth][cell] = c.depth;
@@ -145,7 +145,8 @@ void RunState::restore(const decode::RunStats& stats, const std::vector<int64_t>
     engine::JobStep js;
     js.job = st.job;
     js.record = r;
-    for (int64_t c = r.first_cell; c < r.first_cell + r.committed; ++c) {
+    for (int64_t j = 0; j < r.committed; ++j) {
+      const int64_t c = r.cell(size_t(j));
       if (c < 0 || c >= int64_t(tokens.size()) || c >= stats.grids.h() * stats.grids.w()) break;
       js.tokens.push_back(tokens[size_t(c)]);
       js.cells.push_back(stats.grids.filled(c) ? stats.grids.at(c) : decode::CellStats{});

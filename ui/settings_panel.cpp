@@ -222,7 +222,9 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
   connect(jac_relax_, QOverload<double>::of(&QDoubleSpinBox::valueChanged), this,
           &SettingsPanel::updateEnabled);
 
-  for (auto* s : {sampling_, static_, dynamic_, budget_, adt_, lantern_, cascade_, jacobi_}) v->addWidget(s);
+  buildPjdSection();
+  for (auto* s : {sampling_, static_, dynamic_, budget_, adt_, lantern_, cascade_, jacobi_, pjd_})
+    v->addWidget(s);
   auto* reset = new QPushButton(tr("Reset to defaults"), this);
   reset->setToolTip(tr("The model's default sampling and the project's default tree settings."));
   connect(reset, &QPushButton::clicked, this, &SettingsPanel::resetToDefaults);
@@ -263,6 +265,32 @@ QDoubleSpinBox* SettingsPanel::addReal(QFormLayout* f, const QString& label, dou
   return w;
 }
 
+void SettingsPanel::buildPjdSection() {
+  pjd_ = new CollapsibleSection(tr("PJD (parallel rows)"), this);
+  auto* f = pjd_->form();
+  auto* note = new QLabel(tr("Lossy with more than one row: a row below commits before the rows "
+                             "above it are final. One row at a time is lossless."),
+                          pjd_);
+  note->setWordWrap(true);
+  note->setStyleSheet("color: #b35900;");
+  f->addRow(note);
+  pjd_window_ = addInt(f, tr("Window"), 1, 64,
+                       tr("Tokens each row feeds per step: its newest token and window - 1 "
+                          "drafts for the cells after it."));
+  pjd_offset_ = addInt(f, tr("Row offset"), 1, 1 << 16,
+                       tr("A row starts once the row above has this many tokens."));
+  pjd_rows_ = addInt(f, tr("Rows at most"), 0, 64,
+                     tr("Active rows at most; 0 = as many as the offset allows, 1 = one row at a "
+                        "time (lossless)."),
+                     tr("no limit"));
+  pjd_mask_ = new QCheckBox(tr("row-causal"), pjd_);
+  pjd_mask_->setToolTip(
+      tr("A row's drafts see no other row's drafts, only committed tokens (the "
+         "paper's mask); off: they also see the drafts of the rows above."));
+  f->addRow(tr("Mask"), pjd_mask_);
+  connect(pjd_mask_, &QCheckBox::toggled, this, &SettingsPanel::changed);
+}
+
 QComboBox* SettingsPanel::addChoice(QFormLayout* f, const QString& label, const QStringList& items,
                                     const QString& tip) {
   auto* w = new QComboBox(this);
@@ -283,7 +311,8 @@ void SettingsPanel::setMethod(const QString& method, decode::Acceptance relax) {
   adt_->setVisible(method == "adt");
   lantern_->setVisible(relax == decode::Acceptance::Lantern && is_tree(method));
   cascade_->setVisible(relax == decode::Acceptance::Cascade && is_tree(method));
-  jacobi_->setVisible(is_jacobi(method));
+  jacobi_->setVisible(is_jacobi(method) && method != "pjd");
+  pjd_->setVisible(method == "pjd");
   updateEnabled();
 }
 
@@ -391,6 +420,10 @@ decode::DecodeRequest SettingsPanel::request(const QString& method, decode::Acce
   m.jacobi.pac_levels = jac_pac_levels_->value();
   m.jacobi.start_margin = jac_start_margin_->value();
   m.jacobi.stop_margin = jac_stop_margin_->value();
+  m.pjd.window = pjd_window_->value();
+  m.pjd.row_offset = pjd_offset_->value();
+  m.pjd.max_rows = pjd_rows_->value();
+  m.pjd.row_mask = pjd_mask_->isChecked();
   return r;
 }
 
@@ -439,6 +472,10 @@ void SettingsPanel::setRequest(const decode::DecodeRequest& r) {
   jac_pac_levels_->setValue(int(m.jacobi.pac_levels));
   jac_start_margin_->setValue(int(m.jacobi.start_margin));
   jac_stop_margin_->setValue(int(m.jacobi.stop_margin));
+  pjd_window_->setValue(int(m.pjd.window));
+  pjd_offset_->setValue(int(m.pjd.row_offset));
+  pjd_rows_->setValue(int(m.pjd.max_rows));
+  pjd_mask_->setChecked(m.pjd.row_mask);
   updateEnabled();
 }
 

@@ -18,7 +18,7 @@ class QFormLayout;
 namespace adtree::decode {
 struct DecodeRequest;
 enum class Acceptance;
-}
+}  // namespace adtree::decode
 
 namespace adtree::ui {
 
@@ -56,9 +56,10 @@ class SettingsPanel : public QWidget {
   QComboBox* addChoice(QFormLayout* f, const QString& label, const QStringList& items,
                        const QString& tip);
   void updateEnabled();
+  void buildPjdSection();
 
   CollapsibleSection *sampling_, *static_, *dynamic_, *budget_, *adt_, *lantern_, *cascade_,
-      *jacobi_;
+      *jacobi_, *pjd_;
   // Sampling
   QDoubleSpinBox *cfg_, *temperature_, *top_p_;
   QSpinBox *cfg_interval_, *top_k_;
@@ -84,9 +85,12 @@ class SettingsPanel : public QWidget {
   QLabel* jac_lossy_;
   QCheckBox* jac_spatial_;
   QDoubleSpinBox* jac_relax_;
+  // PJD
+  QSpinBox *pjd_window_, *pjd_offset_, *pjd_rows_;
+  QCheckBox* pjd_mask_;
 
   QString method_ = "ar";
-  decode::Acceptance relax_{};  // Lossless
+  decode::Acceptance relax_{};     // Lossless
   QString model_sampling_ = "{}";  // model.json "sampling", what "Reset" returns to
   qint64 vocab_size_ = 0, image_tokens_ = 0;
 };

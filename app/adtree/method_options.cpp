@@ -104,6 +104,18 @@ void add_method_options(Args& a, bool list) {
                   ") or a lambda >= 0; "
                   "combines with --relax lantern",
               "off")
+      .option("pjd-window", "N",
+              "PJD: tokens fed per row and step (its frontier token and N - 1 drafts)",
+              str(d.pjd.window))
+      .option("pjd-row-offset", "N", "PJD: a row starts when the row above has N tokens",
+              str(d.pjd.row_offset))
+      .option("pjd-rows", "N",
+              "PJD: active rows at most (0 = as the offset allows; 1 = lossless, one row at a "
+              "time)",
+              str(d.pjd.max_rows))
+      .option("pjd-mask", "MASK",
+              "PJD: row-causal (a row's drafts see no other row's drafts) or causal",
+              d.pjd.row_mask ? "row-causal" : "causal")
       .option("jacobi-start-margin", "M", "SJD/PathSpec: plain AR for the first M tokens",
               str(d.jacobi.start_margin))
       .option("jacobi-stop-margin", "M", "SJD/PathSpec: plain AR for the last M tokens",
@@ -179,6 +191,13 @@ decode::MethodSettings method_from(const Args& a, const std::string& method) {
       throw Error("--path-relax must be off, on or a lambda >= 0, not '" + pr + "'");
     }
   }
+  m.pjd.window = a.integer("pjd-window");
+  m.pjd.row_offset = a.integer("pjd-row-offset");
+  m.pjd.max_rows = a.integer("pjd-rows");
+  const auto mask = a.str("pjd-mask");
+  if (mask != "row-causal" && mask != "causal")
+    throw Error("--pjd-mask must be row-causal or causal, not '" + mask + "'");
+  m.pjd.row_mask = mask == "row-causal";
   j.start_margin = a.integer("jacobi-start-margin");
   j.stop_margin = a.integer("jacobi-stop-margin");
   return m;

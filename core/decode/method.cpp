@@ -203,6 +203,17 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
       if (j.pac_levels < 0 || j.pac_levels > 3)
         bad("SJD-PAC tree levels must be in 0..3, got " + std::to_string(j.pac_levels));
     }
+    if (method == Method::Pjd) {
+      const auto& p = pjd;
+      if (acceptance != Acceptance::Lossless)
+        bad("PJD's relaxation is its rows below the leading row; LANTERN and CASCADE do not "
+            "apply to it");
+      if (p.window < 1 || p.window > 64)
+        bad("PJD window must be in 1..64, got " + std::to_string(p.window));
+      if (p.row_offset < 1) bad("PJD row offset must be >= 1, got " + std::to_string(p.row_offset));
+      if (p.max_rows < 0 || p.max_rows > 64)
+        bad("PJD max rows must be in 0..64 (0 = no limit), got " + std::to_string(p.max_rows));
+    }
     if (j.start_margin < 0 || j.stop_margin < 0) bad("Jacobi start/stop margins must be >= 0");
     // Each below image_tokens first, so that the sum cannot overflow (reliability.md, Fuzzing).
     if (j.start_margin >= image_tokens || j.stop_margin >= image_tokens ||
@@ -224,6 +235,8 @@ void MethodSettings::validate_verify() const {
   auto bad = [](const std::string& m) { throw Error("invalid method setting: " + m); };
   const bool jacobi_method = is_jacobi(method);
   if (method != Method::Ar) {
+    if (verify == VerifyRule::Maximal && method == Method::Pjd)
+      bad("PJD verifies its rows sampled (the paper's rule) or coupled, not maximal");
     if (verify == VerifyRule::Maximal && !jacobi_method)
       bad("maximal coupling re-samples Jacobi drafts: it applies to sjd, pathspec and sjd-pac, "
           "not to trees");
@@ -283,7 +296,12 @@ nlohmann::json MethodSettings::to_json() const {
             {"pac_width", jacobi.pac_width},
             {"pac_levels", jacobi.pac_levels},
             {"start_margin", jacobi.start_margin},
-            {"stop_margin", jacobi.stop_margin}}}};
+            {"stop_margin", jacobi.stop_margin}}},
+          {"pjd",
+           {{"window", pjd.window},
+            {"row_offset", pjd.row_offset},
+            {"max_rows", pjd.max_rows},
+            {"row_mask", pjd.row_mask}}}};
 }
 
 MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
@@ -339,6 +357,13 @@ MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
       m.jacobi.pac_levels = json_int(a, "pac_levels", m.jacobi.pac_levels);
       m.jacobi.start_margin = json_int(a, "start_margin", m.jacobi.start_margin);
       m.jacobi.stop_margin = json_int(a, "stop_margin", m.jacobi.stop_margin);
+    }
+    if (j.contains("pjd")) {
+      const auto& a = j["pjd"];
+      m.pjd.window = json_int(a, "window", m.pjd.window);
+      m.pjd.row_offset = json_int(a, "row_offset", m.pjd.row_offset);
+      m.pjd.max_rows = json_int(a, "max_rows", m.pjd.max_rows);
+      m.pjd.row_mask = a.value("row_mask", m.pjd.row_mask);
     }
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("invalid method settings: ") + e.what());

@@ -102,6 +102,19 @@ struct JacobiSettings {                              // SPEC_DECODING.md section
   int64_t pac_levels = 2;
 };
 
+// PJD, Parallel Jacobi Decoding (Liao et al. 2026; docs/pjd.md): Jacobi windows on several image
+// rows at once. A row starts once the row above holds `row_offset` tokens; each active row feeds
+// its frontier token and up to `window` - 1 drafts into one forward; the top (leading) row is
+// verified as SJD is, a row below only keeps its accepted prefix. With the row-causal mask a row's
+// drafts see no other row's drafts. `max_rows` = 1 is one row at a time: lossless, the relaxation
+// off (SPEC_DECODING.md section 6).
+struct PjdSettings {
+  int64_t window = 8;      // fed tokens per row and step: the frontier token + window - 1 drafts
+  int64_t row_offset = 8;  // a row starts when the row above has this many tokens
+  int64_t max_rows = 0;    // active rows at most (0 = as many as the offset allows)
+  bool row_mask = true;    // the row-causal mask (false: rows see the drafts of rows above)
+};
+
 constexpr int64_t kMaxAutoBudget = 58;   // the largest N `--budget auto` may choose (budget.h)
 constexpr int64_t kMaxDraftRows = 4096;  // draft-head scratch rows one step may use
 
@@ -115,6 +128,7 @@ struct MethodSettings {
   LanternSettings lantern;
   CascadeSettings cascade;
   JacobiSettings jacobi;
+  PjdSettings pjd;
 
   bool needs_drafter() const { return method_info(method).needs_drafter; }
   // Throws adtree::Error naming the bad setting (unknown method, depth 0, width > vocab, ...).

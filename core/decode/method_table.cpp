@@ -13,6 +13,7 @@ const std::vector<MethodInfo>& method_table() {
       {Method::Sjd, "sjd", Family::Jacobi, false},
       {Method::PathSpec, "pathspec", Family::Jacobi, false},
       {Method::SjdPac, "sjd-pac", Family::Jacobi, false},
+      {Method::Pjd, "pjd", Family::Jacobi, false},
   };
   return t;
 }

@@ -7,12 +7,12 @@
 
 namespace adtree::decode {
 
-enum class Method { Ar, Static, Dynamic, Adt, Sjd, PathSpec, SjdPac };
+enum class Method { Ar, Static, Dynamic, Adt, Sjd, PathSpec, SjdPac, Pjd };
 enum class Family { Ar, Tree, Jacobi };
 
 struct MethodInfo {
   Method method;
-  const char* key;     // "ar", "static", "dynamic", "adt", "sjd", "pathspec", "sjd-pac"
+  const char* key;     // "ar", "static", "dynamic", "adt", "sjd", "pathspec", "sjd-pac", "pjd"
   Family family;       // Tree methods draft with a head; Jacobi methods guess without one
   bool needs_drafter;  // drafter.safetensors must be present
 };

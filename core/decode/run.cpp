@@ -7,6 +7,7 @@
 #include "decode/budget.h"
 #include "decode/draft_source.h"
 #include "decode/lantern.h"
+#include "decode/pjd.h"
 #include "decode/spec_decoder.h"
 #include "decode/tree_builder.h"
 #include "util/error.h"
@@ -70,6 +71,8 @@ DecodeResult run_decode(const model::ModelBundle& model, const model::Condition&
     const int64_t scratch = std::max(kDefaultScratchRows, max_draft_rows(m, largest));
     auto source = make_eagle_source(*model.drafter, *model.gpt, batch, scratch);
     res = generate_speculative(*model.gpt, *source, cond, request, opts, on_step, cancel);
+  } else if (m.method == Method::Pjd) {
+    res = generate_pjd(*model.gpt, cond, request, on_step, cancel);
   } else {
     // Jacobi: training-free, no draft head needed, any model runs them (SPEC_DECODING.md 6).
     SpecOptions opts;

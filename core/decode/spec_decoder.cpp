@@ -214,7 +214,7 @@ DecodeResult generate_jacobi(const model::Gpt& target, const model::Condition& c
                              const DecodeRequest& request, const SpecOptions& opts,
                              const StepCallback& on_step, const std::atomic<bool>* cancel) {
   const auto& m = request.method.method;
-  if (!is_jacobi(m)) {
+  if (!is_jacobi(m) || m == Method::Pjd) {
     throw Error("generate_jacobi: '" + to_string(m) +
                 "' is not a Jacobi method (sjd, pathspec or sjd-pac)");
   }

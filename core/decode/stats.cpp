@@ -61,21 +61,23 @@ nlohmann::json RunSummary::to_json() const {
 }
 
 nlohmann::json to_json(const StepRecord& r) {
-  return {{"step", r.step},
-          {"method", r.method},
-          {"tree", {{"d", r.tree_depth}, {"k", r.tree_width}, {"N", r.budget}}},
-          {"drafted", r.drafted},
-          {"committed", r.committed},
-          {"alpha", r.alpha},
-          {"first_cell", r.first_cell},
-          {"cum_tokens", r.cum_tokens},
-          {"target_forwards", r.target_forwards},
-          {"relaxed", r.relaxed},
-          {"time_ms",
-           {{"draft", r.t_draft_ms},
-            {"verify", r.t_verify_ms},
-            {"sample", r.t_sample_ms},
-            {"other", r.t_other_ms}}}};
+  auto j = nlohmann::json{{"step", r.step},
+                          {"method", r.method},
+                          {"tree", {{"d", r.tree_depth}, {"k", r.tree_width}, {"N", r.budget}}},
+                          {"drafted", r.drafted},
+                          {"committed", r.committed},
+                          {"alpha", r.alpha},
+                          {"first_cell", r.first_cell},
+                          {"cum_tokens", r.cum_tokens},
+                          {"target_forwards", r.target_forwards},
+                          {"relaxed", r.relaxed},
+                          {"time_ms",
+                           {{"draft", r.t_draft_ms},
+                            {"verify", r.t_verify_ms},
+                            {"sample", r.t_sample_ms},
+                            {"other", r.t_other_ms}}}};
+  if (!r.cells.empty()) j["cells"] = r.cells;
+  return j;
 }
 
 void RunStats::add_step(const StepRecord& r) {
@@ -201,6 +203,12 @@ StepRecord step_record_from_json(const nlohmann::json& j) {
   r.cum_tokens = json_int<int64_t>(j.at("cum_tokens"), "cum_tokens");
   r.target_forwards = json_int<int64_t>(j.at("target_forwards"), "target_forwards");
   r.relaxed = json_int<int64_t>(j, "relaxed", 0);  // files from before the field: 0
+  if (j.contains("cells")) {
+    r.cells = json_ints<int64_t>(j.at("cells"), "cells");
+    if (int64_t(r.cells.size()) != r.committed)
+      throw Error("a step record lists " + std::to_string(r.cells.size()) + " cells for " +
+                  std::to_string(r.committed) + " committed tokens");
+  }
   const auto& tm = j.at("time_ms");
   r.t_draft_ms = tm.at("draft").get<double>();
   r.t_verify_ms = tm.at("verify").get<double>();
@@ -260,12 +268,29 @@ void validate_run(const RunStats& stats, const std::vector<int64_t>& tokens) {
   if (int64_t(tokens.size()) > cells) {
     throw Error("the run has more tokens than its grid has cells");
   }
+  // Steps that list their cells (PJD) may commit anywhere, each cell once; a cancelled run then
+  // keeps the raster prefix of what it committed. The others continue where the last one ended.
   int64_t committed = 0;
+  bool listed = false;
+  std::vector<uint8_t> seen(size_t(cells), 0);
   for (const auto& st : stats.steps) {
-    if (st.first_cell != committed) throw Error("the run's steps do not follow each other");
+    listed = listed || !st.cells.empty();
+    if (!listed && st.first_cell != committed)
+      throw Error("the run's steps do not follow each other");
+    for (int64_t i = 0; i < st.committed; ++i) {
+      const int64_t c = st.cell(size_t(i));
+      if (c < 0 || c >= cells || seen[size_t(c)]) throw Error("a step commits a cell twice");
+      seen[size_t(c)] = 1;
+    }
     committed += st.committed;
   }
-  if (committed != int64_t(tokens.size())) throw Error("the run's steps and tokens disagree");
+  if (listed) {
+    for (size_t c = 0; c < tokens.size(); ++c)
+      if (!seen[c]) throw Error("the run's steps and tokens disagree");
+    if (committed < int64_t(tokens.size())) throw Error("the run's steps and tokens disagree");
+  } else if (committed != int64_t(tokens.size())) {
+    throw Error("the run's steps and tokens disagree");
+  }
 }
 
 }  // namespace adtree::decode

@@ -22,10 +22,15 @@ struct StepRecord {
   int64_t committed = 0;   // a + 1
   double alpha = 0;        // a / d (0 for AR)
   int64_t first_cell = 0;  // image index of the first token committed by this step
+  // The committed cells in order when they are not first_cell, first_cell + 1, ... (PJD commits
+  // on several rows at once); empty otherwise.
+  std::vector<int64_t> cells;
   int64_t cum_tokens = 0;
   int64_t target_forwards = 0;  // forwards of the target in this step (1 for AR and trees)
   int64_t relaxed = 0;  // accepted draft tokens a lossless test would have rejected (LANTERN, ...)
   double t_draft_ms = 0, t_verify_ms = 0, t_sample_ms = 0, t_other_ms = 0;
+
+  int64_t cell(size_t i) const { return cells.empty() ? first_cell + int64_t(i) : cells[i]; }
 };
 
 // One committed token cell.
@@ -90,7 +95,7 @@ struct RunStats {
 // Streamed after every step: the record plus the newly committed cells, in order.
 struct StepEvent {
   const StepRecord& record;
-  const std::vector<int64_t>& tokens;   // committed tokens, cells first_cell ...
+  const std::vector<int64_t>& tokens;   // committed tokens, on cells record.cell(0), cell(1), ...
   const std::vector<CellStats>& cells;  // their statistics
   const StepTrace* trace = nullptr;     // the step's trace when tracing is on
 };

@@ -4,10 +4,22 @@
 
 namespace adtree::decode {
 
-void StepRecorder::emit(const std::vector<int64_t>& tokens, const std::vector<CellStats>& cells) {
+void StepRecorder::emit(const std::vector<int64_t>& tokens, const std::vector<CellStats>& cells,
+                        const StepTrace* trace) {
   if (!on_step_) return;
-  on_step_(StepEvent{stats_.steps.back(), tokens, cells,
-                     trace_.enabled ? &stats_.traces.back() : nullptr});
+  on_step_(StepEvent{stats_.steps.back(), tokens, cells, trace});
+}
+
+void StepRecorder::cells_step(StepRecord rec, const std::vector<int64_t>& cells,
+                              const std::vector<int64_t>& tokens,
+                              const std::vector<CellStats>& stats) {
+  for (size_t i = 0; i < cells.size(); ++i) stats_.grids.set(cells[i], stats[i]);
+  rec.method = stats_.method;
+  rec.committed = int64_t(tokens.size());
+  rec.first_cell = cells.empty() ? 0 : cells.front();
+  rec.cells = cells;
+  stats_.add_step(rec);
+  emit(tokens, stats, nullptr);
 }
 
 void StepRecorder::prefill(const Processed& p0, int64_t token, double verify_ms, double sample_ms) {
@@ -30,7 +42,7 @@ void StepRecorder::prefill(const Processed& p0, int64_t token, double verify_ms,
     st.cells.push_back(trace_cell(p0.view[0], 0, token, false, nullptr, -1, trace_));
     stats_.traces.push_back(std::move(st));
   }
-  emit({token}, {cs});
+  emit({token}, {cs}, trace_.enabled ? &stats_.traces.back() : nullptr);
 }
 
 void StepRecorder::step(StepRecord rec, const CommittedStep& s, const Proposer& proposer) {
@@ -68,7 +80,7 @@ void StepRecorder::step(StepRecord rec, const CommittedStep& s, const Proposer& 
     proposer.annotate(st);
     stats_.traces.push_back(std::move(st));
   }
-  emit(s.new_tokens, cells);
+  emit(s.new_tokens, cells, trace_.enabled ? &stats_.traces.back() : nullptr);
 }
 
 }  // namespace adtree::decode

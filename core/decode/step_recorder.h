@@ -33,9 +33,14 @@ class StepRecorder {
   void prefill(const Processed& p0, int64_t token, double verify_ms, double sample_ms);
   // A verified tree step; `rec` carries its timings and budget, the rest is filled here.
   void step(StepRecord rec, const CommittedStep& s, const Proposer& proposer);
+  // A step whose tokens land on the given cells, in that order (PJD: several rows at once); no
+  // trace, since it verifies no tree. `rec` carries everything but the cells and the tokens.
+  void cells_step(StepRecord rec, const std::vector<int64_t>& cells,
+                  const std::vector<int64_t>& tokens, const std::vector<CellStats>& stats);
 
  private:
-  void emit(const std::vector<int64_t>& tokens, const std::vector<CellStats>& cells);
+  void emit(const std::vector<int64_t>& tokens, const std::vector<CellStats>& cells,
+            const StepTrace* trace);
   RunStats& stats_;
   const TraceOptions& trace_;
   const StepCallback& on_step_;

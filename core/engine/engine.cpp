@@ -402,10 +402,18 @@ struct Engine::Impl {
       emit(JobStarted{t.id, t.job.prompt, decode::to_string(req.method.method), req.seed, g.grid_h,
                       g.grid_w, g.image_tokens(), g.grid_h * f, g.grid_w * f});
 
+      // The committed cells so far (-1 = open) and their raster prefix, which previews decode:
+      // PJD commits on several rows at once.
+      std::vector<int64_t> grid(size_t(g.image_tokens()), -1);
       tokens.reserve(size_t(g.image_tokens()));
       auto next_preview = Clock::now();  // the first committed step is shown at once
       auto on_step = [&](const decode::StepEvent& ev) {
-        tokens.insert(tokens.end(), ev.tokens.begin(), ev.tokens.end());
+        for (size_t i = 0; i < ev.tokens.size(); ++i) {
+          const int64_t c = ev.record.cell(i);
+          if (c >= 0 && c < int64_t(grid.size())) grid[size_t(c)] = ev.tokens[i];
+        }
+        while (tokens.size() < grid.size() && grid[tokens.size()] >= 0)
+          tokens.push_back(grid[tokens.size()]);
         emit(JobStep{t.id, ev.record, ev.tokens, ev.cells, ms_since(t0),
                      ev.trace ? std::make_shared<const decode::StepTrace>(*ev.trace) : nullptr});
         if (!opts.previews) return;

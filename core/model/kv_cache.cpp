@@ -11,11 +11,11 @@ void KvCache::commit() {
   pending = 0;
 }
 
-void KvCache::keep(const std::vector<int64_t>& rows) {
+void KvCache::compact(const std::vector<int64_t>& rows) {
   c10::InferenceMode guard;  // the cache tensors are inference tensors
   for (size_t i = 0; i < rows.size(); ++i) {
     if (rows[i] < 0 || rows[i] >= pending || (i > 0 && rows[i] <= rows[i - 1])) {
-      throw Error("KvCache::keep: rows must be increasing indices into the pending block");
+      throw Error("KvCache: kept rows must be increasing indices into the pending block");
     }
   }
   // rows[i] >= i, so copying row rows[i] to slot i front to back never overwrites a row still
@@ -33,8 +33,17 @@ void KvCache::keep(const std::vector<int64_t>& rows) {
     }
     key_bias.narrow(1, dst, m).copy_(key_bias.index_select(1, idx));
   }
+}
+
+void KvCache::keep(const std::vector<int64_t>& rows) {
+  compact(rows);
   len += int64_t(rows.size());
   pending = 0;
+}
+
+void KvCache::keep_pending(const std::vector<int64_t>& rows) {
+  compact(rows);
+  pending = int64_t(rows.size());
 }
 
 void KvCache::truncate(int64_t new_len) {

@@ -26,8 +26,14 @@ struct KvCache {
   // Keeps pending rows `rows` (strictly increasing indices into the pending block) as the next
   // committed rows, in that order, and drops the rest: in-place compaction, no recomputation.
   void keep(const std::vector<int64_t>& rows);
+  // The same compaction, but the kept rows stay pending: scratch rows that the next forward's
+  // block mask decides about query by query (PJD keeps its committed cells this way).
+  void keep_pending(const std::vector<int64_t>& rows);
   // Drops committed rows beyond new_len (and any pending rows).
   void truncate(int64_t new_len);
+
+ private:
+  void compact(const std::vector<int64_t>& rows);  // pending rows `rows` to the front, in order
 };
 
 }  // namespace adtree::model
