@@ -6,7 +6,7 @@
 # the sweep names another. Sweep A runs as two shards side by side and is merged, like a cluster
 # array would (docs/cluster.md). Usage: tools/sweep-adt.sh [OUT_DIR] (default docs/sweeps);
 # SEEDS=2; ONLY_GREEDY=1 runs just the T = 0 sweeps F-H; ONLY_A=1 just sweep A; ONLY_RELAX=1 just
-# the relaxed-acceptance sweeps K-L.
+# the relaxed-acceptance sweeps K-L; ONLY_PJD=1 just the PJD sweeps M-N.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build/release/bin/adtree
@@ -39,6 +39,14 @@ relax() {
     --cascade-tau-ss 0.5,0.9,2 --cascade-tau-cs 0.625,0.9,2
 }
 if [[ "${ONLY_RELAX:-0}" == 1 ]]; then relax; echo "relaxation sweeps written to $OUT"; exit 0; fi
+# M: PJD against SJD, one row (lossless) and several, both masks, both rules, T = 1 and 0.
+# N: PJD's row offset and window at T = 1 (coupled, row-causal).
+pjd() {
+  sweep m-pjd --method pjd,sjd --temperatures 1,0 --verifies coupled,sampled \
+    --pjd-row-counts 1,2,0 --pjd-masks row-causal,causal
+  sweep n-pjd-shape --method pjd --temperatures 1 --pjd-offsets 2,4,8,12 --pjd-windows 4,8,12
+}
+if [[ "${ONLY_PJD:-0}" == 1 ]]; then pjd; echo "PJD sweeps written to $OUT"; exit 0; fi
 
 # A: where the first shape comes from, at T = 0 and T = 1, with EAGLE-2 at ADT's draft size.
 for i in 0 1; do
@@ -57,5 +65,6 @@ sweep e-lantern --method adt --temperatures 1 --lantern-deltas off,0.05,0.1,0.2
 sweep i-verify --method adt,dynamic,static --temperatures 1 --verifies coupled,sampled,deterministic
 sweep j-adt-budget --method adt --temperatures 0,1 --adt-budgets fixed,shape
 relax
+pjd
 greedy
 echo "sweeps written to $OUT"

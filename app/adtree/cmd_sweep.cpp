@@ -124,6 +124,10 @@ int cmd_sweep(int argc, char** argv) {
       .option("cascade-tau-ss", "LIST", "axis (CASCADE points): interchangeability cosines tau_s")
       .option("cascade-tau-cs", "LIST", "axis (CASCADE points): convergence cosines tau_c")
       .option("cascade-kappas", "LIST", "axis (CASCADE points): convergence gates kappa")
+      .option("pjd-row-counts", "LIST", "axis (pjd): active rows at most (0 = no limit)")
+      .option("pjd-offsets", "LIST", "axis (pjd): row offsets")
+      .option("pjd-windows", "LIST", "axis (pjd): tokens fed per row")
+      .option("pjd-masks", "LIST", "axis (pjd): row-causal, causal")
       .flag("match-drafted", "after every adt row, EAGLE-2 with N = ADT-Tree's mean drafted tokens")
       .option("shard", "I/N", "run only units i, i+n, i+2n, ... of the sweep (0-based)", "0/1")
       .option("out", "FILE", "JSONL rows (appended; with --resume, rows already there are skipped)")
@@ -153,6 +157,10 @@ int cmd_sweep(int argc, char** argv) {
   g.cascade_tau_s = reals(a, "cascade-tau-ss");
   g.cascade_tau_c = reals(a, "cascade-tau-cs");
   g.cascade_kappa = reals(a, "cascade-kappas");
+  g.pjd_rows = ints(a, "pjd-row-counts");
+  g.pjd_offset = ints(a, "pjd-offsets");
+  g.pjd_window = ints(a, "pjd-windows");
+  g.pjd_mask = words(a, "pjd-masks");
 
   research::SweepOptions o;
   o.prompts = a.given("prompts") ? split(a.str("prompts"), ';')

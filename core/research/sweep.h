@@ -35,6 +35,8 @@ struct SweepGrid {
   std::vector<double> lantern_delta;    // relaxed acceptance (delta mode); < 0 = lossless
   std::vector<std::string> relax;       // tree methods: lossless, lantern, cascade
   std::vector<double> cascade_tau_s, cascade_tau_c, cascade_kappa;  // CASCADE's thresholds
+  std::vector<int64_t> pjd_rows, pjd_offset, pjd_window;            // PJD (0 rows = no limit)
+  std::vector<std::string> pjd_mask;                                // PJD: row-causal, causal
   decode::MethodSettings base;
   decode::SamplingParams sampling;
 };
