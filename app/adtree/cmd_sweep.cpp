@@ -43,12 +43,14 @@ std::vector<double> reals(const Args& a, const std::string& name, bool allow_off
   return out;
 }
 
-std::vector<int64_t> ints(const Args& a, const std::string& name, bool allow_auto = false) {
+// Positive whole numbers; 0 too where `zero_means` says what it stands for ("auto").
+std::vector<int64_t> ints(const Args& a, const std::string& name,
+                          const char* zero_means = nullptr) {
   std::vector<int64_t> out;
   for (double d : reals(a, name)) {
-    if (d != double(int64_t(d)) || (d < 1 && !(allow_auto && d == 0))) {
+    if (d != double(int64_t(d)) || (d < 1 && !(zero_means && d == 0))) {
       throw Error("--" + name + " takes positive whole numbers" +
-                  (allow_auto ? " (0 = auto)" : ""));
+                  (zero_means ? std::string(" (0 = ") + zero_means + ")" : std::string()));
     }
     out.push_back(int64_t(d));
   }
@@ -148,7 +150,7 @@ int cmd_sweep(int argc, char** argv) {
   g.d_max = ints(a, "d-maxes");
   g.k_max = ints(a, "k-maxes");
   g.adjacency = words(a, "adjacencies");
-  g.budget = ints(a, "budgets", /*allow_auto=*/true);
+  g.budget = ints(a, "budgets", "auto");
   g.adt_budget = words(a, "adt-budgets");
   g.verify = words(a, "verifies");
   g.lantern_delta = reals(a, "lantern-deltas", /*allow_off=*/true);
@@ -157,7 +159,7 @@ int cmd_sweep(int argc, char** argv) {
   g.cascade_tau_s = reals(a, "cascade-tau-ss");
   g.cascade_tau_c = reals(a, "cascade-tau-cs");
   g.cascade_kappa = reals(a, "cascade-kappas");
-  g.pjd_rows = ints(a, "pjd-row-counts");
+  g.pjd_rows = ints(a, "pjd-row-counts", "no limit");
   g.pjd_offset = ints(a, "pjd-offsets");
   g.pjd_window = ints(a, "pjd-windows");
   g.pjd_mask = words(a, "pjd-masks");
