@@ -321,10 +321,11 @@ TEST(BadSettings, PjdSettingsAreClearErrors) {
   m.verify = VerifyRule::Auto, m.acceptance = Acceptance::Lantern;
   EXPECT_NE(err(m).find("LANTERN"), std::string::npos);
   m.acceptance = Acceptance::Lossless;
-  m.pjd = PjdSettings{5, 3, 2, false};
+  m.pjd = PjdSettings{5, 3, 2, false, false};
   auto back = MethodSettings::from_json(m.to_json());
   EXPECT_EQ(back.pjd.window, 5);
   EXPECT_EQ(back.pjd.row_offset, 3);
   EXPECT_EQ(back.pjd.max_rows, 2);
   EXPECT_FALSE(back.pjd.row_mask);
+  EXPECT_FALSE(back.pjd.spatial_init);
 }

@@ -6,7 +6,7 @@
 # the sweep names another. Sweep A runs as two shards side by side and is merged, like a cluster
 # array would (docs/cluster.md). Usage: tools/sweep-adt.sh [OUT_DIR] (default docs/sweeps);
 # SEEDS=2; ONLY_GREEDY=1 runs just the T = 0 sweeps F-H; ONLY_A=1 just sweep A; ONLY_RELAX=1 just
-# the relaxed-acceptance sweeps K-L; ONLY_PJD=1 just the PJD sweeps M-N.
+# the relaxed-acceptance sweeps K-L; ONLY_PJD=1 just the PJD sweeps M-O.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build/release/bin/adtree
@@ -40,11 +40,14 @@ relax() {
 }
 if [[ "${ONLY_RELAX:-0}" == 1 ]]; then relax; echo "relaxation sweeps written to $OUT"; exit 0; fi
 # M: PJD against SJD, one row (lossless) and several, both masks, both rules, T = 1 and 0.
-# N: PJD's row offset and window at T = 1 (coupled, row-causal).
+# N: PJD's row offset and window at T = 1 (coupled, row-causal). O: spatial against random
+# first guesses (the paper's).
 pjd() {
   sweep m-pjd --method pjd,sjd --temperatures 1,0 --verifies coupled,sampled \
     --pjd-row-counts 1,2,0 --pjd-masks row-causal,causal
   sweep n-pjd-shape --method pjd --temperatures 1 --pjd-offsets 2,4,8,12 --pjd-windows 4,8,12
+  sweep o-pjd-init --method pjd --temperatures 1,0 --verifies coupled,sampled --pjd-offsets 2,8 \
+    --pjd-inits spatial,random
 }
 if [[ "${ONLY_PJD:-0}" == 1 ]]; then pjd; echo "PJD sweeps written to $OUT"; exit 0; fi
 

@@ -289,6 +289,12 @@ void SettingsPanel::buildPjdSection() {
          "paper's mask); off: they also see the drafts of the rows above."));
   f->addRow(tr("Mask"), pjd_mask_);
   connect(pjd_mask_, &QCheckBox::toggled, this, &SettingsPanel::changed);
+  pjd_spatial_ = new QCheckBox(tr("from the cell above or left"), pjd_);
+  pjd_spatial_->setToolTip(
+      tr("New guesses copy the token above (else the one to the left); off: "
+         "random codes, as in the paper."));
+  f->addRow(tr("Spatial init"), pjd_spatial_);
+  connect(pjd_spatial_, &QCheckBox::toggled, this, &SettingsPanel::changed);
 }
 
 QComboBox* SettingsPanel::addChoice(QFormLayout* f, const QString& label, const QStringList& items,
@@ -424,6 +430,7 @@ decode::DecodeRequest SettingsPanel::request(const QString& method, decode::Acce
   m.pjd.row_offset = pjd_offset_->value();
   m.pjd.max_rows = pjd_rows_->value();
   m.pjd.row_mask = pjd_mask_->isChecked();
+  m.pjd.spatial_init = pjd_spatial_->isChecked();
   return r;
 }
 
@@ -476,6 +483,7 @@ void SettingsPanel::setRequest(const decode::DecodeRequest& r) {
   pjd_offset_->setValue(int(m.pjd.row_offset));
   pjd_rows_->setValue(int(m.pjd.max_rows));
   pjd_mask_->setChecked(m.pjd.row_mask);
+  pjd_spatial_->setChecked(m.pjd.spatial_init);
   updateEnabled();
 }
 

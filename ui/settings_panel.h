@@ -87,7 +87,7 @@ class SettingsPanel : public QWidget {
   QDoubleSpinBox* jac_relax_;
   // PJD
   QSpinBox *pjd_window_, *pjd_offset_, *pjd_rows_;
-  QCheckBox* pjd_mask_;
+  QCheckBox *pjd_mask_, *pjd_spatial_;
 
   QString method_ = "ar";
   decode::Acceptance relax_{};     // Lossless

@@ -130,6 +130,7 @@ int cmd_sweep(int argc, char** argv) {
       .option("pjd-offsets", "LIST", "axis (pjd): row offsets")
       .option("pjd-windows", "LIST", "axis (pjd): tokens fed per row")
       .option("pjd-masks", "LIST", "axis (pjd): row-causal, causal")
+      .option("pjd-inits", "LIST", "axis (pjd): spatial, random")
       .flag("match-drafted", "after every adt row, EAGLE-2 with N = ADT-Tree's mean drafted tokens")
       .option("shard", "I/N", "run only units i, i+n, i+2n, ... of the sweep (0-based)", "0/1")
       .option("out", "FILE", "JSONL rows (appended; with --resume, rows already there are skipped)")
@@ -163,6 +164,7 @@ int cmd_sweep(int argc, char** argv) {
   g.pjd_offset = ints(a, "pjd-offsets");
   g.pjd_window = ints(a, "pjd-windows");
   g.pjd_mask = words(a, "pjd-masks");
+  g.pjd_init = words(a, "pjd-inits");
 
   research::SweepOptions o;
   o.prompts = a.given("prompts") ? split(a.str("prompts"), ';')

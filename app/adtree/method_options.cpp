@@ -116,6 +116,10 @@ void add_method_options(Args& a, bool list) {
       .option("pjd-mask", "MASK",
               "PJD: row-causal (a row's drafts see no other row's drafts) or causal",
               d.pjd.row_mask ? "row-causal" : "causal")
+      .option("pjd-init", "INIT",
+              "PJD: new guesses are spatial (the cell above, else the left one) or random codes "
+              "(the paper's)",
+              d.pjd.spatial_init ? "spatial" : "random")
       .option("jacobi-start-margin", "M", "SJD/PathSpec: plain AR for the first M tokens",
               str(d.jacobi.start_margin))
       .option("jacobi-stop-margin", "M", "SJD/PathSpec: plain AR for the last M tokens",
@@ -198,6 +202,10 @@ decode::MethodSettings method_from(const Args& a, const std::string& method) {
   if (mask != "row-causal" && mask != "causal")
     throw Error("--pjd-mask must be row-causal or causal, not '" + mask + "'");
   m.pjd.row_mask = mask == "row-causal";
+  const auto pinit = a.str("pjd-init");
+  if (pinit != "spatial" && pinit != "random")
+    throw Error("--pjd-init must be spatial or random, not '" + pinit + "'");
+  m.pjd.spatial_init = pinit == "spatial";
   j.start_margin = a.integer("jacobi-start-margin");
   j.stop_margin = a.integer("jacobi-stop-margin");
   return m;

@@ -301,7 +301,8 @@ nlohmann::json MethodSettings::to_json() const {
            {{"window", pjd.window},
             {"row_offset", pjd.row_offset},
             {"max_rows", pjd.max_rows},
-            {"row_mask", pjd.row_mask}}}};
+            {"row_mask", pjd.row_mask},
+            {"spatial_init", pjd.spatial_init}}}};
 }
 
 MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
@@ -364,6 +365,7 @@ MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
       m.pjd.row_offset = json_int(a, "row_offset", m.pjd.row_offset);
       m.pjd.max_rows = json_int(a, "max_rows", m.pjd.max_rows);
       m.pjd.row_mask = a.value("row_mask", m.pjd.row_mask);
+      m.pjd.spatial_init = a.value("spatial_init", m.pjd.spatial_init);
     }
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("invalid method settings: ") + e.what());

@@ -113,6 +113,9 @@ struct PjdSettings {
   int64_t row_offset = 8;  // a row starts when the row above has this many tokens
   int64_t max_rows = 0;    // active rows at most (0 = as many as the offset allows)
   bool row_mask = true;    // the row-causal mask (false: rows see the drafts of rows above)
+  // New guesses: the cell above when it is committed, else the cell to the left (images repeat
+  // locally, as SJD's spatial init); false = random codes, the paper's init.
+  bool spatial_init = true;
 };
 
 constexpr int64_t kMaxAutoBudget = 58;   // the largest N `--budget auto` may choose (budget.h)

@@ -77,6 +77,18 @@ int64_t PjdState::random_code(Rng& rng) const {
   return std::min<int64_t>(vocab_ - 1, int64_t(rng.uniform() * double(vocab_)));
 }
 
+int64_t PjdState::guess(int64_t row, int64_t col, Rng& rng) const {
+  if (!s_.spatial_init) return random_code(rng);
+  if (row > 0 && grid_[size_t(cell(row - 1, col))] >= 0) return grid_[size_t(cell(row - 1, col))];
+  if (col > 0) {
+    if (grid_[size_t(cell(row, col - 1))] >= 0) return grid_[size_t(cell(row, col - 1))];
+    const auto& d = drafts_[size_t(row)];
+    const size_t j = size_t(col - 1 - k_[size_t(row)]);  // the draft to the left
+    if (j < d.size()) return d[j].token;
+  }
+  return random_code(rng);
+}
+
 PjdBlock PjdState::build(Rng& rng) {
   PjdBlock b;
   // Committed cells not in the cache yet (the rows' frontier tokens, a finished row's last cell),
@@ -102,13 +114,13 @@ PjdBlock PjdState::build(Rng& rng) {
       // other row sees and which is never committed.
       const auto& up = drafts_[size_t(r - 1)];
       const size_t j = size_t(w_ - 1 - k_[size_t(r - 1)]);
-      const int64_t t = j < up.size() ? up[j].token : random_code(rng);
+      const int64_t t = j < up.size() ? up[j].token : guess(r - 1, w_ - 1, rng);
       ch.entries.push_back(int64_t(b.entries.size()));
       b.entries.push_back(PjdEntry{t, a, PjdEntryKind::Placeholder, r, cell(r, 0)});
     }
     auto& d = drafts_[size_t(r)];
     const int64_t n = window_of(i) - 1;
-    while (int64_t(d.size()) < n) d.push_back(Draft{random_code(rng), {}});
+    while (int64_t(d.size()) < n) d.push_back(Draft{guess(r, k + int64_t(d.size()), rng), {}});
     for (int64_t j = 0; j < n; ++j) {
       ch.entries.push_back(int64_t(b.entries.size()));
       b.entries.push_back(

@@ -20,7 +20,8 @@
 // follower keeps only its accepted prefix: no residual, no bonus. New drafts: the cells this
 // forward predicted after the new frontier take a fresh sample of their row (coupled: the
 // Gumbel-max choice), except that after a rejection a draft that passed with probability > 0.5
-// stays; the rest of the window is random codes.
+// stays; the rest of the window is first guesses: the cell above if committed, else the cell to
+// the left (spatial init), or random codes.
 #pragma once
 #include <ATen/ATen.h>
 
@@ -101,6 +102,8 @@ class PjdState {
   void start_rows();
   at::Tensor build_mask(const std::vector<PjdEntry>& entries) const;
   int64_t random_code(Rng& rng) const;
+  // A first guess for column `col` of `row`, whose drafts so far start at the row's frontier.
+  int64_t guess(int64_t row, int64_t col, Rng& rng) const;
 
   PjdSettings s_;
   int64_t h_, w_, vocab_;

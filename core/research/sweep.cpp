@@ -167,6 +167,13 @@ std::vector<SweepPoint> expand(const SweepGrid& g) {
     p.method.pjd.row_mask = m == "row-causal";
     add_label(p, "mask=" + m);
   });
+  axis(pts, g.pjd_init, [](SweepPoint& p, const std::string& i) {
+    if (p.method.method != decode::Method::Pjd) return;
+    if (i != "spatial" && i != "random")
+      throw Error("PJD init must be spatial or random, not '" + i + "'");
+    p.method.pjd.spatial_init = i == "spatial";
+    add_label(p, "init=" + i);
+  });
   // One run per distinct setting, in first-seen order.
   std::vector<SweepPoint> out;
   std::set<std::string> seen;

@@ -37,6 +37,7 @@ struct SweepGrid {
   std::vector<double> cascade_tau_s, cascade_tau_c, cascade_kappa;  // CASCADE's thresholds
   std::vector<int64_t> pjd_rows, pjd_offset, pjd_window;            // PJD (0 rows = no limit)
   std::vector<std::string> pjd_mask;                                // PJD: row-causal, causal
+  std::vector<std::string> pjd_init;                                // PJD: spatial, random
   decode::MethodSettings base;
   decode::SamplingParams sampling;
 };
