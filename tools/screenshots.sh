@@ -4,7 +4,8 @@
 # Usage: tools/screenshots.sh [MODEL_DIR] [PROMPT]
 # Needs xvfb, imagemagick (import) and xdotool. Timings (MID_S, FIN_S) are seconds after start;
 # the mid-generation shot wants the picture about half drawn, so it depends on the machine.
-# ONLY_MAIN=1 takes just those four shots per size, not the teaching views.
+# ONLY_MAIN=1 takes just those four shots per size, not the teaching views; ONLY_METHODS=1 just
+# the PJD and CASCADE views.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${1:-resources/models/emoji}
@@ -104,6 +105,13 @@ gallery() {  # W H
   kill "$xp"; wait "$xp" 2>/dev/null || true
 }
 
+# The newer seed methods (docs/pjd.md, docs/cascade.md): a finished PJD run and ADT-Tree under
+# CASCADE with its settings section.
+methods() {
+  teach 1280 800 finished-pjd "${FIN_S:-8}" --method pjd
+  teach 1280 800 cascade "${FIN_S:-8}" --method adt --relax cascade
+}
+if [[ "${ONLY_METHODS:-0}" == 1 ]]; then methods; echo "wrote $OUT/{finished-pjd,cascade}-1280x800.png"; exit 0; fi
 if [[ "${ONLY_GALLERY:-0}" == 1 ]]; then gallery 1280 800; echo "wrote $OUT/{gallery,queue,restored-png}-1280x800.png"; exit 0; fi
 shoot 1280 800
 shoot 1920 1080
@@ -114,4 +122,5 @@ teach 1280 800 replay-inspector "${FIN_S:-8}" --method adt --replay-step 41 --in
 teach 1920 1080 histograms "$((${FIN_S:-8} * 2))" --method ar --methods dynamic,adt --show-dock histograms
 teach 1920 1080 history "$((${FIN_S:-8} * 2))" --method ar --methods dynamic,adt --show-dock history
 teach 1920 1080 compare "$((${FIN_S:-8} * 2))" --method adt --compare
+methods
 echo "wrote $OUT/{idle,running-adt,finished-adt,hover}-{1280x800,1920x1080}.png and the teaching views"

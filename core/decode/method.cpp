@@ -91,6 +91,9 @@ VerifyRule resolve_verify(const MethodSettings& m, const SamplingParams& samplin
   const bool jacobi = is_jacobi(m.method);
   if (sampling.greedy()) return jacobi ? VerifyRule::Sampled : VerifyRule::Deterministic;
   if (m.verify != VerifyRule::Auto) return m.verify;
+  // PJD's own rule: its followers gain more from independent redraws than from coupling, which
+  // buys token identity only for the leading row (docs/pjd.md, sweep M).
+  if (m.method == Method::Pjd) return VerifyRule::Sampled;
   // Shared noise commits coupled AR's tokens and accepts most (docs/PERFORMANCE.md); the relaxed
   // rules need a probability to relax, so with LANTERN or PathRelax the default is q-sampling.
   const bool relaxed = is_relaxed(m.acceptance) || (jacobi && m.jacobi.path_relax > 0);

@@ -62,7 +62,7 @@ enum class Acceptance { Lossless, Lantern, Cascade };
 //                  method).
 //   Maximal        Jacobi drafts re-sampled by a maximal coupling with the previous iteration's
 //                  draft (MC-SJD), min(1, p/q) verification: lossless in distribution.
-//   Auto           the method's default (measured: docs/PERFORMANCE.md).
+//   Auto           the method's default (measured: docs/PERFORMANCE.md; PJD: sampled, docs/pjd.md).
 enum class VerifyRule { Auto, Deterministic, Sampled, Coupled, Maximal };
 enum class LanternMode { Delta, Lambda };
 
