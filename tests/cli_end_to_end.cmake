@@ -72,6 +72,33 @@ foreach(method static dynamic adt sjd pathspec sjd-pac)
     message(FATAL_ERROR "coupled ${method} tokens at T = 1 differ from AR:\n${t1_${method}}\n${t1_ar}")
   endif()
 endforeach()
+# PJD with one row at a time is lossless: greedy and coupled T = 1 tokens are AR's. With several
+# rows it is lossy and says so. CASCADE on a tree says so too.
+run_ok(${ADTREE} generate --model ${WORK}/model --prompt "a red cat" --seed 1 --temperature 0
+       --method pjd --pjd-rows 1 --out ${WORK}/pjd1.png --stats ${WORK}/pjd1.json --quiet)
+file(READ "${WORK}/pjd1.json" js)
+string(JSON toks_pjd1 GET "${js}" tokens)
+if(NOT toks_pjd1 STREQUAL toks_ar)
+  message(FATAL_ERROR "greedy one-row PJD tokens differ from AR:\n${toks_pjd1}\n${toks_ar}")
+endif()
+run_ok(${ADTREE} generate --model ${WORK}/model --prompt "a red cat" --seed 5 --temperature 1
+       --method pjd --pjd-rows 1 --verify coupled --out ${WORK}/pjd1c.png --stats ${WORK}/pjd1c.json
+       --quiet)
+file(READ "${WORK}/pjd1c.json" js)
+string(JSON t1_pjd1 GET "${js}" tokens)
+if(NOT t1_pjd1 STREQUAL t1_ar)
+  message(FATAL_ERROR "coupled one-row PJD tokens at T = 1 differ from AR:\n${t1_pjd1}\n${t1_ar}")
+endif()
+foreach(run "pjd;--method;pjd;--pjd-row-offset;2" "cascade;--method;adt;--relax;cascade")
+  list(POP_FRONT run name)
+  run_ok(${ADTREE} generate --model ${WORK}/model --prompt "a red cat" --seed 2 ${run}
+         --out ${WORK}/${name}.png --stats ${WORK}/${name}.json --quiet)
+  file(READ "${WORK}/${name}.json" js)
+  string(JSON lossless GET "${js}" settings lossless)
+  if(lossless)
+    message(FATAL_ERROR "${name} with its relaxation on calls itself lossless")
+  endif()
+endforeach()
 # Settings inside the PNG: --from-png makes the same picture again; --no-metadata leaves them out;
 # a tool the project did not write reads them (ImageMagick, when installed).
 run_ok(${ADTREE} generate --from-png ${WORK}/t1-adt.png --out ${WORK}/again.png
@@ -176,6 +203,12 @@ run_fails("ADT-Tree chooses (d, k) per step" ${ADTREE} generate --model ${WORK}/
 run_fails("unknown verification rule 'gumbel'" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --verify gumbel)
 run_fails("applies to sjd, pathspec and sjd-pac" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --verify maximal)
 run_fails("LANTERN relaxes" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --verify coupled --relax lantern --lantern-k 4)
+run_fails("--relax must be lossless, lantern or cascade" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --relax fuzzy)
+run_fails("--cascade-scope must be level or siblings" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --relax cascade --cascade-scope cousins)
+run_fails("CASCADE relaxes the acceptance of draft trees" ${ADTREE} generate --model ${WORK}/model --prompt cat --method sjd --relax cascade)
+run_fails("CASCADE lowers q(x)" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --relax cascade --verify coupled)
+run_fails("PJD window must be in 1..64" ${ADTREE} generate --model ${WORK}/model --prompt cat --method pjd --pjd-window 0)
+run_fails("--pjd-mask must be row-causal or causal" ${ADTREE} generate --model ${WORK}/model --prompt cat --method pjd --pjd-mask diagonal)
 
 # Outputs that cannot be written: a full disk (/dev/full behind a link), a missing folder, a name
 # without an image extension. Each is an error naming the file, not a silent truncated file.
