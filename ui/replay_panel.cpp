@@ -6,6 +6,7 @@
 #include <QStyle>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <algorithm>
 
 #include "ui/tree_view.h"
 
@@ -122,12 +123,29 @@ QString ReplayPanel::detailText() const {
 void ReplayPanel::showTrace(const decode::StepTrace* trace, const decode::StepRecord* record) {
   if (!trace) {
     tree_->clear();
-    detail_->setText(record
-                         ? tr("Step %1 committed %2 token(s). No trace was recorded for this run "
-                              "(Run ▸ Record Step Traces), so its tree cannot be drawn.")
-                               .arg(record->step)
-                               .arg(record->committed)
-                         : QString());
+    if (!record) {
+      detail_->clear();
+    } else if (!record->cells.empty()) {
+      // Steps that commit on several rows (PJD) verify row windows, not a tree.
+      QStringList rows;
+      for (auto c : record->cells) {
+        const QString row = QString::number(c / std::max(1, grid_w_));
+        if (!rows.contains(row)) rows << row;
+      }
+      detail_->setText(tr("Step %1 committed %2 token(s) on %3 %4.")
+                           .arg(record->step)
+                           .arg(record->committed)
+                           .arg(rows.size() == 1 ? tr("row") : tr("rows"))
+                           .arg(rows.join(", ")));
+      tree_->showMessage(
+          tr("This method verifies windows on several image rows, not a draft "
+             "tree: there is no tree to draw."));
+    } else {
+      detail_->setText(tr("Step %1 committed %2 token(s). No trace was recorded for this run "
+                          "(Run ▸ Record Step Traces), so its tree cannot be drawn.")
+                           .arg(record->step)
+                           .arg(record->committed));
+    }
     return;
   }
   tree_->setTrace(*trace, grid_w_);

@@ -110,8 +110,12 @@ void TreeView::resetScene() {
 }
 
 void TreeView::clear() {
+  showMessage(tr("No step selected: finish a run, then scrub with the slider above."));
+}
+
+void TreeView::showMessage(const QString& text) {
   resetScene();
-  caption_ = tr("No step selected: finish a run, then scrub with the slider above.");
+  caption_ = text;
   addCaption(caption_, 0, 0);
   finishScene();
 }

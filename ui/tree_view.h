@@ -26,6 +26,7 @@ class TreeView : public QGraphicsView {
   void setTrace(const decode::StepTrace& t, int gridW);
   // Back to the empty "no step selected" scene.
   void clear();
+  void showMessage(const QString& text);  // no tree: the text in its place
 
   // For tests and the window. Node items are the trace nodes drawn, root included, the bonus token
   // not; accepted ones include the root (it is the last committed token), rejected are the rest.
