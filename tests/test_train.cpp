@@ -678,6 +678,38 @@ TEST(TrainDrafter, ResumeReproducesTheUninterruptedRun) {
                       [&](const tr::TrainOptions& o) { return tr::train_drafter(d, gpt, o); });
 }
 
+// CASCADE's signal: a row whose feature comes back later in the sequence (cosine > tau_h) weighs
+// `weight` in the soft cross-entropy; earlier rows are never compared, nor a row with itself.
+TEST(TrainDrafter, CascadeWeightsMarkRowsWhoseFeatureRecursLater) {
+  auto f = at::zeros({1, 4, 3});
+  f[0][0] = at::tensor({1.0f, 0.0f, 0.0f});
+  f[0][1] = at::tensor({0.0f, 1.0f, 0.0f});
+  f[0][2] = at::tensor({0.9f, 0.1f, 0.0f});  // cosine 0.99 with row 0, 0.11 with row 1
+  f[0][3] = at::tensor({0.0f, 0.0f, 1.0f});
+  auto w = tr::cascade_row_weights(f, 0.625, 2.0);
+  EXPECT_TRUE(at::equal(w, at::tensor({2.0f, 1.0f, 1.0f, 1.0f}).view({1, 4})))
+      << w;  // row 2 matches only the earlier row 0
+  EXPECT_TRUE(at::equal(tr::cascade_row_weights(f, 0.999, 2.0), at::ones({1, 4})));
+  // A short run with the signal on trains, and a weight below 1 is refused.
+  std::ostringstream log;
+  const auto d = tiny_dataset();
+  const auto vq = vq_run(d, &log);
+  const auto gpt = gpt_run(d, vq, &log);
+  auto cfg = kDrafterConfig;
+  cfg["lr"] = 3e-3;
+  auto plain = tr::train_drafter(d, gpt, options(temp_dir("plain"), 16, cfg, &log));
+  cfg["cascade_weight"] = 2.0;
+  auto r = tr::train_drafter(d, gpt, options(temp_dir("cascade"), 16, cfg, &log));
+  ASSERT_TRUE(r.finished);
+  expect_finite_and_falling(r.losses);
+  EXPECT_NE(r.losses, plain.losses) << "the weights must reach the loss";
+  cfg["cascade_weight"] = 0.5;
+  EXPECT_NE(error_of([&] {
+              tr::train_drafter(d, gpt, options(temp_dir("cw"), 2, cfg, &log));
+            }).find("cascade_weight must be >= 1"),
+            std::string::npos);
+}
+
 TEST(TrainDrafter, NeedsAFinishedGptRunOfTheSameData) {
   std::ostringstream log;
   const auto d = tiny_dataset();

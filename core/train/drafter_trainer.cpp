@@ -26,6 +26,8 @@ json drafter_default_config() {
               {"weight_decay", 0.0},
               {"grad_clip", 0.5},
               {"p_weight", 0.1},         // SPEC_DECODING.md 2: SmoothL1 + 0.1 soft cross-entropy
+              {"cascade_weight", 1.0},   // CASCADE: soft-CE weight of redundant rows (1 = off)
+              {"cascade_tau_h", 0.625},  // CASCADE: feature cosine that makes a row redundant
               {"feature_noise", 0.2},    // EAGLE: uniform noise of width 0.2 on input features
               {"uncond_fraction", 0.2},  // rows in the null-caption stream (the head runs both)
               {"self_samples", 0},       // target samples of training captions to train on
@@ -38,6 +40,18 @@ json drafter_default_config() {
               {"eval_every", 500},
               {"eval_images", 0},  // validation pictures for periodic evals (0: all)
               {"checkpoint_every", 200}};
+}
+
+at::Tensor cascade_row_weights(const at::Tensor& feats, double tau_h, double weight) {
+  at::NoGradGuard no_grad;
+  auto f = feats.to(at::kFloat);
+  f = f / f.norm(2, -1, true).clamp_min(1e-12);
+  auto cos = f.matmul(f.transpose(1, 2));  // [B, L, L]
+  const int64_t L = f.size(1);
+  // Only later rows j > i count: the strictly upper triangle.
+  auto later = at::ones({L, L}, cos.options().dtype(at::kBool)).triu(1);
+  auto redundant = ((cos > tau_h) & later).any(-1);
+  return 1.0 + (weight - 1.0) * redundant.to(at::kFloat);
 }
 
 namespace {
@@ -158,6 +172,9 @@ TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir,
   require(steps > 0, what, "steps must be positive");
   require(batch > 0, what, "batch must be positive");
   const double noise = cfg["feature_noise"], p_weight = cfg["p_weight"];
+  const double cascade_weight = cfg["cascade_weight"], cascade_tau_h = cfg["cascade_tau_h"];
+  require(cascade_weight >= 1, what, "cascade_weight must be >= 1 (1 = off)");
+  require(cascade_tau_h >= -1 && cascade_tau_h <= 1, what, "cascade_tau_h must be in [-1, 1]");
   const double uncond_fraction = cfg["uncond_fraction"], self_fraction = cfg["self_fraction"];
   const int64_t self_n = cfg["self_samples"], self_eval_n = cfg["self_eval_samples"];
   require(noise >= 0, what, "feature_noise must not be negative");
@@ -285,7 +302,14 @@ TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir,
     auto out = head.forward(nullptr, feats, tr.tokens_in, head_positions(target, N - 1));
     auto vloss = at::smooth_l1_loss(out.hidden, tr.feats_next);
     auto p = at::softmax(tr.logits_next, -1);
-    auto ploss = -(p * at::log_softmax(out.logits, -1)).sum(-1).mean();
+    auto ce = -(p * at::log_softmax(out.logits, -1)).sum(-1);  // [B, N - 1]
+    at::Tensor ploss;
+    if (cascade_weight > 1) {
+      auto w = cascade_row_weights(tr.feats_next, cascade_tau_h, cascade_weight);
+      ploss = (w * ce).sum() / w.sum();
+    } else {
+      ploss = ce.mean();
+    }
     auto loss = vloss + p_weight * ploss;
     loss.backward();
     items += double(tr.tokens_in.numel());

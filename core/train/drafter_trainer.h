@@ -1,8 +1,9 @@
 // Draft head training (`adtree train drafter`): EAGLE-1 on a frozen target, loss =
 // SmoothL1(f_hat, f) + p_weight * soft-CE(target probs, draft log-probs), uniform noise on the
-// input features. Data: the target's teacher-forced features on the training pictures and,
-// optionally, on the target's own CFG samples of training captions (self-distillation: the token
-// distribution the head meets at inference), both in the cond and in the null-caption stream.
+// input features; with cascade_weight > 1 the soft-CE rows are weighted by cascade_row_weights.
+// Data: the target's teacher-forced features on the training pictures and, optionally, on the
+// target's own CFG samples of training captions (self-distillation: the token distribution the head
+// meets at inference), both in the cond and in the null-caption stream.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -16,6 +17,12 @@
 namespace adtree::train {
 
 nlohmann::json drafter_default_config();
+
+// CASCADE's drafter-training signal (docs/cascade.md): the weight of each row's soft
+// cross-entropy, `weight` where the target's feature at that row has cosine > tau_h with the
+// feature at some later row of the same sequence (a context the target comes back to), else 1.
+// feats [B, L, dim] -> [B, L].
+at::Tensor cascade_row_weights(const at::Tensor& feats, double tau_h, double weight);
 
 // Trains a head for the GPT of `gpt_dir` (a finished `train gpt` run) and writes
 // <out>/drafter.safetensors and run.json (and samples.safetensors when self-distilling).
