@@ -121,23 +121,28 @@ TEST(Rope2d, RejectsPositionsBeyondTheSequence) {
 TEST(InferenceLinear, SmallRowKernelMatchesBlas) {
   using adtree::model::inference_linear;
   at::manual_seed(3);
-  for (int64_t in : {192, 13, 64}) {
-    const auto w = at::randn({37, in});
-    const auto b = at::randn({37});
-    for (int64_t rows : {1, 2, 3, 7, 8, 9, 15, 16, 17, 40}) {
-      const auto x = at::randn({rows, in});
-      const auto want = at::linear(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble));
-      const auto got = inference_linear(x, w, b).to(at::kDouble);
-      const double err = (got - want).abs().max().item<double>();
-      const double scale = want.abs().max().item<double>();
-      EXPECT_LT(err, 1e-5 * scale) << "in " << in << " rows " << rows;
-      const auto nb = inference_linear(x.view({1, rows, in}), w);
-      EXPECT_EQ(nb.sizes(), (std::vector<int64_t>{1, rows, 37}));
-      EXPECT_LT((nb.view({rows, 37}).to(at::kDouble) - (want - b.to(at::kDouble)))
-                    .abs()
-                    .max()
-                    .item<double>(),
-                1e-5 * scale);
+  // Odd widths (tails of the vector loops), a width whose weight block is the smallest (1280),
+  // output counts below and above one thread's share, and row counts around the register groups
+  // and the kernel's 64-row limit (65 and 80 go to BLAS).
+  for (int64_t out : {37, 300}) {
+    for (int64_t in : {192, 13, 64, 1280}) {
+      const auto w = at::randn({out, in});
+      const auto b = at::randn({out});
+      for (int64_t rows : {1, 2, 3, 7, 8, 9, 15, 16, 17, 40, 63, 64, 65, 80}) {
+        const auto x = at::randn({rows, in});
+        const auto want = at::linear(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble));
+        const auto got = inference_linear(x, w, b).to(at::kDouble);
+        const double err = (got - want).abs().max().item<double>();
+        const double scale = want.abs().max().item<double>();
+        EXPECT_LT(err, 1e-5 * scale) << "out " << out << " in " << in << " rows " << rows;
+        const auto nb = inference_linear(x.view({1, rows, in}), w);
+        EXPECT_EQ(nb.sizes(), (std::vector<int64_t>{1, rows, out}));
+        EXPECT_LT((nb.view({rows, out}).to(at::kDouble) - (want - b.to(at::kDouble)))
+                      .abs()
+                      .max()
+                      .item<double>(),
+                  1e-5 * scale);
+      }
     }
   }
 }

@@ -27,7 +27,7 @@ void add_method_options(Args& a, bool list) {
                names +
                " (pathspec with K > 1 paths is lossless only with --verify coupled, the default: "
                "otherwise picking the longest accepted chain biases the samples, see "
-               "docs/JACOBI.md)",
+               "docs/JACOBI.md; pjd is lossy unless --pjd-rows 1, see docs/pjd.md)",
            decode::to_string(d.method))
       .option("tree", "NAME", "static tree: eagle25 (25 nodes) or eagle57 (57 nodes), depth 5",
               d.static_tree.preset)
