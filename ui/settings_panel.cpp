@@ -289,7 +289,7 @@ void SettingsPanel::buildPjdSection() {
          "paper's mask); off: they also see the drafts of the rows above."));
   f->addRow(tr("Mask"), pjd_mask_);
   connect(pjd_mask_, &QCheckBox::toggled, this, &SettingsPanel::changed);
-  pjd_spatial_ = new QCheckBox(tr("from the cell above or left"), pjd_);
+  pjd_spatial_ = new QCheckBox(tr("above, else left"), pjd_);
   pjd_spatial_->setToolTip(
       tr("New guesses copy the token above (else the one to the left); off: "
          "random codes, as in the paper."));
