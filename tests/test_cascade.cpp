@@ -11,6 +11,7 @@
 #include "decode/cascade.h"
 #include "decode/run.h"
 #include "exact_distribution.h"
+#include "settings_error.h"
 #include "spec_fixture.h"
 #include "util/error.h"
 
@@ -18,6 +19,7 @@ using namespace adtree;
 using namespace adtree::decode;
 using adtree::testing::chi2_quantile;
 using adtree::testing::chi_square;
+using adtree::testing::validation_error;
 
 namespace {
 at::Tensor rows(const std::vector<std::vector<float>>& r) {
@@ -231,14 +233,7 @@ TEST(Cascade, SwitchedOffAtGreedyIsAr) {
 }
 
 TEST(Cascade, BadSettingsAreClearErrors) {
-  auto err = [](MethodSettings m) {
-    try {
-      m.validate(64, 16);
-      return std::string();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-  };
+  auto err = [](const MethodSettings& m) { return validation_error(m, 64, 16); };
   MethodSettings m;
   m.method = Method::Sjd;
   m.acceptance = Acceptance::Cascade;

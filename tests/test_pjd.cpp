@@ -12,6 +12,7 @@
 #include "decode/pjd_state.h"
 #include "decode/run.h"
 #include "exact_distribution.h"
+#include "settings_error.h"
 #include "spec_fixture.h"
 #include "util/error.h"
 
@@ -22,6 +23,7 @@ using adtree::testing::chi_square;
 using adtree::testing::exact_joint;
 using adtree::testing::SpecFixture;
 using adtree::testing::tiny_config;
+using adtree::testing::validation_error;
 
 namespace {
 DecodeRequest pjd_request(double temperature, uint64_t seed, int64_t rows) {
@@ -299,14 +301,7 @@ TEST(Statistics, PjdStepsListTheirCellsAndReadBack) {
 }
 
 TEST(BadSettings, PjdSettingsAreClearErrors) {
-  auto err = [](MethodSettings m) {
-    try {
-      m.validate(64, 16);
-      return std::string();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-  };
+  auto err = [](const MethodSettings& m) { return validation_error(m, 64, 16); };
   MethodSettings m;
   m.method = Method::Pjd;
   EXPECT_EQ(err(m), "");

@@ -1,6 +1,8 @@
 // The method flags shared by generate and bench: every constant of SPEC_DECODING.md is a flag whose
 // default (shown in --help) comes from decode::MethodSettings.
+#include <algorithm>
 #include <sstream>
+#include <vector>
 
 #include "commands.h"
 #include "util/error.h"
@@ -8,6 +10,16 @@
 namespace adtree::cli {
 
 namespace {
+// The value of a flag that takes one of a few words; anything else is an error naming them.
+std::string one_of(const Args& a, const std::string& flag, const std::vector<std::string>& words) {
+  const auto v = a.str(flag);
+  if (std::find(words.begin(), words.end(), v) != words.end()) return v;
+  std::string list;
+  for (size_t i = 0; i < words.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
+  throw Error("--" + flag + " must be " + list + ", not '" + v + "'");
+}
+
 template <class T>
 std::string str(T v) {
   std::ostringstream os;
@@ -155,30 +167,21 @@ decode::MethodSettings method_from(const Args& a, const std::string& method) {
   t.adjacency = decode::adjacency_from_string(a.str("adt-adjacency"));
   t.budget_rule = decode::adt_budget_from_string(a.str("adt-budget"));
   m.verify = decode::verify_rule_from_string(a.str("verify"));
-  const auto relax = a.str("relax");
-  if (relax != "lossless" && relax != "lantern" && relax != "cascade")
-    throw Error("--relax must be lossless, lantern or cascade, not '" + relax + "'");
-  m.acceptance = decode::acceptance_from_string(relax);
+  m.acceptance =
+      decode::acceptance_from_string(one_of(a, "relax", {"lossless", "lantern", "cascade"}));
   m.cascade.tau_s = a.number("cascade-tau-s");
   m.cascade.tau_c = a.number("cascade-tau-c");
   m.cascade.kappa = a.number("cascade-kappa");
-  const auto scope = a.str("cascade-scope");
-  if (scope != "level" && scope != "siblings")
-    throw Error("--cascade-scope must be level or siblings, not '" + scope + "'");
-  m.cascade.siblings_only = scope == "siblings";
-  const auto lm = a.str("lantern-mode");
-  if (lm != "delta" && lm != "lambda") throw Error("--lantern-mode must be delta or lambda");
-  m.lantern.mode = lm == "delta" ? decode::LanternMode::Delta : decode::LanternMode::Lambda;
+  m.cascade.siblings_only = one_of(a, "cascade-scope", {"level", "siblings"}) == "siblings";
+  m.lantern.mode = one_of(a, "lantern-mode", {"delta", "lambda"}) == "delta"
+                       ? decode::LanternMode::Delta
+                       : decode::LanternMode::Lambda;
   m.lantern.k = a.integer("lantern-k");
   m.lantern.delta = a.number("lantern-delta");
   m.lantern.lambda = a.number("lantern-lambda");
   auto& j = m.jacobi;
   j.window = a.integer("window");
-  const auto init = a.str("jacobi-init");
-  if (init != "random" && init != "spatial") {
-    throw Error("--jacobi-init must be random or spatial, not '" + init + "'");
-  }
-  j.spatial_init = init == "spatial";
+  j.spatial_init = one_of(a, "jacobi-init", {"random", "spatial"}) == "spatial";
   j.paths = a.integer("paths");
   j.path_length = a.integer("path-length");
   j.pac_width = a.integer("pac-width");
@@ -198,14 +201,8 @@ decode::MethodSettings method_from(const Args& a, const std::string& method) {
   m.pjd.window = a.integer("pjd-window");
   m.pjd.row_offset = a.integer("pjd-row-offset");
   m.pjd.max_rows = a.integer("pjd-rows");
-  const auto mask = a.str("pjd-mask");
-  if (mask != "row-causal" && mask != "causal")
-    throw Error("--pjd-mask must be row-causal or causal, not '" + mask + "'");
-  m.pjd.row_mask = mask == "row-causal";
-  const auto pinit = a.str("pjd-init");
-  if (pinit != "spatial" && pinit != "random")
-    throw Error("--pjd-init must be spatial or random, not '" + pinit + "'");
-  m.pjd.spatial_init = pinit == "spatial";
+  m.pjd.row_mask = one_of(a, "pjd-mask", {"row-causal", "causal"}) == "row-causal";
+  m.pjd.spatial_init = one_of(a, "pjd-init", {"spatial", "random"}) == "spatial";
   j.start_margin = a.integer("jacobi-start-margin");
   j.stop_margin = a.integer("jacobi-stop-margin");
   return m;
