@@ -10,6 +10,7 @@
 
 #include "io/file_hash.h"
 #include "io/safetensors.h"
+#include "io/safetensors_shards.h"
 #include "model/model_dir.h"
 #include "model/random_model.h"
 #include "util/error.h"
@@ -123,6 +124,33 @@ TEST(ModelDir, HashNamesTheWeights) {
   m["description"] = "retrained";
   write_json(dir + "/model.json", m);
   EXPECT_NE(load_model_dir(dir).hash, h);
+}
+
+// Parts in shards load as one model, give the same logits, and count in the hash; a missing
+// shard is one of the listed problems.
+TEST(ModelDir, ShardedPartsLoadAsOneModel) {
+  auto dir = make_model("shards");
+  auto single = load_model_dir(dir);
+  auto cond = make_condition(*single.gpt, single.vocab, "a red cat", true);
+  auto cache = single.gpt->new_cache(2);
+  const auto want = single.gpt->prefill(cache, cond).logits;
+  for (const char* part : {"gpt", "drafter"}) {
+    const auto base = dir + "/" + part + ".safetensors";
+    adtree::io::write_safetensors_set(base, adtree::io::map_safetensors(base), 64 << 10);
+    ASSERT_FALSE(fs::exists(base)) << part << " was not sharded";
+  }
+  auto sharded = load_model_dir(dir);
+  ASSERT_TRUE(sharded.drafter);
+  auto cache2 = sharded.gpt->new_cache(2);
+  EXPECT_TRUE(at::equal(sharded.gpt->prefill(cache2, cond).logits, want));
+  if (adtree::io::have_sha256()) {
+    EXPECT_NE(sharded.hash, single.hash);  // other files, other bytes
+    EXPECT_EQ(load_model_dir(dir).hash, sharded.hash);
+  }
+  const auto files = adtree::io::safetensors_set_files(dir + "/gpt.safetensors");
+  ASSERT_GE(files.size(), 3u) << "the index and at least two shards";
+  fs::remove(files[2]);
+  EXPECT_NE(load_error(dir).find(files[2] + " is missing"), std::string::npos) << load_error(dir);
 }
 
 TEST(ModelDir, ListsEveryTensorMismatchInOneError) {

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "io/file_hash.h"
-#include "io/safetensors.h"
+#include "io/safetensors_shards.h"
 #include "util/error.h"
 
 namespace adtree::model {
@@ -32,11 +32,11 @@ at::ScalarType parse_dtype(const std::string& name) {
 }
 
 namespace {
-// Tensors of a file (views of its memory mapping: a converted 3 GB checkpoint is not copied), or
-// one problem line when the file is unreadable.
+// Tensors of a part's file or shards (views of their memory mapping: a converted 3 GB checkpoint
+// is not copied), or one problem line when they are unreadable.
 TensorMap read_all(const std::string& path, std::vector<std::string>& problems) {
   try {
-    return io::map_safetensors(path);
+    return io::map_safetensors_set(path);
   } catch (const Error& e) {
     problems.push_back(e.what());
     return {};
@@ -121,8 +121,9 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
       drafter_norm_eps = e.get<double>();
     }
   }
-  if (!m.drafter.is_null() || fs::exists(dpath)) {
-    if (!fs::exists(dpath)) {
+  const bool has_drafter = !io::safetensors_set_files(dpath).empty();
+  if (!m.drafter.is_null() || has_drafter) {
+    if (!has_drafter) {
       problems.push_back(mpath + ": a drafter is configured but drafter.safetensors is missing");
     } else {
       b.drafter_weights = read_all(dpath, problems);
@@ -138,7 +139,16 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
     throw Error(msg);
   }
   // The VQ's file counts even when this load skips it: it decides what the tokens look like.
-  b.hash = io::sha256_files_cached({mpath, gpath, vpath, dpath, tpath});
+  // A sharded part counts as its index and shards; a single file (or a missing drafter) as before,
+  // so the hash of a model that did not change stays the same.
+  std::vector<std::string> files{mpath};
+  for (const auto& part : {gpath, vpath, dpath}) {
+    auto set = io::safetensors_set_files(part);
+    if (set.empty()) set = {part};
+    files.insert(files.end(), set.begin(), set.end());
+  }
+  files.push_back(tpath);
+  b.hash = io::sha256_files_cached(files);
   b.gpt = std::make_shared<const Gpt>(g, gw, device, dtype);
   if (!b.drafter_weights.empty()) {
     b.drafter = std::make_shared<const Drafter>(*b.gpt, b.drafter_weights, /*inference=*/true,

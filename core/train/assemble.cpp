@@ -4,6 +4,7 @@
 
 #include "io/manifest.h"
 #include "io/safetensors.h"
+#include "io/safetensors_shards.h"
 #include "model/conditioning.h"
 #include "model/drafter.h"
 #include "model/gpt.h"
@@ -50,7 +51,9 @@ void write_weights(const std::string& src, const std::string& dst, at::ScalarTyp
     }
     t = t.to(dtype).contiguous();
   }
-  io::write_safetensors(dst, w, {{"format", "adtree"}, {"content", content}});
+  // Parts over 16 MiB go into shards: every file of a model can then travel to and from a GPU
+  // machine (docs/design/GPU.md).
+  io::write_safetensors_set(dst, w, io::kShardBytes, {{"format", "adtree"}, {"content", content}});
 }
 
 }  // namespace
