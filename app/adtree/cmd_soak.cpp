@@ -21,7 +21,7 @@ int cmd_soak(int argc, char** argv) {
       .option("every", "N", "record resident memory every N runs", "50")
       .option("warmup", "N", "runs before the memory baseline is taken", "100")
       .option("methods", "LIST", "comma-separated methods to cycle through",
-              "ar,static,dynamic,adt,sjd,pathspec")
+              "ar,static,dynamic,adt,sjd,pathspec,sjd-pac,pjd")
       .option("cancel-share", "X", "share of jobs cancelled at a random step", "0.1")
       .option("max-growth", "X", "fail if RSS grows by more than this share after warm-up", "0.05")
       .option("seed", "S", "seed of prompts, settings and cancellations", "0")

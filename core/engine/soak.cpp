@@ -64,7 +64,7 @@ std::string random_prompt(Rng& rng, const ModelInfo& info) {
 }
 
 // Settings that vary what the engine exercises: greedy and sampled, CFG on and off, top-k,
-// LANTERN on tree methods, ADT modes, small and large trees.
+// LANTERN or CASCADE on tree methods, ADT modes, small and large trees, PJD's row offsets.
 decode::DecodeRequest random_request(Rng& rng, decode::Method method, const ModelInfo& info,
                                      uint64_t seed) {
   using decode::Method;
@@ -78,9 +78,17 @@ decode::DecodeRequest random_request(Rng& rng, decode::Method method, const Mode
   const int64_t V = info.codebook_size;
   if (rng.uniform() < 0.25) r.sampling.top_k = std::max<int64_t>(1, std::min<int64_t>(50, V / 2));
   const bool tree = decode::is_tree(method);
-  if (tree && rng.uniform() < 0.3) {
+  const double relax = rng.uniform();
+  if (tree && relax < 0.3) {
     r.method.acceptance = decode::Acceptance::Lantern;
     r.method.lantern.k = std::min<int64_t>(r.method.lantern.k, V - 1);
+  } else if (tree && relax < 0.5) {
+    r.method.acceptance = decode::Acceptance::Cascade;
+    r.method.cascade.tau_s = 0.5;
+  }
+  if (method == Method::Pjd) {
+    r.method.pjd.row_offset = rng.uniform() < 0.5 ? 2 : 8;
+    if (rng.uniform() < 0.25) r.method.pjd.max_rows = 1;
   }
   if (method == Method::Static && rng.uniform() < 0.5) r.method.static_tree.preset = "eagle57";
   if (method == Method::Dynamic || method == Method::Adt)

@@ -19,7 +19,8 @@ struct SoakOptions {
   uint64_t seed = 0;           // choice of prompts, methods, settings and cancellations
   double cancel_share = 0.1;   // share of jobs cancelled at a random step
   double job_timeout_s = 120;  // a job that has not ended by then is a hang (the run fails)
-  std::vector<std::string> methods = {"ar", "static", "dynamic", "adt", "sjd", "pathspec"};
+  std::vector<std::string> methods = {"ar",  "static",   "dynamic", "adt",
+                                      "sjd", "pathspec", "sjd-pac", "pjd"};
 };
 
 struct SoakSample {
