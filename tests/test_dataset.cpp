@@ -366,6 +366,56 @@ TEST_F(DatasetTest, SaveLoadRoundTripAndSubsets) {
   EXPECT_EQ(Dataset::load(empty_path).size(), 0);
 }
 
+// A codes dataset keeps codes instead of pictures: it round-trips, subsets keep the codes, and a
+// set with both, neither, other dtypes, negative codes or no VQ fingerprint is refused.
+TEST_F(DatasetTest, CodesDatasetRoundTripsAndIsChecked) {
+  Dataset d = build(0.4, 3);
+  const int64_t n = d.size();
+  d.images = at::Tensor();
+  d.codes = at::arange(n * 16, at::TensorOptions().dtype(at::kShort)).view({n, 4, 4});
+  d.codes_vq = "12:3.5:7.25";
+  const std::string path = (dir_ / "codes.safetensors").string();
+  d.save(path);
+  const Dataset e = Dataset::load(path);
+  EXPECT_FALSE(e.has_images());
+  EXPECT_TRUE(e.codes.equal(d.codes));
+  EXPECT_EQ(e.codes_vq, d.codes_vq);
+  EXPECT_EQ(e.captions, d.captions);
+  adtree::io::SafetensorsReader r(path);
+  EXPECT_EQ(r.find("images"), nullptr);
+  EXPECT_EQ(r.find("codes")->dtype, adtree::io::DType::I16);
+  const auto rows = d.indices(Split::Validation);
+  ASSERT_FALSE(rows.empty());
+  EXPECT_TRUE(e.subset(Split::Validation).codes[0].equal(d.codes[rows[0]]));
+  const auto why = [](const Dataset& x) {
+    try {
+      x.validate("x");
+      return std::string();
+    } catch (const adtree::Error& err) {
+      return std::string(err.what());
+    }
+  };
+  auto both = d;
+  both.images = at::zeros({n, 8, 8, 3}, at::kByte);
+  EXPECT_NE(why(both).find("either images or codes"), std::string::npos);
+  auto wide = d;
+  wide.codes = d.codes.to(at::kInt);
+  EXPECT_NE(why(wide).find("codes must be int16"), std::string::npos);
+  auto negative = d;
+  negative.codes = d.codes.clone();
+  negative.codes[0][0][0] = -1;
+  EXPECT_NE(why(negative).find("must not be negative"), std::string::npos);
+  auto anonymous = d;
+  anonymous.codes_vq.clear();
+  EXPECT_NE(why(anonymous).find("fingerprint of the VQ"), std::string::npos);
+  try {
+    e.require_images("the VQ trainer");
+    ADD_FAILURE() << "a codes dataset passed for pictures";
+  } catch (const adtree::Error& err) {
+    EXPECT_NE(std::string(err.what()).find("the VQ trainer needs the pictures"), std::string::npos);
+  }
+}
+
 TEST_F(DatasetTest, LoadRejectsBadFilesWithClearMessages) {
   const auto p = [&](const std::string& name) { return (dir_ / name).string(); };
   const auto u8 = at::TensorOptions().dtype(at::kByte);

@@ -354,6 +354,53 @@ TEST(TrainGpt, LossFallsAndReportsHeldOutAndBaselines) {
   EXPECT_NE(log2.str().find("using cached VQ codes"), std::string::npos);
 }
 
+// A codes dataset (`adtree data codes`) trains the GPT and the draft head exactly as the pictures
+// do, at a fraction of the size; a VQ other than the one that made the codes, and the trainers
+// that need pictures, are clear errors.
+TEST(TrainGpt, CodesDatasetTrainsLikeThePictures) {
+  std::ostringstream log;
+  const auto d = tiny_dataset();
+  const auto vq = vq_run(d, &log);
+  const auto codes = tr::encode_dataset(d, tr::load_vq(vq), log);
+  EXPECT_FALSE(codes.has_images());
+  EXPECT_EQ(codes.codes.sizes(), (std::vector<int64_t>{d.size(), 4, 4}));  // 8 x 8, factor 2
+  EXPECT_EQ(codes.captions, d.captions);
+  EXPECT_EQ(codes.split, d.split);
+  const auto file = temp_dir("codes") + "/codes.safetensors";
+  codes.save(file);
+  const auto back = adtree::io::Dataset::load(file);
+  auto cfg = kGptConfig;
+  cfg["lr"] = 3e-3;
+  auto pictures = tr::train_gpt(d, vq, options(temp_dir("gpt_pictures"), 8, cfg, &log));
+  const auto out = temp_dir("gpt_codes");
+  auto from_codes = tr::train_gpt(back, vq, options(out, 8, cfg, &log));
+  EXPECT_EQ(from_codes.losses, pictures.losses);
+  EXPECT_EQ(tr::load_gpt_run(out).tokens.sizes(), (std::vector<int64_t>{d.size(), 16}));
+  auto head =
+      tr::train_drafter(back, out, options(temp_dir("drafter_codes"), 4, kDrafterConfig, &log));
+  EXPECT_TRUE(head.finished);
+  // Another VQ (a run with another seed) did not make these codes.
+  auto vcfg = kVqConfig;
+  const auto other = temp_dir("vq_other");
+  tr::train_vq(d, [&] {
+    auto o = options(other, 4, vcfg, &log);
+    o.seed = 9;
+    return o;
+  }());
+  EXPECT_NE(error_of([&] {
+              tr::train_gpt(back, other, options(temp_dir("g2"), 2, cfg, &log));
+            }).find("made with another VQ"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              tr::train_vq(back, options(temp_dir("v2"), 2, kVqConfig, &log));
+            }).find("needs the pictures"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { tr::encode_dataset(back, tr::load_vq(vq), log); })
+                .find("needs the "
+                      "pictures"),
+            std::string::npos);
+}
+
 TEST(TrainGpt, ResumeReproducesTheUninterruptedRun) {
   std::ostringstream log;
   const auto d = tiny_dataset();

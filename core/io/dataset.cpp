@@ -110,19 +110,40 @@ Dataset Dataset::select(const std::vector<int64_t>& rows) const {
     out.split.push_back(split[i]);
   }
   auto idx = at::tensor(rows, at::TensorOptions().dtype(at::kLong));
-  out.images = images.index_select(0, idx).contiguous();
+  if (images.defined()) out.images = images.index_select(0, idx).contiguous();
+  if (codes.defined()) out.codes = codes.index_select(0, idx).contiguous();
+  out.codes_vq = codes_vq;
   out.info = info;
   return out;
 }
 
+void Dataset::require_images(const std::string& who) const {
+  if (!images.defined())
+    throw Error(who +
+                " needs the pictures, and this is a codes dataset ('adtree data codes' "
+                "keeps only their VQ codes): give it the picture dataset");
+}
+
 void Dataset::validate(const std::string& where) const {
-  if (!images.defined()) fail(where, "it has no images tensor");
-  if (images.scalar_type() != at::kByte) fail(where, "images must be uint8");
-  const auto shape = images.sizes().vec();
-  if (shape.size() != 4 || shape[3] != 3 || shape[1] < 1 || shape[2] < 1) {
-    fail(where, "images have shape " + shape_text(shape) + ", expected [N, H, W, 3]");
+  if (images.defined() == codes.defined()) fail(where, "it needs either images or codes");
+  int64_t n = 0;
+  if (images.defined()) {
+    if (images.scalar_type() != at::kByte) fail(where, "images must be uint8");
+    const auto shape = images.sizes().vec();
+    if (shape.size() != 4 || shape[3] != 3 || shape[1] < 1 || shape[2] < 1) {
+      fail(where, "images have shape " + shape_text(shape) + ", expected [N, H, W, 3]");
+    }
+    n = shape[0];
+  } else {
+    if (codes.scalar_type() != at::kShort) fail(where, "codes must be int16");
+    const auto shape = codes.sizes().vec();
+    if (shape.size() != 3 || shape[1] < 1 || shape[2] < 1)
+      fail(where, "codes have shape " + shape_text(shape) + ", expected [N, h, w]");
+    if (codes.numel() > 0 && codes.min().item<int64_t>() < 0)
+      fail(where, "codes must not be negative");
+    if (codes_vq.empty()) fail(where, "codes need the fingerprint of the VQ that made them");
+    n = shape[0];
   }
-  const int64_t n = shape[0];
   const auto agree = [&](size_t got, const char* what) {
     if (static_cast<int64_t>(got) != n) {
       fail(where,
@@ -153,16 +174,19 @@ Dataset Dataset::load(const std::string& path) {
     fail(path, "format version " + m.at("version") + " is not supported (this build reads " +
                    kVersion + ")");
   }
-  const auto& img = tensor_info(path, r, "images", DType::U8, 4);
+  const bool coded = r.find("codes") != nullptr;
+  const auto& img = coded ? tensor_info(path, r, "codes", DType::I16, 3)
+                          : tensor_info(path, r, "images", DType::U8, 4);
   const auto& emo = tensor_info(path, r, "emoji", DType::I64, 1);
   const auto& spl = tensor_info(path, r, "split", DType::U8, 1);
-  if (img.shape[3] != 3) {
+  if (!coded && img.shape[3] != 3) {
     fail(path, "tensor 'images' has shape " + shape_text(img.shape) + ", expected [N, H, W, 3]");
   }
   for (const TensorInfo* t : {&emo, &spl}) {
     if (t->shape[0] != img.shape[0]) {
-      fail(path, "tensor 'images' holds " + std::to_string(img.shape[0]) + " images but '" +
-                     t->name + "' has " + std::to_string(t->shape[0]) + " entries");
+      fail(path, "tensor '" + img.name + "' holds " + std::to_string(img.shape[0]) +
+                     " pictures but '" + t->name + "' has " + std::to_string(t->shape[0]) +
+                     " entries");
     }
   }
 
@@ -170,7 +194,12 @@ Dataset Dataset::load(const std::string& path) {
   d.captions = string_array(path, "captions", meta(path, m, "captions"));
   d.style = string_array(path, "styles", meta(path, m, "styles"));
   d.info = parse_meta_json(path, "info", meta(path, m, "info"));
-  d.images = r.tensor("images");
+  if (coded) {
+    d.codes = r.tensor("codes");
+    d.codes_vq = meta(path, m, "codes_vq");
+  } else {
+    d.images = r.tensor("images");
+  }
   const auto emoji_t = r.tensor("emoji");
   d.emoji.assign(emoji_t.data_ptr<int64_t>(), emoji_t.data_ptr<int64_t>() + emoji_t.numel());
   const auto split_t = r.tensor("split");
@@ -196,7 +225,12 @@ void Dataset::save(const std::string& path) const {
                 "': a caption, style or info string is "
                 "not valid UTF-8.");
   }
-  write_safetensors(path, {{"images", images}, {"emoji", emoji_t}, {"split", split_t}}, metadata);
+  if (codes.defined()) metadata["codes_vq"] = codes_vq;
+  write_safetensors(path,
+                    {{codes.defined() ? "codes" : "images", codes.defined() ? codes : images},
+                     {"emoji", emoji_t},
+                     {"split", split_t}},
+                    metadata);
 }
 
 }  // namespace adtree::io

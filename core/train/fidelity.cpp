@@ -16,6 +16,7 @@ FidelityResult prompt_fidelity(const model::ModelBundle& m, const io::Dataset& d
                                const FidelityOptions& o, std::ostream* log) {
   const std::string what = "fidelity";
   if (!m.vq) throw Error(what + ": the model was loaded without its VQ");
+  data.require_images(what + " (nearest training pictures)");
   if (o.prompts <= 0) throw Error(what + ": the number of prompts must be positive");
   const auto& g = m.gpt->config();
   const int64_t f = m.vq->config().downsample_factor();

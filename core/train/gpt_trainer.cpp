@@ -78,8 +78,10 @@ std::string fingerprint(const model::TensorMap& w) {
   return os.str();
 }
 std::string fingerprint(const io::Dataset& d) {
+  // A picture dataset and its codes dataset are different inputs: their caches differ too.
+  const auto& t = d.has_images() ? d.images : d.codes;
   std::ostringstream os;
-  os << d.size() << ":" << d.images.sizes() << ":" << d.images.to(at::kLong).sum().item<int64_t>();
+  os << d.size() << ":" << t.sizes() << ":" << t.to(at::kLong).sum().item<int64_t>();
   for (size_t i = 0; i < d.captions.size(); i += 97) os << ":" << d.captions[i];
   return os.str();
 }
@@ -90,6 +92,18 @@ at::Tensor cached_tokens(const io::Dataset& data, const model::VqModel& vq, cons
                          std::ostream& log) {
   const auto path = run_file(out, "tokens.safetensors");
   const std::string vq_fp = fingerprint(vq.weights()), data_fp = fingerprint(data);
+  if (!data.has_images()) {
+    if (data.codes_vq != vq_fp)
+      throw Error(
+          "the dataset's codes were made with another VQ than this run's: encode the "
+          "pictures again with 'adtree data codes --vq' of this VQ");
+    auto tokens = data.codes.reshape({data.size(), -1}).to(at::kLong);
+    fs::create_directories(out);
+    io::write_safetensors(path, {{"tokens", data.codes.reshape({data.size(), -1})}},
+                          {{"format", "adtree-tokens"}, {"vq", vq_fp}, {"data", data_fp}});
+    log << "using the dataset's VQ codes" << std::endl;
+    return tokens;
+  }
   if (fs::exists(path)) {
     io::SafetensorsReader r(path);
     const auto& md = r.metadata();
@@ -108,6 +122,21 @@ at::Tensor cached_tokens(const io::Dataset& data, const model::VqModel& vq, cons
   io::write_safetensors(path, {{"tokens", tokens.to(at::kShort)}},
                         {{"format", "adtree-tokens"}, {"vq", vq_fp}, {"data", data_fp}});
   return tokens;
+}
+
+io::Dataset encode_dataset(const io::Dataset& data, const model::VqModel& vq, std::ostream& log) {
+  data.require_images("encoding the VQ codes");
+  log << "encoding " << data.size() << " pictures with the VQ" << std::endl;
+  std::vector<int64_t> rows(size_t(data.size()));
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = int64_t(i);
+  const int64_t f = vq.config().downsample_factor();
+  const int64_t h = data.images.size(1) / f, w = data.images.size(2) / f;
+  io::Dataset out = data.select(rows);
+  out.images = at::Tensor();
+  out.codes = encode_rows(vq, data, rows).view({data.size(), h, w}).to(at::kShort).contiguous();
+  out.codes_vq = fingerprint(vq.weights());
+  out.validate("the codes dataset");
+  return out;
 }
 
 model::Gpt::Output teacher_forced(const model::Gpt& gpt, const at::Tensor& tokens,
@@ -216,10 +245,16 @@ TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir,
 
   const auto vq = load_vq(vq_dir);
   const int64_t f = vq.config().downsample_factor();
-  require(data.images.size(1) == data.images.size(2), what, "the pictures must be square");
-  require(data.images.size(1) % f == 0, what,
-          "the picture size is not a multiple of the VQ's downsampling");
-  const int64_t grid = data.images.size(1) / f;
+  int64_t grid = 0;
+  if (data.has_images()) {
+    require(data.images.size(1) == data.images.size(2), what, "the pictures must be square");
+    require(data.images.size(1) % f == 0, what,
+            "the picture size is not a multiple of the VQ's downsampling");
+    grid = data.images.size(1) / f;
+  } else {
+    require(data.codes.size(1) == data.codes.size(2), what, "the code grids must be square");
+    grid = data.codes.size(1);
+  }
   fs::create_directories(opts.out);
   const auto tokens = cached_tokens(data, vq, opts.out, log);
 

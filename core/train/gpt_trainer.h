@@ -19,9 +19,14 @@ model::GptConfig gpt_model_config(const nlohmann::json& cfg, int64_t num_words, 
                                   int64_t grid);
 
 // VQ codes of every dataset row [N, h*w] (int64), encoded once and cached in
-// <out>/tokens.safetensors; the cache is reused only for the same VQ weights and pictures.
+// <out>/tokens.safetensors; the cache is reused only for the same VQ weights and pictures. A
+// codes dataset gives its own codes (written to the same file), if `vq` made them.
 at::Tensor cached_tokens(const io::Dataset& data, const model::VqModel& vq, const std::string& out,
                          std::ostream& log);
+
+// The codes dataset of `data` (`adtree data codes`): every picture's VQ codes [N, h, w] (int16) and
+// the fingerprint of `vq`, with the captions, emoji ids, styles, split and info; no pictures.
+io::Dataset encode_dataset(const io::Dataset& data, const model::VqModel& vq, std::ostream& log);
 
 // Trains on the train split with the VQ of `vq_dir` (a finished `train vq` run or a model
 // directory) and writes <out>/gpt.safetensors, text.json, tokens.safetensors and run.json.

@@ -168,6 +168,7 @@ TrainResult train_vq(const io::Dataset& data, const TrainOptions& opts) {
   require(beta >= 0, what, "commit_beta must not be negative");
   const int64_t f = vcfg.downsample_factor();
   data.validate(what);
+  data.require_images(what);
   require(data.images.size(1) % f == 0 && data.images.size(2) % f == 0, what,
           "the pictures (" + std::to_string(data.images.size(1)) + "x" +
               std::to_string(data.images.size(2)) +
