@@ -7,6 +7,7 @@
 
 #include "decode/coupling.h"
 #include "decode/proposer.h"
+#include "decode/step_buffers.h"
 #include "decode/step_recorder.h"
 #include "decode/verifier.h"
 #include "util/error.h"
@@ -66,10 +67,6 @@ struct LoopParts {
   }
 };
 
-at::Tensor long_tensor(const std::vector<int64_t>& v) {
-  return at::tensor(v, at::TensorOptions().dtype(at::kLong));
-}
-
 // The settings checked against each other and the model, before anything runs.
 MethodSettings checked_settings(const model::GptConfig& cfg, const model::Condition& cond,
                                 const DecodeRequest& request, const SpecOptions& opts) {
@@ -103,20 +100,20 @@ void describe_run(RunStats& stats, const model::GptConfig& cfg, const DecodeRequ
   stats.grids = CellGrids(cfg.grid_h, cfg.grid_w);
 }
 
-// One target forward over the root and every node under the ancestor mask; row i predicts image
-// cell `predicts[i]` = root + depth + 1.
+// One target forward over the root and every node under the ancestor mask, from the step's static
+// buffers (padded to the tree's bucket when asked); row i predicts image cell `predicts[i]` =
+// root + depth + 1. The padding rows are cut off the output.
 model::Gpt::Output forward_tree(const model::Gpt& target, model::KvCache& cache,
-                                const DraftTree& tree, int64_t root, int64_t batch,
+                                StepBuffers& buffers, const DraftTree& tree, int64_t root,
                                 std::vector<int64_t>& predicts) {
-  std::vector<int64_t> pos, tok;
-  for (const auto& nd : tree.nodes) {
-    pos.push_back(target.config().cond_tokens() + root + nd.depth);
-    tok.push_back(nd.token);
-    predicts.push_back(root + nd.depth + 1);
+  for (const auto& nd : tree.nodes) predicts.push_back(root + nd.depth + 1);
+  const auto in = buffers.fill(tree, target.config().cond_tokens() + root);
+  auto out = target.forward(target.embed_tokens(in.tokens), in.positions, &cache, in.mask);
+  if (out.logits.size(1) > in.real) {
+    out.logits = out.logits.narrow(1, 0, in.real);
+    out.hidden = out.hidden.narrow(1, 0, in.real);
   }
-  auto tokens = long_tensor(tok).unsqueeze(0).expand({batch, tree.size()});
-  return target.forward(target.embed_tokens(tokens), long_tensor(pos), &cache,
-                        tree.ancestor_mask());
+  return out;
 }
 
 // The tokens a verified step commits (the accepted path, then the bonus) and, for each, the node
@@ -146,7 +143,9 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
   describe_run(res.stats, cfg, request, parts, opts.lantern != nullptr);
   StepRecorder recorder(res.stats, request.trace, on_step);
   auto& tokens = res.tokens;
-  auto cache = target.new_cache(batch, proposer.max_nodes() + 2);  // root + the largest tree
+  StepBuffers buffers(target.device(), batch, opts.pad_to_buckets);
+  // Root + the largest tree, padded to its bucket.
+  auto cache = target.new_cache(batch, buffers.rows_for(proposer.max_nodes() + 1) + 1);
 
   // Step 0: the prefill; its token (coupled AR's first token) is the first root.
   auto t0 = Clock::now();
@@ -172,7 +171,7 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
 
     t0 = Clock::now();
     std::vector<int64_t> predicts;
-    auto out = forward_tree(target, cache, tree, n, batch, predicts);
+    auto out = forward_tree(target, cache, buffers, tree, n, predicts);
     rec.t_verify_ms = ms_since(t0);
     rec.target_forwards = 1;
 

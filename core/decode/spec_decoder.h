@@ -21,6 +21,9 @@ struct SpecOptions {
   const LanternRule* lantern = nullptr;       // relaxed acceptance when set
   int64_t max_tokens = -1;       // stop after this many tokens (tests); -1 = the whole grid
   Verifier* verifier = nullptr;  // replaces the rule's verifier (tests of the rule itself)
+  // Pad every verification to its tree-size bucket (step_buffers.h): what CUDA graphs need; the
+  // same tokens either way.
+  bool pad_to_buckets = false;
 };
 
 // `cond` as for generate_ar. The method must be "static", "dynamic" or "adt".

@@ -1,0 +1,41 @@
+#include "decode/step_buffers.h"
+
+namespace adtree::decode {
+
+int64_t StepBuffers::bucket(int64_t nodes) {
+  for (int64_t b : {1, 8, 16, 32, 64}) {
+    if (nodes <= b) return b;
+  }
+  return (nodes + 63) / 64 * 64;
+}
+
+StepBuffers::Inputs StepBuffers::fill(const DraftTree& tree, int64_t first_position) {
+  const int64_t n = tree.size(), rows = rows_for(n);
+  auto it = by_rows_.find(rows);
+  if (it == by_rows_.end()) {
+    const auto opts = at::TensorOptions().device(device_);
+    it = by_rows_
+             .emplace(rows, Buffers{at::empty({batch_, rows}, opts.dtype(at::kLong)),
+                                    at::empty({rows}, opts.dtype(at::kLong)),
+                                    at::empty({rows, rows}, opts.dtype(at::kBool))})
+             .first;
+  }
+  // Built on the host, then copied into the device buffers: their storage never changes.
+  auto tok = at::zeros({rows}, at::kLong), pos = at::full({rows}, first_position, at::kLong);
+  auto mask = at::zeros({rows, rows}, at::kBool);
+  auto t = tok.accessor<int64_t, 1>(), p = pos.accessor<int64_t, 1>();
+  auto m = mask.accessor<bool, 2>();
+  for (int64_t i = 0; i < n; ++i) {
+    t[i] = tree.nodes[size_t(i)].token;
+    p[i] = first_position + tree.nodes[size_t(i)].depth;
+    for (int64_t a = i; a >= 0; a = tree.nodes[size_t(a)].parent) m[i][a] = true;
+  }
+  for (int64_t i = n; i < rows; ++i) m[i][i] = true;
+  auto& b = it->second;
+  b.tokens.copy_(tok.unsqueeze(0).expand({batch_, rows}));
+  b.positions.copy_(pos);
+  b.mask.copy_(mask);
+  return Inputs{b.tokens, b.positions, b.mask, n};
+}
+
+}  // namespace adtree::decode
