@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The one GPU run (docs/design/GPU.md), in one call and within 8 minutes:
+#   1. configure and build core + CLI against the CUDA libtorch of the machine's python, with the
+#      header-only dependencies that tools/gpu-deps.sh carried into third_party/;
+#   2. identity on the device: every lossless method commits AR's tokens, greedy and coupled
+#      (`--verify coupled`) at T = 1, in fp32 and bf16 (a mismatch is reported, not hidden: bf16 rounds differently for
+#      a tree of many tokens than for one);
+#   3. the bench: the forward cost curve (one token against 8 / 16 / 32 / 64-node blocks) and every
+#      method on the shipped model, and the cost curve of a LlamaGen-XL-shaped random model;
+#   4. a short table last; every result as JSON under OUTDIR.
+# CUDA graphs are not built yet, so the cost curve is eager only.
+# Usage: bench/gpu/run.sh OUTDIR                          on the GPU machine
+#        DEVICE=cpu BIG=tiny bench/gpu/run.sh OUTDIR      the CPU rehearsal (Debian's libtorch)
+set -euo pipefail
+OUT=${1:?usage: bench/gpu/run.sh OUTDIR}
+DEVICE=${DEVICE:-cuda}
+BIG=${BIG:-XL}
+JOBS=${JOBS:-$(nproc)}
+BUILD=${BUILD:-build/gpu}
+cd "$(dirname "$0")/../.."
+mkdir -p "$OUT"
+t0=$SECONDS
+step() { echo "== $* ($((SECONDS - t0)) s)" | tee -a "$OUT/run.log"; }
+
+step configure
+args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DADTREE_GUI=OFF -DADTREE_TESTS=OFF)
+if [[ $DEVICE == cuda* ]]; then
+  args+=(-DADTREE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
+    "-DCMAKE_PREFIX_PATH=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')")
+fi
+nl=third_party/nlohmann_json/usr/share/cmake/nlohmann_json
+[[ -d $nl ]] && args+=("-Dnlohmann_json_DIR=$PWD/$nl")
+cmake -S . -B "$BUILD" "${args[@]}" >"$OUT/configure.log" 2>&1 || {
+  tail -20 "$OUT/configure.log"
+  exit 1
+}
+step "build ($JOBS jobs)"
+cmake --build "$BUILD" -j "$JOBS" --target adtree >"$OUT/build.log" 2>&1 || {
+  tail -30 "$OUT/build.log"
+  exit 1
+}
+B=$BUILD/bin/adtree
+MODEL=resources/models/emoji
+
+step "identity on $DEVICE"
+gen() {  # NAME ARGS...: one generation's statistics (with tokens) into OUT/id/NAME.json
+  local name=$1
+  shift
+  "$B" generate --model "$MODEL" --device "$DEVICE" --prompt "red apple noto" --seed 1 \
+    --out "$OUT/id/$name.png" --stats "$OUT/id/$name.json" --quiet "$@"
+}
+mkdir -p "$OUT/id"
+for dtype in fp32 bf16; do
+  for t in 0 1; do
+    gen "ar-$dtype-t$t" --dtype "$dtype" --temperature "$t" --method ar
+    for m in static dynamic adt sjd pathspec sjd-pac "pjd --pjd-rows 1"; do
+      # shellcheck disable=SC2086
+      gen "${m%% *}-$dtype-t$t" --dtype "$dtype" --temperature "$t" --verify coupled --method $m
+    done
+  done
+done
+
+step "bench, shipped model"
+"$B" bench --model "$MODEL" --device "$DEVICE" --dtype bf16 --seeds 1 --reps 5 \
+  --method ar,static,dynamic,adt,sjd,sjd-pac,pjd --blocks 1,8,16,32,64 \
+  --json "$OUT/bench-emoji.json" >"$OUT/bench-emoji.txt" 2>&1
+step "bench, $BIG-shaped random model (cost)"
+"$B" bench --config "$BIG" --device "$DEVICE" --dtype bf16 --seeds 1 --prompts a --reps 5 \
+  --method ar --blocks 1,8,16,32,64 --json "$OUT/bench-$BIG.json" >"$OUT/bench-$BIG.txt" 2>&1
+
+step table
+python3 bench/gpu/table.py "$OUT" "$BIG" | tee "$OUT/table.md"
+echo "total $((SECONDS - t0)) s" | tee -a "$OUT/run.log"
