@@ -106,7 +106,10 @@ KvCache Gpt::new_cache(int64_t batch, int64_t extra) const {
 }
 
 at::Tensor Gpt::embed_tokens(const at::Tensor& tokens) const {
-  return tok_emb_.index_select(0, tokens.reshape(-1)).view({tokens.size(0), tokens.size(1), -1});
+  // Token ids built on the host (draft sources, PJD) go to the table's device: a CUDA
+  // index_select does not take a host index.
+  const auto ids = tokens.to(tok_emb_.device()).reshape(-1);
+  return tok_emb_.index_select(0, ids).view({tokens.size(0), tokens.size(1), -1});
 }
 
 at::Tensor Gpt::caption_from_words(const at::Tensor& word_ids) const {

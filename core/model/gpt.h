@@ -76,7 +76,7 @@ class Gpt {
   // scratch for a verification block beyond the last image token.
   KvCache new_cache(int64_t batch, int64_t extra = 64) const;
 
-  // [B, q] token ids -> [B, q, dim].
+  // [B, q] token ids (on any device) -> [B, q, dim] on the model's device.
   at::Tensor embed_tokens(const at::Tensor& tokens) const;
   // Condition -> [B, C, dim] condition embeddings (cap_proj for captions).
   at::Tensor embed_condition(const Condition& cond) const;
