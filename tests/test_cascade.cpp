@@ -69,8 +69,10 @@ TEST(Cascade, GateIsKlFromPToTheSoftmaxOfUnitLogits) {
   at::manual_seed(3);
   auto z = at::randn({3, 7}) * 3;
   auto p = at::softmax(z, -1);
-  p[1][2] = 0;  // a zero entry adds nothing
-  auto g = cascade_gate(p, z);
+  p[1][2] = 0;                       // a zero entry adds nothing
+  const auto tree = fan({1, 2}, 7);  // three nodes: one gate per row
+  CascadeRule rule(CascadeSettings{});
+  rule.begin(tree, z, p);
   for (int64_t r = 0; r < 3; ++r) {
     double norm = 0, lse = 0, kl = 0;
     for (int64_t i = 0; i < 7; ++i) norm += std::pow(z[r][i].item<double>(), 2);
@@ -80,7 +82,7 @@ TEST(Cascade, GateIsKlFromPToTheSoftmaxOfUnitLogits) {
       const double pi = p[r][i].item<double>();
       if (pi > 0) kl += pi * (std::log(pi) - (z[r][i].item<double>() / norm - std::log(lse)));
     }
-    EXPECT_NEAR(g[r].item<double>(), kl, 1e-6) << "row " << r;
+    EXPECT_NEAR(rule.gate(r), kl, 1e-6) << "row " << r;
   }
 }
 

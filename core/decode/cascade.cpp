@@ -8,15 +8,6 @@
 
 namespace adtree::decode {
 
-at::Tensor cascade_gate(const at::Tensor& p, const at::Tensor& z) {
-  auto zf = z.to(at::kDouble), pf = p.to(at::kDouble);
-  auto unit = zf / zf.norm(2, -1, true).clamp_min(1e-12);
-  auto log_s = at::log_softmax(unit, -1);
-  // 0 log 0 = 0: tokens outside the target's support add nothing.
-  auto terms = at::where(pf > 0, pf * (pf.clamp_min(1e-300).log() - log_s), at::zeros_like(pf));
-  return terms.sum(-1);
-}
-
 namespace {
 // Node groups whose draft-head rows are compared: one per level, or per parent.
 std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> groups(const DraftTree& tree,
@@ -41,7 +32,8 @@ double cosine(const float* a, const float* b, int64_t n) {
   const double d = std::sqrt(dot(a, a, n) * dot(b, b, n));
   return d > 1e-24 ? dot(a, b, n) / d : 0.0;
 }
-// KL(p || softmax(z / |z|)) of one row: cascade_gate's arithmetic on raw rows.
+// The convergence gate of one row: KL(p || softmax(z / |z|_2)), close to log V - H(p) since the
+// normalised logits' softmax is nearly uniform.
 double gate_row(const float* p, const float* z, int64_t n) {
   const double norm = std::max(std::sqrt(dot(z, z, n)), 1e-12);
   double mx = -1e300, lse = 0, kl = 0;

@@ -31,7 +31,8 @@ class CascadeRule {
 
   // The parts of bonus(), for tests and the inspector.
   double convergence(int64_t node) const { return conv_[size_t(node)]; }  // cos(z_parent, z_v)
-  double gate(int64_t node) const { return gate_[size_t(node)]; }         // KL gate at node u
+  // The gate at node u: KL(p_u || softmax(z_u / |z_u|)), computed while tau_c <= 1.
+  double gate(int64_t node) const { return gate_[size_t(node)]; }
   const std::vector<int64_t>& interchangeable(int64_t node) const { return same_[size_t(node)]; }
 
  private:
@@ -40,9 +41,5 @@ class CascadeRule {
   std::vector<double> conv_, gate_;
   std::vector<std::vector<int64_t>> same_;  // per node: nodes with a distinct token, cos > tau_s
 };
-
-// KL(p || softmax(z / |z|_2)) per row of p, z [n, V]: the entropy gate of CASCADE's convergence
-// test (close to log V - H(p), since the normalised logits' softmax is nearly uniform).
-at::Tensor cascade_gate(const at::Tensor& p, const at::Tensor& z);
 
 }  // namespace adtree::decode

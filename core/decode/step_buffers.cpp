@@ -22,15 +22,15 @@ StepBuffers::Inputs StepBuffers::fill(const DraftTree& tree, int64_t first_posit
   }
   // Built on the host, then copied into the device buffers: their storage never changes.
   auto tok = at::zeros({rows}, at::kLong), pos = at::full({rows}, first_position, at::kLong);
+  // The tree's ancestor mask in the top-left block; padding nodes see only themselves.
   auto mask = at::zeros({rows, rows}, at::kBool);
+  mask.narrow(0, 0, n).narrow(1, 0, n).copy_(tree.ancestor_mask());
+  if (rows > n) mask.narrow(0, n, rows - n).narrow(1, n, rows - n).fill_diagonal_(true);
   auto t = tok.accessor<int64_t, 1>(), p = pos.accessor<int64_t, 1>();
-  auto m = mask.accessor<bool, 2>();
   for (int64_t i = 0; i < n; ++i) {
     t[i] = tree.nodes[size_t(i)].token;
     p[i] = first_position + tree.nodes[size_t(i)].depth;
-    for (int64_t a = i; a >= 0; a = tree.nodes[size_t(a)].parent) m[i][a] = true;
   }
-  for (int64_t i = n; i < rows; ++i) m[i][i] = true;
   auto& b = it->second;
   b.tokens.copy_(tok.unsqueeze(0).expand({batch_, rows}));
   b.positions.copy_(pos);
