@@ -2,6 +2,7 @@
 
 #include <c10/core/InferenceMode.h>
 
+#include "model/lean_layer.h"
 #include "model/small_gemm.h"
 #include "util/error.h"
 
@@ -66,7 +67,11 @@ Drafter::Output Drafter::forward(KvCache* cache, const at::Tensor& feats, const 
   // training.
   auto h =
       inference_ ? inference_linear(x.contiguous(), fc_w_, fc_b_) : at::linear(x, fc_w_, fc_b_);
-  h = run_layer(layer_, cfg.n_head, norm_eps_, h, plan, cache, 0, inference_);
+  if (inference_ && lean_applies(layer_, h, cache)) {
+    lean_run_layer(layer_, cfg.n_head, norm_eps_, h, plan, cache, 0);  // h is fresh: in place
+  } else {
+    h = run_layer(layer_, cfg.n_head, norm_eps_, h, plan, cache, 0, inference_);
+  }
   if (cache) cache->pending = plan.start - cache->len + q;
   Output out;
   out.hidden = h;

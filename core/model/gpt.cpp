@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "model/lean_layer.h"
 #include "model/small_gemm.h"
 #include "util/error.h"
 
@@ -292,12 +293,23 @@ Gpt::Output Gpt::forward(const at::Tensor& x_in, const at::Tensor& pos, KvCache*
   if (pos.numel() != q) throw Error("forward: need one position per block token");
   const auto plan = plan_block(rope_, cache, B, pos, block_mask, block_key_valid);
   auto h = x_in.to(device_, dtype_);
-  for (int64_t l = 0; l < cfg_.n_layer; ++l) {
-    h = run_layer(layers_[size_t(l)], cfg_.n_head, cfg_.norm_eps, h, plan, cache, l, inference_);
+  Output out;
+  if (inference_ && lean_applies(layers_.front(), h, cache)) {
+    // One copy of the input, then every layer in place (the caller keeps x_in).
+    h = h.clone(at::MemoryFormat::Contiguous);
+    for (int64_t l = 0; l < cfg_.n_layer; ++l) {
+      lean_run_layer(layers_[size_t(l)], cfg_.n_head, cfg_.norm_eps, h, plan, cache, l);
+    }
+    out.hidden = at::empty_like(h);
+    lean_rms_norm(h.data_ptr<float>(), norm_.data_ptr<float>(), B * q, cfg_.dim, cfg_.norm_eps,
+                  out.hidden.data_ptr<float>());
+  } else {
+    for (int64_t l = 0; l < cfg_.n_layer; ++l) {
+      h = run_layer(layers_[size_t(l)], cfg_.n_head, cfg_.norm_eps, h, plan, cache, l, inference_);
+    }
+    out.hidden = rms_norm(h, norm_, cfg_.norm_eps);
   }
   if (cache) cache->pending = plan.start - cache->len + q;
-  Output out;
-  out.hidden = rms_norm(h, norm_, cfg_.norm_eps);
   auto head_in = logits_last > 0 && logits_last < q
                      ? out.hidden.narrow(1, q - logits_last, logits_last)
                      : out.hidden;

@@ -97,9 +97,12 @@ at::Tensor small_gemm(const at::Tensor& x, const at::Tensor& w) {
   auto sizes = x.sizes().vec();
   sizes.back() = n_out;
   auto y = at::empty(sizes, x.options());
-  const float* wp = w.data_ptr<float>();
-  const float* xp = x.data_ptr<float>();
-  float* yp = y.data_ptr<float>();
+  small_gemm_rows(x.data_ptr<float>(), rows, in, w.data_ptr<float>(), n_out, y.data_ptr<float>());
+  return y;
+}
+
+void small_gemm_rows(const float* xp, int64_t rows, int64_t in, const float* wp, int64_t n_out,
+                     float* yp) {
   // Input rows in groups (8 with AVX2, 4 without); output rows split across the intra-op threads,
   // so each weight row is read by one thread per group.
   const int64_t group = have_avx2() ? 8 : 4;
@@ -110,7 +113,6 @@ at::Tensor small_gemm(const at::Tensor& x, const at::Tensor& w) {
     float* yr = yp + r0 * n_out;
     at::parallel_for(0, n_out, 64, [&](int64_t b, int64_t e) { k(wp, n_out, in, xr, yr, b, e); });
   }
-  return y;
 }
 
 at::Tensor inference_linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {

@@ -1,0 +1,138 @@
+// The lean CPU path (model/lean_layer.h) against the libtorch reference path: logits and features
+// within 1e-5 relative for every kind of block the engine runs (prefill with caption padding, one
+// token, a tree block with scratch rows, no cache), for the target and the draft head, on a head
+// width the AVX2 attention takes (64) and one it leaves to the portable loops (32); and the same
+// tokens from whole greedy and sampled generations.
+#include <gtest/gtest.h>
+
+#include "model/lean_layer.h"
+#include "spec_fixture.h"
+
+using namespace adtree;
+using namespace adtree::model;
+using adtree::testing::SpecFixture;
+
+namespace {
+struct LeanSwitch {  // restores the process switch whatever a test does
+  bool was = lean_enabled();
+  ~LeanSwitch() { set_lean_enabled(was); }
+};
+
+double rel_err(const at::Tensor& got, const at::Tensor& want) {
+  const double scale = want.abs().max().item<double>();
+  return (got - want).abs().max().item<double>() / std::max(scale, 1e-12);
+}
+
+GptConfig wide_heads() {  // head_dim 64, as LlamaGen and the shipped model
+  auto c = GptConfig::preset("micro");
+  c.dim = 128, c.n_head = 2, c.vocab_size = 64, c.grid_h = c.grid_w = 8;
+  c.validate();
+  return c;
+}
+
+// Every block kind through a fresh cache, collecting (logits, hidden) of each forward.
+std::vector<at::Tensor> run_blocks(const SpecFixture& f) {
+  const Gpt& g = *f.target;
+  auto cache = g.new_cache(2, 16);
+  auto cond = f.cond({1, 5}, true);  // two words of four slots: padded condition keys
+  std::vector<at::Tensor> outs;
+  auto keep = [&](const Gpt::Output& o) {
+    outs.push_back(o.logits.clone());
+    outs.push_back(o.hidden.clone());
+  };
+  keep(g.prefill(cache, cond));
+  auto tok = at::randint(g.config().vocab_size, {2, 3}, at::kLong);
+  keep(g.forward_tokens(cache, tok.narrow(1, 0, 1), 0));
+  cache.commit();
+  keep(g.forward_tokens(cache, tok.narrow(1, 1, 2), 1));  // a causal two-token block
+  cache.commit();
+  // A tree block after two scratch rows: node i sees the scratch row 0 and its ancestors.
+  const int64_t C = g.config().cond_tokens(), first = C + 3;
+  auto scratch = g.embed_tokens(at::randint(g.config().vocab_size, {2, 2}, at::kLong));
+  g.forward(scratch, at::arange(first, first + 2, at::kLong), &cache);
+  auto mask = at::zeros({4, 6}, at::kBool);
+  mask.select(1, 0).fill_(true);
+  for (int64_t i = 0; i < 4; ++i) mask[i][2 + i] = true;
+  mask[2][3] = mask[3][4] = mask[3][3] = true;  // 2 under 1, 3 under 2
+  auto tree = g.embed_tokens(at::randint(g.config().vocab_size, {2, 4}, at::kLong));
+  auto pos = at::tensor(std::vector<int64_t>{first, first + 1, first + 1, first + 2});
+  keep(g.forward(tree, pos, &cache, mask, {}, 2));
+  // The draft head on the committed features, then on its own cache's block.
+  auto hcache = f.head->new_cache(2, 8);
+  auto feats = at::randn({2, 3, g.config().dim});
+  auto hout = f.head->forward(&hcache, feats, tok, at::arange(C, C + 3, at::kLong));
+  outs.push_back(hout.logits.clone());
+  outs.push_back(hout.hidden.clone());
+  // No cache at all: the block attends within itself.
+  keep(g.forward(tree, pos, nullptr));
+  return outs;
+}
+}  // namespace
+
+TEST(LeanLayer, MatchesTheReferencePathOnEveryBlockKind) {
+  LeanSwitch restore;
+  for (const auto& cfg : {GptConfig::preset("micro"), wide_heads()}) {
+    SpecFixture f(cfg, 3, 0.5);
+    at::manual_seed(11);
+    set_lean_enabled(false);
+    const auto want = run_blocks(f);
+    at::manual_seed(11);
+    set_lean_enabled(true);
+    const auto got = run_blocks(f);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i].sizes(), want[i].sizes()) << "output " << i;
+      EXPECT_LT(rel_err(got[i], want[i]), 1e-5) << "output " << i << " head_dim "
+                                                << cfg.head_dim();
+    }
+  }
+}
+
+TEST(LeanLayer, RmsNormMatchesTheFormula) {
+  auto x = at::randn({3, 40});
+  auto w = at::randn({40});
+  auto y = at::empty_like(x);
+  lean_rms_norm(x.data_ptr<float>(), w.data_ptr<float>(), 3, 40, 1e-5, y.data_ptr<float>());
+  auto want = x.to(at::kDouble) * at::rsqrt(x.to(at::kDouble).pow(2).mean(-1, true) + 1e-5) *
+              w.to(at::kDouble);
+  EXPECT_LT(rel_err(y.to(at::kDouble), want), 1e-6);
+}
+
+TEST(LeanLayer, WholeGenerationsCommitTheSameTokens) {
+  LeanSwitch restore;
+  SpecFixture f(wide_heads(), 5, 0.5);
+  auto c = f.cond({2, 7}, true);
+  for (const char* method : {"ar", "adt", "static", "sjd"}) {
+    for (double temperature : {0.0, 1.0}) {
+      decode::DecodeRequest r;
+      r.method.method = decode::method_from_string(method);
+      r.sampling.temperature = temperature;
+      r.seed = 9;
+      auto run = [&](bool lean) {
+        set_lean_enabled(lean);
+        decode::SpecOptions o;
+        if (r.method.method == decode::Method::Ar) return decode::generate_ar(*f.target, c, r.sampling, r.seed);
+        if (decode::is_jacobi(r.method.method)) return decode::generate_jacobi(*f.target, c, r, o);
+        auto src = decode::make_eagle_source(*f.head, *f.target, 2);
+        return decode::generate_speculative(*f.target, *src, c, r, o);
+      };
+      const auto ref = run(false), lean = run(true);
+      EXPECT_EQ(lean.tokens, ref.tokens) << method << " T " << temperature;
+    }
+  }
+}
+
+TEST(LeanLayer, TheSwitchTurnsThePathOff) {
+  LeanSwitch restore;
+  SpecFixture f(wide_heads());
+  auto x = at::randn({2, 1, 128});
+  set_lean_enabled(false);
+  EXPECT_FALSE(lean_applies(make_layer(f.target->weights(), "layers.0.", 128, 64, true), x, nullptr));
+  set_lean_enabled(true);
+  EXPECT_TRUE(lean_applies(make_layer(f.target->weights(), "layers.0.", 128, 64, true), x, nullptr));
+  // The trainer's layers (no fused w13, no prescaled q) always take the reference path.
+  EXPECT_FALSE(
+      lean_applies(make_layer(f.target->weights(), "layers.0.", 128, 64, false), x, nullptr));
+  EXPECT_FALSE(lean_applies(make_layer(f.target->weights(), "layers.0.", 128, 64, true),
+                            x.to(at::kDouble), nullptr));
+}
