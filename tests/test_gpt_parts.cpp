@@ -7,6 +7,7 @@
 
 #include "model/drafter.h"
 #include "model/gpt.h"
+#include "model/packed_gemm.h"
 #include "model/params.h"
 #include "model/rope2d.h"
 #include "model/small_gemm.h"
@@ -145,6 +146,35 @@ TEST(InferenceLinear, SmallRowKernelMatchesBlas) {
       }
     }
   }
+}
+
+// The packed kernel of the lean path against double-precision math: every row count up to and
+// past its limit (the six-row tiles and each remainder), output counts that end inside a panel,
+// input widths that are not multiples of 8, with and without a bias; and what it refuses.
+TEST(PackedGemm, MatchesDoublePrecisionForEveryTile) {
+  using namespace adtree::model;
+  at::manual_seed(4);
+  for (int64_t out : {5, 16, 37, 300}) {
+    for (int64_t in : {13, 64, 192}) {
+      const auto w = at::randn({out, in});
+      const auto b = at::randn({out});
+      const auto pw = pack_weight(w);
+      ASSERT_TRUE(pw.defined());
+      for (int64_t rows : {1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 18, 64, 70}) {
+        const auto x = at::randn({rows, in});
+        const auto want = at::linear(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble));
+        const double scale = want.abs().max().item<double>();
+        const auto got = packed_linear(x, pw, b).to(at::kDouble);
+        EXPECT_LT((got - want).abs().max().item<double>(), 1e-5 * scale)
+            << "out " << out << " in " << in << " rows " << rows;
+        const auto nb = packed_linear(x.view({1, rows, in}), pw).view({rows, out});
+        EXPECT_LT((nb.to(at::kDouble) - (want - b.to(at::kDouble))).abs().max().item<double>(),
+                  1e-5 * scale);
+      }
+    }
+  }
+  EXPECT_FALSE(pack_weight(at::randn({4, 4}, at::kDouble)).defined()) << "fp32 only";
+  EXPECT_THROW(packed_linear(at::randn({2, 5}), pack_weight(at::randn({3, 4}))), std::exception);
 }
 
 // The draft head infers through the small-row kernel and trains through BLAS: the same logits.

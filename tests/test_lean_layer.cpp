@@ -82,8 +82,7 @@ TEST(LeanLayer, MatchesTheReferencePathOnEveryBlockKind) {
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) {
       ASSERT_EQ(got[i].sizes(), want[i].sizes()) << "output " << i;
-      EXPECT_LT(rel_err(got[i], want[i]), 1e-5) << "output " << i << " head_dim "
-                                                << cfg.head_dim();
+      EXPECT_LT(rel_err(got[i], want[i]), 1e-5) << "output " << i << " head_dim " << cfg.head_dim();
     }
   }
 }
@@ -111,7 +110,8 @@ TEST(LeanLayer, WholeGenerationsCommitTheSameTokens) {
       auto run = [&](bool lean) {
         set_lean_enabled(lean);
         decode::SpecOptions o;
-        if (r.method.method == decode::Method::Ar) return decode::generate_ar(*f.target, c, r.sampling, r.seed);
+        if (r.method.method == decode::Method::Ar)
+          return decode::generate_ar(*f.target, c, r.sampling, r.seed);
         if (decode::is_jacobi(r.method.method)) return decode::generate_jacobi(*f.target, c, r, o);
         auto src = decode::make_eagle_source(*f.head, *f.target, 2);
         return decode::generate_speculative(*f.target, *src, c, r, o);
@@ -127,9 +127,11 @@ TEST(LeanLayer, TheSwitchTurnsThePathOff) {
   SpecFixture f(wide_heads());
   auto x = at::randn({2, 1, 128});
   set_lean_enabled(false);
-  EXPECT_FALSE(lean_applies(make_layer(f.target->weights(), "layers.0.", 128, 64, true), x, nullptr));
+  EXPECT_FALSE(
+      lean_applies(make_layer(f.target->weights(), "layers.0.", 128, 64, true), x, nullptr));
   set_lean_enabled(true);
-  EXPECT_TRUE(lean_applies(make_layer(f.target->weights(), "layers.0.", 128, 64, true), x, nullptr));
+  EXPECT_TRUE(
+      lean_applies(make_layer(f.target->weights(), "layers.0.", 128, 64, true), x, nullptr));
   // The trainer's layers (no fused w13, no prescaled q) always take the reference path.
   EXPECT_FALSE(
       lean_applies(make_layer(f.target->weights(), "layers.0.", 128, 64, false), x, nullptr));

@@ -32,6 +32,7 @@ Drafter::Drafter(const Gpt& target, const TensorMap& weights, bool inference, do
   fc_w_ = w_.at("fc.weight");
   fc_b_ = w_.at("fc.bias");
   layer_ = make_layer(w_, "layers.0.", cfg.dim, cfg.head_dim(), inference_);
+  if (inference_) fc_packed_ = pack_weight(fc_w_);
 }
 
 int64_t Drafter::num_params() const {
@@ -63,21 +64,28 @@ Drafter::Output Drafter::forward(KvCache* cache, const at::Tensor& feats, const 
   const auto plan = plan_block(target_.rope(), cache, B, pos, block_mask, {});
   auto x =
       at::cat({target_.embed_tokens(tokens.to(target_.device())), feats.to(target_.dtype())}, -1);
-  // The small-row kernel when inferring (a draft level is a few rows); BLAS (and autograd) when
-  // training.
-  auto h =
-      inference_ ? inference_linear(x.contiguous(), fc_w_, fc_b_) : at::linear(x, fc_w_, fc_b_);
-  if (inference_ && lean_applies(layer_, h, cache)) {
+  // The lean path when inferring on an fp32 CPU model (a draft level is a few rows), the
+  // small-row kernel or BLAS otherwise; autograd's ops when training.
+  const bool lean = inference_ && fc_packed_.defined() && target_.packed_output().defined() &&
+                    lean_applies(layer_, x, cache);
+  at::Tensor h;
+  if (lean) {
+    h = packed_linear(x.contiguous(), fc_packed_, fc_b_);
     lean_run_layer(layer_, cfg.n_head, norm_eps_, h, plan, cache, 0);  // h is fresh: in place
   } else {
+    h = inference_ ? inference_linear(x.contiguous(), fc_w_, fc_b_) : at::linear(x, fc_w_, fc_b_);
     h = run_layer(layer_, cfg.n_head, norm_eps_, h, plan, cache, 0, inference_);
   }
   if (cache) cache->pending = plan.start - cache->len + q;
   Output out;
   out.hidden = h;
   const auto& head = target_.weights().at("output.weight");
-  out.logits =
-      (inference_ ? inference_linear(h.contiguous(), head) : at::linear(h, head)).to(at::kFloat);
+  if (lean) {
+    out.logits = packed_linear(h, target_.packed_output());
+  } else {
+    out.logits =
+        (inference_ ? inference_linear(h.contiguous(), head) : at::linear(h, head)).to(at::kFloat);
+  }
   return out;
 }
 

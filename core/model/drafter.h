@@ -45,6 +45,7 @@ class Drafter {
   bool inference_;
   double norm_eps_;
   at::Tensor fc_w_, fc_b_;
+  PackedWeight fc_packed_;  // lean path only
   DecoderLayer layer_;
 };
 

@@ -91,6 +91,7 @@ Gpt::Gpt(GptConfig cfg, const TensorMap& weights, at::Device device, at::ScalarT
   tok_emb_ = w_.at("tok_embeddings.weight");
   norm_ = w_.at("norm.weight");
   output_ = w_.at("output.weight");
+  if (inference_) output_packed_ = pack_weight(output_);
 }
 
 KvCache Gpt::new_cache(int64_t batch, int64_t extra) const {
@@ -171,6 +172,10 @@ DecoderLayer make_layer(const TensorMap& w, const std::string& prefix, int64_t d
     L.wqkv = L.wqkv.clone();
     L.wqkv.narrow(0, 0, dim).mul_(1.0 / std::sqrt(double(head_dim)));
     L.q_prescaled = true;
+    L.p_wqkv = pack_weight(L.wqkv);
+    L.p_wo = pack_weight(L.wo);
+    L.p_w13 = pack_weight(L.w13);
+    L.p_w2 = pack_weight(L.w2);
   }
   return L;
 }
@@ -313,9 +318,13 @@ Gpt::Output Gpt::forward(const at::Tensor& x_in, const at::Tensor& pos, KvCache*
   auto head_in = logits_last > 0 && logits_last < q
                      ? out.hidden.narrow(1, q - logits_last, logits_last)
                      : out.hidden;
-  out.logits =
-      (inference_ ? fast_linear(head_in.contiguous(), output_) : at::linear(head_in, output_))
-          .to(at::kFloat);
+  if (inference_ && output_packed_.defined() && lean_enabled()) {
+    out.logits = packed_linear(head_in.contiguous(), output_packed_);
+  } else {
+    out.logits =
+        (inference_ ? fast_linear(head_in.contiguous(), output_) : at::linear(head_in, output_))
+            .to(at::kFloat);
+  }
   return out;
 }
 

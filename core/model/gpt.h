@@ -10,6 +10,7 @@
 
 #include "model/gpt_config.h"
 #include "model/kv_cache.h"
+#include "model/packed_gemm.h"
 #include "model/params.h"
 #include "model/rope2d.h"
 
@@ -29,6 +30,8 @@ struct DecoderLayer {
   at::Tensor attn_norm, wqkv, wo, ffn_norm, w1, w2, w3;
   at::Tensor w13;            // inference only: w1 | w3 fused
   bool q_prescaled = false;  // inference only: wqkv's q rows carry the 1/sqrt(head_dim) scale
+  // Inference on an fp32 CPU model only: the same matrices packed for the lean path.
+  PackedWeight p_wqkv, p_wo, p_w13, p_w2;
 };
 // Handles to "<prefix>attention.wqkv.weight" etc. in `w` (attention_norm optional).
 DecoderLayer make_layer(const TensorMap& w, const std::string& prefix, int64_t dim,
@@ -71,6 +74,9 @@ class Gpt {
   at::Device device() const { return device_; }
   at::ScalarType dtype() const { return dtype_; }
   const Rope2d& rope() const { return rope_; }
+  // The output head packed for the lean path (empty unless fp32 CPU inference); the draft head
+  // shares it.
+  const PackedWeight& packed_output() const { return output_packed_; }
 
   // A cache for `batch` sequences holding the condition, the whole image and `extra` rows of
   // scratch for a verification block beyond the last image token.
@@ -117,6 +123,7 @@ class Gpt {
   Rope2d rope_;
   std::vector<DecoderLayer> layers_;
   at::Tensor tok_emb_, norm_, output_;
+  PackedWeight output_packed_;
 };
 
 }  // namespace adtree::model

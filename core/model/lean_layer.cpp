@@ -8,7 +8,6 @@
 #include <cstring>
 #include <vector>
 
-#include "model/small_gemm.h"
 #include "util/error.h"
 
 namespace adtree::model {
@@ -27,17 +26,17 @@ struct Work {
 };
 thread_local Work t_work;
 
-// y [rows, n_out] = x @ w^T: the small-row kernel for decoding blocks, BLAS beyond its reach
-// (a prefill or a large verification block), both writing into the caller's rows.
-void linear_rows(const float* x, int64_t rows, int64_t in, const at::Tensor& w, float* y) {
-  const int64_t n_out = w.size(0);
-  if (rows <= kSmallGemmMaxRows) {
-    small_gemm_rows(x, rows, in, w.data_ptr<float>(), n_out, y);
+// y [rows, n_out] = x @ w^T: the packed kernel for decoding blocks, BLAS beyond its reach (a
+// prefill or a large verification block), both writing into the caller's rows.
+void linear_rows(const float* x, int64_t rows, int64_t in, const at::Tensor& w,
+                 const PackedWeight& packed, float* y) {
+  if (packed.defined() && rows <= kPackedMaxRows) {
+    packed_gemm(x, rows, packed, nullptr, y);
     return;
   }
   auto opts = at::TensorOptions().dtype(at::kFloat);
   auto xt = at::from_blob(const_cast<float*>(x), {rows, in}, opts);
-  auto yt = at::from_blob(y, {rows, n_out}, opts);
+  auto yt = at::from_blob(y, {rows, w.size(0)}, opts);
   at::mm_out(yt, xt, w.t());
 }
 
@@ -188,7 +187,9 @@ __attribute__((target("avx2,fma"))) void attend_block_avx2(const HeadBlock& a) {
   }
 }
 
-void attend_block_portable(const HeadBlock& a) { attend_block(a); }
+void attend_block_portable(const HeadBlock& a) {
+  attend_block(a);
+}
 
 void attend(const HeadBlock& a) {
   static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -206,10 +207,12 @@ bool lean_enabled() {
   return on == 1;
 }
 
-void set_lean_enabled(bool on) { g_lean.store(on ? 1 : 0, std::memory_order_relaxed); }
+void set_lean_enabled(bool on) {
+  g_lean.store(on ? 1 : 0, std::memory_order_relaxed);
+}
 
 bool lean_applies(const DecoderLayer& L, const at::Tensor& x, const KvCache* cache) {
-  if (!lean_enabled() || !L.q_prescaled || !L.w13.defined()) return false;
+  if (!lean_enabled() || !L.q_prescaled || !L.p_w13.defined()) return false;
   if (!x.device().is_cpu() || x.scalar_type() != at::kFloat || !x.is_contiguous()) return false;
   if (L.wqkv.scalar_type() != at::kFloat || !L.wqkv.is_contiguous()) return false;
   if (cache) {
@@ -244,7 +247,7 @@ void lean_run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, at::
     xin = xn;
   }
   float* qkv = Work::grow(w.qkv, rows * 3 * dim);
-  linear_rows(xin, rows, dim, L.wqkv, qkv);
+  linear_rows(xin, rows, dim, L.wqkv, L.p_wqkv, qkv);
 
   // RoPE on q and k, then k and v into the cache rows (or, without a cache, into work rows laid
   // out the same way: [B, H, q, hd]).
@@ -291,12 +294,12 @@ void lean_run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, at::
 
   // h += wo att; then the SwiGLU feed-forward on the normalised sum, added in place.
   float* proj = Work::grow(w.xn, rows * dim);  // xn is no longer needed
-  linear_rows(att, rows, dim, L.wo, proj);
+  linear_rows(att, rows, dim, L.wo, L.p_wo, proj);
   for (int64_t i = 0; i < rows * dim; ++i) h[i] += proj[i];
   float* hn = Work::grow(w.att, rows * dim);  // nor is att
   lean_rms_norm(h, L.ffn_norm.data_ptr<float>(), rows, dim, norm_eps, hn);
   float* g = Work::grow(w.g, rows * 2 * hid);
-  linear_rows(hn, rows, dim, L.w13, g);
+  linear_rows(hn, rows, dim, L.w13, L.p_w13, g);
   float* act = Work::grow(w.act, rows * hid);
   for (int64_t r = 0; r < rows; ++r) {
     const float* g1 = g + r * 2 * hid;
@@ -304,7 +307,7 @@ void lean_run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, at::
     float* a = act + r * hid;
     for (int64_t i = 0; i < hid; ++i) a[i] = g1[i] / (1.0f + std::exp(-g1[i])) * g3[i];
   }
-  linear_rows(act, rows, hid, L.w2, proj);
+  linear_rows(act, rows, hid, L.w2, L.p_w2, proj);
   for (int64_t i = 0; i < rows * dim; ++i) h[i] += proj[i];
 }
 

@@ -1,0 +1,36 @@
+// y = x @ w^T for decoding blocks of 1 to 64 rows on the CPU, from weights packed once at load.
+// The weight [n_out, in] is stored as panels of 16 output rows, k-major (panel p holds, for each
+// input index k, the 16 weights w[16p .. 16p+15][k] side by side). A 6-row x 16-output register
+// tile then needs no horizontal sums: per k it loads one cache line of weights, broadcasts six
+// input values and issues twelve FMAs, so each weight is read once per six input rows (the
+// previous small-row kernel: once per row group of eight, with eight horizontal sums per output)
+// and the arithmetic runs near the FMA units' rate. AVX2+FMA chosen at run time, with the same
+// code compiled for baseline x86-64 as the fallback. docs/PERFORMANCE.md has the measurements.
+#pragma once
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+namespace adtree::model {
+
+struct PackedWeight {
+  at::Tensor panels;  // [ceil(n_out / 16), in, 16] fp32, zero rows past n_out
+  int64_t n_out = 0, in = 0;
+  bool defined() const { return panels.defined(); }
+};
+
+constexpr int64_t kPanelWidth = 16;
+constexpr int64_t kPackedMaxRows = 64;  // beyond this a block is a prefill: BLAS is as good
+
+// Packs an fp32 CPU weight [n_out, in]; an empty PackedWeight for anything else (other dtypes
+// and devices keep the libtorch path).
+PackedWeight pack_weight(const at::Tensor& w);
+
+// y [rows, n_out] = x [rows, in] @ w^T (+ bias [n_out] if given), any row count; output panels
+// are split across the intra-op threads.
+void packed_gemm(const float* x, int64_t rows, const PackedWeight& w, const float* bias, float* y);
+
+// The same on tensors: x [..., in] contiguous fp32 CPU -> [..., n_out].
+at::Tensor packed_linear(const at::Tensor& x, const PackedWeight& w, const at::Tensor& bias = {});
+
+}  // namespace adtree::model
