@@ -192,7 +192,7 @@ int cmd_bench(int argc, char** argv) {
 
   nlohmann::json out;
   out["machine"] = {
-      {"threads", intra_op_threads()}, {"device", a.str("device")}, {"dtype", a.str("dtype")}};
+      {"threads", worker_threads()}, {"device", a.str("device")}, {"dtype", a.str("dtype")}};
   out["model"] = {{"dir", tmp.empty() ? model_dir : "random " + config},
                   {"gpt", g.to_json()},
                   {"params", m.gpt->num_params()}};
@@ -293,7 +293,7 @@ int cmd_bench(int argc, char** argv) {
   std::cout << std::fixed << std::setprecision(2);
   std::cout << "model " << out["model"]["dir"].get<std::string>() << ": " << g.dim << " x "
             << g.n_layer << ", " << m.gpt->num_params() << " params, CFG batch " << batch << ", "
-            << intra_op_threads() << " thread(s)\n";
+            << worker_threads() << " thread(s)\n";
   std::cout << "bandwidth " << bw << " GB/s, weights " << double(weight_bytes) / 1e6
             << " MB -> step floor " << floor_ms << " ms\n";
   std::cout << "plain loops: 1 thread " << bw1 << " GB/s, 2 threads " << bw2

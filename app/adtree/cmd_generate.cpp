@@ -113,7 +113,7 @@ void generate_one(const Args& a, const model::ModelBundle& m, const std::string&
   res.stats.settings["model_hash"] = m.hash;
   res.stats.settings["device"] = a.str("device");
   res.stats.settings["dtype"] = a.str("dtype");
-  res.stats.settings["threads"] = intra_op_threads();
+  res.stats.settings["threads"] = worker_threads();
 
   const auto& g = m.gpt_config;
   auto idx = at::tensor(res.tokens, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);

@@ -76,7 +76,8 @@ void add_run_options(Args& a) {
       .option("log-every", "N", "progress line and metrics record every N steps", "10")
       .option("eval-every", "N", "validation every N steps (default: the config's)", "0")
       .option("checkpoint-every", "N", "checkpoint every N steps (default: the config's)", "0")
-      .option("threads", "N", "intra-op CPU threads (default: $ADTREE_THREADS or 1)", "0")
+      .option("threads", "N",
+              "CPU threads (default: $ADTREE_THREADS, else 2 where the machine has 2 cores)", "0")
       .option("device", "DEV", "cpu, cuda or cuda:N", "cpu")
       .flag("show-config", "print the stage's default config and exit");
 }
@@ -240,7 +241,7 @@ int cmd_train(int argc, char** argv) {
     std::cout << d.dump(2) << "\n";
     return 0;
   }
-  if (a.integer("threads") > 0) configure_threads(int(a.integer("threads")));
+  configure_threads(int(a.integer("threads")), ThreadUse::Training);
   keep_allocations_on_heap();
   const auto opts = run_options(a, stage, argc - 1, argv + 1);
   const auto data = load_data(a);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "model/lean_kernels.h"
 #include "model/lean_layer.h"
 #include "model/small_gemm.h"
 #include "util/error.h"

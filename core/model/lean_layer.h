@@ -24,8 +24,4 @@ void set_lean_enabled(bool on);
 void lean_run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, at::Tensor& x,
                     const BlockPlan& plan, KvCache* cache, int64_t layer);
 
-// y = RMSNorm(x) * weight row by row (x, y [rows, dim] fp32; may alias).
-void lean_rms_norm(const float* x, const float* weight, int64_t rows, int64_t dim, double eps,
-                   float* y);
-
 }  // namespace adtree::model

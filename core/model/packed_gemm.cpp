@@ -1,26 +1,30 @@
 #include "model/packed_gemm.h"
 
-#include <ATen/Parallel.h>
-
 #include <algorithm>
 #include <cstring>
 
 #include "util/error.h"
+#include "util/worker_pool.h"
 
 namespace adtree::model {
 
 namespace {
 typedef float v8 __attribute__((vector_size(32)));
 
-// R input rows x one 16-output panel: acc[r][0..1] over every k. R <= 6 keeps the 12
-// accumulators, two weight vectors and one broadcast in the 16 AVX registers.
+// R input rows x one 16-output panel over k in [k0, k1): part[r][0..15] += x[r][k] w[k][0..15].
+// R <= 6 keeps the 12 accumulators, two weight vectors and one broadcast in the 16 AVX registers.
 template <int R>
 __attribute__((always_inline)) inline void tile(const float* x, int64_t in, const float* panel,
-                                                const float* bias, float* out, int64_t out_stride,
-                                                int64_t n_valid) {
+                                                int64_t k0, int64_t k1, float* part) {
   v8 acc[R][2];
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = v8{0, 0, 0, 0, 0, 0, 0, 0};
-  for (int64_t k = 0; k < in; ++k) {
+  for (int r = 0; r < R; ++r) {
+    __builtin_memcpy(&acc[r][0], part + r * kPanelWidth, sizeof(v8));
+    __builtin_memcpy(&acc[r][1], part + r * kPanelWidth + 8, sizeof(v8));
+  }
+  for (int64_t k = k0; k < k1; ++k) {
+    // One cache line of weights per k: ask for the line 2 KiB ahead, which the hardware
+    // prefetcher alone does not keep up with when the weights stream from DRAM (a 2-row step).
+    __builtin_prefetch(panel + (k + 32) * kPanelWidth);
     v8 w0, w1;
     __builtin_memcpy(&w0, panel + k * kPanelWidth, sizeof(v8));
     __builtin_memcpy(&w1, panel + k * kPanelWidth + 8, sizeof(v8));
@@ -31,50 +35,62 @@ __attribute__((always_inline)) inline void tile(const float* x, int64_t in, cons
       acc[r][1] += b * w1;
     }
   }
-  float tmp[kPanelWidth];
   for (int r = 0; r < R; ++r) {
-    __builtin_memcpy(tmp, &acc[r][0], sizeof(v8));
-    __builtin_memcpy(tmp + 8, &acc[r][1], sizeof(v8));
-    if (bias) {
-      for (int64_t o = 0; o < n_valid; ++o) tmp[o] += bias[o];
-    }
-    std::memcpy(out + r * out_stride, tmp, sizeof(float) * size_t(n_valid));
+    __builtin_memcpy(part + r * kPanelWidth, &acc[r][0], sizeof(v8));
+    __builtin_memcpy(part + r * kPanelWidth + 8, &acc[r][1], sizeof(v8));
   }
 }
 
-// Panels [p_begin, p_end) for every row, six rows at a time (the weights of a panel stay in L1
-// while its row tiles pass over them).
+__attribute__((always_inline)) inline void tile_rows(int64_t n, const float* x, int64_t in,
+                                                     const float* panel, int64_t k0, int64_t k1,
+                                                     float* part) {
+  switch (n) {
+    case 6:
+      return tile<6>(x, in, panel, k0, k1, part);
+    case 5:
+      return tile<5>(x, in, panel, k0, k1, part);
+    case 4:
+      return tile<4>(x, in, panel, k0, k1, part);
+    case 3:
+      return tile<3>(x, in, panel, k0, k1, part);
+    case 2:
+      return tile<2>(x, in, panel, k0, k1, part);
+    case 1:
+      return tile<1>(x, in, panel, k0, k1, part);
+    default:
+      return;
+  }
+}
+
+// Rows are taken 48 at a time, and each panel in k-blocks of 256 (16 KiB): every six-row tile of
+// the group passes over a block while it sits in L1, so the weights stream from memory once per
+// 48 rows and that stream overlaps the arithmetic instead of preceding it.
+constexpr int64_t kGroupRows = 48, kBlockK = 256;
+
+// Panels [p_begin, p_end) for every row.
 __attribute__((always_inline)) inline void panels(const float* x, int64_t rows,
                                                   const PackedWeight& w, const float* bias,
                                                   float* y, int64_t p_begin, int64_t p_end) {
   const float* base = w.panels.data_ptr<float>();
+  float part[kGroupRows * kPanelWidth];
   for (int64_t p = p_begin; p < p_end; ++p) {
     const float* panel = base + p * w.in * kPanelWidth;
     const int64_t o0 = p * kPanelWidth, n_valid = std::min(kPanelWidth, w.n_out - o0);
-    const float* b = bias ? bias + o0 : nullptr;
-    int64_t r = 0;
-    for (; r + 6 <= rows; r += 6)
-      tile<6>(x + r * w.in, w.in, panel, b, y + r * w.n_out + o0, w.n_out, n_valid);
-    const float* xr = x + r * w.in;
-    float* yr = y + r * w.n_out + o0;
-    switch (rows - r) {
-      case 5:
-        tile<5>(xr, w.in, panel, b, yr, w.n_out, n_valid);
-        break;
-      case 4:
-        tile<4>(xr, w.in, panel, b, yr, w.n_out, n_valid);
-        break;
-      case 3:
-        tile<3>(xr, w.in, panel, b, yr, w.n_out, n_valid);
-        break;
-      case 2:
-        tile<2>(xr, w.in, panel, b, yr, w.n_out, n_valid);
-        break;
-      case 1:
-        tile<1>(xr, w.in, panel, b, yr, w.n_out, n_valid);
-        break;
-      default:
-        break;
+    for (int64_t g = 0; g < rows; g += kGroupRows) {
+      const int64_t n_rows = std::min(kGroupRows, rows - g);
+      std::memset(part, 0, sizeof(float) * size_t(n_rows * kPanelWidth));
+      for (int64_t k0 = 0; k0 < w.in; k0 += kBlockK) {
+        const int64_t k1 = std::min(w.in, k0 + kBlockK);
+        for (int64_t r = 0; r < n_rows; r += 6) {
+          tile_rows(std::min<int64_t>(6, n_rows - r), x + (g + r) * w.in, w.in, panel, k0, k1,
+                    part + r * kPanelWidth);
+        }
+      }
+      for (int64_t r = 0; r < n_rows; ++r) {
+        float* out = y + (g + r) * w.n_out + o0;
+        const float* acc = part + r * kPanelWidth;
+        for (int64_t o = 0; o < n_valid; ++o) out[o] = acc[o] + (bias ? bias[o0 + o] : 0.0f);
+      }
     }
   }
 }
@@ -113,7 +129,16 @@ PackedWeight pack_weight(const at::Tensor& w) {
 void packed_gemm(const float* x, int64_t rows, const PackedWeight& w, const float* bias, float* y) {
   const int64_t n_panels = w.panels.size(0);
   const auto run = have_avx2() ? panels_avx2 : panels_portable;
-  at::parallel_for(0, n_panels, 4, [&](int64_t b, int64_t e) { run(x, rows, w, bias, y, b, e); });
+  // Below ~64k multiply-adds (a few microseconds) handing work to another thread costs more than
+  // it saves; above, the panels are shared out, a few chunks per thread so that a late or busy
+  // worker leaves its share to the others.
+  auto& pool = WorkerPool::shared();
+  if (pool.threads() == 1 || rows * w.in * w.n_out < (int64_t(1) << 16)) {
+    run(x, rows, w, bias, y, 0, n_panels);
+    return;
+  }
+  const int64_t chunk = std::max<int64_t>(1, n_panels / (4 * pool.threads()));
+  pool.run(n_panels, chunk, [&](int64_t b, int64_t e) { run(x, rows, w, bias, y, b, e); });
 }
 
 at::Tensor packed_linear(const at::Tensor& x, const PackedWeight& w, const at::Tensor& bias) {

@@ -1,16 +1,25 @@
-// CPU thread settings, chosen by measurement (docs/PERFORMANCE.md): OpenBLAS's own threads on top
-// of libtorch's intra-op threads oversubscribe a 2-core machine and make block forwards ~5x slower
-// (SPEC_DECODING.md section 8), so OpenBLAS runs single-threaded and libtorch owns the cores.
+// CPU thread settings, chosen by measurement (docs/PERFORMANCE.md):
+// - the lean inference path runs on the project's own WorkerPool (util/worker_pool.h), whose
+//   size is the one knob: $ADTREE_THREADS, else the measured default;
+// - OpenBLAS's own threads on top of libtorch's oversubscribe a 2-core machine (block forwards
+//   ~5x slower, SPEC_DECODING.md section 8), so OpenBLAS always runs single-threaded;
+// - libtorch's intra-op pool collapsed 20-30x on a shared machine at decoding sizes, so inference
+//   leaves it at one thread; training (large ops, a dedicated run) gives it the same count.
 #pragma once
 
 namespace adtree {
 
-// Applies the thread policy: OpenBLAS to 1 thread (unless OPENBLAS_NUM_THREADS is set by the user),
-// libtorch intra-op threads to `intra_op` (0 = ADTREE_THREADS env, else the measured default).
-// Call once, early, before the first BLAS call.
-void configure_threads(int intra_op = 0);
+enum class ThreadUse { Inference, Training };
 
-// What configure_threads chose (for logs and stats JSON).
+// Applies the policy with `threads` in all (0 = $ADTREE_THREADS, else the default). Call once,
+// early, before the first BLAS call; a trainer calls it again with ThreadUse::Training.
+void configure_threads(int threads = 0, ThreadUse use = ThreadUse::Inference);
+
+// The default: two threads where the machine has two or more cores (measured, docs/PERFORMANCE.md).
+int default_threads();
+
+// What configure_threads chose (for logs and stats JSON): the pool's size and libtorch's.
+int worker_threads();
 int intra_op_threads();
 
 }  // namespace adtree
