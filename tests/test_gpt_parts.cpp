@@ -148,25 +148,30 @@ TEST(InferenceLinear, SmallRowKernelMatchesBlas) {
   }
 }
 
-// The packed kernel of the lean path against double-precision math: every row count up to and
-// past its limit (the six-row tiles and each remainder), output counts that end inside a panel,
-// input widths that are not multiples of 8, with and without a bias; and what it refuses.
+// The packed kernel of the lean path against double-precision math, in each variant this CPU runs
+// (portable, AVX2, AVX-512): row counts around its tiles (6 and 12 rows), its 48-row groups and
+// its limit, output counts that end inside a panel or leave an odd panel, input widths that are
+// not multiples of 8 or span two k-blocks, with and without a bias; and what it refuses.
 TEST(PackedGemm, MatchesDoublePrecisionForEveryTile) {
   using namespace adtree::model;
   at::manual_seed(4);
-  for (int64_t out : {5, 16, 37, 300}) {
-    for (int64_t in : {13, 64, 192}) {
+  for (int64_t out : {5, 16, 37, 64, 300}) {
+    for (int64_t in : {13, 64, 300}) {
       const auto w = at::randn({out, in});
       const auto b = at::randn({out});
       const auto pw = pack_weight(w);
       ASSERT_TRUE(pw.defined());
-      for (int64_t rows : {1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 18, 64, 70}) {
+      for (int64_t rows : {1, 2, 3, 5, 6, 7, 11, 12, 13, 18, 25, 47, 48, 49, 64, 70}) {
         const auto x = at::randn({rows, in});
         const auto want = at::linear(x.to(at::kDouble), w.to(at::kDouble), b.to(at::kDouble));
         const double scale = want.abs().max().item<double>();
-        const auto got = packed_linear(x, pw, b).to(at::kDouble);
-        EXPECT_LT((got - want).abs().max().item<double>(), 1e-5 * scale)
-            << "out " << out << " in " << in << " rows " << rows;
+        for (int kernel = 0; kernel <= int(packed_kernel()); ++kernel) {  // each this CPU has
+          force_packed_kernel(kernel);
+          const auto got = packed_linear(x, pw, b).to(at::kDouble);
+          EXPECT_LT((got - want).abs().max().item<double>(), 1e-5 * scale)
+              << "out " << out << " in " << in << " rows " << rows << " kernel " << kernel;
+        }
+        force_packed_kernel(-1);
         const auto nb = packed_linear(x.view({1, rows, in}), pw).view({rows, out});
         EXPECT_LT((nb.to(at::kDouble) - (want - b.to(at::kDouble))).abs().max().item<double>(),
                   1e-5 * scale);

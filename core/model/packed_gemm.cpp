@@ -1,7 +1,10 @@
 #include "model/packed_gemm.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "util/error.h"
 #include "util/worker_pool.h"
@@ -105,9 +108,105 @@ void panels_portable(const float* x, int64_t rows, const PackedWeight& w, const 
   panels(x, rows, w, bias, y, p0, p1);
 }
 
-bool have_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
+// AVX-512: a panel row is one 16-lane register, so a tile covers two panels (32 outputs) and up
+// to 12 rows: 24 accumulators, two weight vectors and a broadcast of the 32 registers. Per k,
+// two weight loads and R broadcasts feed 2R FMAs of twice the AVX2 width.
+typedef float v16 __attribute__((vector_size(64)));
+constexpr int kRows512 = 12;
+constexpr int64_t kAhead512 = 96;  // cache lines (6 KiB) of each panel's stream
+
+template <int R>
+__attribute__((always_inline)) inline void tile512(const float* x, int64_t in, const float* pa,
+                                                   const float* pb, int64_t k0, int64_t k1,
+                                                   float* part) {
+  v16 a[R], b[R];
+  for (int r = 0; r < R; ++r) {
+    __builtin_memcpy(&a[r], part + r * 32, sizeof(v16));
+    __builtin_memcpy(&b[r], part + r * 32 + 16, sizeof(v16));
+  }
+  for (int64_t k = k0; k < k1; ++k) {
+    __builtin_prefetch(pa + (k + kAhead512) * kPanelWidth);
+    __builtin_prefetch(pb + (k + kAhead512) * kPanelWidth);
+    v16 wa, wb;
+    __builtin_memcpy(&wa, pa + k * kPanelWidth, sizeof(v16));
+    __builtin_memcpy(&wb, pb + k * kPanelWidth, sizeof(v16));
+    for (int r = 0; r < R; ++r) {
+      const float s = x[r * in + k];
+      const v16 bc = {s, s, s, s, s, s, s, s, s, s, s, s, s, s, s, s};
+      a[r] += bc * wa;
+      b[r] += bc * wb;
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    __builtin_memcpy(part + r * 32, &a[r], sizeof(v16));
+    __builtin_memcpy(part + r * 32 + 16, &b[r], sizeof(v16));
+  }
+}
+
+template <int R>
+__attribute__((target("avx512f"))) void tile512_rows(int64_t n, const float* x, int64_t in,
+                                                     const float* pa, const float* pb, int64_t k0,
+                                                     int64_t k1, float* part) {
+  if constexpr (R > 0) {
+    if (n == R) return tile512<R>(x, in, pa, pb, k0, k1, part);
+    return tile512_rows<R - 1>(n, x, in, pa, pb, k0, k1, part);
+  }
+}
+
+// Panels [p_begin, p_end) two at a time (an odd last panel is paired with itself and its second
+// half dropped), rows in groups and k in blocks as in panels().
+__attribute__((target("avx512f"))) void panels_avx512(const float* x, int64_t rows,
+                                                      const PackedWeight& w, const float* bias,
+                                                      float* y, int64_t p_begin, int64_t p_end) {
+  const float* base = w.panels.data_ptr<float>();
+  float part[kGroupRows * 32];
+  for (int64_t p = p_begin; p < p_end; p += 2) {
+    const float* pa = base + p * w.in * kPanelWidth;
+    const float* pb = p + 1 < p_end ? pa + w.in * kPanelWidth : pa;
+    const int64_t o0 = p * kPanelWidth;
+    const int64_t n_valid = std::min((p + 1 < p_end ? 2 : 1) * kPanelWidth, w.n_out - o0);
+    for (int64_t g = 0; g < rows; g += kGroupRows) {
+      const int64_t n_rows = std::min(kGroupRows, rows - g);
+      std::memset(part, 0, sizeof(float) * size_t(n_rows * 32));
+      for (int64_t k0 = 0; k0 < w.in; k0 += kBlockK) {
+        const int64_t k1 = std::min(w.in, k0 + kBlockK);
+        for (int64_t r = 0; r < n_rows; r += kRows512) {
+          tile512_rows<kRows512>(std::min<int64_t>(kRows512, n_rows - r), x + (g + r) * w.in, w.in,
+                                 pa, pb, k0, k1, part + r * 32);
+        }
+      }
+      for (int64_t r = 0; r < n_rows; ++r) {
+        float* out = y + (g + r) * w.n_out + o0;
+        const float* acc = part + r * 32;
+        for (int64_t o = 0; o < n_valid; ++o) out[o] = acc[o] + (bias ? bias[o0 + o] : 0.0f);
+      }
+    }
+  }
+}
+
+using PanelsFn = void (*)(const float*, int64_t, const PackedWeight&, const float*, float*, int64_t,
+                          int64_t);
+
+std::atomic<int> g_forced{-2};  // a CpuKernel, -1: the best this CPU runs, -2: not read yet
+
+CpuKernel detected_kernel() {
+  static const CpuKernel k = [] {
+    if (__builtin_cpu_supports("avx512f")) return CpuKernel::Avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return CpuKernel::Avx2;
+    return CpuKernel::Portable;
+  }();
+  return k;
+}
+
+PanelsFn panels_fn(CpuKernel k) {
+  switch (k) {
+    case CpuKernel::Avx512:
+      return panels_avx512;
+    case CpuKernel::Avx2:
+      return panels_avx2;
+    default:
+      return panels_portable;
+  }
 }
 }  // namespace
 
@@ -126,9 +225,36 @@ PackedWeight pack_weight(const at::Tensor& w) {
   return pw;
 }
 
+CpuKernel packed_kernel() {
+  int forced = g_forced.load(std::memory_order_relaxed);
+  if (forced == -2) {
+    const char* env = std::getenv("ADTREE_KERNEL");
+    const std::string k = env ? env : "";
+    forced = k == "portable" ? 0 : k == "avx2" ? 1 : -1;
+    g_forced.store(forced, std::memory_order_relaxed);
+  }
+  if (forced >= 0 && forced <= int(detected_kernel())) return CpuKernel(forced);
+  return detected_kernel();
+}
+
+void force_packed_kernel(int kernel) {
+  g_forced.store(kernel, std::memory_order_relaxed);
+}
+
+const char* to_string(CpuKernel k) {
+  switch (k) {
+    case CpuKernel::Avx512:
+      return "avx512";
+    case CpuKernel::Avx2:
+      return "avx2";
+    default:
+      return "portable";
+  }
+}
+
 void packed_gemm(const float* x, int64_t rows, const PackedWeight& w, const float* bias, float* y) {
   const int64_t n_panels = w.panels.size(0);
-  const auto run = have_avx2() ? panels_avx2 : panels_portable;
+  const auto run = panels_fn(packed_kernel());
   // Below ~64k multiply-adds (a few microseconds) handing work to another thread costs more than
   // it saves; above, the panels are shared out, a few chunks per thread so that a late or busy
   // worker leaves its share to the others.
@@ -137,7 +263,8 @@ void packed_gemm(const float* x, int64_t rows, const PackedWeight& w, const floa
     run(x, rows, w, bias, y, 0, n_panels);
     return;
   }
-  const int64_t chunk = std::max<int64_t>(1, n_panels / (4 * pool.threads()));
+  // Even chunks: the AVX-512 tiles take panels in pairs.
+  const int64_t chunk = std::max<int64_t>(2, n_panels / (4 * pool.threads())) / 2 * 2;
   pool.run(n_panels, chunk, [&](int64_t b, int64_t e) { run(x, rows, w, bias, y, b, e); });
 }
 

@@ -4,8 +4,9 @@
 // tile then needs no horizontal sums: per k it loads one cache line of weights, broadcasts six
 // input values and issues twelve FMAs, so each weight is read once per six input rows (the
 // previous small-row kernel: once per row group of eight, with eight horizontal sums per output)
-// and the arithmetic runs near the FMA units' rate. AVX2+FMA chosen at run time, with the same
-// code compiled for baseline x86-64 as the fallback. docs/PERFORMANCE.md has the measurements.
+// and the arithmetic runs near the FMA units' rate. AVX-512 (two panels per tile, 12 rows) or
+// AVX2+FMA chosen at run time, with the AVX2 code compiled for baseline x86-64 as the fallback.
+// docs/PERFORMANCE.md has the measurements.
 #pragma once
 #include <ATen/ATen.h>
 
@@ -25,6 +26,13 @@ constexpr int64_t kPackedMaxRows = 64;  // beyond this a block is a prefill: BLA
 // Packs an fp32 CPU weight [n_out, in]; an empty PackedWeight for anything else (other dtypes
 // and devices keep the libtorch path).
 PackedWeight pack_weight(const at::Tensor& w);
+
+// The kernel packed_gemm runs: the widest this CPU has, unless forced narrower (tests and A/B
+// benches; $ADTREE_KERNEL=avx2|portable at start-up, force_packed_kernel in code, -1 = best).
+enum class CpuKernel { Portable = 0, Avx2 = 1, Avx512 = 2 };
+CpuKernel packed_kernel();
+void force_packed_kernel(int kernel);
+const char* to_string(CpuKernel k);
 
 // y [rows, n_out] = x [rows, in] @ w^T (+ bias [n_out] if given), any row count; output panels
 // are split across the intra-op threads.
