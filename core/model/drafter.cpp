@@ -2,6 +2,8 @@
 
 #include <c10/core/InferenceMode.h>
 
+#include <cstring>
+
 #include "model/lean_layer.h"
 #include "model/small_gemm.h"
 #include "util/error.h"
@@ -53,6 +55,26 @@ KvCache Drafter::new_cache(int64_t batch, int64_t scratch) const {
   return c;
 }
 
+at::Tensor Drafter::lean_input(const at::Tensor& tokens, const at::Tensor& feats) const {
+  // [embed(t) | f] per row written straight into one buffer (the reference path's embedding
+  // lookup, cast and concatenation are four operations and three allocations).
+  const int64_t B = feats.size(0), q = feats.size(1), dim = feats.size(2);
+  const auto ids = tokens.to(at::kCPU, at::kLong).contiguous();
+  const auto& table = target_.weights().at("tok_embeddings.weight");
+  const int64_t vocab = table.size(0);
+  auto x = at::empty({B, q, 2 * dim}, feats.options());
+  const int64_t* id = ids.data_ptr<int64_t>();
+  const float* emb = table.data_ptr<float>();
+  const float* f = feats.data_ptr<float>();
+  float* out = x.data_ptr<float>();
+  for (int64_t r = 0; r < B * q; ++r) {
+    if (id[r] < 0 || id[r] >= vocab) throw Error("drafter forward: token id out of range");
+    std::memcpy(out + r * 2 * dim, emb + id[r] * dim, sizeof(float) * size_t(dim));
+    std::memcpy(out + r * 2 * dim + dim, f + r * dim, sizeof(float) * size_t(dim));
+  }
+  return x;
+}
+
 Drafter::Output Drafter::forward(KvCache* cache, const at::Tensor& feats, const at::Tensor& tokens,
                                  const at::Tensor& pos, const at::Tensor& block_mask) const {
   c10::InferenceMode guard(inference_);
@@ -62,17 +84,18 @@ Drafter::Output Drafter::forward(KvCache* cache, const at::Tensor& feats, const 
     throw Error("drafter forward: features, tokens and positions must agree");
   }
   const auto plan = plan_block(target_.rope(), cache, B, pos, block_mask, {});
-  auto x =
-      at::cat({target_.embed_tokens(tokens.to(target_.device())), feats.to(target_.dtype())}, -1);
   // The lean path when inferring on an fp32 CPU model (a draft level is a few rows), the
   // small-row kernel or BLAS otherwise; autograd's ops when training.
+  const auto f = inference_ ? feats.contiguous() : feats;
   const bool lean = inference_ && fc_packed_.defined() && target_.packed_output().defined() &&
-                    lean_applies(layer_, x, cache);
-  at::Tensor h;
+                    lean_applies(layer_, f, cache);
+  at::Tensor x, h;
   if (lean) {
-    h = packed_linear(x.contiguous(), fc_packed_, fc_b_);
+    x = lean_input(tokens, f);
+    h = packed_linear(x, fc_packed_, fc_b_);
     lean_run_layer(layer_, cfg.n_head, norm_eps_, h, plan, cache, 0);  // h is fresh: in place
   } else {
+    x = at::cat({target_.embed_tokens(tokens.to(target_.device())), feats.to(target_.dtype())}, -1);
     h = inference_ ? inference_linear(x.contiguous(), fc_w_, fc_b_) : at::linear(x, fc_w_, fc_b_);
     h = run_layer(layer_, cfg.n_head, norm_eps_, h, plan, cache, 0, inference_);
   }

@@ -40,6 +40,9 @@ class Drafter {
                  const at::Tensor& pos, const at::Tensor& block_mask = {}) const;
 
  private:
+  // The lean path's fc input [B, q, 2 dim] = [embed(tokens) | feats] (feats fp32 contiguous).
+  at::Tensor lean_input(const at::Tensor& tokens, const at::Tensor& feats) const;
+
   const Gpt& target_;
   TensorMap w_;
   bool inference_;
