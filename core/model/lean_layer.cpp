@@ -26,11 +26,12 @@ struct Work {
 };
 thread_local Work t_work;
 
-// y [rows, n_out] = x @ w^T: the packed kernel for decoding blocks, BLAS beyond its reach (a
-// prefill or a large verification block), both writing into the caller's rows.
+// y [rows, n_out] = x @ w^T: the packed kernel (on the worker pool, at least as fast as
+// single-threaded BLAS from 1 row to a few hundred, docs/PERFORMANCE.md), BLAS for a matrix
+// that was not packed.
 void linear_rows(const float* x, int64_t rows, int64_t in, const at::Tensor& w,
                  const PackedWeight& packed, float* y) {
-  if (packed.defined() && rows <= kPackedMaxRows) {
+  if (packed.defined()) {
     packed_gemm(x, rows, packed, nullptr, y);
     return;
   }

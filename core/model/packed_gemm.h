@@ -1,4 +1,5 @@
-// y = x @ w^T for decoding blocks of 1 to 64 rows on the CPU, from weights packed once at load.
+// y = x @ w^T for the CPU inference path (decoding blocks of 1 to a few hundred rows), from weights
+// packed once at load.
 // The weight [n_out, in] is stored as panels of 16 output rows, k-major (panel p holds, for each
 // input index k, the 16 weights w[16p .. 16p+15][k] side by side). A 6-row x 16-output register
 // tile then needs no horizontal sums: per k it loads one cache line of weights, broadcasts six
@@ -21,7 +22,6 @@ struct PackedWeight {
 };
 
 constexpr int64_t kPanelWidth = 16;
-constexpr int64_t kPackedMaxRows = 64;  // beyond this a block is a prefill: BLAS is as good
 
 // Packs an fp32 CPU weight [n_out, in]; an empty PackedWeight for anything else (other dtypes
 // and devices keep the libtorch path).
