@@ -83,23 +83,27 @@ Drafter::Output Drafter::forward(KvCache* cache, const at::Tensor& feats, const 
   if (tokens.size(0) != B || tokens.size(1) != q || pos.numel() != q) {
     throw Error("drafter forward: features, tokens and positions must agree");
   }
-  const auto plan = plan_block(target_.rope(), cache, B, pos, block_mask, {});
   // The lean path when inferring on an fp32 CPU model (a draft level is a few rows), the
   // small-row kernel or BLAS otherwise; autograd's ops when training.
   const auto f = inference_ ? feats.contiguous() : feats;
   const bool lean = inference_ && fc_packed_.defined() && target_.packed_output().defined() &&
                     lean_applies(layer_, f, cache);
   at::Tensor x, h;
+  int64_t start = 0;
   if (lean) {
+    const auto plan = lean_plan(target_.rope(), cache, B, pos, block_mask, {});
+    start = plan.start;
     x = lean_input(tokens, f);
     h = packed_linear(x, fc_packed_, fc_b_);
     lean_run_layer(layer_, cfg.n_head, norm_eps_, h, plan, cache, 0);  // h is fresh: in place
   } else {
+    const auto plan = plan_block(target_.rope(), cache, B, pos, block_mask, {});
+    start = plan.start;
     x = at::cat({target_.embed_tokens(tokens.to(target_.device())), feats.to(target_.dtype())}, -1);
     h = inference_ ? inference_linear(x.contiguous(), fc_w_, fc_b_) : at::linear(x, fc_w_, fc_b_);
     h = run_layer(layer_, cfg.n_head, norm_eps_, h, plan, cache, 0, inference_);
   }
-  if (cache) cache->pending = plan.start - cache->len + q;
+  if (cache) cache->pending = start - cache->len + q;
   Output out;
   out.hidden = h;
   const auto& head = target_.weights().at("output.weight");

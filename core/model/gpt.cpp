@@ -181,10 +181,9 @@ DecoderLayer make_layer(const TensorMap& w, const std::string& prefix, int64_t d
   return L;
 }
 
-BlockPlan plan_block(const Rope2d& rope, KvCache* cache, int64_t B, const at::Tensor& pos_in,
-                     const at::Tensor& block_mask, const at::Tensor& block_key_valid) {
+int64_t checked_block_start(const Rope2d& rope, const KvCache* cache, int64_t B,
+                            const at::Tensor& pos_in, const at::Tensor& block_mask) {
   const int64_t q = pos_in.numel();
-  const auto device = rope.cis().device();
   {
     // Checked on the host copy the caller made (positions are built on the CPU): no device sync.
     auto host = pos_in.device().is_cpu() ? pos_in.to(at::kLong).contiguous() : pos_in.to(at::kCPU);
@@ -196,8 +195,6 @@ BlockPlan plan_block(const Rope2d& rope, KvCache* cache, int64_t B, const at::Te
       }
     }
   }
-  BlockPlan plan;
-  plan.cis = rope.cis().index_select(0, pos_in.to(device));
   const int64_t scratch = block_mask.defined() ? block_mask.size(1) - q : 0;
   if (scratch < 0 || (block_mask.defined() && block_mask.size(0) != q)) {
     throw Error("forward: block mask must be [q, scratch + q]");
@@ -214,7 +211,17 @@ BlockPlan plan_block(const Rope2d& rope, KvCache* cache, int64_t B, const at::Te
   } else if (scratch > 0) {
     throw Error("forward: scratch rows need a cache");
   }
-  plan.start = prefix + scratch;
+  return prefix + scratch;
+}
+
+BlockPlan plan_block(const Rope2d& rope, KvCache* cache, int64_t B, const at::Tensor& pos_in,
+                     const at::Tensor& block_mask, const at::Tensor& block_key_valid) {
+  const int64_t q = pos_in.numel();
+  const auto device = rope.cis().device();
+  BlockPlan plan;
+  plan.start = checked_block_start(rope, cache, B, pos_in, block_mask);
+  plan.cis = rope.cis().index_select(0, pos_in.to(device));
+  const int64_t prefix = cache ? cache->len : 0, scratch = plan.start - prefix;
 
   // Additive bias [B, 1, q, prefix + scratch + q]: committed keys keep their own bias (padding),
   // scratch and block keys follow block_mask (default causal) and their key validity; a query
@@ -297,10 +304,12 @@ Gpt::Output Gpt::forward(const at::Tensor& x_in, const at::Tensor& pos, KvCache*
   c10::InferenceMode guard(inference_);
   const int64_t B = x_in.size(0), q = x_in.size(1);
   if (pos.numel() != q) throw Error("forward: need one position per block token");
-  const auto plan = plan_block(rope_, cache, B, pos, block_mask, block_key_valid);
   auto h = x_in.to(device_, dtype_);
   Output out;
-  if (inference_ && lean_applies(layers_.front(), h, cache)) {
+  int64_t start = 0;
+  if (inference_ && lean_applies(layers_.front(), h.contiguous(), cache)) {
+    const auto plan = lean_plan(rope_, cache, B, pos, block_mask, block_key_valid);
+    start = plan.start;
     // One copy of the input, then every layer in place (the caller keeps x_in).
     h = h.clone(at::MemoryFormat::Contiguous);
     for (int64_t l = 0; l < cfg_.n_layer; ++l) {
@@ -310,12 +319,14 @@ Gpt::Output Gpt::forward(const at::Tensor& x_in, const at::Tensor& pos, KvCache*
     lean_rms_norm(h.data_ptr<float>(), norm_.data_ptr<float>(), B * q, cfg_.dim, cfg_.norm_eps,
                   out.hidden.data_ptr<float>());
   } else {
+    const auto plan = plan_block(rope_, cache, B, pos, block_mask, block_key_valid);
+    start = plan.start;
     for (int64_t l = 0; l < cfg_.n_layer; ++l) {
       h = run_layer(layers_[size_t(l)], cfg_.n_head, cfg_.norm_eps, h, plan, cache, l, inference_);
     }
     out.hidden = rms_norm(h, norm_, cfg_.norm_eps);
   }
-  if (cache) cache->pending = plan.start - cache->len + q;
+  if (cache) cache->pending = start - cache->len + q;
   auto head_in = logits_last > 0 && logits_last < q
                      ? out.hidden.narrow(1, q - logits_last, logits_last)
                      : out.hidden;

@@ -45,6 +45,10 @@ struct BlockPlan {
 };
 BlockPlan plan_block(const Rope2d& rope, KvCache* cache, int64_t B, const at::Tensor& pos,
                      const at::Tensor& block_mask, const at::Tensor& block_key_valid);
+// plan_block's checks of the block against the positions and the cache (clear errors for every
+// misuse); returns the first cache row the block is written to.
+int64_t checked_block_start(const Rope2d& rope, const KvCache* cache, int64_t B,
+                            const at::Tensor& pos, const at::Tensor& block_mask);
 // x + attn(norm(x)) then + ffn(norm(.)), writing K/V into cache layer `layer` at plan.start.
 at::Tensor run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, const at::Tensor& x,
                      const BlockPlan& plan, KvCache* cache, int64_t layer, bool inference);

@@ -18,7 +18,7 @@ std::atomic<int> g_lean{-1};  // -1: not read from the environment yet
 // Per-thread work rows: grown to the largest step seen, never shrunk, so a decoding loop stops
 // allocating after its first steps. Per thread because one model may serve several engines.
 struct Work {
-  std::vector<float> xn, qkv, att, g, act, scores;
+  std::vector<float> xn, qkv, att, g, act, scores, cis, bias;
   static float* grow(std::vector<float>& v, int64_t n) {
     if (int64_t(v.size()) < n) v.resize(size_t(n));
     return v.data();
@@ -68,8 +68,61 @@ bool lean_applies(const DecoderLayer& L, const at::Tensor& x, const KvCache* cac
   return true;
 }
 
+LeanPlan lean_plan(const Rope2d& rope, KvCache* cache, int64_t B, const at::Tensor& pos,
+                   const at::Tensor& block_mask, const at::Tensor& block_key_valid) {
+  const int64_t q = pos.numel(), hd = rope.cis().size(1) * 2;
+  Work& w = t_work;
+  LeanPlan plan;
+  plan.start = checked_block_start(rope, cache, B, pos, block_mask);
+  plan.n_keys = plan.start + q;
+  const int64_t prefix = cache ? cache->len : 0, scratch = plan.start - prefix;
+  // RoPE rows of the block's positions, gathered from the table.
+  const auto p = pos.to(at::kLong).contiguous();
+  const auto cis_table = rope.cis().contiguous();  // complex64 [seq, hd/2] = (cos, sin) pairs
+  const float* table = reinterpret_cast<const float*>(cis_table.data_ptr());
+  float* cis = Work::grow(w.cis, q * hd);
+  for (int64_t i = 0; i < q; ++i) {
+    std::memcpy(cis + i * hd, table + p.data_ptr<int64_t>()[i] * hd, sizeof(float) * size_t(hd));
+  }
+  plan.cis = cis;
+  // Key validity of the block's own rows (condition padding) into the cache's key bias.
+  const auto valid =
+      block_key_valid.defined() ? block_key_valid.to(at::kBool).contiguous() : at::Tensor();
+  const bool* vp = valid.defined() ? valid.data_ptr<bool>() : nullptr;
+  float* kb = cache ? cache->key_bias.data_ptr<float>() : nullptr;
+  const int64_t kb_stride = cache ? cache->key_bias.stride(0) : 0;
+  auto key_ok = [&](int64_t b, int64_t i) { return !vp || vp[b * q + i]; };
+  if (cache) {
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t i = 0; i < q; ++i) {
+        kb[b * kb_stride + plan.start + i] = key_ok(b, i) ? 0.0f : -INFINITY;
+      }
+    }
+  }
+  // Bias rows: committed keys keep their own bias, scratch and block keys follow the mask
+  // (default causal) and their validity, and a query always sees itself.
+  const auto mask = block_mask.defined() ? block_mask.to(at::kBool).contiguous() : at::Tensor();
+  const bool* mp = mask.defined() ? mask.data_ptr<bool>() : nullptr;
+  float* bias = Work::grow(w.bias, B * q * plan.n_keys);
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t i = 0; i < q; ++i) {
+      float* row = bias + (b * q + i) * plan.n_keys;
+      for (int64_t j = 0; j < prefix; ++j) row[j] = kb[b * kb_stride + j];
+      for (int64_t jj = 0; jj < scratch + q; ++jj) {
+        const bool visible = mp ? mp[i * (scratch + q) + jj] : jj <= i;
+        const float key =
+            cache ? kb[b * kb_stride + prefix + jj] : (key_ok(b, jj) ? 0.0f : -INFINITY);
+        row[prefix + jj] = visible ? key : -INFINITY;
+      }
+      row[plan.start + i] = 0.0f;
+    }
+  }
+  plan.bias = bias;
+  return plan;
+}
+
 void lean_run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, at::Tensor& x,
-                    const BlockPlan& plan, KvCache* cache, int64_t layer) {
+                    const LeanPlan& plan, KvCache* cache, int64_t layer) {
   const int64_t B = x.size(0), q = x.size(1), dim = x.size(2), rows = B * q;
   const int64_t hd = dim / n_head, hid = L.w2.size(1);
   Work& w = t_work;
@@ -87,9 +140,8 @@ void lean_run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, at::
 
   // RoPE on q and k, then k and v into the cache rows (or, without a cache, into work rows laid
   // out the same way: [B, H, q, hd]).
-  const auto cis_real = at::view_as_real(plan.cis);  // [q, hd/2, 2], contiguous
-  const float* cis = cis_real.data_ptr<float>();
-  const int64_t n_keys = plan.start + q;
+  const float* cis = plan.cis;
+  const int64_t n_keys = plan.n_keys;
   const int64_t cap = cache ? cache->capacity() : q;
   std::vector<float> local_kv;
   float *K, *V;
@@ -114,17 +166,14 @@ void lean_run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, at::
   }
 
   // Attention over every visible key, per batch row, head and query.
-  const auto& bias = plan.bias;  // [B, 1, q, n_keys], possibly a strided view of key_bias
-  const float* bp = bias.data_ptr<float>();
-  const int64_t bs0 = bias.stride(0), bs2 = bias.size(2) == 1 ? 0 : bias.stride(2),
-                bs3 = bias.stride(3);
+  const float* bp = plan.bias;  // [B, q, n_keys]
   float* att = Work::grow(w.att, rows * dim);
   auto heads = [&](int64_t begin, int64_t end) {
     float* scores = Work::grow(t_work.scores, n_keys);  // the running thread's own row
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / n_head, hh = bh % n_head, base = bh * cap * hd;
-      lean_attend({qkv + b * q * 3 * dim + hh * hd, K + base, V + base, bp + b * bs0, q, n_keys, hd,
-                   3 * dim, dim, bs2, bs3, scores, att + b * q * dim + hh * hd});
+      lean_attend({qkv + b * q * 3 * dim + hh * hd, K + base, V + base, bp + b * q * n_keys, q,
+                   n_keys, hd, 3 * dim, dim, n_keys, 1, scores, att + b * q * dim + hh * hd});
     }
   };
   // One (batch row, head) per chunk once a block has a few queries; a single query's heads are
