@@ -1,6 +1,7 @@
 // The lean path's thread pool (util/worker_pool.h): every index exactly once whatever the split,
 // jobs inside jobs and from two threads at once run (inline) instead of deadlocking, a worker
-// held up by the OS leaves the rest of the job to the caller, and parked workers wake and exit.
+// held up by the OS leaves the rest of the job to the caller (and, held up again, makes the pool
+// run alone for a spell), and parked workers wake and exit.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -76,6 +77,19 @@ TEST(WorkerPool, AHeldUpWorkerLeavesTheRestToTheCaller) {
   int by_caller = 0;
   for (const auto& id : ran) by_caller += id == caller;
   EXPECT_GE(by_caller, 18) << "the caller waited for the held-up worker instead of working";
+  // Held up again (twice in a row): the pool stops sharing for a spell, so the next jobs run on
+  // the caller alone, without handing the worker anything.
+  for (int i = 0; i < 50 && pool.solo_spells() == 0; ++i) {
+    pool.run(20, 1, [&](int64_t, int64_t) {
+      const bool worker = std::this_thread::get_id() != caller;
+      std::this_thread::sleep_for(worker ? std::chrono::microseconds(20000)
+                                         : std::chrono::microseconds(50));
+    });
+  }
+  ASSERT_GE(pool.solo_spells(), 1) << "a late worker never made the pool run alone";
+  const int64_t before = pool.chunks_by_workers();
+  pool.run(64, 1, [](int64_t, int64_t) {});
+  EXPECT_EQ(pool.chunks_by_workers(), before) << "shared work during the spell alone";
 }
 
 TEST(WorkerPool, ParkedWorkersWakeAndTheSharedPoolFollowsTheKnob) {

@@ -22,6 +22,7 @@
 #include "model/random_model.h"
 #include "util/error.h"
 #include "util/threads.h"
+#include "util/worker_pool.h"
 
 namespace adtree::cli {
 
@@ -347,7 +348,15 @@ int cmd_bench(int argc, char** argv) {
               << std::setw(13) << outside << std::setw(9) << step << "\n";
   }
   out["summary"] = summary;
+  const auto& pool = WorkerPool::shared();
+  out["worker_pool"] = {{"threads", pool.threads()},
+                        {"jobs_shared", pool.jobs_shared()},
+                        {"chunks_by_workers", pool.chunks_by_workers()},
+                        {"solo_spells", pool.solo_spells()}};
   std::cout << "peak RSS " << out["peak_rss_mib"].get<double>() << " MiB\n";
+  std::cout << "worker pool: " << pool.threads() << " threads, " << pool.jobs_shared()
+            << " jobs shared, " << pool.chunks_by_workers() << " chunks run by workers, "
+            << pool.solo_spells() << " spells alone (a worker's core was taken)\n";
   if (a.given("json")) {
     io::write_file(a.str("json"), out.dump(2) + "\n", "the results");
   }

@@ -1,5 +1,7 @@
 #include "util/worker_pool.h"
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <memory>
 
@@ -23,6 +25,10 @@ uint64_t next_of(uint64_t w) {
 // How long an idle worker keeps looking for the next job before it parks: a forward's matrix
 // products follow each other within microseconds, steps within a millisecond or so.
 constexpr auto kSpin = std::chrono::microseconds(200);
+// A wait this much longer than the caller's own work means a worker was descheduled; the pool then
+// runs alone for kSoloFor before it shares work again.
+constexpr auto kLateSlack = std::chrono::microseconds(50);
+constexpr auto kSoloFor = std::chrono::milliseconds(20);
 
 thread_local bool t_in_job = false;
 
@@ -110,8 +116,9 @@ void WorkerPool::run(int64_t n, int64_t chunk, const Body& body) {
   chunk = std::max<int64_t>(1, chunk);
   const int64_t count = (n + chunk - 1) / chunk;
   std::unique_lock<std::mutex> lock(busy_, std::defer_lock);
+  const auto now = std::chrono::steady_clock::now();
   if (workers_.empty() || count < 2 || t_in_job || uint64_t(count) > kCountMask ||
-      !lock.try_lock()) {
+      !lock.try_lock() || now < solo_until_) {
     body(0, n);
     return;
   }
@@ -127,6 +134,7 @@ void WorkerPool::run(int64_t n, int64_t chunk, const Body& body) {
     if (parked_ > 0) park_cv_.notify_all();
   }
   work(gen);
+  const auto worked = std::chrono::steady_clock::now();
   // Chunks other threads claimed: wait for them (never for unclaimed ones, the caller took those).
   for (int i = 0; done_.load(std::memory_order_acquire) < count; ++i) {
     if (i < 4096) {
@@ -136,6 +144,36 @@ void WorkerPool::run(int64_t n, int64_t chunk, const Body& body) {
     }
   }
   jobs_shared_.fetch_add(1, std::memory_order_relaxed);
+  note_wait(worked - now, std::chrono::steady_clock::now() - worked);
+}
+
+void WorkerPool::note_wait(std::chrono::steady_clock::duration worked,
+                           std::chrono::steady_clock::duration waited) {
+  // A worker that held its chunk far longer than the caller's own share took was not running:
+  // another process has its core. Twice in a row, and the pool runs jobs alone for a while
+  // instead of waiting on it (slower than one thread would be), then tries again.
+  bool taken = false;
+  if (waited > 2 * worked + kLateSlack) {
+    taken = ++late_in_a_row_ >= 2;
+  } else {
+    late_in_a_row_ = 0;
+  }
+  // The caller's own core can be taken too: with a spinning worker, the caller and another
+  // process there are three runnable threads on two cores, and the caller is the one preempted.
+  // Its involuntary context switches say so (read every 32 jobs: a system call).
+  thread_local int64_t jobs = 0, switches = -1;
+  if ((++jobs & 31) == 0) {
+    rusage u{};
+    if (getrusage(RUSAGE_THREAD, &u) == 0) {
+      if (switches >= 0 && u.ru_nivcsw - switches >= 2) taken = true;
+      switches = u.ru_nivcsw;
+    }
+  }
+  if (taken) {
+    solo_until_ = std::chrono::steady_clock::now() + kSoloFor;
+    late_in_a_row_ = 0;
+    solo_spells_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace adtree

@@ -5,10 +5,14 @@
 //   rest instead of waiting for it (libtorch's intra-op pool collapsed 20-30x in that situation,
 //   docs/PERFORMANCE.md);
 // - idle workers spin for a short while after a job (the next matrix product of a forward follows
-//   within microseconds), then park on a condition variable until the next job.
+//   within microseconds), then park on a condition variable until the next job;
+// - when the caller keeps waiting on a claimed chunk far longer than its own share took (the OS
+//   gave the worker's core to another process), the pool runs jobs alone for a short spell, so a
+//   busy machine costs no more than one thread would.
 // One knob: $ADTREE_THREADS (or configure_threads) sets the pool's size, the caller included.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -44,11 +48,16 @@ class WorkerPool {
   // and the bench.
   int64_t jobs_shared() const { return jobs_shared_.load(); }
   int64_t chunks_by_workers() const { return chunks_by_workers_.load(); }
+  // Spells of running alone because a worker was descheduled.
+  int64_t solo_spells() const { return solo_spells_.load(); }
 
  private:
   void worker_loop();
   // Claims and runs chunks of the current job; returns how many it ran.
   int64_t work(uint64_t gen);
+  // After a shared job: how long the caller worked and then waited for the workers.
+  void note_wait(std::chrono::steady_clock::duration worked,
+                 std::chrono::steady_clock::duration waited);
 
   // The job word: generation (24 bits) | chunk count (20 bits) | next chunk (20 bits). A chunk is
   // claimed by a compare-and-swap on the whole word, so a worker that wakes late can never claim
@@ -64,7 +73,9 @@ class WorkerPool {
   int parked_ = 0;
   bool stop_ = false;
   std::vector<std::thread> workers_;
-  std::atomic<int64_t> jobs_shared_{0}, chunks_by_workers_{0};
+  std::chrono::steady_clock::time_point solo_until_{};  // guarded by busy_
+  int late_in_a_row_ = 0;                               // guarded by busy_
+  std::atomic<int64_t> jobs_shared_{0}, chunks_by_workers_{0}, solo_spells_{0};
 };
 
 }  // namespace adtree
