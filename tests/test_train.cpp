@@ -443,6 +443,11 @@ TEST(TrainGpt, BadInputsAreClearErrors) {
   b.resume = true;
   EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, b); }).find("another configuration"),
             std::string::npos);
+  // The CUDA matrix precision is checked before anything runs, on any device.
+  auto m = options(temp_dir("matmul"), 2, kGptConfig, &log);
+  m.matmul = "fp16";
+  EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, m); }).find("--matmul must be tf32 or fp32"),
+            std::string::npos);
 }
 
 TEST(TrainGpt, TokenNoiseCorruptsInputsOnlyAndEveryEvalReportsTheCaptionShare) {

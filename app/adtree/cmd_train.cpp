@@ -79,6 +79,10 @@ void add_run_options(Args& a) {
       .option("threads", "N",
               "CPU threads (default: $ADTREE_THREADS, else 2 where the machine has 2 cores)", "0")
       .option("device", "DEV", "cpu, cuda or cuda:N", "cpu")
+      .option("matmul", "PREC",
+              "fp32 matrix products on CUDA: tf32 (TensorFloat-32 tensor cores) or fp32 (exact); "
+              "the CPU always computes fp32",
+              "tf32")
       .flag("show-config", "print the stage's default config and exit");
 }
 
@@ -96,6 +100,7 @@ train::TrainOptions run_options(const Args& a, const std::string& stage, int arg
   o.seed = uint64_t(a.integer("seed"));
   o.resume = a.flag_set("resume");
   o.device = a.str("device");
+  o.matmul = a.str("matmul");
   o.stop_at = a.integer("stop-at");
   o.max_minutes = a.number("max-minutes");
   o.log_every = a.integer("log-every");
@@ -105,7 +110,8 @@ train::TrainOptions run_options(const Args& a, const std::string& stage, int arg
   o.provenance = {{"command", command_line(stage, argc, argv)},
                   {"data", a.given("data") ? fs::path(a.str("data")).filename().string() : ""},
                   {"threads", intra_op_threads()},
-                  {"device", o.device}};
+                  {"device", o.device},
+                  {"matmul", o.device == "cpu" ? "fp32" : o.matmul}};
   return o;
 }
 

@@ -493,7 +493,15 @@ at::Tensor row_tensor(const std::vector<int64_t>& rows, at::Device device) {
 }
 
 at::Device train_device(const TrainOptions& opts) {
-  return model::parse_device(opts.device);
+  if (opts.matmul != "tf32" && opts.matmul != "fp32") {
+    throw Error("--matmul must be tf32 or fp32, not '" + opts.matmul + "'");
+  }
+  const auto device = model::parse_device(opts.device);
+  if (device.is_cuda()) {
+    // "high" lets cuBLAS use TF32 tensor cores for fp32 products; "highest" keeps full fp32.
+    at::globalContext().setFloat32MatmulPrecision(opts.matmul == "tf32" ? "high" : "highest");
+  }
+  return device;
 }
 
 std::string run_file(const std::string& out_dir, const std::string& name) {

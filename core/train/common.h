@@ -41,6 +41,11 @@ struct TrainOptions {
   int64_t checkpoint_every = 0;  // checkpoint every N steps (0: the config's default)
   std::ostream* log = nullptr;   // progress lines (nullptr: std::cout)
   std::string device = "cpu";    // "cpu", "cuda", "cuda:N": where parameters and batches live
+  // fp32 matrix products on CUDA: "tf32" (tensor cores, 10-bit mantissa inputs, fp32 sums) or
+  // "fp32". TF32 is exact enough here: the losses are cross-entropies and L1/L2 terms whose
+  // gradient noise from minibatches is orders of magnitude above TF32's rounding (2^-11 relative
+  // per input), and LlamaGen itself trains with bf16 autocast, coarser still.
+  std::string matmul = "tf32";
   nlohmann::json provenance =
       nlohmann::json::object();  // command line, data file: kept in run.json
   // GPT stage: start from a finished run's weights (same architecture and words) instead of the
