@@ -22,23 +22,8 @@ mkdir -p "$OUT"
 t0=$SECONDS
 step() { echo "== $* ($((SECONDS - t0)) s)" | tee -a "$OUT/run.log"; }
 
-step configure
-args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DADTREE_GUI=OFF -DADTREE_TESTS=OFF)
-if [[ $DEVICE == cuda* ]]; then
-  args+=(-DADTREE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90
-    "-DCMAKE_PREFIX_PATH=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')")
-fi
-nl=third_party/nlohmann_json/usr/share/cmake/nlohmann_json
-[[ -d $nl ]] && args+=("-Dnlohmann_json_DIR=$PWD/$nl")
-cmake -S . -B "$BUILD" "${args[@]}" >"$OUT/configure.log" 2>&1 || {
-  tail -20 "$OUT/configure.log"
-  exit 1
-}
-step "build ($JOBS jobs)"
-cmake --build "$BUILD" -j "$JOBS" --target adtree >"$OUT/build.log" 2>&1 || {
-  tail -30 "$OUT/build.log"
-  exit 1
-}
+step "configure and build ($JOBS jobs)"
+DEVICE=$DEVICE JOBS=$JOBS BUILD=$BUILD bench/gpu/build.sh "$OUT"
 B=$BUILD/bin/adtree
 MODEL=resources/models/emoji
 
