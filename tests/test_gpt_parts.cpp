@@ -182,6 +182,39 @@ TEST(PackedGemm, MatchesDoublePrecisionForEveryTile) {
   EXPECT_THROW(packed_linear(at::randn({2, 5}), pack_weight(at::randn({3, 4}))), std::exception);
 }
 
+// The panel products as the packed attention calls them, in each kernel variant: scores from query
+// rows strided inside a qkv row against keys packed by pack_rows (a key count that ends inside a
+// panel), and P @ V read from the value rows in place into output rows strided inside a wider
+// row, whose other columns stay untouched.
+TEST(PackedGemm, StridedViewsAsTheAttentionUsesThem) {
+  using namespace adtree::model;
+  at::manual_seed(5);
+  const int64_t nq = 9, nk = 37, hd = 64;
+  const auto qkv = at::randn({nq, 3 * hd});
+  const auto K = at::randn({nk, hd}), V = at::randn({nk, hd}), P = at::rand({nq, nk});
+  std::vector<float> packed(size_t((nk + 15) / 16 * hd * 16));
+  pack_rows(K.data_ptr<float>(), nk, hd, hd, packed.data());
+  const auto want_s = at::matmul(qkv.narrow(1, 0, hd).to(at::kDouble), K.to(at::kDouble).t());
+  const auto want_o = at::matmul(P.to(at::kDouble), V.to(at::kDouble));
+  for (int kernel = 0; kernel <= int(packed_kernel()); ++kernel) {
+    force_packed_kernel(kernel);
+    auto S = at::empty({nq, nk});
+    panel_gemm(qkv.data_ptr<float>(), 3 * hd, nq, {packed.data(), nk, hd, hd * 16, 16},
+               S.data_ptr<float>(), nk);
+    EXPECT_LT((S.to(at::kDouble) - want_s).abs().max().item<double>(),
+              1e-5 * want_s.abs().max().item<double>())
+        << "kernel " << kernel;
+    auto out = at::zeros({nq, 2 * hd});
+    panel_gemm(P.data_ptr<float>(), nk, nq, {V.data_ptr<float>(), hd, nk, 16, hd},
+               out.data_ptr<float>(), 2 * hd);
+    EXPECT_LT((out.narrow(1, 0, hd).to(at::kDouble) - want_o).abs().max().item<double>(),
+              1e-5 * want_o.abs().max().item<double>())
+        << "kernel " << kernel;
+    EXPECT_EQ(out.narrow(1, hd, hd).abs().max().item<float>(), 0.0f) << "wrote past its rows";
+  }
+  force_packed_kernel(-1);
+}
+
 // The draft head infers through the small-row kernel and trains through BLAS: the same logits.
 TEST(Drafter, InferencePathMatchesTrainingPath) {
   using namespace adtree::model;

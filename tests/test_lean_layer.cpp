@@ -1,6 +1,7 @@
 // The lean CPU path (model/lean_layer.h) against the libtorch reference path: logits and features
 // within 1e-5 relative for every kind of block the engine runs (prefill with caption padding, one
-// token, a tree block with scratch rows, no cache), for the target and the draft head, on a head
+// token, a tree block with scratch rows, no cache, blocks of 10 and 12 queries that take the packed
+// attention), for the target and the draft head, on a head
 // width the AVX2 attention takes (64) and one it leaves to the portable loops (32); and the same
 // tokens from whole greedy and sampled generations.
 #include <gtest/gtest.h>
@@ -66,6 +67,22 @@ std::vector<at::Tensor> run_blocks(const SpecFixture& f) {
   outs.push_back(hout.hidden.clone());
   // No cache at all: the block attends within itself.
   keep(g.forward(tree, pos, nullptr));
+  // Blocks of many queries (the packed attention): ten causal tokens, then a 12-node tree whose
+  // node i hangs under node (i - 1) / 2, each seeing its ancestors.
+  auto big = g.new_cache(2, 16);
+  keep(g.prefill(big, cond));
+  const auto many = at::randint(g.config().vocab_size, {2, 10}, at::kLong);
+  keep(g.forward_tokens(big, many, 0));
+  big.commit();
+  auto tmask = at::zeros({12, 12}, at::kBool);
+  std::vector<int64_t> tpos(12);
+  for (int64_t i = 0; i < 12; ++i) {
+    int64_t depth = 0;
+    for (int64_t a = i; a >= 0; a = a == 0 ? -1 : (a - 1) / 2, ++depth) tmask[i][a] = true;
+    tpos[size_t(i)] = C + 10 + depth - 1;
+  }
+  auto tnodes = g.embed_tokens(at::randint(g.config().vocab_size, {2, 12}, at::kLong));
+  keep(g.forward(tnodes, at::tensor(tpos), &big, tmask));
   return outs;
 }
 }  // namespace

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
+
+#include "model/packed_gemm.h"
 
 namespace adtree::model {
 
@@ -225,9 +228,46 @@ void attend_block_portable(const HeadBlock& a) {
   attend_block(a);
 }
 
+float exp_shifted_sum(float* s, int64_t n, float shift) {
+  if (have_avx2()) return exp_shifted_sum_avx2(s, n, shift);
+  float sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += (s[j] = std::exp(s[j] - shift));
+  return sum;
+}
+
+// From this many queries on, one head's keys are packed once and the scores and the weighted V
+// sum become two panel products (packed_gemm.h): the register-tiled kernel instead of a pass over
+// every key per query. A tree's verification block has 9 to 64 queries per head.
+constexpr int64_t kManyQueries = 8;
+
+void attend_many(const HeadBlock& a) {
+  thread_local std::vector<float> packed_keys, probs;
+  const int64_t n_panels = (a.n_keys + kPanelWidth - 1) / kPanelWidth;
+  packed_keys.resize(size_t(n_panels * a.hd * kPanelWidth));
+  probs.resize(size_t(a.n_query * a.n_keys));
+  pack_rows(a.K, a.n_keys, a.hd, a.hd, packed_keys.data());
+  panel_gemm(a.q, a.q_stride, a.n_query,
+             {packed_keys.data(), a.n_keys, a.hd, a.hd * kPanelWidth, kPanelWidth}, probs.data(),
+             a.n_keys);
+  for (int64_t i = 0; i < a.n_query; ++i) {
+    float* s = probs.data() + i * a.n_keys;
+    const float* bias = a.bias + i * a.bias_row_stride;
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < a.n_keys; ++j) {
+      s[j] += bias[j * a.bias_key_stride];
+      mx = std::max(mx, s[j]);
+    }
+    const float inv = 1.0f / exp_shifted_sum(s, a.n_keys, mx);
+    for (int64_t j = 0; j < a.n_keys; ++j) s[j] *= inv;
+  }
+  // V [n_keys, hd] is the panel layout of P @ V already: panel p = dims 16p.., k stride hd.
+  panel_gemm(probs.data(), a.n_keys, a.n_query, {a.V, a.hd, a.n_keys, kPanelWidth, a.hd}, a.out,
+             a.out_stride);
+}
 }  // namespace
 
 void lean_attend(const HeadBlock& a) {
+  if (a.n_query >= kManyQueries && a.hd % kPanelWidth == 0) return attend_many(a);
   have_avx2() ? attend_block_avx2(a) : attend_block_portable(a);
 }
 
