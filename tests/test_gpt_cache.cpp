@@ -240,3 +240,34 @@ TEST(GptWeights, MissingAndMisshapenTensorsAreAllListed) {
     EXPECT_NE(msg.find("unexpected tensor 'stray.buffer'"), std::string::npos) << msg;
   }
 }
+
+// The fp32 CPU cache compacts by row copies, any other by index_select: both leave the same rows,
+// in every layer, head and batch row, and the same key bias.
+TEST(GptCache, RowCopyCompactionMatchesTheTensorPath) {
+  auto make = [](at::ScalarType dtype) {
+    at::manual_seed(21);
+    adtree::model::KvCache c;
+    for (int l = 0; l < 2; ++l) {
+      c.k.push_back(at::randn({2, 3, 20, 8}).to(dtype));
+      c.v.push_back(at::randn({2, 3, 20, 8}).to(dtype));
+    }
+    c.key_bias = at::randn({2, 20});
+    c.len = 5;
+    c.pending = 9;
+    return c;
+  };
+  auto fast = make(at::kFloat), slow = make(at::kDouble);
+  const std::vector<int64_t> rows{0, 2, 3, 7, 8};
+  fast.keep(rows);
+  slow.keep(rows);
+  EXPECT_EQ(fast.len, 10);
+  for (size_t l = 0; l < 2; ++l) {
+    EXPECT_TRUE(at::equal(fast.k[l].to(at::kDouble), slow.k[l])) << "K of layer " << l;
+    EXPECT_TRUE(at::equal(fast.v[l].to(at::kDouble), slow.v[l])) << "V of layer " << l;
+  }
+  EXPECT_TRUE(at::equal(fast.key_bias, slow.key_bias));
+  auto again = make(at::kFloat);
+  again.keep_pending({1, 4});
+  EXPECT_EQ(again.pending, 2);
+  EXPECT_TRUE(at::equal(again.k[1].narrow(2, 5, 1), make(at::kFloat).k[1].narrow(2, 6, 1)));
+}

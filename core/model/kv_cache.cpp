@@ -2,6 +2,8 @@
 
 #include <c10/core/InferenceMode.h>
 
+#include <cstring>
+
 #include "util/error.h"
 
 namespace adtree::model {
@@ -9,6 +11,37 @@ namespace adtree::model {
 void KvCache::commit() {
   len += pending;
   pending = 0;
+}
+
+bool KvCache::compact_rows_in_place(const std::vector<int64_t>& rows, size_t first_moved) {
+  // fp32 CPU caches (the lean path's): plain row copies, front to back, instead of an index_select
+  // and a copy per layer and tensor (a tree step's commit was about 25 tensor operations).
+  const auto& k0 = k.front();
+  if (!k0.device().is_cpu() || k0.scalar_type() != at::kFloat || !key_bias.is_contiguous()) {
+    return false;
+  }
+  for (const auto& t : k) {
+    if (!t.is_contiguous()) return false;
+  }
+  for (const auto& t : v) {
+    if (!t.is_contiguous()) return false;
+  }
+  const int64_t B = k0.size(0), H = k0.size(1), cap = k0.size(2), hd = k0.size(3);
+  auto move_rows = [&](float* base, int64_t row_floats, int64_t rows_per_block, int64_t blocks) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      float* block = base + b * rows_per_block * row_floats;
+      for (size_t i = first_moved; i < rows.size(); ++i) {
+        std::memmove(block + (len + int64_t(i)) * row_floats, block + (len + rows[i]) * row_floats,
+                     sizeof(float) * size_t(row_floats));
+      }
+    }
+  };
+  for (size_t l = 0; l < k.size(); ++l) {
+    move_rows(k[l].data_ptr<float>(), hd, cap, B * H);
+    move_rows(v[l].data_ptr<float>(), hd, cap, B * H);
+  }
+  move_rows(key_bias.data_ptr<float>(), 1, key_bias.size(1), B);
+  return true;
 }
 
 void KvCache::compact(const std::vector<int64_t>& rows) {
@@ -22,6 +55,7 @@ void KvCache::compact(const std::vector<int64_t>& rows) {
   // needed; a prefix that is already in place (rows[i] == i) needs no copy at all.
   size_t first_moved = 0;
   while (first_moved < rows.size() && rows[first_moved] == int64_t(first_moved)) ++first_moved;
+  if (first_moved < rows.size() && compact_rows_in_place(rows, first_moved)) return;
   if (first_moved < rows.size()) {
     std::vector<int64_t> src;
     for (size_t i = first_moved; i < rows.size(); ++i) src.push_back(len + rows[i]);

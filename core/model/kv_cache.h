@@ -34,6 +34,8 @@ struct KvCache {
 
  private:
   void compact(const std::vector<int64_t>& rows);  // pending rows `rows` to the front, in order
+  // The same for fp32 CPU caches by row copies; false (nothing done) for any other cache.
+  bool compact_rows_in_place(const std::vector<int64_t>& rows, size_t first_moved);
 };
 
 }  // namespace adtree::model
