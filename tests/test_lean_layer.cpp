@@ -8,6 +8,7 @@
 
 #include "model/lean_kernels.h"
 #include "model/lean_layer.h"
+#include "model/packed_gemm.h"
 #include "spec_fixture.h"
 
 using namespace adtree;
@@ -89,20 +90,26 @@ std::vector<at::Tensor> run_blocks(const SpecFixture& f) {
 
 TEST(LeanLayer, MatchesTheReferencePathOnEveryBlockKind) {
   LeanSwitch restore;
-  for (const auto& cfg : {GptConfig::preset("micro"), wide_heads()}) {
-    SpecFixture f(cfg, 3, 0.5);
-    at::manual_seed(11);
-    set_lean_enabled(false);
-    const auto want = run_blocks(f);
-    at::manual_seed(11);
-    set_lean_enabled(true);
-    const auto got = run_blocks(f);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      ASSERT_EQ(got[i].sizes(), want[i].sizes()) << "output " << i;
-      EXPECT_LT(rel_err(got[i], want[i]), 1e-5) << "output " << i << " head_dim " << cfg.head_dim();
+  const int best = int(packed_kernel());
+  for (int kernel = 0; kernel <= best; ++kernel) {  // each variant this CPU runs
+    force_packed_kernel(kernel);
+    for (const auto& cfg : {GptConfig::preset("micro"), wide_heads()}) {
+      SpecFixture f(cfg, 3, 0.5);
+      at::manual_seed(11);
+      set_lean_enabled(false);
+      const auto want = run_blocks(f);
+      at::manual_seed(11);
+      set_lean_enabled(true);
+      const auto got = run_blocks(f);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got[i].sizes(), want[i].sizes()) << "output " << i;
+        EXPECT_LT(rel_err(got[i], want[i]), 1e-5)
+            << "output " << i << " head_dim " << cfg.head_dim() << " kernel " << kernel;
+      }
     }
   }
+  force_packed_kernel(-1);
 }
 
 TEST(LeanLayer, RmsNormMatchesTheFormula) {

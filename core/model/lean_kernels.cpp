@@ -156,9 +156,10 @@ void swiglu_portable(const float* g, int64_t rows, int64_t hid, float* act) {
   }
 }
 
+// The same choice as the matrix kernel's (packed_gemm.h): the CPU's, or what $ADTREE_KERNEL or
+// a test forces, so that a forced portable run exercises every portable loop.
 bool have_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
+  return packed_kernel() != CpuKernel::Portable;
 }
 
 // AVX2: eight keys' scores per pass (one q load feeds eight FMAs; the eight sums come out of one

@@ -1,6 +1,7 @@
 // The loops of the lean inference path (model/lean_layer.h), on fp32 rows: RoPE, attention of a
 // block of queries over a head's cache rows, RMSNorm and the SwiGLU gate. Each has an AVX2+FMA
-// version chosen at run time (eight keys' scores per pass, a polynomial exp) and a portable one;
+// version chosen at run time with the matrix kernel (packed_kernel(): $ADTREE_KERNEL=portable
+// forces the portable loops too; eight keys' scores per pass, a polynomial exp) and a portable one;
 // both are pinned to the libtorch reference path by tests/test_lean_layer.cpp.
 #pragma once
 #include <cstdint>
