@@ -20,6 +20,13 @@ void set_blas_threads(int n) {
   if (auto fn = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) fn(n);
 }
 int g_workers = 0, g_intra = 0;
+
+// Whether the user chose OpenBLAS's threads (then they are left alone): read once, before this
+// file sets the variable itself.
+bool user_set_blas() {
+  static const bool set = std::getenv("OPENBLAS_NUM_THREADS") != nullptr;
+  return set;
+}
 }  // namespace
 
 int default_threads() {
@@ -27,14 +34,17 @@ int default_threads() {
 }
 
 void configure_threads(int threads, ThreadUse use) {
-  if (!std::getenv("OPENBLAS_NUM_THREADS")) {
-    setenv("OPENBLAS_NUM_THREADS", "1", 0);
-    set_blas_threads(1);
-  }
   if (threads <= 0) {
     if (const char* env = std::getenv("ADTREE_THREADS")) threads = std::atoi(env);
   }
   if (threads <= 0) threads = default_threads();
+  // Training's large products are one BLAS call each, so OpenBLAS may use the same threads there
+  // (measured +10% tokens/s with 2, docs/TRAINING.md); inference keeps it at one.
+  if (!user_set_blas()) {
+    const int blas = use == ThreadUse::Training ? threads : 1;
+    setenv("OPENBLAS_NUM_THREADS", std::to_string(blas).c_str(), 1);
+    set_blas_threads(blas);
+  }
   g_workers = threads;
   g_intra = use == ThreadUse::Training ? threads : 1;
   WorkerPool::resize_shared(g_workers);
