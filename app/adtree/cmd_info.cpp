@@ -66,7 +66,8 @@ int cmd_info(int argc, char** argv) {
                     {{"gpt_weights", gpt_n * elem},
                      {"vq_weights", vq_n * 4},
                      {"drafter_weights", dr_n * elem},
-                     {"kv_cache_cfg", kv_bytes}}},
+                     {"kv_cache_cfg", kv_bytes},
+                     {"gpt_packed_for_cpu", m.gpt->packed_bytes()}}},
                    {"load_seconds", load_s},
                    {"peak_rss_bytes", peak_rss},
                    {"device", a.str("device")},
@@ -81,7 +82,11 @@ int cmd_info(int argc, char** argv) {
             << "  grid          " << g.grid_h << " x " << g.grid_w << " tokens, codebook "
             << m.manifest.codebook_size << "\n"
             << "  GPT           " << g.n_layer << " layers x " << g.n_head << " heads x " << g.dim
-            << " dim, " << gpt_n << " parameters, " << mib(double(gpt_n * elem)) << "\n"
+            << " dim, " << gpt_n << " parameters, " << mib(double(gpt_n * elem))
+            << (m.gpt->packed_bytes() > 0
+                    ? " + " + mib(double(m.gpt->packed_bytes())) + " packed for the lean CPU path"
+                    : std::string())
+            << "\n"
             << "  conditioning  " << model::to_string(g.cond) << ", " << g.cond_tokens()
             << " condition token(s), "
             << (m.manifest.kind == "t2i-embeddings"

@@ -363,6 +363,14 @@ Gpt::Output Gpt::forward_tokens(KvCache& cache, const at::Tensor& tokens,
   return forward(embed_tokens(tokens.to(device_)), pos, &cache);
 }
 
+int64_t Gpt::packed_bytes() const {
+  auto bytes = [](const PackedWeight& w) { return w.defined() ? int64_t(w.panels.nbytes()) : 0; };
+  int64_t n = bytes(output_packed_);
+  for (const auto& L : layers_)
+    n += bytes(L.p_wqkv) + bytes(L.p_wo) + bytes(L.p_w13) + bytes(L.p_w2);
+  return n;
+}
+
 int64_t Gpt::num_params() const {
   int64_t n = 0;
   for (const auto& [name, t] : w_) n += t.numel();

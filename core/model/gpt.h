@@ -117,6 +117,8 @@ class Gpt {
 
   // Parameter count of the transformer (all tensors).
   int64_t num_params() const;
+  // Bytes of the copies packed for the lean CPU path (0 on other devices and dtypes).
+  int64_t packed_bytes() const;
 
  private:
   GptConfig cfg_;
