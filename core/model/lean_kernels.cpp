@@ -205,6 +205,24 @@ __attribute__((target("avx2,fma"))) void weighted_v_avx2(const float* p, const f
   }
 }
 
+float exp_shifted_sum(float* s, int64_t n, float shift) {
+  if (have_avx2()) return exp_shifted_sum_avx2(s, n, shift);
+  float sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += (s[j] = std::exp(s[j] - shift));
+  return sum;
+}
+
+// Scores s [n] of one query become its attention weights: + bias (bias[j * stride]), softmax.
+void softmax_row(float* s, int64_t n, const float* bias, int64_t stride) {
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] += bias[j * stride];
+    mx = std::max(mx, s[j]);
+  }
+  const float inv = 1.0f / exp_shifted_sum(s, n, mx);
+  for (int64_t j = 0; j < n; ++j) s[j] *= inv;
+}
+
 __attribute__((target("avx2,fma"))) void attend_block_avx2(const HeadBlock& a) {
   if (a.hd % 64 != 0) {
     attend_block(a);
@@ -213,27 +231,13 @@ __attribute__((target("avx2,fma"))) void attend_block_avx2(const HeadBlock& a) {
   for (int64_t i = 0; i < a.n_query; ++i) {
     float* s = a.scores;
     scores_avx2(a.q + i * a.q_stride, a.K, a.n_keys, a.hd, s);
-    const float* bias = a.bias + i * a.bias_row_stride;
-    float mx = -INFINITY;
-    for (int64_t j = 0; j < a.n_keys; ++j) {
-      s[j] += bias[j * a.bias_key_stride];
-      mx = std::max(mx, s[j]);
-    }
-    const float inv = 1.0f / exp_shifted_sum_avx2(s, a.n_keys, mx);
-    for (int64_t j = 0; j < a.n_keys; ++j) s[j] *= inv;
+    softmax_row(s, a.n_keys, a.bias + i * a.bias_row_stride, a.bias_key_stride);
     weighted_v_avx2(s, a.V, a.n_keys, a.hd, a.out + i * a.out_stride);
   }
 }
 
 void attend_block_portable(const HeadBlock& a) {
   attend_block(a);
-}
-
-float exp_shifted_sum(float* s, int64_t n, float shift) {
-  if (have_avx2()) return exp_shifted_sum_avx2(s, n, shift);
-  float sum = 0;
-  for (int64_t j = 0; j < n; ++j) sum += (s[j] = std::exp(s[j] - shift));
-  return sum;
 }
 
 // From this many queries on, one head's keys are packed once and the scores and the weighted V
@@ -251,15 +255,8 @@ void attend_many(const HeadBlock& a) {
              {packed_keys.data(), a.n_keys, a.hd, a.hd * kPanelWidth, kPanelWidth}, probs.data(),
              a.n_keys);
   for (int64_t i = 0; i < a.n_query; ++i) {
-    float* s = probs.data() + i * a.n_keys;
-    const float* bias = a.bias + i * a.bias_row_stride;
-    float mx = -INFINITY;
-    for (int64_t j = 0; j < a.n_keys; ++j) {
-      s[j] += bias[j * a.bias_key_stride];
-      mx = std::max(mx, s[j]);
-    }
-    const float inv = 1.0f / exp_shifted_sum(s, a.n_keys, mx);
-    for (int64_t j = 0; j < a.n_keys; ++j) s[j] *= inv;
+    softmax_row(probs.data() + i * a.n_keys, a.n_keys, a.bias + i * a.bias_row_stride,
+                a.bias_key_stride);
   }
   // V [n_keys, hd] is the panel layout of P @ V already: panel p = dims 16p.., k stride hd.
   panel_gemm(probs.data(), a.n_keys, a.n_query, {a.V, a.hd, a.n_keys, kPanelWidth, a.hd}, a.out,
