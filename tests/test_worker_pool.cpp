@@ -87,9 +87,13 @@ TEST(WorkerPool, AHeldUpWorkerLeavesTheRestToTheCaller) {
     });
   }
   ASSERT_GE(pool.solo_spells(), 1) << "a late worker never made the pool run alone";
+  const auto spell_began = std::chrono::steady_clock::now();
   const int64_t before = pool.chunks_by_workers();
   pool.run(64, 1, [](int64_t, int64_t) {});
-  EXPECT_EQ(pool.chunks_by_workers(), before) << "shared work during the spell alone";
+  // The spell lasts 20 ms; a test thread that the OS held up longer may rightly see it over.
+  if (std::chrono::steady_clock::now() - spell_began < std::chrono::milliseconds(15)) {
+    EXPECT_EQ(pool.chunks_by_workers(), before) << "shared work during the spell alone";
+  }
 }
 
 TEST(WorkerPool, ParkedWorkersWakeAndTheSharedPoolFollowsTheKnob) {
