@@ -65,24 +65,14 @@ __attribute__((always_inline)) inline void tile(const float* x, int64_t xs, cons
   }
 }
 
+// Runs tile<n> for a runtime n in 1 .. R (the AVX-512 path dispatches the same way).
+template <int R>
 __attribute__((always_inline)) inline void tile_rows(int64_t n, const float* x, int64_t xs,
                                                      const float* panel, int64_t ks, int64_t k0,
                                                      int64_t k1, float* part) {
-  switch (n) {
-    case 6:
-      return tile<6>(x, xs, panel, ks, k0, k1, part);
-    case 5:
-      return tile<5>(x, xs, panel, ks, k0, k1, part);
-    case 4:
-      return tile<4>(x, xs, panel, ks, k0, k1, part);
-    case 3:
-      return tile<3>(x, xs, panel, ks, k0, k1, part);
-    case 2:
-      return tile<2>(x, xs, panel, ks, k0, k1, part);
-    case 1:
-      return tile<1>(x, xs, panel, ks, k0, k1, part);
-    default:
-      return;
+  if constexpr (R > 0) {
+    if (n == R) return tile<R>(x, xs, panel, ks, k0, k1, part);
+    return tile_rows<R - 1>(n, x, xs, panel, ks, k0, k1, part);
   }
 }
 
@@ -105,8 +95,8 @@ __attribute__((always_inline)) inline void panels(const GemmArgs& a, int64_t p_b
       for (int64_t k0 = 0; k0 < w.in; k0 += kBlockK) {
         const int64_t k1 = std::min(w.in, k0 + kBlockK);
         for (int64_t r = 0; r < n_rows; r += 6) {
-          tile_rows(std::min<int64_t>(6, n_rows - r), a.x + (g + r) * a.x_stride, a.x_stride, panel,
-                    w.k_stride, k0, k1, part + r * kPanelWidth);
+          tile_rows<6>(std::min<int64_t>(6, n_rows - r), a.x + (g + r) * a.x_stride, a.x_stride,
+                       panel, w.k_stride, k0, k1, part + r * kPanelWidth);
         }
       }
       store(a, part, kPanelWidth, g, n_rows, o0, n_valid);
