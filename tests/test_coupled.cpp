@@ -193,6 +193,10 @@ class CountingSource : public DraftSource {
     fed += int64_t(nodes.size());
     return inner_.expand(nodes, rows);
   }
+  at::Tensor expand_on_device(const at::Tensor& t, const at::Tensor& p, int64_t i) override {
+    fed += t.numel();
+    return inner_.expand_on_device(t, p, i);
+  }
   void end_step() override { inner_.end_step(); }
   int64_t scratch_rows() const override { return inner_.scratch_rows(); }
   int64_t fed = 0;

@@ -33,6 +33,14 @@ const std::vector<double>& CouplingNoise::weights(int64_t cell) {
   return cells_.emplace(cell, std::move(w)).first->second;
 }
 
+at::Tensor CouplingNoise::weights_on(int64_t first, int64_t count, at::Device device) {
+  auto w = at::empty({count, vocab_}, at::kDouble);
+  for (int64_t c = 0; c < count; ++c) {
+    std::copy_n(weights(first + c).data(), vocab_, w[c].data_ptr<double>());
+  }
+  return w.to(device);
+}
+
 int64_t CouplingNoise::choose(const float* p, int64_t cell) {
   const int64_t x = weighted_argmax(p, weights(cell).data(), vocab_);
   if (x < 0) throw Error("cannot sample: the distribution has no mass");

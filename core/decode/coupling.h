@@ -24,6 +24,9 @@ class CouplingNoise {
   int64_t vocab() const { return vocab_; }
   // exp(g_t) for every token of cell t (computed once per cell, kept until forget_before).
   const std::vector<double>& weights(int64_t cell);
+  // The same for cells first .. first + count - 1 as one [count, V] fp64 tensor on `device` (the
+  // device step's copy: fp64, so a product with p ranks tokens exactly as the host does).
+  at::Tensor weights_on(int64_t first, int64_t count, at::Device device);
   // The coupled sample of p [V] (CPU fp32 contiguous) at cell t: argmax p * exp(g_t).
   int64_t choose(const float* p, int64_t cell);
   int64_t choose(const at::Tensor& p, int64_t cell);

@@ -61,6 +61,39 @@ class ScratchRows {
   std::vector<int64_t> parent_;
 };
 
+// The same bookkeeping on the device: the ancestor matrix of the scratch rows [s, s] (a row sees
+// itself and its ancestors), grown level by level from parent rows that stay on the device.
+class DeviceScratch {
+ public:
+  void clear() {
+    anc_ = at::Tensor();
+    rows_ = 0;
+  }
+  int64_t size() const { return rows_; }
+  // Appends rows with the given parents and returns their mask [m, s + m].
+  at::Tensor append(const at::Tensor& parent_rows, int64_t capacity) {
+    const int64_t m = parent_rows.numel(), s = rows_;
+    if (s + m > capacity) throw Error("draft source: the tree outgrows the scratch rows");
+    const auto opts = parent_rows.options().dtype(at::kBool);
+    const auto self = at::eye(m, opts);
+    at::Tensor mask = self;
+    if (s > 0) {
+      // Row 0 of `seen` stands for the root (kRootRow + 1), which is no scratch row.
+      const auto seen = at::cat({at::zeros({1, s}, opts), anc_}).index_select(0, parent_rows + 1);
+      mask = at::cat({seen, self}, 1);
+      anc_ = at::cat({at::cat({anc_, at::zeros({s, m}, opts)}, 1), mask});
+    } else {
+      anc_ = self;
+    }
+    rows_ += m;
+    return mask;
+  }
+
+ private:
+  at::Tensor anc_;
+  int64_t rows_ = 0;
+};
+
 class EagleSource : public DraftSource {
  public:
   EagleSource(const model::Drafter& head, const model::Gpt& target, int64_t batch, int64_t scratch)
@@ -88,9 +121,25 @@ class EagleSource : public DraftSource {
     auto out = head_.forward(&cache_, feats, toks, pos);
     cache_.commit();
     scratch_.clear();
+    device_scratch_.clear();
     root_hidden_ = out.hidden.narrow(1, m - 1, 1);
     hidden_.clear();
+    level_hidden_ = {root_hidden_};
     return out.logits.select(1, m - 1);
+  }
+
+  at::Tensor expand_on_device(const at::Tensor& tokens, const at::Tensor& parent_rows,
+                              int64_t index) override {
+    c10::InferenceMode guard;
+    const int64_t m = tokens.numel();
+    // Feature of each node: its parent row's predicted hidden (the root's first).
+    const auto feats = at::cat(level_hidden_, 1).index_select(1, parent_rows + 1);
+    const auto mask = device_scratch_.append(parent_rows, scratch_rows_);
+    const auto pos = at::full({m}, target_.config().cond_tokens() + index, at::kLong);
+    ScopedTimer timer(forward_ms_);
+    auto out = head_.forward(&cache_, feats, tokens.unsqueeze(0).expand({batch_, m}), pos, mask);
+    level_hidden_.push_back(out.hidden);
+    return out.logits;
   }
 
   at::Tensor expand(const std::vector<DraftInput>& nodes, std::vector<int64_t>& rows) override {
@@ -116,7 +165,9 @@ class EagleSource : public DraftSource {
   void end_step() override {
     cache_.pending = 0;
     scratch_.clear();
+    device_scratch_.clear();
     hidden_.clear();
+    level_hidden_.clear();
   }
 
  private:
@@ -125,8 +176,10 @@ class EagleSource : public DraftSource {
   int64_t batch_, scratch_rows_;
   model::KvCache cache_;
   ScratchRows scratch_;
+  DeviceScratch device_scratch_;
   at::Tensor last_feature_, root_hidden_;
-  std::vector<at::Tensor> hidden_;  // per scratch row [B, 1, D]
+  std::vector<at::Tensor> hidden_;        // per scratch row [B, 1, D]
+  std::vector<at::Tensor> level_hidden_;  // device step: the root's, then per level [B, m, D]
 };
 
 class ModelSource : public DraftSource {
@@ -154,7 +207,20 @@ class ModelSource : public DraftSource {
                                      first_index);
     cache_.commit();
     scratch_.clear();
+    device_scratch_.clear();
     return out.logits.select(1, m - 1);
+  }
+
+  at::Tensor expand_on_device(const at::Tensor& tokens, const at::Tensor& parent_rows,
+                              int64_t index) override {
+    c10::InferenceMode guard;
+    const int64_t m = tokens.numel();
+    const auto mask = device_scratch_.append(parent_rows, scratch_rows_);
+    const auto pos = at::full({m}, model_.config().cond_tokens() + index, at::kLong);
+    ScopedTimer timer(forward_ms_);
+    auto out = model_.forward(model_.embed_tokens(tokens.unsqueeze(0).expand({batch_, m})), pos,
+                              &cache_, mask);
+    return out.logits;
   }
 
   at::Tensor expand(const std::vector<DraftInput>& nodes, std::vector<int64_t>& rows) override {
@@ -177,6 +243,7 @@ class ModelSource : public DraftSource {
   void end_step() override {
     cache_.pending = 0;
     scratch_.clear();
+    device_scratch_.clear();
   }
 
  private:
@@ -184,6 +251,7 @@ class ModelSource : public DraftSource {
   int64_t batch_, scratch_rows_;
   model::KvCache cache_;
   ScratchRows scratch_;
+  DeviceScratch device_scratch_;
 };
 
 }  // namespace

@@ -36,6 +36,13 @@ class DraftSource {
   // Feeds tree nodes (one batched forward); returns their draft logits [B, m, V] and appends their
   // draft rows to `rows` (to be used as parent_row of their children).
   virtual at::Tensor expand(const std::vector<DraftInput>& nodes, std::vector<int64_t>& rows) = 0;
+  // The same for the device step (device_tree.h), reading nothing back to the host: `tokens` [m]
+  // and `parent_rows` [m] (kRootRow or rows of earlier expand_on_device calls of this step) are
+  // long tensors on the model's device, and every node sits at image index `index` (one tree
+  // level). The new rows are the step's next m scratch rows, in order. A step uses one of the two
+  // expansions, not both.
+  virtual at::Tensor expand_on_device(const at::Tensor& tokens, const at::Tensor& parent_rows,
+                                      int64_t index) = 0;
   // Drops this step's tree rows.
   virtual void end_step() = 0;
   // Tree rows one step can feed through expand() (the scratch area of its cache).

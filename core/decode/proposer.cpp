@@ -24,12 +24,27 @@ class DraftTreeProposer : public Proposer {
   }
 
   DraftTree propose(const std::vector<int64_t>& committed, int64_t max_levels) override {
-    if (todo_tokens_.empty()) todo_tokens_ = {committed.back()}, todo_first_ = 0;
-    auto root_logits = src_.begin_step(todo_tokens_, todo_feats_, todo_first_);
+    auto root_logits = begin(committed);
     DraftContext ctx{
         src_,      proc_, picker_, root_logits, committed.back(), int64_t(committed.size()) - 1,
         max_levels};
     auto tree = build(ctx);
+    src_.end_step();
+    return tree;
+  }
+
+  DeviceTree propose_on_device(const std::vector<int64_t>& committed, int64_t max_levels) override {
+    if (!builds_on_device()) return Proposer::propose_on_device(committed, max_levels);
+    auto root_logits = begin(committed);
+    DeviceDraftContext ctx{src_,
+                           proc_,
+                           picker_.rule,
+                           picker_.noise,
+                           root_logits,
+                           committed.back(),
+                           int64_t(committed.size()) - 1,
+                           max_levels};
+    auto tree = build_on_device(ctx);
     src_.end_step();
     return tree;
   }
@@ -47,6 +62,17 @@ class DraftTreeProposer : public Proposer {
 
  protected:
   virtual DraftTree build(DraftContext& ctx) = 0;
+  virtual DeviceTree build_on_device(DeviceDraftContext&) {
+    throw Error("this tree is not built on the device");
+  }
+  const ChildPicker& picker() const { return picker_; }
+
+ private:
+  // Feeds the rows committed by the last step; returns the draft logits after the root.
+  at::Tensor begin(const std::vector<int64_t>& committed) {
+    if (todo_tokens_.empty()) todo_tokens_ = {committed.back()}, todo_first_ = 0;
+    return src_.begin_step(todo_tokens_, todo_feats_, todo_first_);
+  }
 
  private:
   DraftSource& src_;
@@ -88,20 +114,36 @@ class DynamicProposer : public DraftTreeProposer {
   }
   int64_t budget() const override { return last_budget_; }
   int64_t max_nodes() const override { return std::max<int64_t>(max_budget_, shape_.k); }
+  bool builds_on_device() const override { return device_tree_supports(picker().rule); }
   void observe(const StepOutcome& out) override {
     DraftTreeProposer::observe(out);
     if (adaptive_) adaptive_->observe(out.tree, out.acc);
   }
 
  protected:
+  // The step's shape and budget N for the root at image index `root_index`; `confidence` is the
+  // head's top-1 after the root where a policy needs it.
+  struct Plan {
+    TreeShape shape;
+    int64_t n = 0;
+  };
+  virtual Plan plan(int64_t /*root_index*/, double /*confidence*/) {
+    return {shape_, step_budget()};
+  }
+  virtual bool needs_confidence() const { return false; }
   // N for this step: the fixed or adaptive budget (ADT may shrink it to its shape).
   int64_t step_budget() const { return adaptive_ ? adaptive_->current() : fixed_; }
   int64_t max_budget() const { return max_budget_; }
-  DraftTree build_shape(DraftContext& ctx, TreeShape shape, int64_t n) {
-    last_budget_ = n;
-    return build_dynamic_tree(ctx, shape.d, shape.k, n);
+  DraftTree build(DraftContext& ctx) override {
+    const auto p = plan(ctx.root_index, needs_confidence() ? root_confidence(ctx) : 0.0);
+    last_budget_ = p.n;
+    return build_dynamic_tree(ctx, p.shape.d, p.shape.k, p.n);
   }
-  DraftTree build(DraftContext& ctx) override { return build_shape(ctx, shape_, step_budget()); }
+  DeviceTree build_on_device(DeviceDraftContext& ctx) override {
+    const auto p = plan(ctx.root_index, 0.0);
+    last_budget_ = p.n;
+    return build_dynamic_tree_on_device(ctx, p.shape.d, p.shape.k, p.n);
+  }
 
  private:
   TreeShape shape_;
@@ -132,6 +174,10 @@ class AdtProposer : public DynamicProposer {
     for (size_t i = 0; i < out.new_tokens.size(); ++i) cells.push_back(out.first_cell + int64_t(i));
     next_ = policy_.update(shape_, alpha_, cells);
   }
+  // The confidence-only baseline reads the head's root top-1 on the host.
+  bool builds_on_device() const override {
+    return !needs_confidence() && DynamicProposer::builds_on_device();
+  }
   void annotate(StepTrace& st) const override {
     st.has_adt = true;
     st.adt = AdtTrace{shape_.d,  shape_.k, origin_,
@@ -140,12 +186,12 @@ class AdtProposer : public DynamicProposer {
   }
 
  protected:
-  DraftTree build(DraftContext& ctx) override {
-    const double conf = s_.adjacency == Adjacency::Confidence ? root_confidence(ctx) : 0.0;
-    shape_ = policy_.shape_for(ctx.root_index + 1, &origin_, conf);
+  bool needs_confidence() const override { return s_.adjacency == Adjacency::Confidence; }
+  Plan plan(int64_t root_index, double confidence) override {
+    shape_ = policy_.shape_for(root_index + 1, &origin_, confidence);
     int64_t n = step_budget();
     if (s_.budget_rule == AdtBudget::Shape) n = std::min(n, shape_.d * shape_.k);
-    return build_shape(ctx, shape_, n);
+    return {shape_, n};
   }
 
  private:
@@ -178,6 +224,10 @@ class JacobiProposer : public Proposer {
 };
 
 }  // namespace
+
+DeviceTree Proposer::propose_on_device(const std::vector<int64_t>&, int64_t) {
+  throw Error("this method's trees are not built on the device");
+}
 
 std::unique_ptr<Proposer> make_proposer(const ProposerInputs& in) {
   const auto& m = in.method.method;

@@ -13,6 +13,7 @@
 
 #include "decode/acceptance.h"
 #include "decode/budget.h"
+#include "decode/device_tree.h"
 #include "decode/draft_source.h"
 #include "decode/draft_tree.h"
 #include "decode/jacobi.h"
@@ -39,6 +40,10 @@ class Proposer {
   virtual void start(const model::Condition& cond, const at::Tensor& feature) = 0;
   // The tree for the step whose root is committed.back(); `max_levels` draft levels still fit.
   virtual DraftTree propose(const std::vector<int64_t>& committed, int64_t max_levels) = 0;
+  // The device step (device_tree.h): the same tree built on the model's device, for proposers
+  // whose settings allow it (builds_on_device()); observe() then gets the tree as read back.
+  virtual bool builds_on_device() const { return false; }
+  virtual DeviceTree propose_on_device(const std::vector<int64_t>& committed, int64_t max_levels);
   virtual void observe(const StepOutcome& out) = 0;
   virtual int64_t budget() const = 0;           // N of the last tree (draft tokens it could hold)
   virtual int64_t max_nodes() const = 0;        // the largest tree these settings build

@@ -88,12 +88,22 @@ Processed LogitsProcessor::process(const at::Tensor& logits, int64_t first_index
 
 Processed LogitsProcessor::process_rows(const at::Tensor& logits,
                                         const std::vector<int64_t>& token_index) const {
+  // The indices matter only for cfg_interval: no copy to the device otherwise.
+  return process_rows(
+      logits,
+      params_.cfg_interval > -1 && logits.size(0) == 2
+          ? at::tensor(token_index, at::TensorOptions().dtype(at::kLong)).to(logits.device())
+          : at::Tensor());
+}
+
+Processed LogitsProcessor::process_rows(const at::Tensor& logits,
+                                        const at::Tensor& token_index) const {
   at::Tensor mixed;
   if (logits.size(0) == 2) {
     mixed = cfg_mix(logits[0], logits[1], params_.cfg_scale);
     if (params_.cfg_interval > -1) {
       // Rows predicting tokens after the interval use the cond logits only (LlamaGen cfg_interval).
-      auto idx = at::tensor(token_index, at::TensorOptions().dtype(at::kLong)).to(logits.device());
+      auto idx = token_index.to(logits.device());
       auto cond_only = (idx > params_.cfg_interval).unsqueeze(-1);
       mixed = at::where(cond_only, logits[0].to(at::kFloat), mixed);
     }

@@ -52,6 +52,8 @@ class LogitsProcessor {
   Processed process(const at::Tensor& logits, int64_t first_index) const;
   // Same for rows predicting arbitrary image indices (the nodes of a draft tree).
   Processed process_rows(const at::Tensor& logits, const std::vector<int64_t>& token_index) const;
+  // The same with the image indices as a long tensor on the logits' device (the device step).
+  Processed process_rows(const at::Tensor& logits, const at::Tensor& token_index) const;
 
  private:
   SamplingParams params_;

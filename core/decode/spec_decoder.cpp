@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "decode/coupling.h"
+#include "decode/device_verify.h"
 #include "decode/proposer.h"
 #include "decode/step_buffers.h"
 #include "decode/step_recorder.h"
@@ -127,6 +128,97 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> committed_by(const DraftTr
   return {tokens, parents};
 }
 
+// Whether the steps run on the device (device_tree.h): asked for, or by default off the CPU, for
+// the settings it covers.
+bool runs_on_device(const SpecOptions& opts, const LoopParts& parts, const DecodeRequest& r,
+                    at::Device device) {
+  const bool rule_ok = parts.rule == VerifyRule::Coupled ||
+                       (parts.rule == VerifyRule::Deterministic && r.sampling.greedy());
+  const bool covered = parts.proposer->builds_on_device() && rule_ok && !opts.lantern &&
+                       !opts.verifier && r.method.acceptance != Acceptance::Cascade &&
+                       !r.trace.enabled;
+  if (opts.device_step == DeviceStep::On && !covered) {
+    throw Error(
+        "the device step covers dynamic and ADT trees under greedy or coupled "
+        "verification, without LANTERN, CASCADE, traces or the confidence-only shape "
+        "baseline: these settings need --device-step off");
+  }
+  if (opts.device_step == DeviceStep::Auto) return covered && !device.is_cpu();
+  return opts.device_step == DeviceStep::On;
+}
+
+// One verified step as the rest of the loop needs it, whichever way it ran.
+struct VerifiedStep {
+  DraftTree tree;
+  AcceptResult acc;
+  Processed target;           // the verification rows the recorder reads (top1 at least)
+  at::Tensor hidden;          // target features [B, nodes, D], row i after tree node i
+  std::vector<int64_t> keep;  // block rows the cache keeps: the root's and the path's
+};
+
+// The parts of the loop a step uses.
+struct StepParts {
+  const model::Gpt& target;
+  model::KvCache& cache;
+  StepBuffers& buffers;
+  LoopParts& parts;
+};
+
+// Timings go into `rec`: draft-model forwards count as drafting, the rest of proposing as
+// bookkeeping (`propose_ms` is the whole), the target forward as verification, the rule as
+// sampling.
+VerifiedStep host_step(StepParts& s, const std::vector<int64_t>& tokens, int64_t max_levels,
+                       StepRecord& rec, double& propose_ms) {
+  const int64_t n = int64_t(tokens.size()) - 1;
+  auto t0 = Clock::now();
+  DraftTree tree = s.parts.proposer->propose(tokens, max_levels);
+  propose_ms = ms_since(t0);
+  rec.t_draft_ms = s.parts.proposer->take_draft_ms();
+  t0 = Clock::now();
+  std::vector<int64_t> predicts;
+  auto out = forward_tree(s.target, s.cache, s.buffers, tree, n, predicts);
+  rec.t_verify_ms = ms_since(t0);
+  t0 = Clock::now();  // accept (and the Jacobi methods' new guesses: both are sampling)
+  auto proc = s.parts.target_proc.process_rows(out.logits, predicts);
+  auto acc = s.parts.verifier->verify(tree, proc.probs.to(at::kCPU), proc.mixed.to(at::kCPU), n,
+                                      max_levels);
+  rec.t_sample_ms = ms_since(t0);
+  std::vector<int64_t> keep{0};
+  keep.insert(keep.end(), acc.path.begin(), acc.path.end());
+  return VerifiedStep{std::move(tree), std::move(acc), std::move(proc), out.hidden, keep};
+}
+
+// The same on the device: tree, forward and rule stay there; one read brings the verdict back.
+VerifiedStep device_step(StepParts& s, const std::vector<int64_t>& tokens, int64_t max_levels,
+                         StepRecord& rec, double& propose_ms) {
+  const int64_t n = int64_t(tokens.size()) - 1;
+  auto t0 = Clock::now();
+  auto tree = s.parts.proposer->propose_on_device(tokens, max_levels);
+  propose_ms = ms_since(t0);
+  rec.t_draft_ms = s.parts.proposer->take_draft_ms();
+  t0 = Clock::now();
+  const int64_t first = s.target.config().cond_tokens() + n;
+  const auto in = s.buffers.fill(tree, first);
+  auto out = s.target.forward(s.target.embed_tokens(in.tokens), in.positions, &s.cache, in.mask, {},
+                              0, model::PositionBounds{first, first + tree.levels});
+  if (out.logits.size(1) > in.real) {
+    out.logits = out.logits.narrow(1, 0, in.real);
+    out.hidden = out.hidden.narrow(1, 0, in.real);
+  }
+  rec.t_verify_ms = ms_since(t0);
+  t0 = Clock::now();
+  const auto proc = s.parts.target_proc.process_rows(out.logits, tree.depths + (n + 1));
+  auto v = verify_on_device(tree, proc, s.parts.rule != VerifyRule::Coupled, max_levels);
+  rec.t_sample_ms = ms_since(t0);
+  // Nodes without draft mass were verified but are not part of the tree the host sees.
+  auto hidden = int64_t(v.rows.size()) == tree.size
+                    ? out.hidden
+                    : out.hidden.index_select(1, at::tensor(v.rows).to(out.hidden.device()));
+  Processed shown;
+  shown.top1 = v.top1;
+  return VerifiedStep{std::move(v.tree), std::move(v.acc), std::move(shown), hidden, v.keep};
+}
+
 DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
                          const model::Condition& cond, const DecodeRequest& request,
                          const SpecOptions& opts, const StepCallback& on_step,
@@ -139,13 +231,16 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
       opts.max_tokens > 0 ? std::min(opts.max_tokens, cfg.image_tokens()) : cfg.image_tokens();
   LoopParts parts(cfg, source, checked_settings(cfg, cond, request, opts), request, opts, n_img);
   auto& proposer = *parts.proposer;
+  const bool on_device = runs_on_device(opts, parts, request, target.device());
   DecodeResult res;
   describe_run(res.stats, cfg, request, parts, opts.lantern != nullptr);
+  res.stats.settings["device_step"] = on_device;
   StepRecorder recorder(res.stats, request.trace, on_step);
   auto& tokens = res.tokens;
   StepBuffers buffers(target.device(), batch, opts.pad_to_buckets);
   // Root + the largest tree, padded to its bucket.
   auto cache = target.new_cache(batch, buffers.rows_for(proposer.max_nodes() + 1) + 1);
+  StepParts step_parts{target, cache, buffers, parts};
 
   // Step 0: the prefill; its token (coupled AR's first token) is the first root.
   auto t0 = Clock::now();
@@ -163,40 +258,36 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
     const int64_t n = int64_t(tokens.size()) - 1;  // image index of the root
     const int64_t max_levels = n_img - 1 - n;
     parts.noise.forget_before(n + 1);
-
-    t0 = Clock::now();  // draft-model forwards count as drafting, the rest as bookkeeping
-    DraftTree tree = proposer.propose(tokens, max_levels);
-    const double propose_ms = ms_since(t0);
-    rec.t_draft_ms = proposer.take_draft_ms();
+    double propose_ms = 0;
+    auto s = on_device ? device_step(step_parts, tokens, max_levels, rec, propose_ms)
+                       : host_step(step_parts, tokens, max_levels, rec, propose_ms);
+    rec.target_forwards = 1;
+    rec.relaxed = s.acc.relaxed;
 
     t0 = Clock::now();
-    std::vector<int64_t> predicts;
-    auto out = forward_tree(target, cache, buffers, tree, n, predicts);
-    rec.t_verify_ms = ms_since(t0);
-    rec.target_forwards = 1;
-
-    t0 = Clock::now();  // accept (and the Jacobi methods' new guesses: both are sampling)
-    auto proc = parts.target_proc.process_rows(out.logits, predicts);
-    auto acc = parts.verifier->verify(tree, proc.probs.to(at::kCPU), proc.mixed.to(at::kCPU), n,
-                                      max_levels);
-    auto [new_tokens, parents] = committed_by(tree, acc);
-    proposer.observe(StepOutcome{tree, acc, out.hidden, new_tokens, parents, n + 1});
-    rec.t_sample_ms = ms_since(t0);
-    rec.relaxed = acc.relaxed;
+    auto [new_tokens, parents] = committed_by(s.tree, s.acc);
+    proposer.observe(StepOutcome{s.tree, s.acc, s.hidden, new_tokens, parents, n + 1});
+    rec.t_sample_ms += ms_since(t0);
 
     t0 = Clock::now();  // commit: keep the root's and the accepted path's K/V rows
-    std::vector<int64_t> keep{0};
-    keep.insert(keep.end(), acc.path.begin(), acc.path.end());
-    cache.keep(keep);
+    cache.keep(s.keep);
     tokens.insert(tokens.end(), new_tokens.begin(), new_tokens.end());
     rec.t_other_ms = ms_since(t0) + propose_ms - rec.t_draft_ms;
-    recorder.step(rec, CommittedStep{tree, acc, proc, new_tokens, parents, n + 1}, proposer);
+    recorder.step(rec, CommittedStep{s.tree, s.acc, s.target, new_tokens, parents, n + 1},
+                  proposer);
   }
   res.cancelled = cancel && cancel->load() && int64_t(tokens.size()) < n_img;
   res.stats.finish(ms_since(t_start));
   return res;
 }
 }  // namespace
+
+DeviceStep device_step_from_string(const std::string& s) {
+  if (s == "auto") return DeviceStep::Auto;
+  if (s == "on") return DeviceStep::On;
+  if (s == "off") return DeviceStep::Off;
+  throw Error("unknown device step '" + s + "' (auto, on or off)");
+}
 
 DecodeResult generate_speculative(const model::Gpt& target, DraftSource& source,
                                   const model::Condition& cond, const DecodeRequest& request,

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 
+#include "decode/device_tree.h"
 #include "decode/draft_tree.h"
 
 namespace adtree::decode {
@@ -32,11 +33,14 @@ class StepBuffers {
   // The tree's inputs with node i at position first_position + depth(i); padding nodes stand at
   // first_position.
   Inputs fill(const DraftTree& tree, int64_t first_position);
+  // The same from a tree built on the device, without reading it back.
+  Inputs fill(const DeviceTree& tree, int64_t first_position);
 
  private:
   struct Buffers {
     at::Tensor tokens, positions, mask;
   };
+  Buffers& buffers_for(int64_t rows);
   at::Device device_;
   int64_t batch_;
   bool pad_;

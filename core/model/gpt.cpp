@@ -181,20 +181,39 @@ DecoderLayer make_layer(const TensorMap& w, const std::string& prefix, int64_t d
   return L;
 }
 
-int64_t checked_block_start(const Rope2d& rope, const KvCache* cache, int64_t B,
-                            const at::Tensor& pos_in, const at::Tensor& block_mask) {
-  const int64_t q = pos_in.numel();
-  {
-    // Checked on the host copy the caller made (positions are built on the CPU): no device sync.
-    auto host = pos_in.device().is_cpu() ? pos_in.to(at::kLong).contiguous() : pos_in.to(at::kCPU);
-    const int64_t* p = host.data_ptr<int64_t>();
-    for (int64_t i = 0; i < q; ++i) {
-      if (p[i] < 0 || p[i] >= rope.seq_len()) {
-        throw Error("forward: position " + std::to_string(p[i]) + " is outside the sequence (" +
-                    std::to_string(rope.seq_len()) + " positions)");
-      }
+namespace {
+void check_position(int64_t p, const Rope2d& rope) {
+  if (p < 0 || p >= rope.seq_len()) {
+    throw Error("forward: position " + std::to_string(p) + " is outside the sequence (" +
+                std::to_string(rope.seq_len()) + " positions)");
+  }
+}
+
+void check_positions(const Rope2d& rope, const at::Tensor& pos_in, PositionBounds bounds) {
+  if (bounds.known()) {
+    check_position(bounds.lo, rope);
+    check_position(bounds.hi, rope);
+    if (!pos_in.device().is_cpu()) return;  // reading the values back would cost a sync
+  }
+  // Host positions (the host builds them): checked one by one, no device sync.
+  auto host = pos_in.device().is_cpu() ? pos_in.to(at::kLong).contiguous() : pos_in.to(at::kCPU);
+  const int64_t* p = host.data_ptr<int64_t>();
+  for (int64_t i = 0; i < pos_in.numel(); ++i) {
+    check_position(p[i], rope);
+    if (bounds.known() && (p[i] < bounds.lo || p[i] > bounds.hi)) {
+      throw Error("forward: position " + std::to_string(p[i]) + " is outside its builder's range " +
+                  std::to_string(bounds.lo) + ".." + std::to_string(bounds.hi) +
+                  " (internal error)");
     }
   }
+}
+}  // namespace
+
+int64_t checked_block_start(const Rope2d& rope, const KvCache* cache, int64_t B,
+                            const at::Tensor& pos_in, const at::Tensor& block_mask,
+                            PositionBounds bounds) {
+  const int64_t q = pos_in.numel();
+  check_positions(rope, pos_in, bounds);
   const int64_t scratch = block_mask.defined() ? block_mask.size(1) - q : 0;
   if (scratch < 0 || (block_mask.defined() && block_mask.size(0) != q)) {
     throw Error("forward: block mask must be [q, scratch + q]");
@@ -215,11 +234,12 @@ int64_t checked_block_start(const Rope2d& rope, const KvCache* cache, int64_t B,
 }
 
 BlockPlan plan_block(const Rope2d& rope, KvCache* cache, int64_t B, const at::Tensor& pos_in,
-                     const at::Tensor& block_mask, const at::Tensor& block_key_valid) {
+                     const at::Tensor& block_mask, const at::Tensor& block_key_valid,
+                     PositionBounds bounds) {
   const int64_t q = pos_in.numel();
   const auto device = rope.cis().device();
   BlockPlan plan;
-  plan.start = checked_block_start(rope, cache, B, pos_in, block_mask);
+  plan.start = checked_block_start(rope, cache, B, pos_in, block_mask, bounds);
   plan.cis = rope.cis().index_select(0, pos_in.to(device));
   const int64_t prefix = cache ? cache->len : 0, scratch = plan.start - prefix;
 
@@ -300,7 +320,7 @@ at::Tensor run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, con
 
 Gpt::Output Gpt::forward(const at::Tensor& x_in, const at::Tensor& pos, KvCache* cache,
                          const at::Tensor& block_mask, const at::Tensor& block_key_valid,
-                         int64_t logits_last) const {
+                         int64_t logits_last, PositionBounds bounds) const {
   c10::InferenceMode guard(inference_);
   const int64_t B = x_in.size(0), q = x_in.size(1);
   if (pos.numel() != q) throw Error("forward: need one position per block token");
@@ -308,7 +328,7 @@ Gpt::Output Gpt::forward(const at::Tensor& x_in, const at::Tensor& pos, KvCache*
   Output out;
   int64_t start = 0;
   if (inference_ && lean_applies(layers_.front(), h.contiguous(), cache)) {
-    const auto plan = lean_plan(rope_, cache, B, pos, block_mask, block_key_valid);
+    const auto plan = lean_plan(rope_, cache, B, pos, block_mask, block_key_valid, bounds);
     start = plan.start;
     // One copy of the input, then every layer in place (the caller keeps x_in).
     h = h.clone(at::MemoryFormat::Contiguous);
@@ -319,7 +339,7 @@ Gpt::Output Gpt::forward(const at::Tensor& x_in, const at::Tensor& pos, KvCache*
     lean_rms_norm(h.data_ptr<float>(), norm_.data_ptr<float>(), B * q, cfg_.dim, cfg_.norm_eps,
                   out.hidden.data_ptr<float>());
   } else {
-    const auto plan = plan_block(rope_, cache, B, pos, block_mask, block_key_valid);
+    const auto plan = plan_block(rope_, cache, B, pos, block_mask, block_key_valid, bounds);
     start = plan.start;
     for (int64_t l = 0; l < cfg_.n_layer; ++l) {
       h = run_layer(layers_[size_t(l)], cfg_.n_head, cfg_.norm_eps, h, plan, cache, l, inference_);

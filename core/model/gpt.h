@@ -43,12 +43,22 @@ struct BlockPlan {
   at::Tensor bias;    // [B, 1, q, keys] additive attention bias
   int64_t start = 0;  // first cache row written (len + scratch rows kept in front of the block)
 };
+// The range [lo, hi] that a block's positions are known to lie in. Positions built on the host are
+// checked one by one; positions built on another device (the device step's tree) are checked by
+// the range their builder guarantees, so the check reads nothing back. Where the values are on
+// the host anyway, both are checked: a builder's range that does not hold is an internal error.
+struct PositionBounds {
+  int64_t lo = 0, hi = -1;
+  bool known() const { return hi >= lo; }
+};
 BlockPlan plan_block(const Rope2d& rope, KvCache* cache, int64_t B, const at::Tensor& pos,
-                     const at::Tensor& block_mask, const at::Tensor& block_key_valid);
+                     const at::Tensor& block_mask, const at::Tensor& block_key_valid,
+                     PositionBounds bounds = {});
 // plan_block's checks of the block against the positions and the cache (clear errors for every
 // misuse); returns the first cache row the block is written to.
 int64_t checked_block_start(const Rope2d& rope, const KvCache* cache, int64_t B,
-                            const at::Tensor& pos, const at::Tensor& block_mask);
+                            const at::Tensor& pos, const at::Tensor& block_mask,
+                            PositionBounds bounds = {});
 // x + attn(norm(x)) then + ffn(norm(.)), writing K/V into cache layer `layer` at plan.start.
 at::Tensor run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, const at::Tensor& x,
                      const BlockPlan& plan, KvCache* cache, int64_t layer, bool inference);
@@ -103,10 +113,11 @@ class Gpt {
   // padded keys of the block (condition padding). A query always sees itself.
   // A block_mask [q, s + q] keeps the first s pending rows as scratch the block may attend to
   // (draft-tree expansion level by level); the block is written after them.
-  // logits_last > 0 computes logits for the last logits_last rows only.
+  // logits_last > 0 computes logits for the last logits_last rows only. `bounds`: see
+  // PositionBounds (device-built positions).
   Output forward(const at::Tensor& x, const at::Tensor& pos, KvCache* cache,
                  const at::Tensor& block_mask = {}, const at::Tensor& block_key_valid = {},
-                 int64_t logits_last = 0) const;
+                 int64_t logits_last = 0, PositionBounds bounds = {}) const;
 
   // Runs the condition prefix into an empty cache and commits it. Returns the output at the last
   // condition position, whose logits predict image token 0.

@@ -69,11 +69,12 @@ bool lean_applies(const DecoderLayer& L, const at::Tensor& x, const KvCache* cac
 }
 
 LeanPlan lean_plan(const Rope2d& rope, KvCache* cache, int64_t B, const at::Tensor& pos,
-                   const at::Tensor& block_mask, const at::Tensor& block_key_valid) {
+                   const at::Tensor& block_mask, const at::Tensor& block_key_valid,
+                   PositionBounds bounds) {
   const int64_t q = pos.numel(), hd = rope.cis().size(1) * 2;
   Work& w = t_work;
   LeanPlan plan;
-  plan.start = checked_block_start(rope, cache, B, pos, block_mask);
+  plan.start = checked_block_start(rope, cache, B, pos, block_mask, bounds);
   plan.n_keys = plan.start + q;
   const int64_t prefix = cache ? cache->len : 0, scratch = plan.start - prefix;
   // RoPE rows of the block's positions, gathered from the table.

@@ -28,7 +28,8 @@ struct LeanPlan {
   int64_t start = 0, n_keys = 0;
 };
 LeanPlan lean_plan(const Rope2d& rope, KvCache* cache, int64_t B, const at::Tensor& pos,
-                   const at::Tensor& block_mask, const at::Tensor& block_key_valid);
+                   const at::Tensor& block_mask, const at::Tensor& block_key_valid,
+                   PositionBounds bounds = {});
 
 // x [B, q, dim] fp32 contiguous, updated in place to the layer's output. Same contract as
 // run_layer: writes the block's K/V into cache layer `layer` at plan.start (without a cache the
