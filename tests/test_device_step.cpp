@@ -33,10 +33,11 @@ DecodeResult run(const SpecFixture& f, const model::Condition& c, const DecodeRe
                  const StepCallback& on_step = {}) {
   SpecOptions o;
   o.budget = r.method.dynamic_tree.budget;
-  o.device_step = mode;
   o.pad_to_buckets = pad;
   auto src = oracle ? make_model_source(*f.target, 2) : make_eagle_source(*f.head, *f.target, 2);
-  return generate_speculative(*f.target, *src, c, r, o, on_step);
+  auto req = r;
+  req.method.device_step = mode;
+  return generate_speculative(*f.target, *src, c, req, o, on_step);
 }
 
 // The host builder's tree and the device builder's, read back, for one root.
@@ -82,8 +83,8 @@ TEST(DeviceTree, IsTheHostBuildersTree) {
       SamplingParams sp;
       sp.cfg_scale = 2.0;
       if (filters) sp.top_k = 3;  // children beyond the third have no mass: invalid nodes
-      for (auto [levels, width, budget] : std::vector<std::array<int64_t, 3>>{
-               {4, 3, 0}, {6, 4, 10}, {5, 5, 30}, {3, 8, 1}}) {
+      for (auto [levels, width, budget] :
+           std::vector<std::array<int64_t, 3>>{{4, 3, 0}, {6, 4, 10}, {5, 5, 30}, {3, 8, 1}}) {
         const auto t = build_both(f, c, rule, sp, levels, width, budget);
         const std::string where = to_string(rule) + (filters ? " top-k 3" : "") + " d " +
                                   std::to_string(levels) + " k " + std::to_string(width) + " N " +
@@ -150,8 +151,7 @@ TEST(DeviceStep, ReadsTheHostOncePerStep) {
   const auto c = f.cond({4}, true);
   std::vector<int64_t> reads;
   auto count = [&](const StepEvent&) { reads.push_back(device_step_reads()); };
-  const auto res =
-      run(f, c, request("adt", 1.0, false, 5), DeviceStep::On, true, false, count);
+  const auto res = run(f, c, request("adt", 1.0, false, 5), DeviceStep::On, true, false, count);
   ASSERT_GT(reads.size(), 3u);
   // The first event is the prefill's; every verified step after it reads exactly once.
   for (size_t i = 1; i < reads.size(); ++i) EXPECT_EQ(reads[i] - reads[i - 1], 1) << "step " << i;

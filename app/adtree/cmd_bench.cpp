@@ -20,6 +20,7 @@
 #include "io/file_write.h"
 #include "model/drafter.h"
 #include "model/random_model.h"
+#include "util/device_sync.h"
 #include "util/error.h"
 #include "util/threads.h"
 #include "util/worker_pool.h"
@@ -103,8 +104,9 @@ double forward_ms(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefi
   auto block = at::zeros({batch, q}, at::kLong);
   std::vector<double> ms;
   for (int r = 0; r < reps + 2; ++r) {
+    wait_for(cache.key_bias);  // what the last repetition queued has run
     auto t0 = Clock::now();
-    gpt.forward_tokens(cache, block, prefix);
+    wait_for(gpt.forward_tokens(cache, block, prefix).logits);
     cache.pending = 0;  // drop the block: every repetition sees the same prefix
     const double t = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     if (r >= 2) ms.push_back(t);  // two warm-up runs
@@ -120,15 +122,17 @@ double head_level_ms(const model::Drafter& head, const model::Gpt& gpt, int64_t 
   const auto& c = gpt.config();
   auto cache = head.new_cache(batch, 64);
   auto run = [&](int64_t first, int64_t n) {
-    auto feats = at::zeros({batch, n, c.dim}, at::TensorOptions().dtype(gpt.dtype()));
+    auto feats =
+        at::zeros({batch, n, c.dim}, at::TensorOptions().device(gpt.device()).dtype(gpt.dtype()));
     auto toks = at::zeros({batch, n}, at::kLong);
     auto pos = at::arange(first, first + n, at::kLong) + c.cond_tokens();
-    head.forward(&cache, feats, toks, pos);
+    wait_for(head.forward(&cache, feats, toks, pos).logits);
   };
   run(0, prefix);
   cache.commit();
   std::vector<double> ms;
   for (int r = 0; r < reps + 2; ++r) {
+    wait_for(cache.key_bias);
     auto t0 = Clock::now();
     run(prefix, q);
     cache.pending = 0;

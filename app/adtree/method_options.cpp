@@ -121,6 +121,10 @@ void add_method_options(Args& a, bool list) {
               str(d.pjd.window))
       .option("pjd-row-offset", "N", "PJD: a row starts when the row above has N tokens",
               str(d.pjd.row_offset))
+      .option("device-step", "WHEN",
+              "draft-tree steps on the model's device with one read back per step: auto (off the "
+              "CPU, where the settings allow), on or off",
+              decode::to_string(d.device_step))
       .option("pjd-rows", "N",
               "PJD: active rows at most (0 = as the offset allows; 1 = lossless, one row at a "
               "time)",
@@ -201,6 +205,7 @@ decode::MethodSettings method_from(const Args& a, const std::string& method) {
   m.pjd.window = a.integer("pjd-window");
   m.pjd.row_offset = a.integer("pjd-row-offset");
   m.pjd.max_rows = a.integer("pjd-rows");
+  m.device_step = decode::device_step_from_string(one_of(a, "device-step", {"auto", "on", "off"}));
   m.pjd.row_mask = one_of(a, "pjd-mask", {"row-causal", "causal"}) == "row-causal";
   m.pjd.spatial_init = one_of(a, "pjd-init", {"spatial", "random"}) == "spatial";
   j.start_margin = a.integer("jacobi-start-margin");

@@ -6,7 +6,8 @@
 #      (`--verify coupled`) at T = 1, in fp32 and bf16 (a mismatch is reported, not hidden: bf16 rounds differently for
 #      a tree of many tokens than for one);
 #   3. the bench: the forward cost curve (one token against 8 / 16 / 32 / 64-node blocks) and every
-#      method on the shipped model, and the cost curve of a LlamaGen-XL-shaped random model;
+#      method on the shipped model (draft-tree steps on the device: --device-step auto), the tree
+#      methods again with the host step, and the cost curve of a LlamaGen-XL-shaped random model;
 #   4. a short table last; every result as JSON under OUTDIR.
 # CUDA graphs are not built yet, so the cost curve is eager only.
 # Usage: bench/gpu/run.sh OUTDIR                          on the GPU machine
@@ -15,6 +16,8 @@ set -euo pipefail
 OUT=${1:?usage: bench/gpu/run.sh OUTDIR}
 DEVICE=${DEVICE:-cuda}
 BIG=${BIG:-XL}
+# The identity runs take the default step (on a GPU: the device step) and then the other one.
+OTHER=$([ "$DEVICE" = cpu ] && echo on || echo off)
 JOBS=${JOBS:-$(nproc)}
 BUILD=${BUILD:-build/gpu}
 cd "$(dirname "$0")/../.."
@@ -42,6 +45,10 @@ for dtype in fp32 bf16; do
       # shellcheck disable=SC2086
       gen "${m%% *}-$dtype-t$t" --dtype "$dtype" --temperature "$t" --verify coupled --method $m
     done
+    for m in dynamic adt; do  # the tree methods once more, by the other kind of step
+      gen "$m-$OTHER-$dtype-t$t" --dtype "$dtype" --temperature "$t" --verify coupled --method $m \
+        --device-step "$OTHER"
+    done
   done
 done
 
@@ -49,6 +56,10 @@ step "bench, shipped model"
 "$B" bench --model "$MODEL" --device "$DEVICE" --dtype bf16 --seeds 1 --reps 5 \
   --method ar,static,dynamic,adt,sjd,sjd-pac,pjd --blocks 1,8,16,32,64 \
   --json "$OUT/bench-emoji.json" >"$OUT/bench-emoji.txt" 2>&1
+step "bench, shipped model, host step (what the device step saves)"
+"$B" bench --model "$MODEL" --device "$DEVICE" --dtype bf16 --seeds 1 --reps 5 \
+  --method ar,dynamic,adt --device-step off \
+  --json "$OUT/bench-emoji-host.json" >"$OUT/bench-emoji-host.txt" 2>&1
 step "bench, $BIG-shaped random model (cost)"
 "$B" bench --config "$BIG" --device "$DEVICE" --dtype bf16 --seeds 1 --prompts a --reps 5 \
   --method ar --blocks 1,8,16,32,64 --json "$OUT/bench-$BIG.json" >"$OUT/bench-$BIG.txt" 2>&1

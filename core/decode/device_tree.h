@@ -29,9 +29,9 @@ struct DeviceTree {
   at::Tensor scores;     // [n] fp64 cumulative score; -inf marks an invalid node
   at::Tensor q;          // [n] fp32 draft probability under its parent's distribution
   at::Tensor ancestors;  // [n, n] bool: node i sees j iff j is i or an ancestor of i
-  at::Tensor noise;      // Coupled: [levels + 1, V] fp64 exp(g) of cells root + 1 ..; else undefined
-  int64_t size = 0;      // n (host-known: it follows from the shape)
-  int64_t levels = 0;    // levels drafted (the deepest valid node may be shallower)
+  at::Tensor noise;    // Coupled: [levels + 1, V] fp64 exp(g) of cells root + 1 ..; else undefined
+  int64_t size = 0;    // n (host-known: it follows from the shape)
+  int64_t levels = 0;  // levels drafted (the deepest valid node may be shallower)
   int64_t width = 0;
   int64_t root_index = 0;
 };

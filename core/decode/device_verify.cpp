@@ -60,7 +60,8 @@ DeviceVerdict verify_on_device(const DeviceTree& t, const Processed& target, boo
   for (int64_t i = 0; i < n; ++i) {
     if (i > 0 && std::isinf(score[i])) continue;  // no draft mass: not part of the tree
     const int64_t parent = i == 0 ? -1 : host_id[size_t(par[i])];
-    if (i > 0 && parent < 0) throw Error("device tree: a node's parent is missing (internal error)");
+    if (i > 0 && parent < 0)
+      throw Error("device tree: a node's parent is missing (internal error)");
     host_id[size_t(i)] = v.tree.size();
     v.rows.push_back(i);
     v.tree.nodes.push_back(DraftNode{int64_t(tok[i]), parent, int64_t(dep[i]), score[i],
@@ -82,6 +83,8 @@ DeviceVerdict verify_on_device(const DeviceTree& t, const Processed& target, boo
   return v;
 }
 
-int64_t device_step_reads() { return g_reads.load(); }
+int64_t device_step_reads() {
+  return g_reads.load();
+}
 
 }  // namespace adtree::decode

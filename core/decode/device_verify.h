@@ -18,11 +18,11 @@ namespace adtree::decode {
 
 // The step as the host sees it after the read.
 struct DeviceVerdict {
-  DraftTree tree;                 // the valid nodes, renumbered (child_dist left undefined)
-  AcceptResult acc;               // in the host tree's numbering
-  std::vector<int64_t> rows;      // host node id -> row of the verification block
-  std::vector<int64_t> keep;      // block rows the cache keeps: the root's and the path's
-  at::Tensor top1;                // [host nodes] fp32 on the CPU: the target's top-1 per row
+  DraftTree tree;             // the valid nodes, renumbered (child_dist left undefined)
+  AcceptResult acc;           // in the host tree's numbering
+  std::vector<int64_t> rows;  // host node id -> row of the verification block
+  std::vector<int64_t> keep;  // block rows the cache keeps: the root's and the path's
+  at::Tensor top1;            // [host nodes] fp32 on the CPU: the target's top-1 per row
 };
 
 // `target`: the processed verification rows [n, V] on the device (row i after node i); `greedy`

@@ -258,6 +258,17 @@ void MethodSettings::validate_verify() const {
   }
 }
 
+std::string to_string(DeviceStep s) {
+  return s == DeviceStep::On ? "on" : s == DeviceStep::Off ? "off" : "auto";
+}
+
+DeviceStep device_step_from_string(const std::string& s) {
+  if (s == "auto") return DeviceStep::Auto;
+  if (s == "on") return DeviceStep::On;
+  if (s == "off") return DeviceStep::Off;
+  throw Error("unknown device step '" + s + "' (auto, on or off)");
+}
+
 nlohmann::json MethodSettings::to_json() const {
   return {{"method", to_string(method)},
           {"static_tree", {{"preset", static_tree.preset}}},
@@ -305,7 +316,8 @@ nlohmann::json MethodSettings::to_json() const {
             {"row_offset", pjd.row_offset},
             {"max_rows", pjd.max_rows},
             {"row_mask", pjd.row_mask},
-            {"spatial_init", pjd.spatial_init}}}};
+            {"spatial_init", pjd.spatial_init}}},
+          {"device_step", to_string(device_step)}};
 }
 
 MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
@@ -333,6 +345,7 @@ MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
       t.budget_rule = adt_budget_from_string(a.value("budget_rule", to_string(t.budget_rule)));
     }
     m.verify = verify_rule_from_string(j.value("verify", to_string(m.verify)));
+    m.device_step = device_step_from_string(j.value("device_step", to_string(m.device_step)));
     m.acceptance = acceptance_from_string(j.value("acceptance", std::string("lossless")));
     if (j.contains("lantern")) {
       const auto& l = j["lantern"];

@@ -121,6 +121,13 @@ struct PjdSettings {
 constexpr int64_t kMaxAutoBudget = 58;   // the largest N `--budget auto` may choose (budget.h)
 constexpr int64_t kMaxDraftRows = 4096;  // draft-head scratch rows one step may use
 
+// Where a draft-tree step runs (device_tree.h): Auto = on the model's device when it is not the
+// CPU and the settings allow it, On = always (an error for settings it does not cover), Off = the
+// host step, whose tree building and rules read the probability rows on the CPU.
+enum class DeviceStep { Auto, On, Off };
+std::string to_string(DeviceStep s);
+DeviceStep device_step_from_string(const std::string& s);
+
 struct MethodSettings {
   Method method = Method::Ar;
   StaticTreeSettings static_tree;
@@ -132,6 +139,7 @@ struct MethodSettings {
   CascadeSettings cascade;
   JacobiSettings jacobi;
   PjdSettings pjd;
+  DeviceStep device_step = DeviceStep::Auto;  // how the engine runs it, not what it computes
 
   bool needs_drafter() const { return method_info(method).needs_drafter; }
   // Throws adtree::Error naming the bad setting (unknown method, depth 0, width > vocab, ...).

@@ -137,14 +137,15 @@ bool runs_on_device(const SpecOptions& opts, const LoopParts& parts, const Decod
   const bool covered = parts.proposer->builds_on_device() && rule_ok && !opts.lantern &&
                        !opts.verifier && r.method.acceptance != Acceptance::Cascade &&
                        !r.trace.enabled;
-  if (opts.device_step == DeviceStep::On && !covered) {
+  const auto mode = r.method.device_step;
+  if (mode == DeviceStep::On && !covered) {
     throw Error(
         "the device step covers dynamic and ADT trees under greedy or coupled "
         "verification, without LANTERN, CASCADE, traces or the confidence-only shape "
         "baseline: these settings need --device-step off");
   }
-  if (opts.device_step == DeviceStep::Auto) return covered && !device.is_cpu();
-  return opts.device_step == DeviceStep::On;
+  if (mode == DeviceStep::Auto) return covered && !device.is_cpu();
+  return mode == DeviceStep::On;
 }
 
 // One verified step as the rest of the loop needs it, whichever way it ran.
@@ -281,13 +282,6 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
   return res;
 }
 }  // namespace
-
-DeviceStep device_step_from_string(const std::string& s) {
-  if (s == "auto") return DeviceStep::Auto;
-  if (s == "on") return DeviceStep::On;
-  if (s == "off") return DeviceStep::Off;
-  throw Error("unknown device step '" + s + "' (auto, on or off)");
-}
 
 DecodeResult generate_speculative(const model::Gpt& target, DraftSource& source,
                                   const model::Condition& cond, const DecodeRequest& request,

@@ -4,7 +4,6 @@
 // verifier.h, step_recorder.h). Draft-tree methods and the Jacobi methods share it.
 #pragma once
 #include <atomic>
-#include <string>
 
 #include "decode/ar_sampler.h"
 #include "decode/budget.h"
@@ -16,12 +15,6 @@ namespace adtree::decode {
 
 class Verifier;
 
-// Where a draft-tree step runs (device_tree.h): Auto = on the device for a model off the CPU
-// when the settings allow it, On = always (an error for settings it does not cover), Off = the
-// host step, whose tree building and rules read the probability rows on the CPU.
-enum class DeviceStep { Auto, On, Off };
-DeviceStep device_step_from_string(const std::string& s);
-
 struct SpecOptions {
   int64_t budget = 58;  // N for dynamic / ADT trees (already resolved from auto)
   const BudgetChoice* auto_budget = nullptr;  // set: N adapts to the run from this cost curve
@@ -31,7 +24,6 @@ struct SpecOptions {
   // Pad every verification to its tree-size bucket (step_buffers.h): what CUDA graphs need; the
   // same tokens either way.
   bool pad_to_buckets = false;
-  DeviceStep device_step = DeviceStep::Auto;
 };
 
 // `cond` as for generate_ar. The method must be "static", "dynamic" or "adt".

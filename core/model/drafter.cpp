@@ -99,7 +99,9 @@ Drafter::Output Drafter::forward(KvCache* cache, const at::Tensor& feats, const 
   } else {
     const auto plan = plan_block(target_.rope(), cache, B, pos, block_mask, {});
     start = plan.start;
-    x = at::cat({target_.embed_tokens(tokens.to(target_.device())), feats.to(target_.dtype())}, -1);
+    x = at::cat({target_.embed_tokens(tokens.to(target_.device())),
+                 feats.to(target_.device(), target_.dtype())},
+                -1);
     h = inference_ ? inference_linear(x.contiguous(), fc_w_, fc_b_) : at::linear(x, fc_w_, fc_b_);
     h = run_layer(layer_, cfg.n_head, norm_eps_, h, plan, cache, 0, inference_);
   }

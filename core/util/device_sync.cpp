@@ -1,0 +1,10 @@
+#include "util/device_sync.h"
+
+namespace adtree {
+
+void wait_for(const at::Tensor& t) {
+  if (!t.defined() || t.device().is_cpu() || t.numel() == 0) return;
+  (void)t.reshape(-1).narrow(0, 0, 1).to(at::kCPU);
+}
+
+}  // namespace adtree
