@@ -188,6 +188,7 @@ void check_position(int64_t p, const Rope2d& rope) {
                 std::to_string(rope.seq_len()) + " positions)");
   }
 }
+}  // namespace
 
 void check_positions(const Rope2d& rope, const at::Tensor& pos_in, PositionBounds bounds) {
   if (bounds.known()) {
@@ -207,7 +208,6 @@ void check_positions(const Rope2d& rope, const at::Tensor& pos_in, PositionBound
     }
   }
 }
-}  // namespace
 
 int64_t checked_block_start(const Rope2d& rope, const KvCache* cache, int64_t B,
                             const at::Tensor& pos_in, const at::Tensor& block_mask,
@@ -293,7 +293,14 @@ at::Tensor run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, con
   auto xk = rot.select(2, 1).transpose(1, 2);
   auto xv = qkv.select(2, 2).transpose(1, 2);
   at::Tensor keys = xk, values = xv;
-  if (cache) {
+  if (cache && plan.rows.defined()) {  // fixed shapes: rows from the device, the whole cache
+    auto& K = cache->k[size_t(layer)];
+    auto& V = cache->v[size_t(layer)];
+    K.index_copy_(2, plan.rows, xk);
+    V.index_copy_(2, plan.rows, xv);
+    keys = K;
+    values = V;
+  } else if (cache) {
     auto& K = cache->k[size_t(layer)];
     auto& V = cache->v[size_t(layer)];
     K.narrow(2, plan.start, q).copy_(xk);

@@ -42,6 +42,9 @@ struct BlockPlan {
   at::Tensor cis;     // [q, head_dim/2] complex RoPE factors of the block's positions
   at::Tensor bias;    // [B, 1, q, keys] additive attention bias
   int64_t start = 0;  // first cache row written (len + scratch rows kept in front of the block)
+  // Fixed-shape forwards (static_forward.h): the cache rows written, as a device tensor, and
+  // attention over the whole cache (keys = capacity); `start` is then unused.
+  at::Tensor rows;
 };
 // The range [lo, hi] that a block's positions are known to lie in. Positions built on the host are
 // checked one by one; positions built on another device (the device step's tree) are checked by
@@ -54,6 +57,8 @@ struct PositionBounds {
 BlockPlan plan_block(const Rope2d& rope, KvCache* cache, int64_t B, const at::Tensor& pos,
                      const at::Tensor& block_mask, const at::Tensor& block_key_valid,
                      PositionBounds bounds = {});
+// Throws for a position outside the sequence, checked as PositionBounds says.
+void check_positions(const Rope2d& rope, const at::Tensor& pos, PositionBounds bounds);
 // plan_block's checks of the block against the positions and the cache (clear errors for every
 // misuse); returns the first cache row the block is written to.
 int64_t checked_block_start(const Rope2d& rope, const KvCache* cache, int64_t B,
@@ -118,6 +123,10 @@ class Gpt {
   Output forward(const at::Tensor& x, const at::Tensor& pos, KvCache* cache,
                  const at::Tensor& block_mask = {}, const at::Tensor& block_key_valid = {},
                  int64_t logits_last = 0, PositionBounds bounds = {}) const;
+
+  // The same transformer on a block whose tensors keep their shapes and storage from call to call
+  // (static_forward.h): what a CUDA graph captures.
+  Output forward_static(const struct StaticBlock& block, KvCache& cache) const;
 
   // Runs the condition prefix into an empty cache and commits it. Returns the output at the last
   // condition position, whose logits predict image token 0.

@@ -1,0 +1,77 @@
+#include "model/static_forward.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <limits>
+
+#include "model/small_gemm.h"
+#include "util/error.h"
+
+namespace adtree::model {
+
+namespace {
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+}  // namespace
+
+StaticBlock new_static_block(const KvCache& cache, int64_t q) {
+  if (cache.k.empty()) throw Error("static block: the cache has no layers");
+  const auto opts = cache.key_bias.options();
+  const int64_t B = cache.batch();
+  return StaticBlock{at::zeros({B, q}, opts.dtype(at::kLong)),
+                     at::zeros({q}, opts.dtype(at::kLong)), at::zeros({q}, opts.dtype(at::kLong)),
+                     at::zeros({B, 1, q, cache.capacity()}, opts.dtype(at::kFloat))};
+}
+
+void fill_static_block(StaticBlock& b, KvCache& cache, const Rope2d& rope, const at::Tensor& tokens,
+                       const at::Tensor& positions, const at::Tensor& block_mask,
+                       PositionBounds bounds) {
+  const int64_t q = b.q(), len = cache.len, B = cache.batch();
+  if (tokens.size(0) != B || tokens.size(1) != q || positions.numel() != q) {
+    throw Error("static block: tokens [B, q] and positions [q] must match the block");
+  }
+  if (block_mask.defined() && (block_mask.size(0) != q || block_mask.size(1) != q)) {
+    throw Error("static block: the block mask must be [q, q]");
+  }
+  if (len + q > cache.capacity()) {
+    throw Error("static block: " + std::to_string(q) + " rows do not fit the KV cache (" +
+                std::to_string(cache.capacity() - len) + " rows free)");
+  }
+  check_positions(rope, positions, bounds);
+  c10::InferenceMode guard;
+  const auto device = b.bias.device();
+  b.tokens.copy_(tokens);
+  b.positions.copy_(positions);
+  b.rows.copy_(at::arange(len, len + q, b.rows.options()));
+  // Committed rows: their key bias (condition padding stays hidden); the block: its mask, with
+  // the diagonal always visible; the rest of the capacity: hidden.
+  b.bias.fill_(kNegInf);
+  if (len > 0)
+    b.bias.narrow(3, 0, len).copy_(cache.key_bias.narrow(1, 0, len).view({B, 1, 1, len}));
+  const auto visible = block_mask.defined()
+                           ? block_mask.to(device, at::kBool)
+                           : at::ones({q, q}, b.bias.options().dtype(at::kBool)).tril();
+  auto blk = at::zeros({q, q}, b.bias.options()).masked_fill(visible.logical_not(), kNegInf);
+  blk.diagonal().zero_();
+  b.bias.narrow(3, len, q).copy_(blk.view({1, 1, q, q}));
+  cache.key_bias.narrow(1, len, q).zero_();  // once kept, the block's keys are visible
+  cache.pending = q;
+}
+
+Gpt::Output Gpt::forward_static(const StaticBlock& b, KvCache& cache) const {
+  c10::InferenceMode guard(inference_);
+  if (!inference_) throw Error("forward_static is for inference");
+  BlockPlan plan;
+  plan.cis = rope_.cis().index_select(0, b.positions);
+  plan.bias = b.bias;
+  plan.rows = b.rows;
+  auto h = embed_tokens(b.tokens).to(dtype_);
+  for (int64_t l = 0; l < cfg_.n_layer; ++l) {
+    h = run_layer(layers_[size_t(l)], cfg_.n_head, cfg_.norm_eps, h, plan, &cache, l, true);
+  }
+  Output out;
+  out.hidden = rms_norm(h, norm_, cfg_.norm_eps);
+  out.logits = inference_linear(out.hidden.contiguous(), output_).to(at::kFloat);
+  return out;
+}
+
+}  // namespace adtree::model
