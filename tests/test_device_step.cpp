@@ -30,10 +30,11 @@ DecodeRequest request(const char* method, double temperature, bool filters, uint
 
 DecodeResult run(const SpecFixture& f, const model::Condition& c, const DecodeRequest& r,
                  DeviceStep mode, bool oracle = false, bool pad = false,
-                 const StepCallback& on_step = {}) {
+                 const StepCallback& on_step = {}, bool fixed = false) {
   SpecOptions o;
   o.budget = r.method.dynamic_tree.budget;
   o.pad_to_buckets = pad;
+  o.fixed_shapes = fixed;
   auto src = oracle ? make_model_source(*f.target, 2) : make_eagle_source(*f.head, *f.target, 2);
   auto req = r;
   req.method.device_step = mode;
@@ -118,11 +119,16 @@ TEST(DeviceStep, CommitsTheHostStepsTokensStepByStep) {
           const auto r = request(method, temperature, filters, 3);
           const auto host = run(f, c, r, DeviceStep::Off, oracle);
           const auto dev = run(f, c, r, DeviceStep::On, oracle, /*pad=*/oracle);
+          // The verification through fixed-shape blocks (eager here; graphs on a GPU).
+          const auto fixed = run(f, c, r, DeviceStep::On, oracle, false, {}, /*fixed=*/true);
           const auto ar = generate_ar(*f.target, c, r.sampling, r.seed);
           const std::string where = std::string(method) + " T " + std::to_string(temperature) +
                                     (filters ? " filters" : "") + (oracle ? " oracle" : "");
           ASSERT_EQ(dev.tokens, ar.tokens) << where;
           ASSERT_EQ(dev.tokens, host.tokens) << where;
+          ASSERT_EQ(fixed.tokens, host.tokens) << where << " (fixed shapes)";
+          EXPECT_TRUE(fixed.stats.settings["fixed_shapes"].get<bool>());
+          EXPECT_FALSE(dev.stats.settings["fixed_shapes"].get<bool>());
           EXPECT_TRUE(dev.stats.settings["device_step"].get<bool>());
           EXPECT_FALSE(host.stats.settings["device_step"].get<bool>());
           ASSERT_EQ(dev.stats.steps.size(), host.stats.steps.size()) << where;

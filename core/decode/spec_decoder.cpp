@@ -5,6 +5,7 @@
 #include <chrono>
 #include <memory>
 
+#include "decode/block_runner.h"
 #include "decode/coupling.h"
 #include "decode/device_verify.h"
 #include "decode/proposer.h"
@@ -163,6 +164,7 @@ struct StepParts {
   model::KvCache& cache;
   StepBuffers& buffers;
   LoopParts& parts;
+  BlockRunner* fixed = nullptr;  // device steps on fixed shapes
 };
 
 // Timings go into `rec`: draft-model forwards count as drafting, the rest of proposing as
@@ -200,8 +202,10 @@ VerifiedStep device_step(StepParts& s, const std::vector<int64_t>& tokens, int64
   t0 = Clock::now();
   const int64_t first = s.target.config().cond_tokens() + n;
   const auto in = s.buffers.fill(tree, first);
-  auto out = s.target.forward(s.target.embed_tokens(in.tokens), in.positions, &s.cache, in.mask, {},
-                              0, model::PositionBounds{first, first + tree.levels});
+  const model::PositionBounds bounds{first, first + tree.levels};
+  auto out = s.fixed ? s.fixed->run(in, bounds)
+                     : s.target.forward(s.target.embed_tokens(in.tokens), in.positions, &s.cache,
+                                        in.mask, {}, 0, bounds);
   if (out.logits.size(1) > in.real) {
     out.logits = out.logits.narrow(1, 0, in.real);
     out.hidden = out.hidden.narrow(1, 0, in.real);
@@ -238,10 +242,13 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
   res.stats.settings["device_step"] = on_device;
   StepRecorder recorder(res.stats, request.trace, on_step);
   auto& tokens = res.tokens;
-  StepBuffers buffers(target.device(), batch, opts.pad_to_buckets);
+  const bool fixed = on_device && (opts.fixed_shapes || target.device().is_cuda());
+  res.stats.settings["fixed_shapes"] = fixed;
+  StepBuffers buffers(target.device(), batch, opts.pad_to_buckets || fixed);
   // Root + the largest tree, padded to its bucket.
   auto cache = target.new_cache(batch, buffers.rows_for(proposer.max_nodes() + 1) + 1);
-  StepParts step_parts{target, cache, buffers, parts};
+  BlockRunner runner(target, cache);
+  StepParts step_parts{target, cache, buffers, parts, fixed ? &runner : nullptr};
 
   // Step 0: the prefill; its token (coupled AR's first token) is the first root.
   auto t0 = Clock::now();
@@ -278,6 +285,7 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
                   proposer);
   }
   res.cancelled = cancel && cancel->load() && int64_t(tokens.size()) < n_img;
+  res.stats.settings["graphs"] = runner.graphs();
   res.stats.finish(ms_since(t_start));
   return res;
 }

@@ -24,6 +24,9 @@ struct SpecOptions {
   // Pad every verification to its tree-size bucket (step_buffers.h): what CUDA graphs need; the
   // same tokens either way.
   bool pad_to_buckets = false;
+  // Device steps verify through fixed-shape blocks (block_runner.h), captured as CUDA graphs where
+  // they are built; on by itself for a CUDA model, asked for by tests on the CPU. Implies padding.
+  bool fixed_shapes = false;
 };
 
 // `cond` as for generate_ar. The method must be "static", "dynamic" or "adt".
