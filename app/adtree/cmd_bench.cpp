@@ -15,6 +15,7 @@
 
 #include <c10/core/InferenceMode.h>
 
+#include "bench_forward.h"
 #include "commands.h"
 #include "decode/run.h"
 #include "io/file_write.h"
@@ -92,56 +93,6 @@ double measure_bandwidth_gbs_threads(int threads) {
   return median(gbs);
 }
 
-// Median ms of one forward of q tokens after `prefix` image tokens (KV rows reused each time).
-double forward_ms(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefix, int reps,
-                  const model::Condition& cond) {
-  c10::InferenceMode guard;
-  auto cache = gpt.new_cache(batch, 64);
-  gpt.prefill(cache, cond);
-  auto toks = at::zeros({batch, prefix}, at::kLong);
-  gpt.forward_tokens(cache, toks, 0);
-  cache.commit();
-  auto block = at::zeros({batch, q}, at::kLong);
-  std::vector<double> ms;
-  for (int r = 0; r < reps + 2; ++r) {
-    wait_for(cache.key_bias);  // what the last repetition queued has run
-    auto t0 = Clock::now();
-    wait_for(gpt.forward_tokens(cache, block, prefix).logits);
-    cache.pending = 0;  // drop the block: every repetition sees the same prefix
-    const double t = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    if (r >= 2) ms.push_back(t);  // two warm-up runs
-  }
-  return median(ms);
-}
-
-// Median ms of one draft-head forward of q rows (one expansion level of q frontier nodes) after
-// `prefix` image tokens: what a tree pays per level, against the target's step.
-double head_level_ms(const model::Drafter& head, const model::Gpt& gpt, int64_t batch, int64_t q,
-                     int64_t prefix, int reps) {
-  c10::InferenceMode guard;
-  const auto& c = gpt.config();
-  auto cache = head.new_cache(batch, 64);
-  auto run = [&](int64_t first, int64_t n) {
-    auto feats =
-        at::zeros({batch, n, c.dim}, at::TensorOptions().device(gpt.device()).dtype(gpt.dtype()));
-    auto toks = at::zeros({batch, n}, at::kLong);
-    auto pos = at::arange(first, first + n, at::kLong) + c.cond_tokens();
-    wait_for(head.forward(&cache, feats, toks, pos).logits);
-  };
-  run(0, prefix);
-  cache.commit();
-  std::vector<double> ms;
-  for (int r = 0; r < reps + 2; ++r) {
-    wait_for(cache.key_bias);
-    auto t0 = Clock::now();
-    run(prefix, q);
-    cache.pending = 0;
-    const double t = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    if (r >= 2) ms.push_back(t);
-  }
-  return median(ms);
-}
-
 double peak_rss_mib() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
@@ -216,8 +167,13 @@ int cmd_bench(int argc, char** argv) {
     // Positions must stay inside the image: prefix + q <= image tokens.
     const int64_t prefix = std::min<int64_t>(128, g.image_tokens() - q);
     if (prefix < 0) continue;
-    blocks.push_back(
-        {{"q", q}, {"prefix", prefix}, {"ms", forward_ms(*m.gpt, batch, q, prefix, reps, cond)}});
+    // Eager, then on fixed shapes (what the device step runs), then as a graph where built.
+    const double graph_ms = fixed_forward_ms(*m.gpt, batch, q, prefix, reps, cond, true);
+    blocks.push_back({{"q", q},
+                      {"prefix", prefix},
+                      {"ms", forward_ms(*m.gpt, batch, q, prefix, reps, cond)},
+                      {"fixed_ms", fixed_forward_ms(*m.gpt, batch, q, prefix, reps, cond, false)},
+                      {"graph_ms", graph_ms < 0 ? nlohmann::json() : nlohmann::json(graph_ms)}});
   }
   out["forward_by_block"] = blocks;
   // A draft-head level (one row, and the dynamic tree's K frontier rows) as a share of a step.
@@ -311,11 +267,14 @@ int cmd_bench(int argc, char** argv) {
   }
   std::cout << "\n";
   std::cout << "forward cost by block size (prefix " << blocks[0]["prefix"] << " tokens)\n";
-  std::cout << "  q      ms     x q=1\n";
+  std::cout << "  q      ms     x q=1   fixed ms   graph ms\n";
   const double ms1 = blocks.empty() ? 1 : blocks[0]["ms"].get<double>();
   for (const auto& b : blocks) {
     std::cout << "  " << std::setw(3) << b["q"].get<int64_t>() << "  " << std::setw(7)
               << b["ms"].get<double>() << "  " << std::setw(6) << b["ms"].get<double>() / ms1
+              << "  " << std::setw(9) << b["fixed_ms"].get<double>() << "  " << std::setw(9)
+              << (b["graph_ms"].is_null() ? std::string("-")
+                                          : std::to_string(b["graph_ms"].get<double>()))
               << "\n";
   }
   for (const auto& h : head_levels) {

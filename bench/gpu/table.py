@@ -40,11 +40,14 @@ for name in ("emoji", "emoji-host", big):
     blocks = b.get("forward_by_block", [])
     if blocks:
         one = blocks[0]["ms"]
-        print(f"\n## Forward cost, {name} (eager; CUDA graphs not built)\n")
-        print("| q | ms | x q=1 |")
-        print("|---|---|---|")
-        for r in blocks:
-            print(f"| {r['q']} | {r['ms']:.3f} | {r['ms'] / one:.2f} |")
+        graph = [r.get("graph_ms") for r in blocks]
+        g1 = graph[0]
+        print(f"\n## Forward cost, {name} (eager, fixed shapes, CUDA graph replay)\n")
+        print("| q | eager ms | x q=1 | fixed ms | graph ms | graph x q=1 graph |")
+        print("|---|---|---|---|---|---|")
+        for r, g in zip(blocks, graph):
+            gs = f"{g:.3f} | {g / g1:.2f}" if g is not None and g1 else "- | -"
+            print(f"| {r['q']} | {r['ms']:.3f} | {r['ms'] / one:.2f} | {r.get('fixed_ms', 0):.3f} | {gs} |")
     step = "host step" if name.endswith("-host") else "device step where covered"
     print(f"\n### Methods, {name} ({step})\n")
     print("| method | tau | drafted / step | tokens / s | speed-up vs AR |")

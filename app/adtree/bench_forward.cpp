@@ -1,0 +1,99 @@
+#include "bench_forward.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include <c10/core/InferenceMode.h>
+
+#include "model/cuda_graph.h"
+#include "model/static_forward.h"
+#include "util/device_sync.h"
+
+namespace adtree::cli {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+}  // namespace
+
+// Median ms of one forward of q tokens after `prefix` image tokens (KV rows reused each time).
+double forward_ms(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefix, int reps,
+                  const model::Condition& cond) {
+  c10::InferenceMode guard;
+  auto cache = gpt.new_cache(batch, 64);
+  gpt.prefill(cache, cond);
+  auto toks = at::zeros({batch, prefix}, at::kLong);
+  gpt.forward_tokens(cache, toks, 0);
+  cache.commit();
+  auto block = at::zeros({batch, q}, at::kLong);
+  std::vector<double> ms;
+  for (int r = 0; r < reps + 2; ++r) {
+    wait_for(cache.key_bias);  // what the last repetition queued has run
+    auto t0 = Clock::now();
+    wait_for(gpt.forward_tokens(cache, block, prefix).logits);
+    cache.pending = 0;  // drop the block: every repetition sees the same prefix
+    const double t = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    if (r >= 2) ms.push_back(t);  // two warm-up runs
+  }
+  return median(ms);
+}
+
+// Median ms of one draft-head forward of q rows (one expansion level of q frontier nodes) after
+// `prefix` image tokens: what a tree pays per level, against the target's step.
+double head_level_ms(const model::Drafter& head, const model::Gpt& gpt, int64_t batch, int64_t q,
+                     int64_t prefix, int reps) {
+  c10::InferenceMode guard;
+  const auto& c = gpt.config();
+  auto cache = head.new_cache(batch, 64);
+  auto run = [&](int64_t first, int64_t n) {
+    auto feats =
+        at::zeros({batch, n, c.dim}, at::TensorOptions().device(gpt.device()).dtype(gpt.dtype()));
+    auto toks = at::zeros({batch, n}, at::kLong);
+    auto pos = at::arange(first, first + n, at::kLong) + c.cond_tokens();
+    wait_for(head.forward(&cache, feats, toks, pos).logits);
+  };
+  run(0, prefix);
+  cache.commit();
+  std::vector<double> ms;
+  for (int r = 0; r < reps + 2; ++r) {
+    wait_for(cache.key_bias);
+    auto t0 = Clock::now();
+    run(prefix, q);
+    cache.pending = 0;
+    const double t = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    if (r >= 2) ms.push_back(t);
+  }
+  return median(ms);
+}
+
+double fixed_forward_ms(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefix, int reps,
+                        const model::Condition& cond, bool graph) {
+  c10::InferenceMode guard;
+  auto cache = gpt.new_cache(batch, 64);
+  gpt.prefill(cache, cond);
+  gpt.forward_tokens(cache, at::zeros({batch, prefix}, at::kLong), 0);
+  cache.commit();
+  auto block = model::new_static_block(cache, q);
+  const auto pos = at::arange(prefix, prefix + q, at::kLong) + gpt.config().cond_tokens();
+  model::fill_static_block(block, cache, gpt.rope(), at::zeros({batch, q}, at::kLong), pos);
+  std::unique_ptr<model::GraphedForward> captured;
+  if (graph && !(captured = model::capture_forward(gpt, block, cache))) return -1;
+  std::vector<double> ms;
+  for (int r = 0; r < reps + 2; ++r) {
+    wait_for(cache.key_bias);
+    const auto t0 = Clock::now();
+    wait_for(captured ? captured->replay().logits : gpt.forward_static(block, cache).logits);
+    if (r >= 2) ms.push_back(ms_since(t0));  // the block's rows are simply rewritten
+  }
+  return median(ms);
+}
+
+}  // namespace adtree::cli

@@ -1,0 +1,20 @@
+// The forward timings of `adtree bench`: one target forward of q tokens after a prefix, eager, on
+// fixed shapes (model/static_forward.h) and as a CUDA graph replay, and one draft-head level. Each
+// is the median of `reps` runs after two warm-ups, with the device waited for around every run.
+#pragma once
+#include <cstdint>
+
+#include "model/drafter.h"
+#include "model/gpt.h"
+
+namespace adtree::cli {
+
+double forward_ms(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefix, int reps,
+                  const model::Condition& cond);
+// `graph`: replay a captured graph instead; -1 when this build or device has none.
+double fixed_forward_ms(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefix, int reps,
+                        const model::Condition& cond, bool graph);
+double head_level_ms(const model::Drafter& head, const model::Gpt& gpt, int64_t batch, int64_t q,
+                     int64_t prefix, int reps);
+
+}  // namespace adtree::cli
