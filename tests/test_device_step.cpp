@@ -238,3 +238,22 @@ TEST(DeviceStep, PositionRangeThatDoesNotHoldIsCaught) {
                Error)
       << "a range past the sequence must be refused";
 }
+
+TEST(FixedShapes, ArStepsCommitTheSameTokens) {
+  SpecFixture f(SpecFixture::micro());
+  for (double temperature : {0.0, 1.0}) {
+    for (bool cfg : {false, true}) {
+      const auto c = f.cond({3, 1}, cfg);
+      auto r = request("ar", temperature, temperature > 0, 6);
+      r.sampling.cfg_scale = cfg ? 2.0 : 1.0;
+      const auto plain = generate_ar(*f.target, c, r.sampling, r.seed);
+      const auto fixed = generate_ar(*f.target, c, r.sampling, r.seed, {}, nullptr, {}, true);
+      EXPECT_EQ(fixed.tokens, plain.tokens) << "T " << temperature << " cfg " << cfg;
+      EXPECT_TRUE(fixed.stats.settings["fixed_shapes"].get<bool>());
+      EXPECT_FALSE(plain.stats.settings["fixed_shapes"].get<bool>());
+      for (int64_t cell = 0; cell < f.cfg.image_tokens(); ++cell) {
+        EXPECT_NEAR(fixed.stats.grids.at(cell).top1, plain.stats.grids.at(cell).top1, 1e-5);
+      }
+    }
+  }
+}

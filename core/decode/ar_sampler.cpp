@@ -3,9 +3,12 @@
 #include <c10/core/InferenceMode.h>
 
 #include <chrono>
+#include <optional>
 
 #include "decode/coupling.h"
 #include "decode/trace_record.h"
+#include "model/cuda_graph.h"
+#include "model/static_forward.h"
 #include "util/error.h"
 
 namespace adtree::decode {
@@ -15,11 +18,43 @@ using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
+
+// The one-token steps on fixed shapes: one block, captured once where graphs are built.
+class FixedSteps {
+ public:
+  FixedSteps(const model::Gpt& gpt, model::KvCache& cache)
+      : gpt_(gpt), cache_(cache), block_(model::new_static_block(cache, 1)) {}
+  model::Gpt::Output step(int64_t token, int64_t index) {
+    const auto tok = at::full({cache_.batch(), 1}, token, at::kLong);
+    const auto pos = at::full({1}, gpt_.config().cond_tokens() + index, at::kLong);
+    model::fill_static_block(block_, cache_, gpt_.rope(), tok, pos);
+    if (!graph_) graph_ = model::capture_forward(gpt_, block_, cache_);
+    return graph_ ? graph_->replay() : gpt_.forward_static(block_, cache_);
+  }
+  bool captured() const { return graph_ != nullptr; }
+
+ private:
+  const model::Gpt& gpt_;
+  model::KvCache& cache_;
+  model::StaticBlock block_;
+  std::unique_ptr<model::GraphedForward> graph_;
+};
+
+// The coupled choice and the top-1 of row 0 of `p`: on the host, or on the device with one read of
+// both (the fixed-shape steps).
+std::pair<int64_t, float> choose(const Processed& p, CouplingNoise& noise, int64_t n, bool device) {
+  if (!device) return {noise.choose(p.probs[0], n), p.top1[0].item<float>()};
+  const auto row = p.probs[0].to(at::kDouble);
+  const auto pick = (row * noise.weights_on(n, 1, row.device())[0]).argmax().to(at::kDouble);
+  const auto host = at::stack({pick, p.top1[0].to(at::kDouble)}).to(at::kCPU);
+  return {int64_t(host[0].item<double>()), float(host[1].item<double>())};
+}
 }  // namespace
 
 DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
                          const SamplingParams& params, uint64_t seed, const StepCallback& on_step,
-                         const std::atomic<bool>* cancel, const TraceOptions& trace) {
+                         const std::atomic<bool>* cancel, const TraceOptions& trace,
+                         bool fixed_shapes) {
   c10::InferenceMode guard;
   const auto& cfg = gpt.config();
   params.validate(cfg.vocab_size);
@@ -42,6 +77,9 @@ DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
   res.tokens.reserve(size_t(n_tokens));
 
   auto cache = gpt.new_cache(batch, 0);
+  const bool fixed = fixed_shapes || gpt.device().is_cuda();
+  std::optional<FixedSteps> fixed_steps;
+  if (fixed) fixed_steps.emplace(gpt, cache);
   auto t0 = Clock::now();
   auto out = gpt.prefill(cache, cond);
   double verify_ms = ms_since(t0);  // the prefill is charged to the first step
@@ -52,9 +90,8 @@ DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
     }
     t0 = Clock::now();
     auto p = proc.process(out.logits.narrow(1, out.logits.size(1) - 1, 1), n);
-    const int64_t tok = noise.choose(p.probs[0], n);
+    const auto [tok, top1] = choose(p, noise, n, fixed);
     noise.forget_before(n + 1);
-    const float top1 = p.top1[0].item<float>();
     const double sample_ms = ms_since(t0);
 
     res.tokens.push_back(tok);
@@ -88,12 +125,17 @@ DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
     }
     if (n + 1 < n_tokens) {  // the last token needs no forward: nothing comes after it
       t0 = Clock::now();
-      auto in = at::full({batch, 1}, tok, at::TensorOptions().dtype(at::kLong));
-      out = gpt.forward_tokens(cache, in, n);
+      if (fixed_steps) {
+        out = fixed_steps->step(tok, n);
+      } else {
+        out = gpt.forward_tokens(cache, at::full({batch, 1}, tok, at::kLong), n);
+      }
       cache.commit();
       verify_ms = ms_since(t0);
     }
   }
+  res.stats.settings["fixed_shapes"] = fixed;
+  res.stats.settings["graphs"] = fixed_steps && fixed_steps->captured() ? 1 : 0;
   res.stats.finish(ms_since(t_start));
   return res;
 }

@@ -21,10 +21,14 @@ struct DecodeResult {
 
 // `cond` is the batch [cond; uncond] when params.uses_cfg(), else a batch of 1.
 // `cancel` (optional) is checked between steps. With trace.enabled, every step's distribution is
-// recorded (stats.traces, StepEvent::trace).
+// recorded (stats.traces, StepEvent::trace). `fixed_shapes`: every step after the prefill runs the
+// fixed-shape forward (model/static_forward.h), replayed as a CUDA graph where graphs are built,
+// and the token is chosen on the device with one read back; on by itself for a CUDA model, asked
+// for by tests on the CPU. The tokens are the same either way.
 DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
                          const SamplingParams& params, uint64_t seed,
                          const StepCallback& on_step = {},
-                         const std::atomic<bool>* cancel = nullptr, const TraceOptions& trace = {});
+                         const std::atomic<bool>* cancel = nullptr, const TraceOptions& trace = {},
+                         bool fixed_shapes = false);
 
 }  // namespace adtree::decode

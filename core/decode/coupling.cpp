@@ -38,7 +38,8 @@ at::Tensor CouplingNoise::weights_on(int64_t first, int64_t count, at::Device de
   for (int64_t c = 0; c < count; ++c) {
     std::copy_n(weights(first + c).data(), vocab_, w[c].data_ptr<double>());
   }
-  return w.to(device);
+  // Pinned and asynchronous on a GPU: a copy from pageable memory would wait for the stream.
+  return device.is_cuda() ? w.pin_memory().to(device, /*non_blocking=*/true) : w.to(device);
 }
 
 int64_t CouplingNoise::choose(const float* p, int64_t cell) {
