@@ -3,7 +3,10 @@
 #include <c10/core/InferenceMode.h>
 
 #include <chrono>
+#include <map>
 
+#include "model/cuda_graph.h"
+#include "model/static_forward.h"
 #include "util/error.h"
 
 namespace adtree::decode {
@@ -94,6 +97,45 @@ class DeviceScratch {
   int64_t rows_ = 0;
 };
 
+// The device step's expansions on fixed shapes: per level width one block and features buffer,
+// captured as a graph on first use where graphs are built (eager otherwise).
+class FixedLevels {
+ public:
+  struct Level {
+    model::StaticBlock block;
+    at::Tensor feats;
+    std::unique_ptr<model::GraphedForward> graph;
+  };
+  // Fills the level's block and runs `forward` (on the block and feats) or its graph.
+  template <class Forward>
+  model::Gpt::Output run(model::KvCache& cache, const model::Rope2d& rope, const at::Tensor& tokens,
+                         const at::Tensor& pos, const at::Tensor& mask, const at::Tensor& feats,
+                         Forward forward) {
+    const int64_t m = tokens.size(1);
+    auto it = levels_.find(m);
+    if (it == levels_.end()) {
+      it = levels_.emplace(m, Level{model::new_static_block(cache, m), {}, nullptr}).first;
+    }
+    auto& lv = it->second;
+    if (feats.defined()) {
+      if (!lv.feats.defined()) lv.feats = at::empty_like(feats);
+      lv.feats.copy_(feats);
+    }
+    model::fill_static_block(lv.block, cache, rope, tokens, pos, mask);
+    const auto run = [&] { return forward(lv.block, lv.feats); };
+    if (!lv.graph) lv.graph = model::capture_graph(run, cache.key_bias.device());
+    return lv.graph ? lv.graph->replay() : run();
+  }
+  int64_t graphs() const {
+    int64_t n = 0;
+    for (const auto& [m, lv] : levels_) n += lv.graph ? 1 : 0;
+    return n;
+  }
+
+ private:
+  std::map<int64_t, Level> levels_;
+};
+
 class EagleSource : public DraftSource {
  public:
   EagleSource(const model::Drafter& head, const model::Gpt& target, int64_t batch, int64_t scratch)
@@ -136,11 +178,22 @@ class EagleSource : public DraftSource {
     const auto feats = at::cat(level_hidden_, 1).index_select(1, parent_rows + 1);
     const auto mask = device_scratch_.append(parent_rows, scratch_rows_);
     const auto pos = at::full({m}, target_.config().cond_tokens() + index, at::kLong);
+    const auto toks = tokens.unsqueeze(0).expand({batch_, m});
     ScopedTimer timer(forward_ms_);
-    auto out = head_.forward(&cache_, feats, tokens.unsqueeze(0).expand({batch_, m}), pos, mask);
+    if (fixed_) {
+      const auto out = fixed_levels_.run(cache_, target_.rope(), toks, pos, mask, feats,
+                                         [&](const model::StaticBlock& b, const at::Tensor& f) {
+                                           auto o = head_.forward_static(b, f, cache_);
+                                           return model::Gpt::Output{o.logits, o.hidden};
+                                         });
+      level_hidden_.push_back(out.hidden.clone());  // the next replay overwrites it
+      return out.logits;
+    }
+    auto out = head_.forward(&cache_, feats, toks, pos, mask);
     level_hidden_.push_back(out.hidden);
     return out.logits;
   }
+  int64_t graphs() const override { return fixed_levels_.graphs(); }
 
   at::Tensor expand(const std::vector<DraftInput>& nodes, std::vector<int64_t>& rows) override {
     c10::InferenceMode guard;
@@ -177,6 +230,7 @@ class EagleSource : public DraftSource {
   model::KvCache cache_;
   ScratchRows scratch_;
   DeviceScratch device_scratch_;
+  FixedLevels fixed_levels_;
   at::Tensor last_feature_, root_hidden_;
   std::vector<at::Tensor> hidden_;        // per scratch row [B, 1, D]
   std::vector<at::Tensor> level_hidden_;  // device step: the root's, then per level [B, m, D]
@@ -217,11 +271,19 @@ class ModelSource : public DraftSource {
     const int64_t m = tokens.numel();
     const auto mask = device_scratch_.append(parent_rows, scratch_rows_);
     const auto pos = at::full({m}, model_.config().cond_tokens() + index, at::kLong);
+    const auto toks = tokens.unsqueeze(0).expand({batch_, m});
     ScopedTimer timer(forward_ms_);
-    auto out = model_.forward(model_.embed_tokens(tokens.unsqueeze(0).expand({batch_, m})), pos,
-                              &cache_, mask);
-    return out.logits;
+    if (fixed_) {
+      return fixed_levels_
+          .run(cache_, model_.rope(), toks, pos, mask, {},
+               [&](const model::StaticBlock& b, const at::Tensor&) {
+                 return model_.forward_static(b, cache_);
+               })
+          .logits;
+    }
+    return model_.forward(model_.embed_tokens(toks), pos, &cache_, mask).logits;
   }
+  int64_t graphs() const override { return fixed_levels_.graphs(); }
 
   at::Tensor expand(const std::vector<DraftInput>& nodes, std::vector<int64_t>& rows) override {
     c10::InferenceMode guard;
@@ -252,6 +314,7 @@ class ModelSource : public DraftSource {
   model::KvCache cache_;
   ScratchRows scratch_;
   DeviceScratch device_scratch_;
+  FixedLevels fixed_levels_;
 };
 
 }  // namespace

@@ -43,6 +43,10 @@ class DraftSource {
   // expansions, not both.
   virtual at::Tensor expand_on_device(const at::Tensor& tokens, const at::Tensor& parent_rows,
                                       int64_t index) = 0;
+  // expand_on_device on fixed shapes (model/static_forward.h): one block per level width, captured
+  // as a CUDA graph on first use where graphs are built. The decoding loop turns it on for runs on
+  // fixed shapes; the drafts are the same either way.
+  virtual void use_fixed_shapes(bool on) { fixed_ = on; }
   // Drops this step's tree rows.
   virtual void end_step() = 0;
   // Tree rows one step can feed through expand() (the scratch area of its cache).
@@ -55,8 +59,12 @@ class DraftSource {
     return t;
   }
 
+  // Graphs captured for expansions so far.
+  virtual int64_t graphs() const { return 0; }
+
  protected:
   double forward_ms_ = 0;
+  bool fixed_ = false;
 };
 
 constexpr int64_t kDefaultScratchRows = 192;

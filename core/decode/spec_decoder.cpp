@@ -248,6 +248,7 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
   // Root + the largest tree, padded to its bucket.
   auto cache = target.new_cache(batch, buffers.rows_for(proposer.max_nodes() + 1) + 1);
   BlockRunner runner(target, cache);
+  if (source) source->use_fixed_shapes(fixed);
   StepParts step_parts{target, cache, buffers, parts, fixed ? &runner : nullptr};
 
   // Step 0: the prefill; its token (coupled AR's first token) is the first root.
@@ -285,7 +286,7 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
                   proposer);
   }
   res.cancelled = cancel && cancel->load() && int64_t(tokens.size()) < n_img;
-  res.stats.settings["graphs"] = runner.graphs();
+  res.stats.settings["graphs"] = runner.graphs() + (source ? source->graphs() : 0);
   res.stats.finish(ms_since(t_start));
   return res;
 }

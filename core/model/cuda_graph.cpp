@@ -16,9 +16,9 @@ namespace {
 
 class CudaGraphForward : public GraphedForward {
  public:
-  CudaGraphForward(const Gpt& gpt, StaticBlock& block, KvCache& cache) {
+  CudaGraphForward(const ForwardFn& forward, at::Device device) {
     c10::InferenceMode guard;
-    const auto index = block.bias.device().index();
+    const auto index = device.index();
     // Capture needs a stream other than the legacy default one; warm-up runs first on the same
     // stream, so the allocator's pools and cuBLAS's workspaces exist before capture starts.
     // Stream order by synchronising: capture happens once per block shape.
@@ -26,10 +26,10 @@ class CudaGraphForward : public GraphedForward {
     c10::cuda::getCurrentCUDAStream(index).synchronize();
     {
       c10::cuda::CUDAStreamGuard on_side(side);
-      for (int i = 0; i < 2; ++i) out_ = gpt.forward_static(block, cache);
+      for (int i = 0; i < 2; ++i) out_ = forward();
       side.synchronize();
       graph_.capture_begin();
-      out_ = gpt.forward_static(block, cache);
+      out_ = forward();
       graph_.capture_end();
       side.synchronize();  // the warm-up's cache rows are written before the caller goes on
     }
@@ -51,10 +51,14 @@ bool graphs_available() {
   return !(v && std::strcmp(v, "0") == 0);
 }
 
+std::unique_ptr<GraphedForward> capture_graph(const ForwardFn& forward, at::Device device) {
+  if (!graphs_available() || !device.is_cuda()) return nullptr;
+  return std::make_unique<CudaGraphForward>(forward, device);
+}
+
 std::unique_ptr<GraphedForward> capture_forward(const Gpt& gpt, StaticBlock& block,
                                                 KvCache& cache) {
-  if (!graphs_available() || !gpt.device().is_cuda()) return nullptr;
-  return std::make_unique<CudaGraphForward>(gpt, block, cache);
+  return capture_graph([&] { return gpt.forward_static(block, cache); }, gpt.device());
 }
 
 }  // namespace adtree::model

@@ -4,6 +4,7 @@
 // and for a model that is not on a CUDA device, capture_forward returns null and callers run the
 // fixed-shape forward eagerly. ADTREE_GRAPHS=0 turns capture off at run time.
 #pragma once
+#include <functional>
 #include <memory>
 
 #include "model/gpt.h"
@@ -22,9 +23,14 @@ class GraphedForward {
 // Whether this build has graphs, and they are not switched off.
 bool graphs_available();
 
-// Captures gpt.forward_static(block, cache) after warm-up runs (which run the block once, so the
-// cache holds its rows as an eager forward would). The block and the cache must outlive the
-// result and keep their storage. Null when graphs are unavailable or the model is not on CUDA.
+// Captures `forward` (a fixed-shape forward on `device`) after warm-up runs, which run it, so the
+// cache holds the block's rows as an eager forward would. Everything it reads and writes must
+// outlive the result and keep its storage. Null when graphs are unavailable or `device` is not a
+// CUDA device.
+using ForwardFn = std::function<Gpt::Output()>;
+std::unique_ptr<GraphedForward> capture_graph(const ForwardFn& forward, at::Device device);
+
+// The target's fixed-shape forward of `block` (Gpt::forward_static), captured.
 std::unique_ptr<GraphedForward> capture_forward(const Gpt& gpt, StaticBlock& block, KvCache& cache);
 
 }  // namespace adtree::model

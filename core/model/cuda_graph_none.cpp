@@ -8,6 +8,10 @@ bool graphs_available() {
   return false;
 }
 
+std::unique_ptr<GraphedForward> capture_graph(const ForwardFn&, at::Device) {
+  return nullptr;
+}
+
 std::unique_ptr<GraphedForward> capture_forward(const Gpt&, StaticBlock&, KvCache&) {
   return nullptr;
 }

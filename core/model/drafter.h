@@ -38,6 +38,9 @@ class Drafter {
   // tokens [B, q], positions pos [q] (sequence positions of the tokens). Masks as Gpt::forward.
   Output forward(KvCache* cache, const at::Tensor& feats, const at::Tensor& tokens,
                  const at::Tensor& pos, const at::Tensor& block_mask = {}) const;
+  // The same on fixed shapes (static_forward.h): the block's tokens, positions, rows and bias,
+  // and `feats` [B, q, dim], keep their storage from call to call, as a CUDA graph needs.
+  Output forward_static(const StaticBlock& block, const at::Tensor& feats, KvCache& cache) const;
 
  private:
   // The lean path's fc input [B, q, 2 dim] = [embed(tokens) | feats] (feats fp32 contiguous).

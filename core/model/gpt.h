@@ -37,6 +37,8 @@ struct DecoderLayer {
 DecoderLayer make_layer(const TensorMap& w, const std::string& prefix, int64_t dim,
                         int64_t head_dim, bool inference);
 
+struct StaticBlock;  // static_forward.h
+
 // Where a block of q new rows goes in a cache and what it may attend to (see Gpt::forward).
 struct BlockPlan {
   at::Tensor cis;     // [q, head_dim/2] complex RoPE factors of the block's positions
@@ -126,7 +128,7 @@ class Gpt {
 
   // The same transformer on a block whose tensors keep their shapes and storage from call to call
   // (static_forward.h): what a CUDA graph captures.
-  Output forward_static(const struct StaticBlock& block, KvCache& cache) const;
+  Output forward_static(const StaticBlock& block, KvCache& cache) const;
 
   // Runs the condition prefix into an empty cache and commits it. Returns the output at the last
   // condition position, whose logits predict image token 0.

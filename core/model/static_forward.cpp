@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "model/drafter.h"
 #include "model/small_gemm.h"
 #include "util/error.h"
 
@@ -26,35 +27,38 @@ void fill_static_block(StaticBlock& b, KvCache& cache, const Rope2d& rope, const
                        const at::Tensor& positions, const at::Tensor& block_mask,
                        PositionBounds bounds) {
   const int64_t q = b.q(), len = cache.len, B = cache.batch();
+  const int64_t scratch = block_mask.defined() ? block_mask.size(1) - q : 0;
   if (tokens.size(0) != B || tokens.size(1) != q || positions.numel() != q) {
     throw Error("static block: tokens [B, q] and positions [q] must match the block");
   }
-  if (block_mask.defined() && (block_mask.size(0) != q || block_mask.size(1) != q)) {
-    throw Error("static block: the block mask must be [q, q]");
+  if (block_mask.defined() && (block_mask.size(0) != q || scratch < 0 || scratch > cache.pending)) {
+    throw Error("static block: the block mask must be [q, s + q] with s <= the pending rows");
   }
-  if (len + q > cache.capacity()) {
+  const int64_t start = len + scratch;  // the block goes after the scratch rows it may see
+  if (start + q > cache.capacity()) {
     throw Error("static block: " + std::to_string(q) + " rows do not fit the KV cache (" +
-                std::to_string(cache.capacity() - len) + " rows free)");
+                std::to_string(cache.capacity() - start) + " rows free)");
   }
   check_positions(rope, positions, bounds);
   c10::InferenceMode guard;
   const auto device = b.bias.device();
   b.tokens.copy_(tokens);
   b.positions.copy_(positions);
-  b.rows.copy_(at::arange(len, len + q, b.rows.options()));
-  // Committed rows: their key bias (condition padding stays hidden); the block: its mask, with
-  // the diagonal always visible; the rest of the capacity: hidden.
+  b.rows.copy_(at::arange(start, start + q, b.rows.options()));
+  // Committed rows: their key bias (condition padding stays hidden); scratch and block rows: the
+  // mask, with the diagonal always visible; the rest of the capacity: hidden.
   b.bias.fill_(kNegInf);
   if (len > 0)
     b.bias.narrow(3, 0, len).copy_(cache.key_bias.narrow(1, 0, len).view({B, 1, 1, len}));
   const auto visible = block_mask.defined()
                            ? block_mask.to(device, at::kBool)
                            : at::ones({q, q}, b.bias.options().dtype(at::kBool)).tril();
-  auto blk = at::zeros({q, q}, b.bias.options()).masked_fill(visible.logical_not(), kNegInf);
-  blk.diagonal().zero_();
-  b.bias.narrow(3, len, q).copy_(blk.view({1, 1, q, q}));
-  cache.key_bias.narrow(1, len, q).zero_();  // once kept, the block's keys are visible
-  cache.pending = q;
+  auto blk =
+      at::zeros({q, scratch + q}, b.bias.options()).masked_fill(visible.logical_not(), kNegInf);
+  blk.narrow(1, scratch, q).diagonal().zero_();
+  b.bias.narrow(3, len, scratch + q).copy_(blk.view({1, 1, q, scratch + q}));
+  cache.key_bias.narrow(1, start, q).zero_();  // once kept, the block's keys are visible
+  cache.pending = scratch + q;
 }
 
 Gpt::Output Gpt::forward_static(const StaticBlock& b, KvCache& cache) const {
@@ -71,6 +75,24 @@ Gpt::Output Gpt::forward_static(const StaticBlock& b, KvCache& cache) const {
   Output out;
   out.hidden = rms_norm(h, norm_, cfg_.norm_eps);
   out.logits = inference_linear(out.hidden.contiguous(), output_).to(at::kFloat);
+  return out;
+}
+
+Drafter::Output Drafter::forward_static(const StaticBlock& b, const at::Tensor& feats,
+                                        KvCache& cache) const {
+  c10::InferenceMode guard(inference_);
+  if (!inference_) throw Error("forward_static is for inference");
+  BlockPlan plan;
+  plan.cis = target_.rope().cis().index_select(0, b.positions);
+  plan.bias = b.bias;
+  plan.rows = b.rows;
+  const auto x = at::cat({target_.embed_tokens(b.tokens), feats.to(target_.dtype())}, -1);
+  auto h = inference_linear(x.contiguous(), fc_w_, fc_b_);
+  h = run_layer(layer_, target_.config().n_head, norm_eps_, h, plan, &cache, 0, true);
+  Output out;
+  out.hidden = h;
+  out.logits =
+      inference_linear(h.contiguous(), target_.weights().at("output.weight")).to(at::kFloat);
   return out;
 }
 

@@ -26,10 +26,11 @@ struct StaticBlock {
 // A block of q rows for `cache` (its batch, capacity and device), contents unset.
 StaticBlock new_static_block(const KvCache& cache, int64_t q);
 
-// Refills `b` for a block right after the cache's committed rows, as Gpt::forward would run it
-// without scratch rows: `tokens` [B, q] and `positions` [q] on any device, `block_mask` [q, q]
-// (default causal; a query always sees itself). Marks the block's rows pending. `bounds` as for
-// Gpt::forward.
+// Refills `b` for a block after the cache's committed rows, as Gpt::forward runs it: `tokens`
+// [B, q] and `positions` [q] on any device, `block_mask` [q, q] (default causal), or [q, s + q] to
+// keep the first s pending rows as scratch the block may see (draft-tree levels) and write the
+// block after them. A query always sees itself. Marks the scratch and block rows pending.
+// `bounds` as for Gpt::forward.
 void fill_static_block(StaticBlock& b, KvCache& cache, const Rope2d& rope, const at::Tensor& tokens,
                        const at::Tensor& positions, const at::Tensor& block_mask = {},
                        PositionBounds bounds = {});
