@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "model/cuda_graph.h"
 
 namespace adtree::cli {
 
@@ -71,7 +72,8 @@ int cmd_info(int argc, char** argv) {
                    {"load_seconds", load_s},
                    {"peak_rss_bytes", peak_rss},
                    {"device", a.str("device")},
-                   {"dtype", a.str("dtype")}};
+                   {"dtype", a.str("dtype")},
+                   {"cuda_graphs", model::graphs_available()}};
   if (a.flag_set("json")) {
     std::cout << j.dump(2) << "\n";
     return 0;
@@ -100,6 +102,10 @@ int cmd_info(int argc, char** argv) {
             << "\n"
             << "  drafter       " << (dr_n ? std::to_string(dr_n) + " parameters" : "none") << "\n"
             << "  KV cache      " << mib(kv_bytes) << " (CFG batch 2, " << a.str("dtype") << ")\n"
+            << "  CUDA graphs   "
+            << (model::graphs_available() ? "built (used for CUDA models; ADTREE_GRAPHS=0: off)"
+                                          : "not in this build (or ADTREE_GRAPHS=0)")
+            << "\n"
             << "  loading       " << std::fixed << std::setprecision(2) << load_s
             << " s, peak resident memory " << mib(double(peak_rss)) << "\n"
             << "  sampling      " << m.manifest.sampling.dump() << "\n"

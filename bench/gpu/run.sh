@@ -9,7 +9,7 @@
 #      method on the shipped model (draft-tree steps on the device: --device-step auto), the tree
 #      methods again with the host step, and the cost curve of a LlamaGen-XL-shaped random model;
 #   4. a short table last; every result as JSON under OUTDIR.
-# CUDA graphs are not built yet, so the cost curve is eager only.
+# The cost curve is timed eagerly, on fixed shapes and as CUDA graph replays (where built).
 # Usage: bench/gpu/run.sh OUTDIR                          on the GPU machine
 #        DEVICE=cpu BIG=tiny bench/gpu/run.sh OUTDIR      the CPU rehearsal (Debian's libtorch)
 set -euo pipefail
