@@ -58,7 +58,7 @@ step "bench, shipped model"
   --json "$OUT/bench-emoji.json" >"$OUT/bench-emoji.txt" 2>&1
 step "bench, shipped model, host step (what the device step saves)"
 "$B" bench --model "$MODEL" --device "$DEVICE" --dtype bf16 --seeds 1 --reps 5 \
-  --method ar,dynamic,adt --device-step off \
+  --method ar,dynamic,adt --device-step off --blocks 1 \
   --json "$OUT/bench-emoji-host.json" >"$OUT/bench-emoji-host.txt" 2>&1
 step "bench, $BIG-shaped random model (cost)"
 "$B" bench --config "$BIG" --device "$DEVICE" --dtype bf16 --seeds 1 --prompts a --reps 5 \
