@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "decode/adt_policy.h"
+#include "util/device_sync.h"
 #include "util/error.h"
 
 namespace adtree::decode {
@@ -52,8 +53,8 @@ class DraftTreeProposer : public Proposer {
   void observe(const StepOutcome& out) override {
     // Next step's draft rows: each new token with the target feature of its predecessor.
     todo_tokens_ = out.new_tokens;
-    auto idx =
-        at::tensor(out.parents, at::TensorOptions().dtype(at::kLong)).to(out.hidden.device());
+    auto idx = to_device_async(at::tensor(out.parents, at::TensorOptions().dtype(at::kLong)),
+                               out.hidden.device());
     todo_feats_ = out.hidden.index_select(1, idx);
     todo_first_ = out.first_cell;
   }

@@ -4,6 +4,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "util/device_sync.h"
 #include "util/error.h"
 #include "util/json_int.h"
 
@@ -90,10 +91,10 @@ Processed LogitsProcessor::process_rows(const at::Tensor& logits,
                                         const std::vector<int64_t>& token_index) const {
   // The indices matter only for cfg_interval: no copy to the device otherwise.
   return process_rows(
-      logits,
-      params_.cfg_interval > -1 && logits.size(0) == 2
-          ? at::tensor(token_index, at::TensorOptions().dtype(at::kLong)).to(logits.device())
-          : at::Tensor());
+      logits, params_.cfg_interval > -1 && logits.size(0) == 2
+                  ? to_device_async(at::tensor(token_index, at::TensorOptions().dtype(at::kLong)),
+                                    logits.device())
+                  : at::Tensor());
 }
 
 Processed LogitsProcessor::process_rows(const at::Tensor& logits,

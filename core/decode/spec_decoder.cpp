@@ -12,6 +12,7 @@
 #include "decode/step_buffers.h"
 #include "decode/step_recorder.h"
 #include "decode/verifier.h"
+#include "util/device_sync.h"
 #include "util/error.h"
 
 namespace adtree::decode {
@@ -216,9 +217,10 @@ VerifiedStep device_step(StepParts& s, const std::vector<int64_t>& tokens, int64
   auto v = verify_on_device(tree, proc, s.parts.rule != VerifyRule::Coupled, max_levels);
   rec.t_sample_ms = ms_since(t0);
   // Nodes without draft mass were verified but are not part of the tree the host sees.
-  auto hidden = int64_t(v.rows.size()) == tree.size
-                    ? out.hidden
-                    : out.hidden.index_select(1, at::tensor(v.rows).to(out.hidden.device()));
+  auto hidden =
+      int64_t(v.rows.size()) == tree.size
+          ? out.hidden
+          : out.hidden.index_select(1, to_device_async(at::tensor(v.rows), out.hidden.device()));
   Processed shown;
   shown.top1 = v.top1;
   return VerifiedStep{std::move(v.tree), std::move(v.acc), std::move(shown), hidden, v.keep};

@@ -8,6 +8,7 @@
 #include "model/lean_kernels.h"
 #include "model/lean_layer.h"
 #include "model/small_gemm.h"
+#include "util/device_sync.h"
 #include "util/error.h"
 
 namespace adtree::model {
@@ -111,7 +112,7 @@ KvCache Gpt::new_cache(int64_t batch, int64_t extra) const {
 at::Tensor Gpt::embed_tokens(const at::Tensor& tokens) const {
   // Token ids built on the host (draft sources, PJD) go to the table's device: a CUDA
   // index_select does not take a host index.
-  const auto ids = tokens.to(tok_emb_.device()).reshape(-1);
+  const auto ids = to_device_async(tokens, tok_emb_.device()).reshape(-1);
   return tok_emb_.index_select(0, ids).view({tokens.size(0), tokens.size(1), -1});
 }
 
@@ -240,7 +241,7 @@ BlockPlan plan_block(const Rope2d& rope, KvCache* cache, int64_t B, const at::Te
   const auto device = rope.cis().device();
   BlockPlan plan;
   plan.start = checked_block_start(rope, cache, B, pos_in, block_mask, bounds);
-  plan.cis = rope.cis().index_select(0, pos_in.to(device));
+  plan.cis = rope.cis().index_select(0, to_device_async(pos_in, device));
   const int64_t prefix = cache ? cache->len : 0, scratch = plan.start - prefix;
 
   // Additive bias [B, 1, q, prefix + scratch + q]: committed keys keep their own bias (padding),
@@ -252,7 +253,7 @@ BlockPlan plan_block(const Rope2d& rope, KvCache* cache, int64_t B, const at::Te
     plan.bias = cache->key_bias.narrow(1, 0, prefix + 1).view({B, 1, 1, prefix + 1});
     return plan;
   }
-  at::Tensor visible = block_mask.defined() ? block_mask.to(device, at::kBool)
+  at::Tensor visible = block_mask.defined() ? to_device_async(block_mask, device).to(at::kBool)
                                             : at::ones({q, q}, fopts.dtype(at::kBool)).tril();
   auto mask_bias = at::zeros({q, scratch + q}, fopts).masked_fill(visible.logical_not(), kNegInf);
   at::Tensor key_row = at::zeros({B, q}, fopts);

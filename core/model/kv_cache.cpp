@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "util/device_sync.h"
 #include "util/error.h"
 
 namespace adtree::model {
@@ -59,7 +60,8 @@ void KvCache::compact(const std::vector<int64_t>& rows) {
   if (first_moved < rows.size()) {
     std::vector<int64_t> src;
     for (size_t i = first_moved; i < rows.size(); ++i) src.push_back(len + rows[i]);
-    auto idx = at::tensor(src, at::TensorOptions().dtype(at::kLong)).to(k[0].device());
+    auto idx =
+        to_device_async(at::tensor(src, at::TensorOptions().dtype(at::kLong)), k[0].device());
     const int64_t dst = len + int64_t(first_moved), m = int64_t(src.size());
     for (size_t l = 0; l < k.size(); ++l) {
       k[l].narrow(2, dst, m).copy_(k[l].index_select(2, idx));

@@ -6,6 +6,7 @@
 
 #include "model/drafter.h"
 #include "model/small_gemm.h"
+#include "util/device_sync.h"
 #include "util/error.h"
 
 namespace adtree::model {
@@ -42,8 +43,8 @@ void fill_static_block(StaticBlock& b, KvCache& cache, const Rope2d& rope, const
   check_positions(rope, positions, bounds);
   c10::InferenceMode guard;
   const auto device = b.bias.device();
-  b.tokens.copy_(tokens);
-  b.positions.copy_(positions);
+  b.tokens.copy_(to_device_async(tokens, device));
+  b.positions.copy_(to_device_async(positions, device));
   b.rows.copy_(at::arange(start, start + q, b.rows.options()));
   // Committed rows: their key bias (condition padding stays hidden); scratch and block rows: the
   // mask, with the diagonal always visible; the rest of the capacity: hidden.
@@ -51,7 +52,7 @@ void fill_static_block(StaticBlock& b, KvCache& cache, const Rope2d& rope, const
   if (len > 0)
     b.bias.narrow(3, 0, len).copy_(cache.key_bias.narrow(1, 0, len).view({B, 1, 1, len}));
   const auto visible = block_mask.defined()
-                           ? block_mask.to(device, at::kBool)
+                           ? to_device_async(block_mask, device).to(at::kBool)
                            : at::ones({q, q}, b.bias.options().dtype(at::kBool)).tril();
   auto blk =
       at::zeros({q, scratch + q}, b.bias.options()).masked_fill(visible.logical_not(), kNegInf);
