@@ -3,11 +3,14 @@
 // is the median of `reps` runs after two warm-ups, with the device waited for around every run.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "model/drafter.h"
 #include "model/gpt.h"
 
 namespace adtree::cli {
+
+double median(std::vector<double> v);  // of the values (0 for none)
 
 double forward_ms(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefix, int reps,
                   const model::Condition& cond);

@@ -103,6 +103,15 @@ void describe_run(RunStats& stats, const model::GptConfig& cfg, const DecodeRequ
   stats.grids = CellGrids(cfg.grid_h, cfg.grid_w);
 }
 
+// The rows of a padded block's output that belong to the tree's `real` nodes.
+model::Gpt::Output without_padding(model::Gpt::Output out, int64_t real) {
+  if (out.logits.size(1) > real) {
+    out.logits = out.logits.narrow(1, 0, real);
+    out.hidden = out.hidden.narrow(1, 0, real);
+  }
+  return out;
+}
+
 // One target forward over the root and every node under the ancestor mask, from the step's static
 // buffers (padded to the tree's bucket when asked); row i predicts image cell `predicts[i]` =
 // root + depth + 1. The padding rows are cut off the output.
@@ -111,12 +120,8 @@ model::Gpt::Output forward_tree(const model::Gpt& target, model::KvCache& cache,
                                 std::vector<int64_t>& predicts) {
   for (const auto& nd : tree.nodes) predicts.push_back(root + nd.depth + 1);
   const auto in = buffers.fill(tree, target.config().cond_tokens() + root);
-  auto out = target.forward(target.embed_tokens(in.tokens), in.positions, &cache, in.mask);
-  if (out.logits.size(1) > in.real) {
-    out.logits = out.logits.narrow(1, 0, in.real);
-    out.hidden = out.hidden.narrow(1, 0, in.real);
-  }
-  return out;
+  return without_padding(
+      target.forward(target.embed_tokens(in.tokens), in.positions, &cache, in.mask), in.real);
 }
 
 // The tokens a verified step commits (the accepted path, then the bonus) and, for each, the node
@@ -170,15 +175,22 @@ struct StepParts {
 
 // Timings go into `rec`: draft-model forwards count as drafting, the rest of proposing as
 // bookkeeping (`propose_ms` is the whole), the target forward as verification, the rule as
-// sampling.
+// sampling. `propose` returns the step's tree.
+template <class Propose>
+auto timed_proposal(StepParts& s, StepRecord& rec, double& propose_ms, Propose propose) {
+  const auto t0 = Clock::now();
+  auto tree = propose();
+  propose_ms = ms_since(t0);
+  rec.t_draft_ms = s.parts.proposer->take_draft_ms();
+  return tree;
+}
+
 VerifiedStep host_step(StepParts& s, const std::vector<int64_t>& tokens, int64_t max_levels,
                        StepRecord& rec, double& propose_ms) {
   const int64_t n = int64_t(tokens.size()) - 1;
+  DraftTree tree = timed_proposal(s, rec, propose_ms,
+                                  [&] { return s.parts.proposer->propose(tokens, max_levels); });
   auto t0 = Clock::now();
-  DraftTree tree = s.parts.proposer->propose(tokens, max_levels);
-  propose_ms = ms_since(t0);
-  rec.t_draft_ms = s.parts.proposer->take_draft_ms();
-  t0 = Clock::now();
   std::vector<int64_t> predicts;
   auto out = forward_tree(s.target, s.cache, s.buffers, tree, n, predicts);
   rec.t_verify_ms = ms_since(t0);
@@ -196,21 +208,17 @@ VerifiedStep host_step(StepParts& s, const std::vector<int64_t>& tokens, int64_t
 VerifiedStep device_step(StepParts& s, const std::vector<int64_t>& tokens, int64_t max_levels,
                          StepRecord& rec, double& propose_ms) {
   const int64_t n = int64_t(tokens.size()) - 1;
+  const auto tree = timed_proposal(
+      s, rec, propose_ms, [&] { return s.parts.proposer->propose_on_device(tokens, max_levels); });
   auto t0 = Clock::now();
-  auto tree = s.parts.proposer->propose_on_device(tokens, max_levels);
-  propose_ms = ms_since(t0);
-  rec.t_draft_ms = s.parts.proposer->take_draft_ms();
-  t0 = Clock::now();
   const int64_t first = s.target.config().cond_tokens() + n;
   const auto in = s.buffers.fill(tree, first);
   const model::PositionBounds bounds{first, first + tree.levels};
-  auto out = s.fixed ? s.fixed->run(in, bounds)
-                     : s.target.forward(s.target.embed_tokens(in.tokens), in.positions, &s.cache,
-                                        in.mask, {}, 0, bounds);
-  if (out.logits.size(1) > in.real) {
-    out.logits = out.logits.narrow(1, 0, in.real);
-    out.hidden = out.hidden.narrow(1, 0, in.real);
-  }
+  const auto out =
+      without_padding(s.fixed ? s.fixed->run(in, bounds)
+                              : s.target.forward(s.target.embed_tokens(in.tokens), in.positions,
+                                                 &s.cache, in.mask, {}, 0, bounds),
+                      in.real);
   rec.t_verify_ms = ms_since(t0);
   t0 = Clock::now();
   const auto proc = s.parts.target_proc.process_rows(out.logits, tree.depths + (n + 1));
