@@ -443,10 +443,10 @@ TEST(TrainGpt, BadInputsAreClearErrors) {
   b.resume = true;
   EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, b); }).find("another configuration"),
             std::string::npos);
-  // The CUDA matrix precision is checked before anything runs, on any device.
+  // The matrix precision is checked before anything runs, on any device.
   auto m = options(temp_dir("matmul"), 2, kGptConfig, &log);
   m.matmul = "fp16";
-  EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, m); }).find("--matmul must be tf32 or fp32"),
+  EXPECT_NE(error_of([&] { tr::train_gpt(d, vq, m); }).find("--matmul must be fp32, tf32 or bf16"),
             std::string::npos);
 }
 
@@ -815,4 +815,60 @@ TEST(TrainDrafter, WarmStartTakesAFinishedHeadOfTheSameShape) {
   bad.init_from = wide_head;
   EXPECT_NE(error_of([&] { tr::train_drafter(d, gpt, bad); }).find("a head for another GPT shape"),
             std::string::npos);
+}
+
+// ---- bf16 autocast (--matmul bf16)
+// ----------------------------------------------------------------
+
+namespace {
+// Each step's loss under bf16 products next to the fp32 run's: the same batches, noise and start,
+// so the two may differ only by rounding (bf16's 8-bit mantissa, fp32 sums and master weights).
+template <class Train>
+void expect_bf16_tracks_fp32(const std::string& name, int64_t steps, const json& config,
+                             Train train) {
+  std::ostringstream log;
+  auto fp32 = train(options(temp_dir(name + "_fp32"), steps, config, &log));
+  auto o = options(temp_dir(name + "_bf16"), steps, config, &log);
+  o.matmul = "bf16";
+  auto bf16 = train(o);
+  ASSERT_TRUE(bf16.finished);
+  ASSERT_EQ(bf16.losses.size(), fp32.losses.size());
+  expect_finite_and_falling(bf16.losses);
+  bool differs = false;
+  for (size_t i = 0; i < bf16.losses.size(); ++i) {
+    EXPECT_NEAR(bf16.losses[i], fp32.losses[i], 0.03 * std::abs(fp32.losses[i]))
+        << name << " step " << i + 1;
+    differs = differs || bf16.losses[i] != fp32.losses[i];
+  }
+  EXPECT_TRUE(differs) << name << ": the bf16 run computed exactly fp32's losses (no autocast?)";
+}
+}  // namespace
+
+TEST(TrainBf16, EveryStageTracksItsFp32Run) {
+  std::ostringstream log;
+  const auto d = tiny_dataset();
+  expect_bf16_tracks_fp32("vq", 8, kVqConfig,
+                          [&](const tr::TrainOptions& o) { return tr::train_vq(d, o); });
+  const auto vq = vq_run(d, &log);
+  auto gcfg = kGptConfig;
+  gcfg["lr"] = 3e-3;
+  expect_bf16_tracks_fp32("gpt", 8, gcfg,
+                          [&](const tr::TrainOptions& o) { return tr::train_gpt(d, vq, o); });
+  const auto gpt = gpt_run(d, vq, &log);
+  auto dcfg = kDrafterConfig;
+  dcfg["lr"] = 3e-3;
+  expect_bf16_tracks_fp32("drafter", 8, dcfg,
+                          [&](const tr::TrainOptions& o) { return tr::train_drafter(d, gpt, o); });
+}
+
+TEST(TrainBf16, ResumeReproducesTheUninterruptedRun) {
+  std::ostringstream log;
+  const auto d = tiny_dataset();
+  const auto vq = vq_run(d, &log);
+  auto cfg = kGptConfig;
+  cfg["token_noise"] = 0.2;
+  expect_exact_resume("gpt_bf16", 8, cfg, [&](tr::TrainOptions o) {
+    o.matmul = "bf16";
+    return tr::train_gpt(d, vq, o);
+  });
 }

@@ -13,10 +13,12 @@
 
 #include "commands.h"
 #include "io/dataset.h"
+#include "model/model_dir.h"
 #include "train/assemble.h"
 #include "train/drafter_trainer.h"
 #include "train/fidelity.h"
 #include "train/gpt_trainer.h"
+#include "train/mixed_precision.h"
 #include "train/vq_trainer.h"
 #include "util/error.h"
 #include "util/threads.h"
@@ -80,8 +82,9 @@ void add_run_options(Args& a) {
               "CPU threads (default: $ADTREE_THREADS, else 2 where the machine has 2 cores)", "0")
       .option("device", "DEV", "cpu, cuda or cuda:N", "cpu")
       .option("matmul", "PREC",
-              "fp32 matrix products on CUDA: tf32 (TensorFloat-32 tensor cores) or fp32 (exact); "
-              "the CPU always computes fp32",
+              "matrix products of the training step: tf32 (TensorFloat-32 tensor cores on CUDA, "
+              "fp32 on a CPU), fp32 (exact) or bf16 (autocast, CPU or CUDA; fast where the CPU "
+              "has AMX or AVX512-BF16)",
               "tf32")
       .flag("show-config", "print the stage's default config and exit");
 }
@@ -111,7 +114,7 @@ train::TrainOptions run_options(const Args& a, const std::string& stage, int arg
                   {"data", a.given("data") ? fs::path(a.str("data")).filename().string() : ""},
                   {"threads", intra_op_threads()},
                   {"device", o.device},
-                  {"matmul", o.device == "cpu" ? "fp32" : o.matmul}};
+                  {"matmul", train::effective_matmul(o.matmul, model::parse_device(o.device))}};
   return o;
 }
 

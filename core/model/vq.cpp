@@ -260,7 +260,10 @@ namespace detail {
 
 at::Tensor group_norm(const TensorMap& w, const std::string& prefix, const at::Tensor& x,
                       const VqConfig& cfg) {
-  return at::group_norm(x, cfg.norm_groups, param(w, prefix + ".weight"),
+  const auto& weight = param(w, prefix + ".weight");
+  // In the weights' dtype: under bf16 autocast a convolution hands over bf16 activations, and
+  // libtorch 1.13's CPU group norm refuses inputs whose dtype differs from its weights'.
+  return at::group_norm(x.to(weight.scalar_type()), cfg.norm_groups, weight,
                         param(w, prefix + ".bias"), cfg.norm_eps);
 }
 

@@ -1,5 +1,7 @@
 #include "train/common.h"
 
+#include "train/mixed_precision.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Generator.h>
 
@@ -121,6 +123,10 @@ int64_t Params::count() const {
   int64_t n = 0;
   for (const auto& [k, t] : tensors) n += t.numel();
   return n;
+}
+
+at::Device Params::device() const {
+  return tensors.empty() ? at::Device(at::kCPU) : tensors.begin()->second.device();
 }
 
 void Params::zero_grad() {
@@ -415,7 +421,12 @@ TrainResult run_loop(const TrainOptions& opts, Params& params, AdamW& opt, const
     params.zero_grad();
     const double lr = spec.schedule.at(step);
     double items = 0.0;
-    const double loss = spec.step_fn(step, items);
+    double loss = 0.0;
+    {
+      // The forward and backward only: the update, the evaluations and the weights stay fp32.
+      AutocastBf16 autocast(params.device(), opts.matmul == "bf16");
+      loss = spec.step_fn(step, items);
+    }
     if (!std::isfinite(loss)) {
       throw Error(what + ": the loss became " + std::to_string(loss) + " at step " +
                   std::to_string(step + 1) + " (try a lower --lr)");
@@ -493,9 +504,7 @@ at::Tensor row_tensor(const std::vector<int64_t>& rows, at::Device device) {
 }
 
 at::Device train_device(const TrainOptions& opts) {
-  if (opts.matmul != "tf32" && opts.matmul != "fp32") {
-    throw Error("--matmul must be tf32 or fp32, not '" + opts.matmul + "'");
-  }
+  check_matmul_choice(opts.matmul);
   const auto device = model::parse_device(opts.device);
   if (device.is_cuda()) {
     // "high" lets cuBLAS use TF32 tensor cores for fp32 products; "highest" keeps full fp32.

@@ -41,10 +41,12 @@ struct TrainOptions {
   int64_t checkpoint_every = 0;  // checkpoint every N steps (0: the config's default)
   std::ostream* log = nullptr;   // progress lines (nullptr: std::cout)
   std::string device = "cpu";    // "cpu", "cuda", "cuda:N": where parameters and batches live
-  // fp32 matrix products on CUDA: "tf32" (tensor cores, 10-bit mantissa inputs, fp32 sums) or
-  // "fp32". TF32 is exact enough here: the losses are cross-entropies and L1/L2 terms whose
-  // gradient noise from minibatches is orders of magnitude above TF32's rounding (2^-11 relative
-  // per input), and LlamaGen itself trains with bf16 autocast, coarser still.
+  // Matrix products of the training step: "tf32" (CUDA tensor cores, 10-bit mantissa inputs, fp32
+  // sums; a CPU computes fp32), "fp32", or "bf16" (autocast: products in bfloat16 with fp32 sums,
+  // on a CPU or CUDA, train/mixed_precision.h). TF32 and bf16 are exact enough here: the losses
+  // are cross-entropies and L1/L2 terms whose gradient noise from minibatches is far above their
+  // rounding (2^-11 and 2^-8 relative per input), the master weights and the optimiser stay fp32,
+  // and LlamaGen itself trains with bf16 autocast.
   std::string matmul = "tf32";
   nlohmann::json provenance =
       nlohmann::json::object();  // command line, data file: kept in run.json
@@ -110,6 +112,7 @@ struct Params {
   // Copies to `device`, fp32, contiguous, requires_grad.
   static Params from(const TensorMap& init, at::Device device = at::kCPU);
   int64_t count() const;
+  at::Device device() const;  // where the tensors live (the CPU for an empty map)
   void zero_grad();
   // One tensor map without autograd history (for saving weights).
   TensorMap detached() const;
