@@ -14,7 +14,7 @@ if [[ ! -f runs/drafter/drafter.safetensors ]]; then
   R=(); [[ -f runs/drafter/checkpoint.safetensors ]] && R=(--resume)
   log "drafter ${R[*]:-}"
   nice -n 10 $A train drafter --data emoji64.safetensors --gpt runs/gpt --out runs/drafter \
-    --steps 3000 --batch 8 --lr 1e-3 --seed 0 --log-every 20 --threads 2 --max-minutes ${MINUTES:-600} \
+    --steps 3000 --batch 8 --lr 1e-3 --seed 0 --log-every 20 --threads 2 --matmul ${MATMUL:-bf16} --max-minutes ${MINUTES:-600} \
     --config '{"self_samples":1024,"self_eval_samples":128,"eval_every":1000,"eval_images":128,"warmup":100,"checkpoint_every":50}' \
     "${R[@]}" > runs/drafter-train.log 2>&1 || { log "drafter failed"; exit 1; }
   [[ -f runs/drafter/drafter.safetensors ]] || { log "drafter stopped before the end"; exit 0; }
@@ -25,6 +25,8 @@ log "assemble"
   --description "Emoji pictures from captions, 11M-parameter LlamaGen-style GPT with an EAGLE-1 draft head"
 log "fidelity (train)"
 [[ -f fid/fidelity.json ]] || $A train fidelity --model model --data emoji64.safetensors --prompts 192 --cfg 3 --out fid > fid.log 2>&1
+log "fidelity (48 training prompts: the card's sample grid)"
+[[ -f fid-48/fidelity.json ]] || $A train fidelity --model model --data emoji64.safetensors --prompts 48 --cfg 3 --out fid-48 > fid-48.log 2>&1
 log "fidelity (validation)"
 [[ -f fid-val/fidelity.json ]] || $A train fidelity --model model --data emoji64.safetensors --prompts 24 --cfg 3 --split validation --out fid-val > fid-val.log 2>&1
 log "bench"

