@@ -20,6 +20,7 @@
 #include "io/dataset.h"
 #include "io/manifest.h"
 #include "io/safetensors.h"
+#include "io/safetensors_shards.h"
 #include "model/model_dir.h"
 #include "train/assemble.h"
 #include "train/captions.h"
@@ -863,4 +864,39 @@ TEST(TrainBf16, EveryStageTracksItsFp32Run) {
   dcfg["lr"] = 3e-3;
   expect_bf16_tracks_fp32("drafter", 8, dcfg,
                           [&](const tr::TrainOptions& o) { return tr::train_drafter(d, gpt, o); });
+}
+
+TEST(TrainGpt, ARunFolderWithShardedWeightsLoadsAndAssembles) {
+  // A run folder small enough to commit or carry keeps its weights as shards (16 MiB at most);
+  // the next stages read it as they read the single file.
+  std::ostringstream log;
+  const auto d = tiny_dataset();
+  const auto vq = vq_run(d, &log);
+  const auto gpt = gpt_run(d, vq, &log);
+  const auto single = tr::load_gpt_run(gpt);
+  const auto file = gpt + "/gpt.safetensors";
+  const auto weights = adtree::io::SafetensorsReader(file).all();
+  adtree::io::write_safetensors_set(file, weights, /*max_bytes=*/16 << 10);
+  ASSERT_FALSE(fs::exists(file));
+  ASSERT_GT(adtree::io::safetensors_set_files(file).size(), 2u);  // the index and its shards
+  const auto sharded = tr::load_gpt_run(gpt);
+  ASSERT_EQ(sharded.weights.size(), single.weights.size());
+  for (const auto& [name, t] : single.weights)
+    EXPECT_TRUE(sharded.weights.at(name).equal(t)) << name;
+  tr::AssembleOptions a;
+  a.vq_dir = vq;
+  a.gpt_dir = gpt;
+  a.out = temp_dir("sharded_model");
+  a.dataset_info = d.info;
+  a.dataset_path = "tiny.safetensors";
+  tr::assemble_model(a);
+  EXPECT_TRUE(adtree::model::load_model_dir(a.out).gpt != nullptr);
+  // Neither layout: a clear error naming both.
+  for (const auto& f : adtree::io::safetensors_set_files(file)) fs::remove(f);
+  try {
+    tr::load_gpt_run(gpt);
+    ADD_FAILURE() << "a run folder without weights loaded";
+  } catch (const adtree::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gpt.safetensors.index.json"), std::string::npos);
+  }
 }

@@ -29,7 +29,8 @@ at::ScalarType storage_dtype(const std::string& s) {
 
 json finished_run(const std::string& dir, const std::string& kind, const std::string& weights) {
   const auto path = run_file(dir, "run.json");
-  if (!fs::exists(path) || !fs::exists(run_file(dir, weights))) {
+  // The weights as one file or as shards with an index (io/safetensors_shards.h).
+  if (!fs::exists(path) || io::safetensors_set_files(run_file(dir, weights)).empty()) {
     throw Error(dir + ": not a finished 'adtree train " + kind + "' run (run.json and " + weights +
                 " are needed)");
   }
@@ -41,7 +42,7 @@ json finished_run(const std::string& dir, const std::string& kind, const std::st
 
 void write_weights(const std::string& src, const std::string& dst, at::ScalarType dtype,
                    const std::string& content) {
-  auto w = io::SafetensorsReader(src).all();
+  auto w = io::map_safetensors_set(src);
   for (auto& [k, t] : w) {
     if (dtype == at::kHalf) {
       // fp16 tops out at 65504: a weight beyond it would load as inf. Checked, not assumed.

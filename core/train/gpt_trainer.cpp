@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "io/safetensors.h"
+#include "io/safetensors_shards.h"
 #include "train/captions.h"
 #include "train/vq_trainer.h"
 #include "train/word_vectors.h"
@@ -197,17 +198,19 @@ double gpt_loss(const model::Gpt& gpt, const at::Tensor& tokens, const at::Tenso
 GptRun load_gpt_run(const std::string& dir) {
   const auto run_path = run_file(dir, "run.json");
   const auto w_path = run_file(dir, "gpt.safetensors");
-  if (!fs::exists(run_path) || !fs::exists(w_path)) {
+  // The weights as one file or as shards with an index (how a run folder small enough to be
+  // committed or carried keeps them).
+  if (!fs::exists(run_path) || io::safetensors_set_files(w_path).empty()) {
     throw Error(dir +
-                ": not a finished 'adtree train gpt' run folder (run.json and gpt.safetensors "
-                "are needed)");
+                ": not a finished 'adtree train gpt' run folder (run.json and gpt.safetensors, "
+                "or its shards with gpt.safetensors.index.json, are needed)");
   }
   GptRun g;
   g.run = read_json_file(run_path);
   if (g.run.value("kind", "") != "gpt") throw Error(run_path + ": not a GPT run");
   g.config = model::GptConfig::from_json(g.run.at("gpt"));
-  g.weights = io::SafetensorsReader(w_path).all();
-  for (auto& [k, t] : g.weights) t = t.to(at::kFloat);
+  g.weights = io::map_safetensors_set(w_path);
+  for (auto& [k, t] : g.weights) t = t.to(at::kFloat).clone();  // off the file mapping
   model::require_params(model::gpt_param_specs(g.config), g.weights, w_path);
   g.vocab = model::Vocabulary::load(run_file(dir, "text.json"));
   const auto tok_path = run_file(dir, "tokens.safetensors");
@@ -386,8 +389,9 @@ TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir,
 
   auto result = run_loop(opts, params, opt, spec);
   if (result.finished) {
-    io::write_safetensors(run_file(opts.out, "gpt.safetensors"), params.detached(),
-                          {{"format", "adtree"}, {"content", "GPT trained by adtree train gpt"}});
+    io::write_safetensors_set(
+        run_file(opts.out, "gpt.safetensors"), params.detached(), io::kShardBytes,
+        {{"format", "adtree"}, {"content", "GPT trained by adtree train gpt"}});
     write_json_file(run_file(opts.out, "run.json"), {{"kind", "gpt"},
                                                      {"config", cfg},
                                                      {"gpt", gcfg.to_json()},

@@ -1,7 +1,8 @@
 // bf16 autocast for training steps: matrix products (linear, matmul, bmm, conv) run in bfloat16
 // with fp32 sums, everything autocast leaves alone (norms, softmax, losses, the residual stream,
 // the optimiser and its master weights) stays fp32. On CPUs with AMX or AVX512-BF16 oneDNN
-// runs these products several times faster than fp32 (docs/TRAINING.md, "Matrix precision").
+// runs these products several times faster than fp32 (docs/TRAINING.md, "Matrix precision on a
+// CPU").
 #pragma once
 #include <ATen/ATen.h>
 
