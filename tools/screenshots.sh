@@ -9,8 +9,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${1:-resources/models/emoji}
-# The teaching views: docs/teaching.md quotes numbers read off them (the default model).
-TEACH_MODEL=${TEACH_MODEL:-resources/models/emoji}
+# The teaching views: docs/teaching.md quotes numbers read off them, on the model they were taken
+# with, emoji-v2 (the default model until 2026-12-02). The PJD and CASCADE views use it too.
+TEACH_MODEL=${TEACH_MODEL:-resources/models/emoji-v2}
 PROMPT=${2:-grinning face noto}
 APP=build/release/bin/adtree-studio
 OUT=docs/screenshots

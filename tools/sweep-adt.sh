@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The ablation sweeps behind docs/adt-tree.md, on the shipped default model (ADTREE_MODEL picks
-# another): the open questions about ADT-Tree (shape source, beta, l_d / l_k, budget N and the
-# shape-following budget, EAGLE-2 at equal draft size, T = 0 vs 1, the verification rule at T = 1,
+# The ablation sweeps behind docs/adt-tree.md, on the model they were measured on,
+# resources/models/emoji-v2 (the default model until 2026-12-02; ADTREE_MODEL picks another): the
+# open questions about ADT-Tree (shape source, beta, l_d / l_k, budget N and the shape-following
+# budget, EAGLE-2 at equal draft size, T = 0 vs 1, the verification rule at T = 1,
 # LANTERN, CASCADE). At T = 1 every lossless tree row uses the default rule (shared-noise coupling) unless
 # the sweep names another. Sweep A runs as two shards side by side and is merged, like a cluster
 # array would (docs/cluster.md). Usage: tools/sweep-adt.sh [OUT_DIR] (default docs/sweeps);
@@ -10,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build/release/bin/adtree
-export ADTREE_MODEL=${ADTREE_MODEL:-resources/models/emoji}
+export ADTREE_MODEL=${ADTREE_MODEL:-resources/models/emoji-v2}
 OUT=${1:-docs/sweeps}
 SEEDS=${SEEDS:-2}
 mkdir -p "$OUT"
