@@ -20,7 +20,7 @@ log "$S: draft head, warm-started from runs/drafter"
 if [[ ! -f runs/drafter-$S/drafter.safetensors ]]; then
   R=(); [[ -f runs/drafter-$S/checkpoint.safetensors ]] && R=(--resume)
   nice -n 10 $A train drafter --data $D --gpt runs/$S --init-from runs/drafter --out runs/drafter-$S \
-    --steps ${HEAD_STEPS:-3000} --batch 8 --lr 1e-3 --seed 0 --log-every 20 --threads 2 --matmul ${MATMUL:-bf16} \
+    --steps ${HEAD_STEPS:-2000} --batch 8 --lr 1e-3 --seed 0 --log-every 20 --threads 2 --matmul ${MATMUL:-bf16} \
     --config '{"self_samples":1024,"self_eval_samples":128,"eval_every":1000,"eval_images":128,"warmup":100,"checkpoint_every":100}' \
     "${R[@]}" > runs/drafter-$S-train.log 2>&1 || { log "drafter failed"; exit 1; }
 fi
