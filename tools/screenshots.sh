@@ -35,7 +35,7 @@ shoot() {  # W H
   "$APP" --size "${W}x${H}" "$MODEL" --gallery "$tmp/g-main-$W" --run "$PROMPT" --method adt \
     --seed "${SEED:-3}" >>"$tmp/app.log" 2>&1 &
   ap=$!
-  sleep "${MID_S:-0.95}"
+  sleep "${MID_S:-2.4}"
   import -window root "$OUT/running-adt-${W}x${H}.png"
   sleep "${FIN_S:-8}"
   import -window root "$OUT/finished-adt-${W}x${H}.png"
