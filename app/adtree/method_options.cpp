@@ -66,8 +66,16 @@ void add_method_options(Args& a, bool list) {
               "ADT: initial shape from left, left+up or none; random / confidence are ablation "
               "baselines",
               to_string(d.adt.adjacency))
-      .option("adt-budget", "RULE", "ADT: budget fixed (N) or shape (N = min(d x k, N))",
+      .option("adt-budget", "RULE",
+              "ADT: budget cost (each step's d, k, N chosen for tokens per ms from the device's "
+              "cost curve, down to no draft), fixed (N) or shape (N = min(d x k, N))",
               to_string(d.adt.budget_rule))
+      .option("adt-grid", "on|off",
+              "ADT cost rule: offer the codes above the next cells as free candidates",
+              d.adt.grid ? "on" : "off")
+      .option("cost-curve", "FILE",
+              "ADT cost rule: plan with this cost curve (JSON, adtree bench --cost-curve-out) "
+              "instead of timing this device")
       .option("verify", "RULE",
               "how drafts are picked and verified when sampling: coupled (shared Gumbel noise, "
               "token-identical to AR), sampled (children drawn from q, recursive rejection; SJD's "
@@ -170,6 +178,8 @@ decode::MethodSettings method_from(const Args& a, const std::string& method) {
   t.step_d = a.integer("adt-step-d"), t.step_k = a.integer("adt-step-k");
   t.adjacency = decode::adjacency_from_string(a.str("adt-adjacency"));
   t.budget_rule = decode::adt_budget_from_string(a.str("adt-budget"));
+  t.grid = one_of(a, "adt-grid", {"on", "off"}) == "on";
+  t.cost_curve = a.given("cost-curve") ? a.str("cost-curve") : "";
   m.verify = decode::verify_rule_from_string(a.str("verify"));
   m.acceptance =
       decode::acceptance_from_string(one_of(a, "relax", {"lossless", "lantern", "cascade"}));

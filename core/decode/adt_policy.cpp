@@ -113,7 +113,10 @@ TreeShape AdtPolicy::shape_for(int64_t first_cell, std::string* origin, double c
 }
 
 TreeShape AdtPolicy::update(TreeShape requested, double alpha, const std::vector<int64_t>& cells) {
-  const TreeShape next = adapt(s_, requested, alpha);
+  return keep(adapt(s_, requested, alpha), cells);
+}
+
+TreeShape AdtPolicy::keep(TreeShape next, const std::vector<int64_t>& cells) {
   for (auto c : cells) {
     if (c >= 0 && c < int64_t(cell_.size())) cell_[size_t(c)] = next;
   }

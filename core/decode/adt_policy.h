@@ -34,6 +34,9 @@ class AdtPolicy {
   // After verifying a tree built for shape `requested` with outcome alpha = a / (levels actually
   // built): the post-update shape, stored into every cell in `cells` (this step's commits).
   TreeShape update(TreeShape requested, double alpha, const std::vector<int64_t>& cells);
+  // A step that tested no shape (cost-aware ADT drafted nothing from the head): its cells store
+  // the shape they were given, unchanged.
+  TreeShape keep(TreeShape shape, const std::vector<int64_t>& cells);
 
   // The bisection / step rule alone, for a given alpha.
   static TreeShape adapt(const AdtSettings& s, TreeShape t, double alpha);

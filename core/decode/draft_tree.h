@@ -18,6 +18,9 @@ struct DraftNode {
       0;        // cumulative score the dynamic tree ranks by (log q; ChildPicker says per rule)
   float q = 1;  // draft probability of this token under its parent's distribution
   int32_t rank = 0;  // position among its parent's children (0 = best)
+  // A free candidate from the image grid (the committed code above its cell, cost-aware ADT):
+  // no draft distribution proposed it, so only rules that accept any candidate may verify it.
+  bool grid = false;
 };
 
 struct DraftTree {

@@ -30,13 +30,14 @@ std::string to_string(Adjacency a) {
 }
 
 std::string to_string(AdtBudget b) {
-  return b == AdtBudget::Fixed ? "fixed" : "shape";
+  return b == AdtBudget::Fixed ? "fixed" : b == AdtBudget::Shape ? "shape" : "cost";
 }
 
 AdtBudget adt_budget_from_string(const std::string& s) {
   if (s == "fixed") return AdtBudget::Fixed;
   if (s == "shape") return AdtBudget::Shape;
-  throw Error("unknown ADT budget rule '" + s + "' (expected fixed or shape)");
+  if (s == "cost") return AdtBudget::Cost;
+  throw Error("unknown ADT budget rule '" + s + "' (expected fixed, shape or cost)");
 }
 
 std::string to_string(VerifyRule r) {
@@ -288,7 +289,9 @@ nlohmann::json MethodSettings::to_json() const {
             {"step_d", adt.step_d},
             {"step_k", adt.step_k},
             {"adjacency", to_string(adt.adjacency)},
-            {"budget_rule", to_string(adt.budget_rule)}}},
+            {"budget_rule", to_string(adt.budget_rule)},
+            {"grid", adt.grid},
+            {"cost_curve", adt.cost_curve}}},
           {"acceptance", to_string(acceptance)},
           {"verify", to_string(verify)},
           {"lantern",
@@ -343,6 +346,8 @@ MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
       t.step_d = json_int(a, "step_d", t.step_d), t.step_k = json_int(a, "step_k", t.step_k);
       t.adjacency = adjacency_from_string(a.value("adjacency", to_string(t.adjacency)));
       t.budget_rule = adt_budget_from_string(a.value("budget_rule", to_string(t.budget_rule)));
+      t.grid = a.value("grid", t.grid);
+      t.cost_curve = a.value("cost_curve", t.cost_curve);
     }
     m.verify = verify_rule_from_string(j.value("verify", to_string(m.verify)));
     m.device_step = device_step_from_string(j.value("device_step", to_string(m.device_step)));

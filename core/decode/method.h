@@ -33,9 +33,11 @@ enum class AdtMode { Bisect, Step };
 // the root, both without adjacency.
 enum class Adjacency { None, Left, LeftUp, Random, Confidence };
 
-// The verification budget of an ADT tree: the dynamic tree's fixed N, or N that follows the shape,
-// N = min(d * k, budget), so a shallow-wide tree is not cut back to EAGLE-2's top N.
-enum class AdtBudget { Fixed, Shape };
+// The verification budget of an ADT tree: the dynamic tree's fixed N, N that follows the shape,
+// N = min(d * k, budget), so a shallow-wide tree is not cut back to EAGLE-2's top N, or Cost: each
+// step's (d, k, N) and grid candidates chosen for the most tokens per millisecond from the device's
+// cost curve within the adjacency shape (adt_planner.h, SPEC_DECODING.md 5.8), down to no draft.
+enum class AdtBudget { Fixed, Shape, Cost };
 
 struct AdtSettings {              // SPEC_DECODING.md section 5
   int64_t d0 = 4, k0 = 6;         // the very first tree
@@ -45,7 +47,9 @@ struct AdtSettings {              // SPEC_DECODING.md section 5
   AdtMode mode = AdtMode::Bisect;
   int64_t step_d = 1, step_k = 1;           // step mode increments
   Adjacency adjacency = Adjacency::LeftUp;  // measured best (docs/adt-tree.md)
-  AdtBudget budget_rule = AdtBudget::Fixed;
+  AdtBudget budget_rule = AdtBudget::Cost;  // the device decides (docs/PERFORMANCE.md)
+  bool grid = true;        // Cost: the codes above the next cells as free candidates
+  std::string cost_curve;  // Cost: a curve file (step_cost.h) instead of timing this device
 };
 
 // Lossless, or one of the relaxed (lossy) rules of draft trees: LANTERN (codebook neighbours) or

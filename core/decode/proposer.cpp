@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "decode/adt_planner.h"
 #include "decode/adt_policy.h"
 #include "util/device_sync.h"
 #include "util/error.h"
@@ -51,12 +52,21 @@ class DraftTreeProposer : public Proposer {
   }
 
   void observe(const StepOutcome& out) override {
-    // Next step's draft rows: each new token with the target feature of its predecessor.
-    todo_tokens_ = out.new_tokens;
+    // Next step's draft rows: each new token with the target feature of its predecessor. A step
+    // that did not call the head leaves its rows waiting; they go in with the next call's.
     auto idx = to_device_async(at::tensor(out.parents, at::TensorOptions().dtype(at::kLong)),
                                out.hidden.device());
-    todo_feats_ = out.hidden.index_select(1, idx);
-    todo_first_ = out.first_cell;
+    auto feats = out.hidden.index_select(1, idx);
+    if (fed_) {
+      todo_tokens_ = out.new_tokens;
+      todo_feats_ = feats;
+      todo_first_ = out.first_cell;
+    } else {
+      if (todo_tokens_.empty()) todo_tokens_ = {root_}, todo_first_ = out.first_cell - 1;
+      todo_tokens_.insert(todo_tokens_.end(), out.new_tokens.begin(), out.new_tokens.end());
+      todo_feats_ = at::cat({todo_feats_, feats}, 1);
+    }
+    fed_ = false;
   }
 
   double take_draft_ms() override { return src_.take_forward_ms(); }
@@ -72,8 +82,17 @@ class DraftTreeProposer : public Proposer {
   // Feeds the rows committed by the last step; returns the draft logits after the root.
   at::Tensor begin(const std::vector<int64_t>& committed) {
     if (todo_tokens_.empty()) todo_tokens_ = {committed.back()}, todo_first_ = 0;
+    fed_ = true;
     return src_.begin_step(todo_tokens_, todo_feats_, todo_first_);
   }
+
+ protected:
+  // Rows the head's next call feeds (the tokens committed since its last call).
+  int64_t waiting_rows() const {
+    return fed_ ? 0 : std::max<int64_t>(1, int64_t(todo_tokens_.size()));
+  }
+  // A step that leaves the head alone: its rows wait for the next call (observe appends).
+  void skip_head(int64_t root) { root_ = root; }
 
  private:
   DraftSource& src_;
@@ -82,6 +101,8 @@ class DraftTreeProposer : public Proposer {
   std::vector<int64_t> todo_tokens_;
   at::Tensor todo_feats_;
   int64_t todo_first_ = 0;
+  bool fed_ = false;  // the head was called this step (its waiting rows are in)
+  int64_t root_ = 0;  // the root of a step that skipped the head
 };
 
 class StaticProposer : public DraftTreeProposer {
@@ -135,6 +156,7 @@ class DynamicProposer : public DraftTreeProposer {
   // N for this step: the fixed or adaptive budget (ADT may shrink it to its shape).
   int64_t step_budget() const { return adaptive_ ? adaptive_->current() : fixed_; }
   int64_t max_budget() const { return max_budget_; }
+  void set_last_budget(int64_t n) { last_budget_ = n; }
   DraftTree build(DraftContext& ctx) override {
     const auto p = plan(ctx.root_index, needs_confidence() ? root_confidence(ctx) : 0.0);
     last_budget_ = p.n;
@@ -158,13 +180,40 @@ class AdtProposer : public DynamicProposer {
   explicit AdtProposer(const ProposerInputs& in)
       : DynamicProposer(in),
         s_(in.method.adt),
-        policy_(in.method.adt, in.target.grid_h, in.target.grid_w, in.seed) {}
+        policy_(in.method.adt, in.target.grid_h, in.target.grid_w, in.seed) {
+    if (s_.budget_rule == AdtBudget::Cost) {
+      if (!in.costs) throw Error("the ADT cost rule needs the device's cost curve");
+      const bool any_candidate =
+          in.rule == VerifyRule::Coupled || in.rule == VerifyRule::Deterministic || in.greedy;
+      planner_.emplace(*in.costs, in.target.grid_h, in.target.grid_w, s_.d_max, s_.k_max,
+                       max_budget(),
+                       s_.grid && any_candidate && in.method.acceptance == Acceptance::Lossless);
+    }
+  }
   int64_t max_nodes() const override {
-    return std::max<int64_t>(max_budget(), s_.k_max * s_.d_max);
+    return std::max<int64_t>(max_budget(), s_.k_max * s_.d_max) + (planner_ ? kMaxGridChain : 0);
   }
   void start(const model::Condition& cond, const at::Tensor& feature) override {
     DynamicProposer::start(cond, feature);
     policy_.start();
+    if (planner_) planner_->start();
+  }
+  DraftTree propose(const std::vector<int64_t>& committed, int64_t max_levels) override {
+    if (!planner_) return DynamicProposer::propose(committed, max_levels);
+    committed_ = committed;
+    planned_ = true;
+    shape_ = policy_.shape_for(int64_t(committed.size()), &origin_);
+    plan_ = planner_->plan(committed, shape_, waiting_rows(), max_levels);
+    DraftTree tree;
+    if (plan_.d > 0) {
+      tree = DynamicProposer::propose(committed, max_levels);
+    } else {
+      skip_head(committed.back());
+      tree = root_only_tree(committed.back());
+    }
+    if (plan_.grid > 0) add_grid_chain(tree, planner_->grid_tokens(committed, plan_.grid));
+    set_last_budget(tree.size() - 1);
+    return tree;
   }
   void observe(const StepOutcome& out) override {
     DynamicProposer::observe(out);
@@ -173,9 +222,19 @@ class AdtProposer : public DynamicProposer {
     accepted_ = int64_t(out.acc.path.size());
     std::vector<int64_t> cells;
     for (size_t i = 0; i < out.new_tokens.size(); ++i) cells.push_back(out.first_cell + int64_t(i));
+    if (planned_) {
+      committed_.insert(committed_.end(), out.new_tokens.begin(), out.new_tokens.end());
+      planner_->observe(out.tree, out.acc, committed_, out.first_cell);
+      // A step without the head says nothing of the shape: its cells keep the one they had.
+      if (plan_.d == 0) {
+        next_ = policy_.keep(shape_, cells);
+        return;
+      }
+    }
     next_ = policy_.update(shape_, alpha_, cells);
   }
-  // The confidence-only baseline reads the head's root top-1 on the host.
+  // The confidence-only baseline reads the head's root top-1 on the host; the device step builds
+  // the full adjacency shape (what a flat cost curve chooses).
   bool builds_on_device() const override {
     return !needs_confidence() && DynamicProposer::builds_on_device();
   }
@@ -184,11 +243,13 @@ class AdtProposer : public DynamicProposer {
     st.adt = AdtTrace{shape_.d,  shape_.k, origin_,
                       accepted_, alpha_,   s_.beta,
                       next_.d,   next_.k,  AdtPolicy::describe(s_, alpha_)};
+    if (planned_) st.adt.rule = plan_.why + "; " + st.adt.rule;
   }
 
  protected:
   bool needs_confidence() const override { return s_.adjacency == Adjacency::Confidence; }
   Plan plan(int64_t root_index, double confidence) override {
+    if (planned_ && plan_.d > 0) return {TreeShape{plan_.d, plan_.k}, plan_.n};
     shape_ = policy_.shape_for(root_index + 1, &origin_, confidence);
     int64_t n = step_budget();
     if (s_.budget_rule == AdtBudget::Shape) n = std::min(n, shape_.d * shape_.k);
@@ -198,6 +259,10 @@ class AdtProposer : public DynamicProposer {
  private:
   AdtSettings s_;
   AdtPolicy policy_;
+  std::optional<AdtPlanner> planner_;
+  StepPlan plan_;
+  bool planned_ = false;  // this run's steps are the planner's (the host step)
+  std::vector<int64_t> committed_;
   TreeShape shape_, next_;
   std::string origin_;
   double alpha_ = 0;

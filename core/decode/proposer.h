@@ -18,6 +18,7 @@
 #include "decode/draft_tree.h"
 #include "decode/jacobi.h"
 #include "decode/method.h"
+#include "decode/step_cost.h"
 #include "decode/trace.h"
 #include "decode/tree_builder.h"
 
@@ -64,6 +65,8 @@ struct ProposerInputs {
   uint64_t seed = 0;
   CouplingNoise* noise = nullptr;
   VerifyRule rule = VerifyRule::Deterministic;
+  bool greedy = false;               // temperature 0: any candidate may be verified
+  const StepCosts* costs = nullptr;  // the ADT cost rule's curve (step_cost.h)
 };
 
 std::unique_ptr<Proposer> make_proposer(const ProposerInputs& in);

@@ -9,6 +9,7 @@
 #include "decode/lantern.h"
 #include "decode/pjd.h"
 #include "decode/spec_decoder.h"
+#include "decode/step_cost.h"
 #include "decode/tree_builder.h"
 #include "util/error.h"
 
@@ -58,7 +59,15 @@ DecodeResult run_decode(const model::ModelBundle& model, const model::Condition&
     SpecOptions opts;
     opts.budget = m.dynamic_tree.budget;  // ADT keeps the dynamic tree's N (SPEC_DECODING.md 5)
     BudgetChoice timed;
-    if (opts.budget == 0 && m.method != Method::Static) {
+    StepCosts costs;
+    const bool cost_rule = m.method == Method::Adt && m.adt.budget_rule == AdtBudget::Cost;
+    if (cost_rule) {
+      // N is each step's choice from the device's curve, up to the given N (auto: the largest).
+      costs = m.adt.cost_curve.empty() ? measure_step_costs(*model.gpt, *model.drafter, batch)
+                                       : load_step_costs(m.adt.cost_curve);
+      opts.costs = &costs;
+      if (opts.budget == 0) opts.budget = kMaxAutoBudget;
+    } else if (opts.budget == 0 && m.method != Method::Static) {
       // auto: the fixed model's first guess, then N follows the run's acceptance (budget.h).
       timed = choose_budget(*model.gpt, batch);
       opts.budget = timed.budget;

@@ -32,6 +32,7 @@ struct LoopParts {
   std::unique_ptr<Proposer> proposer;
   std::unique_ptr<Verifier> own_verifier;
   Verifier* verifier = nullptr;
+  StepCosts flat_;  // the curve when the caller gave none
 
   // `m`: the checked settings (with the caller's relaxed rule); `r` the request they came from.
   LoopParts(const model::GptConfig& cfg, DraftSource* source, const MethodSettings& m,
@@ -42,8 +43,10 @@ struct LoopParts {
         rng(r.seed),
         rule(resolve_verify(m, r.sampling)) {
     ChildPicker picker{rule == VerifyRule::Maximal ? VerifyRule::Sampled : rule, &noise, &rng};
+    if (!opts.costs) flat_ = flat_step_costs();
     proposer = make_proposer(ProposerInputs{m, cfg, source, draft_proc, picker, opts.budget,
-                                            opts.auto_budget, n_img, r.seed, &noise, rule});
+                                            opts.auto_budget, n_img, r.seed, &noise, rule,
+                                            r.sampling.greedy(), opts.costs ? opts.costs : &flat_});
     if (source && max_draft_rows(m, proposer->max_nodes()) > source->scratch_rows()) {
       throw Error("these tree settings can draft " +
                   std::to_string(max_draft_rows(m, proposer->max_nodes())) +

@@ -10,6 +10,7 @@
 #include "decode/draft_source.h"
 #include "decode/lantern.h"
 #include "decode/method.h"
+#include "decode/step_cost.h"
 
 namespace adtree::decode {
 
@@ -19,6 +20,8 @@ struct SpecOptions {
   int64_t budget = 58;  // N for dynamic / ADT trees (already resolved from auto)
   const BudgetChoice* auto_budget = nullptr;  // set: N adapts to the run from this cost curve
   const LanternRule* lantern = nullptr;       // relaxed acceptance when set
+  // The ADT cost rule's curve (step_cost.h); null: a flat one (flat_step_costs), as on a GPU.
+  const StepCosts* costs = nullptr;
   int64_t max_tokens = -1;       // stop after this many tokens (tests); -1 = the whole grid
   Verifier* verifier = nullptr;  // replaces the rule's verifier (tests of the rule itself)
   // Pad every verification to its tree-size bucket (step_buffers.h): what CUDA graphs need; the

@@ -77,6 +77,7 @@ nlohmann::json to_json(const StepRecord& r) {
                             {"sample", r.t_sample_ms},
                             {"other", r.t_other_ms}}}};
   if (!r.cells.empty()) j["cells"] = r.cells;
+  if (r.grid > 0) j["grid"] = r.grid;
   return j;
 }
 
@@ -203,6 +204,10 @@ StepRecord step_record_from_json(const nlohmann::json& j) {
   r.cum_tokens = json_int<int64_t>(j.at("cum_tokens"), "cum_tokens");
   r.target_forwards = json_int<int64_t>(j.at("target_forwards"), "target_forwards");
   r.relaxed = json_int<int64_t>(j, "relaxed", 0);  // files from before the field: 0
+  r.grid = json_int<int64_t>(j, "grid", 0);
+  if (r.grid < 0 || r.grid > r.drafted)
+    throw Error("a step record counts " + std::to_string(r.grid) + " grid candidates of " +
+                std::to_string(r.drafted) + " drafted");
   if (j.contains("cells")) {
     r.cells = json_ints<int64_t>(j.at("cells"), "cells");
     if (int64_t(r.cells.size()) != r.committed)

@@ -19,6 +19,7 @@ struct StepRecord {
   int64_t tree_width = 0;  // k
   int64_t budget = 0;      // N: draft tokens the verifier may take
   int64_t drafted = 0;     // draft tokens proposed
+  int64_t grid = 0;        // ... of which free grid candidates (cost-aware ADT, no head call)
   int64_t committed = 0;   // a + 1
   double alpha = 0;        // a / d (0 for AR)
   int64_t first_cell = 0;  // image index of the first token committed by this step

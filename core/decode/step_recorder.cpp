@@ -1,5 +1,7 @@
 #include "decode/step_recorder.h"
 
+#include <algorithm>
+
 #include "decode/trace_record.h"
 
 namespace adtree::decode {
@@ -68,6 +70,8 @@ void StepRecorder::step(StepRecord rec, const CommittedStep& s, const Proposer& 
   rec.tree_depth = tree.levels;
   rec.tree_width = tree.width;
   rec.drafted = tree.size() - 1;
+  rec.grid = std::count_if(tree.nodes.begin(), tree.nodes.end(),
+                           [](const DraftNode& n) { return n.grid; });
   rec.committed = int64_t(s.new_tokens.size());
   rec.alpha = tree.levels > 0 ? double(a) / double(tree.levels) : 0.0;
   rec.first_cell = s.first_cell;

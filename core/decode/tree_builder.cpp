@@ -298,6 +298,37 @@ DraftTree build_dynamic_tree(DraftContext& ctx, int64_t levels, int64_t width, i
   return tree;
 }
 
+DraftTree root_only_tree(int64_t root_token) {
+  DraftTree tree;
+  tree.nodes.push_back(DraftNode{root_token, -1, 0, 0.0, 1.f, 0});
+  tree.child_dist.emplace_back();
+  return tree;
+}
+
+int64_t add_grid_chain(DraftTree& tree, const std::vector<int64_t>& tokens) {
+  int64_t cur = 0, added = 0;
+  for (int64_t token : tokens) {
+    int64_t next = -1, children = 0;
+    for (int64_t i = 1; i < tree.size(); ++i) {
+      if (tree.nodes[size_t(i)].parent != cur) continue;
+      ++children;
+      if (tree.nodes[size_t(i)].token == token) next = i;
+    }
+    if (next < 0) {
+      // Below every drafted score: a budget never prefers a free candidate to a drafted one.
+      const auto& parent = tree.nodes[size_t(cur)];
+      tree.nodes.push_back(DraftNode{token, cur, parent.depth + 1, parent.score - 1e6, 0.f,
+                                     int32_t(children), true});
+      tree.child_dist.emplace_back();
+      tree.levels = std::max(tree.levels, parent.depth + 1);
+      next = tree.size() - 1;
+      ++added;
+    }
+    cur = next;
+  }
+  return added;
+}
+
 int64_t max_draft_rows(const MethodSettings& m, int64_t budget) {
   if (m.method == Method::Static)
     return int64_t(StaticTreeSpec::preset(m.static_tree.preset).paths.size());

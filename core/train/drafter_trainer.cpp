@@ -7,6 +7,7 @@
 #include "io/safetensors.h"
 #include "train/captions.h"
 #include "train/gpt_trainer.h"
+#include "train/head_unroll.h"
 #include "util/error.h"
 
 namespace adtree::train {
@@ -39,7 +40,15 @@ json drafter_default_config() {
               {"eval_cfg", 3.0},
               {"eval_every", 500},
               {"eval_images", 0},  // validation pictures for periodic evals (0: all)
-              {"checkpoint_every", 200}};
+              {"checkpoint_every", 200},
+              // Training for the verified distribution (head_unroll.h): with mix_weight > 0 every
+              // picture runs in both streams and the loss adds KL(target || head) of the
+              // CFG-mixed distributions at mix_cfg / mix_temperature; tt_passes > 1 unrolls the
+              // head on its own predicted features (training-time test) for that many levels.
+              {"mix_weight", 0.0},
+              {"mix_cfg", 3.0},
+              {"mix_temperature", 1.0},
+              {"tt_passes", 1}};
 }
 
 at::Tensor cascade_row_weights(const at::Tensor& feats, double tau_h, double weight) {
@@ -86,6 +95,28 @@ at::Tensor head_positions(const model::Gpt& target, int64_t n) {
 
 at::Tensor cfg_mix(const at::Tensor& c, const at::Tensor& u, double s) {
   return u + s * (c - u);
+}
+
+// The loss of the recipe trained for what is verified (head_unroll.h) on rows of `tr` that hold
+// each picture twice, cond stream first: per unrolled pass p (rows j >= p, which have p predicted
+// ancestors), the feature regression, p_weight x the per-stream soft cross-entropy and
+// mix_weight x the KL of the CFG-mixed distributions.
+at::Tensor paired_loss(const model::Drafter& head, const TargetRows& tr, const at::Tensor& feats,
+                       const at::Tensor& pos, const nlohmann::json& cfg) {
+  const int64_t passes = cfg["tt_passes"], n = feats.size(1);
+  const double p_weight = cfg["p_weight"], mix_weight = cfg["mix_weight"];
+  const auto u = unrolled_forward(head, feats, tr.tokens_in, pos, passes);
+  at::Tensor loss;
+  for (int64_t p = 0; p < passes && p < n; ++p) {
+    auto rows = [&](const at::Tensor& t) { return t.narrow(1, p, n - p); };
+    const auto logits = rows(u.logits[size_t(p)]), target = rows(tr.logits_next);
+    auto ce = -(at::softmax(target, -1) * at::log_softmax(logits, -1)).sum(-1).mean();
+    auto kl = mixed_kl(target, logits, cfg["mix_cfg"], cfg["mix_temperature"]).mean();
+    auto l = at::smooth_l1_loss(rows(u.hidden[size_t(p)]), rows(tr.feats_next)) + p_weight * ce +
+             mix_weight * kl;
+    loss = loss.defined() ? loss + l : l;
+  }
+  return loss / double(std::min(passes, n));
 }
 
 }  // namespace
@@ -181,6 +212,12 @@ TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir,
   require(uncond_fraction >= 0 && uncond_fraction <= 1, what, "uncond_fraction must be in [0, 1]");
   require(self_fraction >= 0 && self_fraction <= 1, what, "self_fraction must be in [0, 1]");
   require(self_n >= 0 && self_eval_n >= 0, what, "sample counts must not be negative");
+  const bool paired = cfg["mix_weight"].get<double>() > 0;
+  require(cfg["mix_weight"].get<double>() >= 0, what, "mix_weight must not be negative");
+  require(cfg["mix_temperature"].get<double>() > 0, what, "mix_temperature must be > 0");
+  require(cfg["tt_passes"].get<int64_t>() >= 1 && cfg["tt_passes"].get<int64_t>() <= 8, what,
+          "tt_passes must be in 1..8");
+  require(!paired || cascade_weight == 1, what, "CASCADE's row weights apply without mix_weight");
   data.validate(what);
   std::ostream& log = opts.log ? *opts.log : std::cout;
   fs::create_directories(opts.out);
@@ -291,9 +328,15 @@ TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir,
       tok = at::where(use.view({batch, 1}), sample_tokens.index_select(0, sidx), tok);
       ids = at::where(use.view({batch, 1}), sample_ids.index_select(0, sidx), ids);
     }
-    auto ngen = step_generator(opts.seed, step, kNullStream);
-    auto null_rows =
-        at::empty({batch}, at::kFloat).uniform_(0.0, 1.0, ngen).lt(uncond_fraction).to(device);
+    at::Tensor null_rows;
+    if (paired) {  // every picture in both streams, cond first (paired_loss)
+      tok = at::cat({tok, tok}), ids = at::cat({ids, ids});
+      null_rows = at::cat({at::zeros({batch}, at::kBool), at::ones({batch}, at::kBool)}).to(device);
+    } else {
+      auto ngen = step_generator(opts.seed, step, kNullStream);
+      null_rows =
+          at::empty({batch}, at::kFloat).uniform_(0.0, 1.0, ngen).lt(uncond_fraction).to(device);
+    }
     auto tr = target_rows(target, tok, ids, null_rows);
     auto feats = tr.feats_in;
     if (noise > 0) {
@@ -301,6 +344,12 @@ TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir,
       feats =
           feats +
           (at::empty(feats.sizes(), at::kFloat).uniform_(0.0, 1.0, fgen) - 0.5).to(device) * noise;
+    }
+    if (paired) {
+      auto loss = paired_loss(head, tr, feats, head_positions(target, N - 1), cfg);
+      loss.backward();
+      items += double(tr.tokens_in.numel());
+      return loss.item<double>();
     }
     auto out = head.forward(nullptr, feats, tr.tokens_in, head_positions(target, N - 1));
     auto vloss = at::smooth_l1_loss(out.hidden, tr.feats_next);

@@ -1,0 +1,74 @@
+// Cost-aware ADT-Tree (SPEC_DECODING.md 5.8): each step picks the tree that commits the most tokens
+// per millisecond on this device, from the measured cost of its parts (step_cost.h) and from the
+// acceptance its neighbourhood predicts. The adjacency shape (d, k) of AdtPolicy bounds the choice;
+// within it the plan is a head tree of d' <= d levels and width k' <= k, plus a chain of free grid
+// candidates (the committed codes above the next cells, no head call), or no draft at all: an
+// AR-sized step, so ADT-Tree is not slower than AR where no tree pays. The head's inputs then wait
+// and are fed in one call when the next tree needs it.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "decode/acceptance.h"
+#include "decode/adt_policy.h"
+#include "decode/draft_tree.h"
+#include "decode/step_cost.h"
+
+namespace adtree::decode {
+
+constexpr int64_t kMaxGridChain = 16;  // grid candidates one step may add
+
+struct StepPlan {
+  int64_t d = 0;      // draft-head levels (0: the head is not called this step)
+  int64_t k = 0;      // width of each head level
+  int64_t n = 0;      // head nodes kept (the verification budget N)
+  int64_t grid = 0;   // cells of the grid chain after the root (0: none)
+  double tokens = 1;  // predicted committed tokens (the bonus included)
+  double ms = 0;      // predicted time of the step's forwards
+  std::string why;    // the plan in words, for traces
+};
+
+// Acceptance as the planner sees it. Head: pi[j][i], the chance that the head's rank-i child at
+// level j is the target's token given its parent was accepted, learned from every verified tree
+// (a prior worth a few steps first), scaled by the rank-0 hit rate of the cell's committed
+// neighbours against the run's. Grid: the chance that a cell repeats the code above it, learned per
+// neighbourhood kind (does the cell above repeat its own upper code; does the cell to the left).
+class AdtPlanner {
+ public:
+  // `grid_ok`: the rule accepts candidates that did not come from q (greedy, coupled,
+  // deterministic children). `n_cap`: the largest N a tree may verify.
+  AdtPlanner(const StepCosts& costs, int64_t grid_h, int64_t grid_w, int64_t d_max, int64_t k_max,
+             int64_t n_cap, bool grid_ok);
+
+  void start();
+  // The best plan for the tree whose root is committed.back(), within `bound`; `feed` rows wait
+  // for the head (its first call this step feeds them).
+  StepPlan plan(const std::vector<int64_t>& committed, TreeShape bound, int64_t feed,
+                int64_t max_levels) const;
+  // The codes of the grid chain for the plan: cell root + 1 + j repeats the cell above it.
+  std::vector<int64_t> grid_tokens(const std::vector<int64_t>& committed, int64_t cells) const;
+  // Learns from a verified tree and the tokens committed after it (`committed` includes them).
+  void observe(const DraftTree& tree, const AcceptResult& acc,
+               const std::vector<int64_t>& committed, int64_t first_cell);
+
+  // Predictions, exposed for tests and traces.
+  double head_level(int64_t level, int64_t k, double local) const;
+  double local_factor(int64_t first_cell) const;
+  double grid_hit(const std::vector<int64_t>& committed, int64_t cell, bool left_repeats) const;
+
+ private:
+  double expected(const std::vector<double>& head, const std::vector<double>& grid) const;
+  int64_t grid_kind(const std::vector<int64_t>& tok, int64_t cell, bool left_repeats) const;
+  void learn_grid(const std::vector<int64_t>& tok, int64_t from, int64_t to);
+
+  StepCosts costs_;
+  int64_t h_, w_, d_max_, k_max_, n_cap_;
+  bool grid_ok_;
+  std::vector<std::vector<double>> hits_, trials_, prior_;  // [level - 1][rank]
+  std::vector<int8_t> top1_;                                // per cell: -1 unknown, 0 miss, 1 hit
+  double grid_hits_[4] = {0, 0, 0, 0}, grid_trials_[4] = {0, 0, 0, 0};
+  int64_t learned_to_ = 0;  // cells below this are in the grid statistics
+};
+
+}  // namespace adtree::decode

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The default model's draft head trained for what is verified (issue "ADT-Tree as the default"):
+# warm-started from the stage-3 head, every picture in both streams with the KL of the CFG-mixed
+# distributions at CFG 3 and temperature 1 (what coupled verification samples), two unrolled
+# passes on the head's own features (training-time test), half the rows the target's own samples.
+# Checkpointed every 100 steps; run it again to resume. From the repository root:
+#   docs/model/v3/head-verified.sh [RUN_FOLDER, default out/v3]
+# The run folder needs emoji64.safetensors and runs/ as docs/model/v3/README.md says (runs/gpt3
+# with tokens.safetensors copied from runs/gpt2: the same VQ codes).
+set -euo pipefail
+A=$PWD/build/release/bin/adtree
+cd "${1:-out/v3}"
+R=(); [[ -f runs/drafter-verified/checkpoint.safetensors ]] && R=(--resume)
+exec nice -n 5 $A train drafter --data emoji64.safetensors --gpt runs/gpt3 --init-from runs/drafter-gpt3 \
+  --out runs/drafter-verified --steps ${HEAD_STEPS:-1200} --batch 8 --lr 5e-4 --seed 0 --log-every 20 \
+  --threads 2 --matmul bf16 \
+  --config '{"self_samples":1024,"self_eval_samples":128,"eval_every":400,"eval_images":64,"warmup":50,"checkpoint_every":100,"mix_weight":1.0,"tt_passes":2}' \
+  "${R[@]}"
