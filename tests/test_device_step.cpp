@@ -21,6 +21,9 @@ DecodeRequest request(const char* method, double temperature, bool filters, uint
   r.method.method = method_from_string(method);
   r.method.dynamic_tree.budget = 14;
   r.method.adt.d_max = 6;
+  // The device step builds the adjacency shape with N (what a flat cost curve chooses); the host
+  // step is compared with it under the same rule.
+  r.method.adt.budget_rule = AdtBudget::Fixed;
   r.sampling.cfg_scale = 2.0;
   r.sampling.temperature = temperature;
   if (filters) r.sampling.top_k = 3, r.sampling.top_p = 0.9;

@@ -113,10 +113,22 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
          "from the draft's own top-1 confidence)."));
   verify_->setObjectName("verifyRule");
   connect(verify_, &QComboBox::currentIndexChanged, this, &SettingsPanel::updateEnabled);
-  adt_budget_rule_ = addChoice(f, tr("Budget rule"), {"fixed", "shape"},
-                               tr("fixed: every tree keeps the budget N's best nodes.\nshape: N "
-                                  "follows the shape, min(d x k, N), so a shallow-wide tree is "
-                                  "not cut back to the same N as a deep one."));
+  adt_budget_rule_ = addChoice(
+      f, tr("Budget rule"), {"cost", "fixed", "shape"},
+      tr("cost: each step picks the tree (d, k, N, grid candidates) that commits the most "
+         "tokens per millisecond on this machine, from its timed cost curve and the "
+         "acceptance the neighbourhood predicts, within the adjacency shape; down to no "
+         "draft at all where no tree pays.\nfixed: every tree keeps the budget N's best "
+         "nodes.\nshape: N follows the shape, min(d x k, N), so a shallow-wide tree is "
+         "not cut back to the same N as a deep one."));
+  adt_grid_ = new QCheckBox(tr("codes above as free candidates"), adt_);
+  adt_grid_->setToolTip(
+      tr("Cost rule: offer the committed codes above the next cells as draft "
+         "candidates (no draft-head call; flat regions repeat codes). Used "
+         "with the coupled and deterministic rules and at temperature 0."));
+  f->addRow(tr("Grid"), adt_grid_);
+  f->labelForField(adt_grid_)->setToolTip(adt_grid_->toolTip());
+  connect(adt_grid_, &QCheckBox::toggled, this, &SettingsPanel::changed);
   adt_d0_ = addInt(f, tr("Start depth d0"), 1, 64, tr("Draft levels of the very first tree."));
   adt_k0_ = addInt(f, tr("Start width k0"), 1, 1 << 16, tr("Width of the very first tree."));
   adt_dmin_ = addInt(f, tr("Depth min"), 1, 64, tr("Lower bound on the draft levels d."));
@@ -406,6 +418,7 @@ decode::DecodeRequest SettingsPanel::request(const QString& method, decode::Acce
   a.step_k = adt_step_k_->value();
   a.adjacency = decode::adjacency_from_string(adt_adjacency_->currentText().toStdString());
   a.budget_rule = decode::adt_budget_from_string(adt_budget_rule_->currentText().toStdString());
+  a.grid = adt_grid_->isChecked();
   m.verify = decode::verify_rule_from_string(verify_->currentText().toStdString());
   m.acceptance = is_tree(method) ? relax : decode::Acceptance::Lossless;
   m.lantern.mode = lantern_mode_->currentText() == "delta" ? decode::LanternMode::Delta
@@ -461,6 +474,7 @@ void SettingsPanel::setRequest(const decode::DecodeRequest& r) {
   adt_step_k_->setValue(int(a.step_k));
   adt_adjacency_->setCurrentText(QString::fromStdString(decode::to_string(a.adjacency)));
   adt_budget_rule_->setCurrentText(QString::fromStdString(decode::to_string(a.budget_rule)));
+  adt_grid_->setChecked(a.grid);
   verify_->setCurrentText(QString::fromStdString(decode::to_string(m.verify)));
   lantern_mode_->setCurrentIndex(m.lantern.mode == decode::LanternMode::Delta ? 0 : 1);
   lantern_k_->setValue(int(m.lantern.k));

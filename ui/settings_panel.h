@@ -67,6 +67,7 @@ class SettingsPanel : public QWidget {
   QComboBox* static_preset_;
   QComboBox* verify_;
   QComboBox* adt_budget_rule_;
+  QCheckBox* adt_grid_;
   QSpinBox *dyn_depth_, *dyn_width_, *budget_n_;
   QSpinBox *adt_d0_, *adt_k0_, *adt_dmin_, *adt_dmax_, *adt_kmin_, *adt_kmax_, *adt_step_d_,
       *adt_step_k_;

@@ -15,9 +15,11 @@
 
 #include <c10/core/InferenceMode.h>
 
+#include "bench_breakdown.h"
 #include "bench_forward.h"
 #include "commands.h"
 #include "decode/run.h"
+#include "decode/step_cost.h"
 #include "io/file_write.h"
 #include "model/drafter.h"
 #include "model/random_model.h"
@@ -103,7 +105,9 @@ int cmd_bench(int argc, char** argv) {
       .option("seeds", "N", "seeds per prompt (0 .. N-1)", "2")
       .option("blocks", "LIST", "query-block sizes to time one forward for", "1,2,4,8,16,32,64")
       .option("reps", "N", "repetitions per block size (median reported)", "20")
-      .option("json", "FILE", "write the full results as JSON");
+      .option("json", "FILE", "write the full results as JSON")
+      .option("cost-curve-out", "FILE",
+              "write this device's step cost curve (what ADT's cost rule plans with) as JSON");
   add_method_options(a, /*list=*/true);
   add_sampling_options(a);
   if (!a.parse(argc, argv)) return 0;
@@ -184,6 +188,15 @@ int cmd_bench(int argc, char** argv) {
     }
   }
   out["head_level"] = head_levels;
+  if (m.drafter) {
+    // The curve the ADT cost rule plans with on this device (timed before the runs, as they do).
+    const auto costs = decode::measure_step_costs(*m.gpt, *m.drafter, batch);
+    out["cost_curve"] = costs.to_json();
+    if (a.given("cost-curve-out"))
+      io::write_file(a.str("cost-curve-out"), costs.to_json().dump(2) + "\n", "the cost curve");
+  } else if (a.given("cost-curve-out")) {
+    throw Error("--cost-curve-out: this model has no draft head, so there is no curve to time");
+  }
 
   // Every method on the same prompts and seeds in this one process; AR always runs first, as the
   // baseline every speed-up is measured against.
@@ -197,6 +210,7 @@ int cmd_bench(int argc, char** argv) {
     double tokens = 0, forwards = 0, drafted = 0, steps = 0, forward_ms = 0, total_ms = 0;
   };
   std::map<std::string, Agg> agg;
+  std::map<std::string, Breakdown> breakdown;
   for (const auto& method : methods) {
     // An entry may name its verification rule: "adt:sampled" is ADT-Tree with q-sampled children.
     const auto colon = method.find(':');
@@ -223,6 +237,7 @@ int cmd_bench(int argc, char** argv) {
                         {"summary", su.to_json()},
                         {"median_step_ms", median(step_ms)},
                         {"depth_reach", res.stats.to_json()["depth_reach"]}});
+        breakdown[method].add(res.stats);
         auto& g2 = agg[method];
         g2.wall.push_back(su.wall_ms);
         g2.step.push_back(median(step_ms));
@@ -299,13 +314,15 @@ int cmd_bench(int argc, char** argv) {
                        {"speedup_vs_ar", ar_wall / wall},
                        {"share_outside_forwards", outside},
                        {"median_step_ms", step},
-                       {"step_over_floor", step / floor_ms}};
+                       {"step_over_floor", step / floor_ms},
+                       {"breakdown", breakdown[method].to_json()}};
     std::cout << std::left << std::setw(20) << method << std::right << std::setw(6) << tau
               << std::setw(14) << drafted << std::setw(12) << g2.forwards / double(g2.wall.size())
               << std::setw(10) << wall << std::setw(10) << tps << std::setw(10) << ar_wall / wall
               << std::setw(13) << outside << std::setw(9) << step << "\n";
   }
   out["summary"] = summary;
+  print_breakdowns(std::cout, methods, breakdown);
   const auto& pool = WorkerPool::shared();
   out["worker_pool"] = {{"threads", pool.threads()},
                         {"jobs_shared", pool.jobs_shared()},

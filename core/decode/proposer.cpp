@@ -183,8 +183,9 @@ class AdtProposer : public DynamicProposer {
         policy_(in.method.adt, in.target.grid_h, in.target.grid_w, in.seed) {
     if (s_.budget_rule == AdtBudget::Cost) {
       if (!in.costs) throw Error("the ADT cost rule needs the device's cost curve");
-      const bool any_candidate =
-          in.rule == VerifyRule::Coupled || in.rule == VerifyRule::Deterministic || in.greedy;
+      // Any candidate keeps these rules' tokens AR's (deterministic children would stay lossless
+      // in distribution only, with other draws than the same tree without them).
+      const bool any_candidate = in.rule == VerifyRule::Coupled || in.greedy;
       planner_.emplace(*in.costs, in.target.grid_h, in.target.grid_w, s_.d_max, s_.k_max,
                        max_budget(),
                        s_.grid && any_candidate && in.method.acceptance == Acceptance::Lossless);

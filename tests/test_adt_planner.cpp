@@ -1,0 +1,221 @@
+// Cost-aware ADT-Tree (SPEC_DECODING.md 5.8): the step cost curve, the planner's choices under a
+// CPU-like and a flat curve, the free grid candidates, and the loop that runs its plans: AR-sized
+// steps whose head inputs wait, token-identical to AR.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "decode/adt_planner.h"
+#include "decode/step_cost.h"
+#include "decode/tree_builder.h"
+#include "spec_fixture.h"
+#include "util/error.h"
+
+using namespace adtree;
+using namespace adtree::decode;
+using adtree::testing::SpecFixture;
+
+namespace {
+StepCosts curve(std::vector<std::pair<int64_t, double>> verify,
+                std::vector<std::pair<int64_t, double>> head) {
+  StepCosts c;
+  c.verify_ms = std::move(verify);
+  c.head_ms = std::move(head);
+  return c;
+}
+// Verifying q rows costs q steps (a CPU whose blocks are arithmetic-bound), a head call half one.
+StepCosts steep() {
+  return curve({{1, 1.0}, {64, 64.0}}, {{1, 0.5}, {64, 32.0}});
+}
+
+std::string error_of(const nlohmann::json& j) {
+  try {
+    StepCosts::from_json(j, "test curve");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+// A picture whose rows all repeat the first one: every cell repeats the code above it.
+std::vector<int64_t> striped(int64_t cells, int64_t w) {
+  std::vector<int64_t> t;
+  for (int64_t c = 0; c < cells; ++c) t.push_back(c % w);
+  return t;
+}
+}  // namespace
+
+TEST(StepCosts, InterpolatesBetweenAndBeyondTheMeasuredRows) {
+  const auto c = curve({{1, 1.0}, {4, 2.5}, {8, 4.5}}, {{1, 0.2}, {8, 0.9}});
+  EXPECT_DOUBLE_EQ(c.verify(1), 1.0);
+  EXPECT_DOUBLE_EQ(c.verify(2), 1.5);
+  EXPECT_DOUBLE_EQ(c.verify(6), 3.5);
+  EXPECT_DOUBLE_EQ(c.verify(12), 6.5);  // the last segment's slope, continued
+  EXPECT_DOUBLE_EQ(c.head(1), 0.2);
+  const auto back = StepCosts::from_json(c.to_json(), "round trip");
+  EXPECT_EQ(back.verify_ms, c.verify_ms);
+  EXPECT_EQ(back.head_ms, c.head_ms);
+}
+
+TEST(StepCosts, BadCurvesAreClearErrors) {
+  const nlohmann::json ok = {{"verify_ms", {{1, 1.0}, {2, 1.2}}}, {"head_ms", {{1, 0.1}}}};
+  EXPECT_EQ(error_of(ok), "");
+  auto with = [&](const char* key, nlohmann::json v) {
+    auto j = ok;
+    j[key] = v;
+    return error_of(j);
+  };
+  EXPECT_NE(with("verify_ms", nlohmann::json::array()).find("non-empty"), std::string::npos);
+  EXPECT_NE(with("verify_ms", {{2, 1.0}, {1, 1.2}}).find("ascending"), std::string::npos);
+  EXPECT_NE(with("head_ms", {{1, -0.1}}).find("ms > 0"), std::string::npos);
+  EXPECT_NE(with("head_ms", {{0, 0.1}}).find("rows >= 1"), std::string::npos);
+  EXPECT_NE(with("head_ms", {{1, "fast"}}).find("[rows, ms]"), std::string::npos);
+  EXPECT_NE(error_of(nlohmann::json::array()).find("JSON object"), std::string::npos);
+  auto j = ok;
+  j.erase("head_ms");
+  EXPECT_NE(error_of(j).find("head_ms"), std::string::npos);
+
+  const auto dir = std::filesystem::temp_directory_path() / "adtree-test-cost-curve";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "broken.json") << "{\"verify_ms\": [[1, 1.0]";
+  EXPECT_THROW(load_step_costs((dir / "broken.json").string()), Error);
+  EXPECT_THROW(load_step_costs((dir / "missing.json").string()), Error);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(AdtPlanner, NoTreePaysOnASteepCurveSoTheStepIsArSized) {
+  AdtPlanner p(steep(), 16, 16, 8, 10, 58, true);
+  const auto plan = p.plan(std::vector<int64_t>(40, 3), TreeShape{4, 6}, 1, 200);
+  EXPECT_EQ(plan.d, 0);
+  EXPECT_EQ(plan.grid, 0);
+  EXPECT_DOUBLE_EQ(plan.tokens, 1.0);
+  EXPECT_NE(plan.why.find("AR-sized"), std::string::npos);
+}
+
+TEST(AdtPlanner, AFlatCurveBuysTheBiggerTree) {
+  AdtPlanner cpu(
+      curve({{1, 1.0}, {2, 1.1}, {4, 1.5}, {8, 2.6}, {64, 17.0}}, {{1, 0.12}, {10, 0.4}}), 16, 16,
+      8, 10, 58, false);
+  AdtPlanner gpu(flat_step_costs(), 16, 16, 8, 10, 58, false);
+  const std::vector<int64_t> tok(40, 3);
+  const auto a = cpu.plan(tok, TreeShape{8, 10}, 1, 200),
+             b = gpu.plan(tok, TreeShape{8, 10}, 1, 200);
+  EXPECT_GT(a.d, 0);  // a small tree pays on this CPU-like curve
+  EXPECT_GT(b.n, a.n);
+  EXPECT_GT(b.tokens, a.tokens);
+  // The adjacency shape bounds the plan.
+  const auto c = gpu.plan(tok, TreeShape{2, 3}, 1, 200);
+  EXPECT_LE(c.d, 2);
+  EXPECT_LE(c.k, 3);
+  // ... and so does the end of the image.
+  EXPECT_LE(gpu.plan(tok, TreeShape{8, 10}, 1, 1).d, 1);
+}
+
+TEST(AdtPlanner, LearnsTheHeadsAcceptanceFromVerifiedTrees) {
+  AdtPlanner p(flat_step_costs(), 4, 4, 4, 4, 16, false);
+  const double before = p.head_level(1, 1, 1.0);
+  // Trees whose rank-0 child is always the target's token, at level 1 and 2.
+  std::vector<int64_t> tok{5};
+  for (int i = 0; i < 4; ++i) {
+    DraftTree t = root_only_tree(tok.back());
+    t.nodes.push_back(DraftNode{7, 0, 1, -0.1, 0.9f, 0});
+    t.nodes.push_back(DraftNode{8, 0, 1, -2.0, 0.1f, 1});
+    t.nodes.push_back(DraftNode{9, 1, 2, -0.2, 0.9f, 0});
+    t.child_dist.resize(4);
+    AcceptResult acc;
+    acc.path = {1, 3};
+    acc.has_bonus = true, acc.bonus = 2;
+    const int64_t first = int64_t(tok.size());
+    tok.insert(tok.end(), {7, 9, 2});
+    p.observe(t, acc, tok, first);
+  }
+  EXPECT_GT(p.head_level(1, 1, 1.0), before + 0.2);
+  EXPECT_GT(p.head_level(2, 1, 1.0), p.head_level(3, 1, 1.0));  // level 3 was never tried
+  // The rank-1 child always missed: width 2 adds little over width 1.
+  EXPECT_LT(p.head_level(1, 2, 1.0) - p.head_level(1, 1, 1.0), 0.06);
+  // Cells 1 and 5 (rank-0 hits) are neighbours of cell 6: the head is trusted more there.
+  EXPECT_GT(p.local_factor(6), 1.0);
+}
+
+TEST(AdtPlanner, GridCandidatesWhereTheCodesRepeatAndOnlyWhereTheRuleAllows) {
+  const int64_t w = 8;
+  const auto tok = striped(5 * w + 3, w);
+  const auto cpu = curve({{1, 1.0}, {4, 1.2}, {8, 1.6}, {16, 2.6}}, {{1, 0.3}, {8, 0.9}});
+  AdtPlanner with(cpu, 8, w, 8, 10, 58, true), without(cpu, 8, w, 8, 10, 58, false);
+  // Learn from the committed picture: every cell repeated its upper code.
+  with.observe(root_only_tree(tok[0]), AcceptResult{}, tok, 1);
+  EXPECT_GT(with.grid_hit(tok, int64_t(tok.size()), true), 0.9);
+  const auto g = with.plan(tok, TreeShape{4, 4}, 1, 100);
+  EXPECT_GT(g.grid, 2);
+  EXPECT_EQ(without.plan(tok, TreeShape{4, 4}, 1, 100).grid, 0);
+  // The chain's codes are the cells above the next ones.
+  const auto codes = with.grid_tokens(tok, 4);
+  ASSERT_EQ(codes.size(), 4u);
+  for (int64_t j = 0; j < 4; ++j) EXPECT_EQ(codes[size_t(j)], tok[tok.size() + size_t(j) - w]);
+}
+
+TEST(AdtPlanner, GridChainFollowsDraftedNodesAndAddsOnlyWhatIsNew) {
+  DraftTree t = root_only_tree(1);
+  t.nodes.push_back(DraftNode{4, 0, 1, -0.1, 0.9f, 0});
+  t.nodes.push_back(DraftNode{6, 1, 2, -0.3, 0.8f, 0});
+  t.child_dist.resize(3);
+  t.levels = 2;
+  // 4 and 6 are drafted already: the chain follows them and adds 7, then 9 below it.
+  EXPECT_EQ(add_grid_chain(t, {4, 6, 7, 9}), 2);
+  ASSERT_EQ(t.size(), 5);
+  EXPECT_TRUE(t.nodes[3].grid);
+  EXPECT_EQ(t.nodes[3].parent, 2);
+  EXPECT_EQ(t.nodes[4].parent, 3);
+  EXPECT_EQ(t.nodes[4].depth, 4);
+  EXPECT_EQ(t.levels, 4);
+  EXPECT_LT(t.nodes[3].score, t.nodes[2].score);
+  // A different first code starts a branch of its own under the root.
+  EXPECT_EQ(add_grid_chain(t, {5}), 1);
+  EXPECT_EQ(t.nodes.back().parent, 0);
+  EXPECT_EQ(t.nodes.back().rank, 1);
+}
+
+// The loop under plans that skip the head: a curve on which feeding exactly three waiting rows is
+// dear (and every other count cheap) makes each step after a fully accepted two-level tree an
+// AR-sized one, whose rows wait and go in with the next tree's. The draft model is the target
+// itself (an oracle), so every head tree is accepted whole if and only if the waiting rows were
+// fed right; and every token equals AR's.
+TEST(AdtPlanner, ArSizedStepsFeedTheHeadLaterAndStayTokenIdentical) {
+  auto cfg = SpecFixture::micro();
+  cfg.grid_h = cfg.grid_w = 8;  // 64 tokens: room for many steps of each kind
+  SpecFixture f(cfg);
+  const auto costs = curve({{1, 1.0}, {2, 1.2}, {3, 1.3}, {4, 100.0}},
+                           {{1, 0.05}, {2, 0.05}, {3, 10.0}, {4, 0.05}, {64, 0.05}});
+  for (double temperature : {0.0, 1.0}) {
+    DecodeRequest r;
+    r.method.method = Method::Adt;
+    r.method.adt.grid = false;
+    r.method.verify = VerifyRule::Coupled;
+    r.sampling.cfg_scale = 2.0;
+    r.sampling.temperature = temperature;
+    r.seed = 3;
+    auto c = f.cond({1, 5}, true);
+    auto ar = generate_ar(*f.target, c, r.sampling, r.seed);
+    auto src = make_model_source(*f.target, 2);
+    SpecOptions o;
+    o.budget = 16;
+    o.costs = &costs;
+    auto res = generate_speculative(*f.target, *src, c, r, o);
+    EXPECT_EQ(res.tokens, ar.tokens) << "T = " << temperature;
+    int64_t skipped = 0, trees = 0, whole = 0;
+    for (const auto& s : res.stats.steps) {
+      if (s.cum_tokens == cfg.image_tokens()) continue;  // the last step has no bonus
+      if (s.drafted == 0) {
+        ++skipped;
+      } else {
+        ++trees;
+        whole += s.committed == s.tree_depth + 1;
+      }
+    }
+    EXPECT_GT(skipped, 5) << "T = " << temperature;
+    EXPECT_GT(trees, 5) << "T = " << temperature;
+    EXPECT_EQ(whole, trees) << "T = " << temperature << ": the oracle missed after waiting rows";
+  }
+}
