@@ -15,6 +15,7 @@
 
 #include <c10/core/InferenceMode.h>
 
+#include "bench_dtype.h"
 #include "bench_forward.h"
 #include "commands.h"
 #include "decode/run.h"
@@ -106,7 +107,9 @@ int cmd_bench(int argc, char** argv) {
       .option("json", "FILE", "write the full results as JSON");
   add_method_options(a, /*list=*/true);
   add_sampling_options(a);
+  add_dtype_kl_option(a);
   if (!a.parse(argc, argv)) return 0;
+  if (a.flag_set("dtype-kl")) return bench_dtype_kl(a);
 
   if (a.given("model") && a.given("config")) throw Error("give --model or --config, not both");
   // --model, else --config (a random model), else $ADTREE_MODEL / the shipped model, else tiny.
