@@ -173,6 +173,15 @@ TEST(LeanBf16, Bf16ModelTakesTheLeanPathWithFp32Caches) {
   EXPECT_EQ(f.head->new_cache(2).k.front().scalar_type(), at::kFloat);
   const auto cond = f.cond({1, 5}, true);
   EXPECT_EQ(f.target->prefill(cache, cond).hidden.scalar_type(), at::kFloat);
+  // The head takes bf16 features too (widened exactly): the same outputs as from fp32 ones.
+  const auto feats = at::randn({2, 3, 128}).to(at::kBFloat16);
+  const auto toks = at::randint(64, {2, 3}, at::kLong);
+  const auto pos = at::arange(20, 23, at::kLong);
+  auto h1 = f.head->new_cache(2), h2 = f.head->new_cache(2);
+  const auto a = f.head->forward(&h1, feats, toks, pos),
+             b = f.head->forward(&h2, feats.to(at::kFloat), toks, pos);
+  EXPECT_TRUE(at::equal(a.logits, b.logits));
+  EXPECT_EQ(a.hidden.scalar_type(), at::kFloat);
   set_lean_enabled(false);  // the reference path on the fp32 cache the lean path began
   auto out = f.target->forward_tokens(cache, at::zeros({2, 3}, at::kLong), 0);
   EXPECT_EQ(out.hidden.scalar_type(), at::kBFloat16);

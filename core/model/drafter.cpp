@@ -98,7 +98,12 @@ Drafter::Output Drafter::forward(KvCache* cache, const at::Tensor& feats, const 
   // The lean path when inferring on an fp32 or bf16 CPU model (a draft level is a few rows; the
   // target's lean path hands over fp32 features), the small-row kernel or BLAS otherwise;
   // autograd's ops when training.
-  const auto f = inference_ ? feats.contiguous() : feats;
+  // Features in the weights' dtype (a bf16 caller's) widen exactly to the lean path's fp32.
+  const bool widen =
+      inference_ && fc_packed_.defined() && feats.scalar_type() == at::kBFloat16 && lean_enabled();
+  const auto f = widen        ? feats.to(at::kFloat).contiguous()
+                 : inference_ ? feats.contiguous()
+                              : feats;
   const bool lean = inference_ && fc_packed_.defined() && target_.packed_output().defined() &&
                     lean_applies(layer_, f, cache);
   at::Tensor x, h;
