@@ -16,6 +16,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include "bench_breakdown.h"
+#include "bench_dtype.h"
 #include "bench_forward.h"
 #include "commands.h"
 #include "decode/run.h"
@@ -110,7 +111,9 @@ int cmd_bench(int argc, char** argv) {
               "write this device's step cost curve (what ADT's cost rule plans with) as JSON");
   add_method_options(a, /*list=*/true);
   add_sampling_options(a);
+  add_dtype_kl_option(a);
   if (!a.parse(argc, argv)) return 0;
+  if (a.flag_set("dtype-kl")) return bench_dtype_kl(a);
 
   if (a.given("model") && a.given("config")) throw Error("give --model or --config, not both");
   // --model, else --config (a random model), else $ADTREE_MODEL / the shipped model, else tiny.

@@ -34,7 +34,10 @@ Drafter::Drafter(const Gpt& target, const TensorMap& weights, bool inference, do
   fc_w_ = w_.at("fc.weight");
   fc_b_ = w_.at("fc.bias");
   layer_ = make_layer(w_, "layers.0.", cfg.dim, cfg.head_dim(), inference_);
-  if (inference_) fc_packed_ = pack_weight(fc_w_);
+  if (inference_) {
+    fc_packed_ = pack_inference_weight(fc_w_);
+    fc_b32_ = fc_b_.to(at::kFloat).contiguous();
+  }
 }
 
 int64_t Drafter::num_params() const {
@@ -48,7 +51,9 @@ KvCache Drafter::new_cache(int64_t batch, int64_t scratch) const {
   const auto& cfg = target_.config();
   KvCache c;
   const int64_t cap = cfg.image_tokens() + scratch;
-  auto opts = at::TensorOptions().device(target_.device()).dtype(target_.dtype());
+  auto opts = at::TensorOptions()
+                  .device(target_.device())
+                  .dtype(inference_ ? target_.cache_dtype() : target_.dtype());
   c.k.push_back(at::zeros({batch, cfg.n_head, cap, cfg.head_dim()}, opts));
   c.v.push_back(at::zeros({batch, cfg.n_head, cap, cfg.head_dim()}, opts));
   c.key_bias = at::zeros({batch, cap}, opts.dtype(at::kFloat));
@@ -64,13 +69,20 @@ at::Tensor Drafter::lean_input(const at::Tensor& tokens, const at::Tensor& feats
   const int64_t vocab = table.size(0);
   auto x = at::empty({B, q, 2 * dim}, feats.options());
   const int64_t* id = ids.data_ptr<int64_t>();
-  const float* emb = table.data_ptr<float>();
+  const bool bf16 = table.scalar_type() == at::kBFloat16;  // a bf16 model: widened exactly
+  const float* emb = bf16 ? nullptr : table.data_ptr<float>();
+  const at::BFloat16* emb16 = bf16 ? table.data_ptr<at::BFloat16>() : nullptr;
   const float* f = feats.data_ptr<float>();
   float* out = x.data_ptr<float>();
   for (int64_t r = 0; r < B * q; ++r) {
     if (id[r] < 0 || id[r] >= vocab) throw Error("drafter forward: token id out of range");
-    std::memcpy(out + r * 2 * dim, emb + id[r] * dim, sizeof(float) * size_t(dim));
-    std::memcpy(out + r * 2 * dim + dim, f + r * dim, sizeof(float) * size_t(dim));
+    float* row = out + r * 2 * dim;
+    if (bf16) {
+      for (int64_t i = 0; i < dim; ++i) row[i] = float(emb16[id[r] * dim + i]);
+    } else {
+      std::memcpy(row, emb + id[r] * dim, sizeof(float) * size_t(dim));
+    }
+    std::memcpy(row + dim, f + r * dim, sizeof(float) * size_t(dim));
   }
   return x;
 }
@@ -83,9 +95,15 @@ Drafter::Output Drafter::forward(KvCache* cache, const at::Tensor& feats, const 
   if (tokens.size(0) != B || tokens.size(1) != q || pos.numel() != q) {
     throw Error("drafter forward: features, tokens and positions must agree");
   }
-  // The lean path when inferring on an fp32 CPU model (a draft level is a few rows), the
-  // small-row kernel or BLAS otherwise; autograd's ops when training.
-  const auto f = inference_ ? feats.contiguous() : feats;
+  // The lean path when inferring on an fp32 or bf16 CPU model (a draft level is a few rows; the
+  // target's lean path hands over fp32 features), the small-row kernel or BLAS otherwise;
+  // autograd's ops when training.
+  // Features in the weights' dtype (a bf16 caller's) widen exactly to the lean path's fp32.
+  const bool widen =
+      inference_ && fc_packed_.defined() && feats.scalar_type() == at::kBFloat16 && lean_enabled();
+  const auto f = widen        ? feats.to(at::kFloat).contiguous()
+                 : inference_ ? feats.contiguous()
+                              : feats;
   const bool lean = inference_ && fc_packed_.defined() && target_.packed_output().defined() &&
                     lean_applies(layer_, f, cache);
   at::Tensor x, h;
@@ -94,7 +112,7 @@ Drafter::Output Drafter::forward(KvCache* cache, const at::Tensor& feats, const 
     const auto plan = lean_plan(target_.rope(), cache, B, pos, block_mask, {});
     start = plan.start;
     x = lean_input(tokens, f);
-    h = packed_linear(x, fc_packed_, fc_b_);
+    h = packed_linear(x, fc_packed_, fc_b32_);
     lean_run_layer(layer_, cfg.n_head, norm_eps_, h, plan, cache, 0);  // h is fresh: in place
   } else {
     const auto plan = plan_block(target_.rope(), cache, B, pos, block_mask, {});

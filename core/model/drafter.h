@@ -52,6 +52,7 @@ class Drafter {
   double norm_eps_;
   at::Tensor fc_w_, fc_b_;
   PackedWeight fc_packed_;  // lean path only
+  at::Tensor fc_b32_;       // lean path only: the bias in fp32
   DecoderLayer layer_;
 };
 

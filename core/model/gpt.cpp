@@ -93,14 +93,25 @@ Gpt::Gpt(GptConfig cfg, const TensorMap& weights, at::Device device, at::ScalarT
   tok_emb_ = w_.at("tok_embeddings.weight");
   norm_ = w_.at("norm.weight");
   output_ = w_.at("output.weight");
-  if (inference_) output_packed_ = pack_weight(output_);
+  if (inference_) {
+    output_packed_ = pack_inference_weight(output_);
+    norm32_ = norm_.to(at::kFloat).contiguous();
+  }
+}
+
+bool Gpt::lean_ready() const {
+  return inference_ && output_packed_.defined() && lean_enabled();
+}
+
+at::ScalarType Gpt::cache_dtype() const {
+  return lean_ready() ? at::kFloat : dtype_;
 }
 
 KvCache Gpt::new_cache(int64_t batch, int64_t extra) const {
   c10::InferenceMode guard(inference_);
   KvCache c;
   const int64_t cap = cfg_.seq_len() + extra;
-  auto opts = at::TensorOptions().device(device_).dtype(dtype_);
+  auto opts = at::TensorOptions().device(device_).dtype(cache_dtype());
   for (int64_t l = 0; l < cfg_.n_layer; ++l) {
     c.k.push_back(at::zeros({batch, cfg_.n_head, cap, cfg_.head_dim()}, opts));
     c.v.push_back(at::zeros({batch, cfg_.n_head, cap, cfg_.head_dim()}, opts));
@@ -174,10 +185,12 @@ DecoderLayer make_layer(const TensorMap& w, const std::string& prefix, int64_t d
     L.wqkv = L.wqkv.clone();
     L.wqkv.narrow(0, 0, dim).mul_(1.0 / std::sqrt(double(head_dim)));
     L.q_prescaled = true;
-    L.p_wqkv = pack_weight(L.wqkv);
-    L.p_wo = pack_weight(L.wo);
-    L.p_w13 = pack_weight(L.w13);
-    L.p_w2 = pack_weight(L.w2);
+    L.p_wqkv = pack_inference_weight(L.wqkv);
+    L.p_wo = pack_inference_weight(L.wo);
+    L.p_w13 = pack_inference_weight(L.w13);
+    L.p_w2 = pack_inference_weight(L.w2);
+    if (L.attn_norm.defined()) L.attn_norm32 = L.attn_norm.to(at::kFloat).contiguous();
+    L.ffn_norm32 = L.ffn_norm.to(at::kFloat).contiguous();
   }
   return L;
 }
@@ -297,8 +310,8 @@ at::Tensor run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, con
   if (cache && plan.rows.defined()) {  // fixed shapes: rows from the device, the whole cache
     auto& K = cache->k[size_t(layer)];
     auto& V = cache->v[size_t(layer)];
-    K.index_copy_(2, plan.rows, xk);
-    V.index_copy_(2, plan.rows, xv);
+    K.index_copy_(2, plan.rows, xk.to(K.scalar_type()));  // an fp32 cache: see below
+    V.index_copy_(2, plan.rows, xv.to(V.scalar_type()));
     keys = K;
     values = V;
   } else if (cache) {
@@ -308,6 +321,12 @@ at::Tensor run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, con
     V.narrow(2, plan.start, q).copy_(xv);
     keys = K.narrow(2, 0, plan.start + q);
     values = V.narrow(2, 0, plan.start + q);
+  }
+  if (keys.scalar_type() != xq.scalar_type()) {
+    // A bf16 model's cache made for the lean path holds fp32 rows (Gpt::cache_dtype): values
+    // that were rounded to bf16 when written here, so the cast back is exact.
+    keys = keys.to(xq.scalar_type());
+    values = values.to(xq.scalar_type());
   }
   auto scores = at::matmul(xq, keys.transpose(2, 3));
   if (!L.q_prescaled) scores = scores * (1.0 / std::sqrt(double(hd)));
@@ -332,10 +351,12 @@ Gpt::Output Gpt::forward(const at::Tensor& x_in, const at::Tensor& pos, KvCache*
   c10::InferenceMode guard(inference_);
   const int64_t B = x_in.size(0), q = x_in.size(1);
   if (pos.numel() != q) throw Error("forward: need one position per block token");
-  auto h = x_in.to(device_, dtype_);
+  // The lean path's hidden states are fp32 whatever the weights' dtype.
+  const bool lean = lean_ready();
+  auto h = x_in.to(device_, lean ? at::kFloat : dtype_);
   Output out;
   int64_t start = 0;
-  if (inference_ && lean_applies(layers_.front(), h.contiguous(), cache)) {
+  if (lean && lean_applies(layers_.front(), h.contiguous(), cache)) {
     const auto plan = lean_plan(rope_, cache, B, pos, block_mask, block_key_valid, bounds);
     start = plan.start;
     // One copy of the input, then every layer in place (the caller keeps x_in).
@@ -344,9 +365,10 @@ Gpt::Output Gpt::forward(const at::Tensor& x_in, const at::Tensor& pos, KvCache*
       lean_run_layer(layers_[size_t(l)], cfg_.n_head, cfg_.norm_eps, h, plan, cache, l);
     }
     out.hidden = at::empty_like(h);
-    lean_rms_norm(h.data_ptr<float>(), norm_.data_ptr<float>(), B * q, cfg_.dim, cfg_.norm_eps,
+    lean_rms_norm(h.data_ptr<float>(), norm32_.data_ptr<float>(), B * q, cfg_.dim, cfg_.norm_eps,
                   out.hidden.data_ptr<float>());
   } else {
+    h = h.to(dtype_);  // a cache of another dtype than the lean path's: the reference path
     const auto plan = plan_block(rope_, cache, B, pos, block_mask, block_key_valid, bounds);
     start = plan.start;
     for (int64_t l = 0; l < cfg_.n_layer; ++l) {
@@ -358,8 +380,8 @@ Gpt::Output Gpt::forward(const at::Tensor& x_in, const at::Tensor& pos, KvCache*
   auto head_in = logits_last > 0 && logits_last < q
                      ? out.hidden.narrow(1, q - logits_last, logits_last)
                      : out.hidden;
-  if (inference_ && output_packed_.defined() && lean_enabled()) {
-    out.logits = packed_linear(head_in.contiguous(), output_packed_);
+  if (lean) {
+    out.logits = packed_linear(head_in.to(at::kFloat).contiguous(), output_packed_);
   } else {
     out.logits =
         (inference_ ? fast_linear(head_in.contiguous(), output_) : at::linear(head_in, output_))

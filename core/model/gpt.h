@@ -30,8 +30,11 @@ struct DecoderLayer {
   at::Tensor attn_norm, wqkv, wo, ffn_norm, w1, w2, w3;
   at::Tensor w13;            // inference only: w1 | w3 fused
   bool q_prescaled = false;  // inference only: wqkv's q rows carry the 1/sqrt(head_dim) scale
-  // Inference on an fp32 CPU model only: the same matrices packed for the lean path.
+  // Inference on an fp32 or bf16 CPU model only: the same matrices packed for the lean path
+  // (fp32 or bf16 panels, as the weights), and the norm weights in fp32 (the same tensors in an
+  // fp32 model), since the lean path's norms run on fp32 rows whatever the weights' dtype.
   PackedWeight p_wqkv, p_wo, p_w13, p_w2;
+  at::Tensor attn_norm32, ffn_norm32;
 };
 // Handles to "<prefix>attention.wqkv.weight" etc. in `w` (attention_norm optional).
 DecoderLayer make_layer(const TensorMap& w, const std::string& prefix, int64_t dim,
@@ -95,9 +98,16 @@ class Gpt {
   at::Device device() const { return device_; }
   at::ScalarType dtype() const { return dtype_; }
   const Rope2d& rope() const { return rope_; }
-  // The output head packed for the lean path (empty unless fp32 CPU inference); the draft head
-  // shares it.
+  // The output head packed for the lean path (empty unless fp32 or bf16 CPU inference); the draft
+  // head shares it.
   const PackedWeight& packed_output() const { return output_packed_; }
+  // Whether forward takes the lean CPU path (packed weights and $ADTREE_LEAN not 0). It keeps the
+  // hidden states fp32 whatever the weights' dtype.
+  bool lean_ready() const;
+  // The dtype of new caches: fp32 where the lean path runs (a bf16 model's K/V rows come out of
+  // fp32 arithmetic; storing them fp32 costs 2 bytes a value and no rounding, and the attention
+  // reads fp32 rows directly), else the weights' dtype.
+  at::ScalarType cache_dtype() const;
 
   // A cache for `batch` sequences holding the condition, the whole image and `extra` rows of
   // scratch for a verification block beyond the last image token.
@@ -151,6 +161,7 @@ class Gpt {
   Rope2d rope_;
   std::vector<DecoderLayer> layers_;
   at::Tensor tok_emb_, norm_, output_;
+  at::Tensor norm32_;  // the lean path's final norm weight (fp32)
   PackedWeight output_packed_;
 };
 

@@ -111,21 +111,23 @@ __attribute__((target("avx2,fma"))) inline __m256 exp8(__m256 x) {
   return _mm256_andnot_ps(hidden, _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
 }
 
-// s[j] = exp(s[j] - shift) for every j; returns their sum.
+// s[j] = exp(s[j] - shift) for every j; returns their sum. Every element through exp8 (the tail
+// padded with hidden keys) and the sum in key order, so that neither depends on the key count or
+// on where a key sits in the row (hidden keys add exact zeros).
 __attribute__((target("avx2,fma"))) float exp_shifted_sum_avx2(float* s, int64_t n, float shift) {
   const __m256 sh = _mm256_set1_ps(shift);
-  __m256 acc = _mm256_setzero_ps();
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
-    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), sh));
-    _mm256_storeu_ps(s + j, e);
-    acc = _mm256_add_ps(acc, e);
+    _mm256_storeu_ps(s + j, exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), sh)));
   }
-  float lanes[8];
-  _mm256_storeu_ps(lanes, acc);
+  if (j < n) {
+    float tail[8];
+    for (int64_t k = 0; k < 8; ++k) tail[k] = j + k < n ? s[j + k] : -INFINITY;
+    _mm256_storeu_ps(tail, exp8(_mm256_sub_ps(_mm256_loadu_ps(tail), sh)));
+    std::memcpy(s + j, tail, sizeof(float) * size_t(n - j));
+  }
   float sum = 0;
-  for (float l : lanes) sum += l;
-  for (; j < n; ++j) sum += (s[j] = std::exp(s[j] - shift));
+  for (j = 0; j < n; ++j) sum += s[j];
   return sum;
 }
 
@@ -173,21 +175,33 @@ __attribute__((target("avx2,fma"))) inline __m256 sum8(__m256 a0, __m256 a1, __m
   return _mm256_add_ps(_mm256_permute2f128_ps(h0, h1, 0x20), _mm256_permute2f128_ps(h0, h1, 0x31));
 }
 
+// Scores of eight keys (rows of K, hd apart): each key's sum in the same order whichever of
+// the eight it is.
+__attribute__((target("avx2,fma"))) inline void score8(const float* q, const float* K, int64_t hd,
+                                                       float* s) {
+  __m256 a[8];
+  for (int k = 0; k < 8; ++k) a[k] = _mm256_setzero_ps();
+  for (int64_t d = 0; d < hd; d += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + d);
+    for (int k = 0; k < 8; ++k) a[k] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(K + k * hd + d), a[k]);
+  }
+  _mm256_storeu_ps(s, sum8(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]));
+}
+
+// The last n % 8 keys go through score8 too, from zero-padded rows: a key's score is then the
+// same whatever the key count (a decoding step and a tree block see the same key at different
+// counts, and speculative decoding must commit AR's tokens).
 __attribute__((target("avx2,fma"))) void scores_avx2(const float* q, const float* K, int64_t n,
                                                      int64_t hd, float* s) {
   int64_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    __m256 a[8];
-    for (int k = 0; k < 8; ++k) a[k] = _mm256_setzero_ps();
-    for (int64_t d = 0; d < hd; d += 8) {
-      const __m256 qv = _mm256_loadu_ps(q + d);
-      for (int k = 0; k < 8; ++k) {
-        a[k] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(K + (j + k) * hd + d), a[k]);
-      }
-    }
-    _mm256_storeu_ps(s + j, sum8(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]));
-  }
-  for (; j < n; ++j) s[j] = dot(q, K + j * hd, hd);
+  for (; j + 8 <= n; j += 8) score8(q, K + j * hd, hd, s + j);
+  if (j == n) return;
+  thread_local std::vector<float> tail;
+  tail.assign(size_t(8 * hd), 0.0f);
+  std::memcpy(tail.data(), K + j * hd, sizeof(float) * size_t((n - j) * hd));
+  float last[8];
+  score8(q, tail.data(), hd, last);
+  std::memcpy(s + j, last, sizeof(float) * size_t(n - j));
 }
 
 __attribute__((target("avx2,fma"))) void weighted_v_avx2(const float* p, const float* V, int64_t n,
@@ -265,7 +279,7 @@ void attend_many(const HeadBlock& a) {
 }  // namespace
 
 void lean_attend(const HeadBlock& a) {
-  if (a.n_query >= kManyQueries && a.hd % kPanelWidth == 0) return attend_many(a);
+  if (!a.row_exact && a.n_query >= kManyQueries && a.hd % kPanelWidth == 0) return attend_many(a);
   have_avx2() ? attend_block_avx2(a) : attend_block_portable(a);
 }
 

@@ -27,8 +27,8 @@ struct Work {
 thread_local Work t_work;
 
 // y [rows, n_out] = x @ w^T: the packed kernel (on the worker pool, at least as fast as
-// single-threaded BLAS from 1 row to a few hundred, docs/PERFORMANCE.md), BLAS for a matrix
-// that was not packed.
+// single-threaded BLAS from 1 row to a few hundred, docs/PERFORMANCE.md; fp32 or bf16 panels),
+// BLAS for an fp32 matrix that was not packed.
 void linear_rows(const float* x, int64_t rows, int64_t in, const at::Tensor& w,
                  const PackedWeight& packed, float* y) {
   if (packed.defined()) {
@@ -58,9 +58,11 @@ void set_lean_enabled(bool on) {
 }
 
 bool lean_applies(const DecoderLayer& L, const at::Tensor& x, const KvCache* cache) {
-  if (!lean_enabled() || !L.q_prescaled || !L.p_w13.defined()) return false;
+  if (!lean_enabled() || !L.q_prescaled || !L.ffn_norm32.defined()) return false;
+  if (!L.p_wqkv.defined() || !L.p_wo.defined() || !L.p_w13.defined() || !L.p_w2.defined()) {
+    return false;
+  }
   if (!x.device().is_cpu() || x.scalar_type() != at::kFloat || !x.is_contiguous()) return false;
-  if (L.wqkv.scalar_type() != at::kFloat || !L.wqkv.is_contiguous()) return false;
   if (cache) {
     const auto& k = cache->k.front();
     if (k.scalar_type() != at::kFloat || !k.is_contiguous() || !k.device().is_cpu()) return false;
@@ -133,7 +135,7 @@ void lean_run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, at::
   const float* xin = h;
   if (L.attn_norm.defined()) {
     float* xn = Work::grow(w.xn, rows * dim);
-    lean_rms_norm(h, L.attn_norm.data_ptr<float>(), rows, dim, norm_eps, xn);
+    lean_rms_norm(h, L.attn_norm32.data_ptr<float>(), rows, dim, norm_eps, xn);
     xin = xn;
   }
   float* qkv = Work::grow(w.qkv, rows * 3 * dim);
@@ -174,7 +176,8 @@ void lean_run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, at::
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / n_head, hh = bh % n_head, base = bh * cap * hd;
       lean_attend({qkv + b * q * 3 * dim + hh * hd, K + base, V + base, bp + b * q * n_keys, q,
-                   n_keys, hd, 3 * dim, dim, n_keys, 1, scores, att + b * q * dim + hh * hd});
+                   n_keys, hd, 3 * dim, dim, n_keys, 1, scores, att + b * q * dim + hh * hd,
+                   L.p_wqkv.bf16()});
     }
   };
   // One (batch row, head) per chunk once a block has a few queries; a single query's heads are
@@ -190,7 +193,7 @@ void lean_run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, at::
   linear_rows(att, rows, dim, L.wo, L.p_wo, proj);
   for (int64_t i = 0; i < rows * dim; ++i) h[i] += proj[i];
   float* hn = Work::grow(w.att, rows * dim);  // nor is att
-  lean_rms_norm(h, L.ffn_norm.data_ptr<float>(), rows, dim, norm_eps, hn);
+  lean_rms_norm(h, L.ffn_norm32.data_ptr<float>(), rows, dim, norm_eps, hn);
   float* g = Work::grow(w.g, rows * 2 * hid);
   linear_rows(hn, rows, dim, L.w13, L.p_w13, g);
   float* act = Work::grow(w.act, rows * hid);

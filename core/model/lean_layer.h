@@ -13,8 +13,9 @@
 
 namespace adtree::model {
 
-// Whether the lean path may run: fp32 CPU inference with prescaled q rows and a contiguous cache,
-// and the process switch on (ADTREE_LEAN=0 turns it off for A/B runs; tests flip it directly).
+// Whether the lean path may run: CPU inference on fp32 rows with the layer's matrices packed
+// (fp32 or bf16 panels), prescaled q rows and a contiguous fp32 cache, and the process switch on
+// (ADTREE_LEAN=0 turns it off for A/B runs; tests flip it directly).
 bool lean_applies(const DecoderLayer& L, const at::Tensor& x, const KvCache* cache);
 bool lean_enabled();
 void set_lean_enabled(bool on);

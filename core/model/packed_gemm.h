@@ -7,18 +7,23 @@
 // previous small-row kernel: once per row group of eight, with eight horizontal sums per output)
 // and the arithmetic runs near the FMA units' rate. AVX-512 (two panels per tile, 12 rows) or
 // AVX2+FMA chosen at run time, with the AVX2 code compiled for baseline x86-64 as the fallback.
-// docs/PERFORMANCE.md has the measurements.
+// docs/PERFORMANCE.md has the measurements. A bf16 model's panels hold bf16 k-pairs instead
+// (model/packed_bf16.h); packed_gemm takes either.
 #pragma once
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <functional>
 
 namespace adtree::model {
 
 struct PackedWeight {
-  at::Tensor panels;  // [ceil(n_out / 16), in, 16] fp32, zero rows past n_out
+  // [ceil(n_out / 16), in, 16] fp32, or [ceil(n_out / 16), ceil(in / 2), 16, 2] bf16
+  // (packed_bf16.h); zero rows past n_out
+  at::Tensor panels;
   int64_t n_out = 0, in = 0;
   bool defined() const { return panels.defined(); }
+  bool bf16() const { return defined() && panels.scalar_type() == at::kBFloat16; }
 };
 
 constexpr int64_t kPanelWidth = 16;
@@ -26,10 +31,14 @@ constexpr int64_t kPanelWidth = 16;
 // Packs an fp32 CPU weight [n_out, in]; an empty PackedWeight for anything else (other dtypes
 // and devices keep the libtorch path).
 PackedWeight pack_weight(const at::Tensor& w);
+// What inference packs: fp32 panels for an fp32 weight, bf16 panels (packed_bf16.h) for a bf16
+// one, nothing for other dtypes and devices.
+PackedWeight pack_inference_weight(const at::Tensor& w);
 
 // The kernel packed_gemm runs: the widest this CPU has, unless forced narrower (tests and A/B
-// benches; $ADTREE_KERNEL=avx2|portable at start-up, force_packed_kernel in code, -1 = best).
-enum class CpuKernel { Portable = 0, Avx2 = 1, Avx512 = 2 };
+// benches; $ADTREE_KERNEL=avx512|avx2|portable at start-up, force_packed_kernel in code, -1 =
+// best). Avx512Bf16 differs from Avx512 only for bf16 panels (the BF16 dot product).
+enum class CpuKernel { Portable = 0, Avx2 = 1, Avx512 = 2, Avx512Bf16 = 3 };
 CpuKernel packed_kernel();
 void force_packed_kernel(int kernel);
 const char* to_string(CpuKernel k);
@@ -37,6 +46,10 @@ const char* to_string(CpuKernel k);
 // y [rows, n_out] = x [rows, in] @ w^T (+ bias [n_out] if given), any row count; output panels
 // are shared out by the worker pool (util/worker_pool.h).
 void packed_gemm(const float* x, int64_t rows, const PackedWeight& w, const float* bias, float* y);
+
+// body(begin, end) over output panels [0, n_panels): on the calling thread for a small product
+// (`macs` multiply-adds), else shared out by the worker pool in even chunks.
+void run_panels(int64_t n_panels, int64_t macs, const std::function<void(int64_t, int64_t)>& body);
 
 // A matrix [n_out, in] in panel layout seen through raw pointers: panel p's row k (16 floats, the
 // outputs 16p .. 16p+15 at input k) starts at data + p * panel_stride + k * k_stride. A packed
@@ -47,7 +60,7 @@ struct PanelView {
   const float* data = nullptr;
   int64_t n_out = 0, in = 0, panel_stride = 0, k_stride = kPanelWidth;
 };
-PanelView view_of(const PackedWeight& w);
+PanelView view_of(const PackedWeight& w);  // fp32 panels only
 
 // y rows (y_stride apart) = x rows (x_stride apart) @ w^T on the calling thread: the attention's
 // products inside a job of the worker pool.
