@@ -197,27 +197,31 @@ TEST(LeanBf16, Bf16ModelTakesTheLeanPathWithFp32Caches) {
 // The invariant at the model's level: a block of n tokens gives, bit for bit, the logits of n
 // single decoding steps, in every kernel variant (the matrix rows, and the attention's
 // per-query loops for any query and key count).
+// In fp32 as in bf16: blocks of up to 20 queries (a tree's verification) equal one-token steps.
 TEST(LeanBf16, BlocksEqualSingleStepsBitForBit) {
   LeanSwitch restore;
   set_lean_enabled(true);
-  auto f = fixture(wide_heads(), at::kBFloat16);
-  const auto& g = *f.target;
-  const auto c = f.cond({2, 7}, true);
-  const auto toks = at::randint(g.config().vocab_size, {2, 12}, at::kLong);
-  for_each_kernel([&](int kernel) {
-    for (int64_t n : {2, 4, 10, 12}) {
-      auto block_cache = g.new_cache(2), step_cache = g.new_cache(2);
-      g.prefill(block_cache, c);
-      g.prefill(step_cache, c);
-      const auto block = g.forward_tokens(block_cache, toks.narrow(1, 0, n), 0).logits;
-      std::vector<at::Tensor> steps;
-      for (int64_t i = 0; i < n; ++i) {
-        steps.push_back(g.forward_tokens(step_cache, toks.narrow(1, i, 1), i).logits);
-        step_cache.commit();
+  for (auto dtype : {at::kBFloat16, at::kFloat}) {
+    auto f = fixture(wide_heads(), dtype);
+    const auto& g = *f.target;
+    const auto c = f.cond({2, 7}, true);
+    const auto toks = at::randint(g.config().vocab_size, {2, 20}, at::kLong);
+    for_each_kernel([&](int kernel) {
+      for (int64_t n : {2, 4, 10, 12, 20}) {
+        auto block_cache = g.new_cache(2), step_cache = g.new_cache(2);
+        g.prefill(block_cache, c);
+        g.prefill(step_cache, c);
+        const auto block = g.forward_tokens(block_cache, toks.narrow(1, 0, n), 0).logits;
+        std::vector<at::Tensor> steps;
+        for (int64_t i = 0; i < n; ++i) {
+          steps.push_back(g.forward_tokens(step_cache, toks.narrow(1, i, 1), i).logits);
+          step_cache.commit();
+        }
+        EXPECT_TRUE(at::equal(at::cat(steps, 1), block))
+            << "n " << n << " kernel " << kernel << " " << dtype;
       }
-      EXPECT_TRUE(at::equal(at::cat(steps, 1), block)) << "n " << n << " kernel " << kernel;
-    }
-  });
+    });
+  }
 }
 
 // Speculative decoding on a bf16 model's lean path commits AR's tokens: greedy, and coupled

@@ -254,32 +254,9 @@ void attend_block_portable(const HeadBlock& a) {
   attend_block(a);
 }
 
-// From this many queries on, one head's keys are packed once and the scores and the weighted V
-// sum become two panel products (packed_gemm.h): the register-tiled kernel instead of a pass over
-// every key per query. A tree's verification block has 9 to 64 queries per head.
-constexpr int64_t kManyQueries = 8;
-
-void attend_many(const HeadBlock& a) {
-  thread_local std::vector<float> packed_keys, probs;
-  const int64_t n_panels = (a.n_keys + kPanelWidth - 1) / kPanelWidth;
-  packed_keys.resize(size_t(n_panels * a.hd * kPanelWidth));
-  probs.resize(size_t(a.n_query * a.n_keys));
-  pack_rows(a.K, a.n_keys, a.hd, a.hd, packed_keys.data());
-  panel_gemm(a.q, a.q_stride, a.n_query,
-             {packed_keys.data(), a.n_keys, a.hd, a.hd * kPanelWidth, kPanelWidth}, probs.data(),
-             a.n_keys);
-  for (int64_t i = 0; i < a.n_query; ++i) {
-    softmax_row(probs.data() + i * a.n_keys, a.n_keys, a.bias + i * a.bias_row_stride,
-                a.bias_key_stride);
-  }
-  // V [n_keys, hd] is the panel layout of P @ V already: panel p = dims 16p.., k stride hd.
-  panel_gemm(probs.data(), a.n_keys, a.n_query, {a.V, a.hd, a.n_keys, kPanelWidth, a.hd}, a.out,
-             a.out_stride);
-}
 }  // namespace
 
 void lean_attend(const HeadBlock& a) {
-  if (!a.row_exact && a.n_query >= kManyQueries && a.hd % kPanelWidth == 0) return attend_many(a);
   have_avx2() ? attend_block_avx2(a) : attend_block_portable(a);
 }
 

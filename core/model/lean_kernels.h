@@ -14,16 +14,15 @@ void lean_rotate(float* v, const float* cis, int64_t n_head, int64_t hd);
 // Every query of one (batch row, head): softmax(q k^T + bias) v for q rows `q_stride` floats
 // apart against n_keys cache rows of K and V ([n_keys, hd] each), into out rows `out_stride`
 // apart. bias is read at bias[i * bias_row_stride + j * bias_key_stride]; scores holds n_keys.
-// A query's output never depends on the key count or on where its visible keys sit among hidden
-// ones; with row_exact it does not depend on the query count either, bit for bit (the per-query
-// loops for any count instead of the panel products from 8 queries on, whose sums run in another
-// order: a bf16 model rounds the attention output to bf16, which turns a last-bit difference
-// into a 2^-9 one, so AR and a tree block could commit different tokens).
+// A query's output never depends on the key count, on where its visible keys sit among hidden
+// ones or on how many queries the block has, bit for bit: every query runs the same loops. (Panel
+// products for blocks of 8+ queries were faster for big trees, but summed in another order: a
+// last-bit difference from AR's single query, which bf16 rounding turns into a 2^-9 one, and
+// then a tree block and AR could commit different tokens.)
 struct HeadBlock {
   const float *q, *K, *V, *bias;
   int64_t n_query, n_keys, hd, q_stride, out_stride, bias_row_stride, bias_key_stride;
   float *scores, *out;
-  bool row_exact = false;
 };
 void lean_attend(const HeadBlock& a);
 

@@ -176,8 +176,7 @@ void lean_run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, at::
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / n_head, hh = bh % n_head, base = bh * cap * hd;
       lean_attend({qkv + b * q * 3 * dim + hh * hd, K + base, V + base, bp + b * q * n_keys, q,
-                   n_keys, hd, 3 * dim, dim, n_keys, 1, scores, att + b * q * dim + hh * hd,
-                   L.p_wqkv.bf16()});
+                   n_keys, hd, 3 * dim, dim, n_keys, 1, scores, att + b * q * dim + hh * hd});
     }
   };
   // One (batch row, head) per chunk once a block has a few queries; a single query's heads are
