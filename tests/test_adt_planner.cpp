@@ -91,7 +91,7 @@ TEST(AdtPlanner, NoTreePaysOnASteepCurveSoTheStepIsArSized) {
   EXPECT_EQ(plan.d, 0);
   EXPECT_EQ(plan.grid, 0);
   EXPECT_DOUBLE_EQ(plan.tokens, 1.0);
-  EXPECT_NE(plan.why.find("AR-sized"), std::string::npos);
+  EXPECT_NE(describe(plan).find("AR-sized"), std::string::npos);
 }
 
 TEST(AdtPlanner, AFlatCurveBuysTheBiggerTree) {

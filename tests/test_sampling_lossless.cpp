@@ -9,7 +9,8 @@
 //   - ADT-Tree with bounds d 1..3, k 1..3, so its shapes move during every run (asserted);
 //   - the mean number of accepted drafts per image is pinned (measured on seeds 500000.., 100,000
 //     images each, by ADTREE_REFERENCE=1 tests/test_sampling_lossless
-//     --gtest_filter=*PrintReference*, 2026-12-01; standard errors 0.0007-0.0018): within 5
+//     --gtest_filter=*PrintReference*, 2026-12-01, the cost rule 2026-12-03; standard errors
+//     0.0007-0.0018): within 5
 //     standard errors of this run's mean, so a rule that accepts too little or too much fails even
 //     if its samples stay exact.
 // Power: outcomes with expected count < 5 are pooled; the test fails above the 1e-4 upper tail.
@@ -94,6 +95,7 @@ struct Case {
   std::string method;
   VerifyRule rule;
   double pinned_accepted;  // mean accepted drafts per image (reference block, see header)
+  bool cost = false;       // ADT's cost rule (flat curve: trees, grid candidates) over fixed N
 };
 
 struct Outcome {
@@ -109,6 +111,7 @@ DecodeRequest request_for(const Case& c) {
   auto& a = r.method.adt;
   a.d_min = 1, a.d_max = 3, a.k_min = 1, a.k_max = 3, a.d0 = 2, a.k0 = 2;
   a.adjacency = Adjacency::Left;  // the source the pinned acceptance was measured with
+  a.budget_rule = c.cost ? AdtBudget::Cost : AdtBudget::Fixed;
   r.sampling.cfg_scale = 2.0;
   r.sampling.cfg_interval = 1;  // cells 2 and 3 from the cond logits alone
   r.sampling.temperature = 0.8;
@@ -174,7 +177,7 @@ void check(const Case& c) {
                              << ": speculative samples differ from the exact distribution";
   EXPECT_NEAR(o.mean_accepted, c.pinned_accepted, 5 * o.se)
       << c.method << " / " << to_string(c.rule);
-  if (c.method == "adt") {
+  if (c.method == "adt" && !c.cost) {
     EXPECT_EQ(o.distinct_widths, 3) << "ADT-Tree did not adapt its shape (k in 1..3)";
   }
 }
@@ -253,6 +256,12 @@ TEST(SamplingMatchesExactDistribution, AdtTreeCoupled) {
   check({"adt", VerifyRule::Coupled, 1.8936});
 }
 
+// Cost-aware ADT-Tree (SPEC_DECODING.md 5.8) on the loop's default flat curve: its plans, grid
+// candidates included, keep coupled samples exact.
+TEST(SamplingMatchesExactDistribution, AdtCostRuleCoupled) {
+  check({"adt", VerifyRule::Coupled, 1.7854, true});
+}
+
 TEST(SamplingMatchesExactDistribution, ForgettingEarlierRejectedChildrenFails) {
   static const Tiny s;
   ForgetfulVerifier wrong(77);
@@ -269,7 +278,8 @@ TEST(SamplingMatchesExactDistribution, PrintReferenceAcceptance) {
   for (const Case& c :
        {Case{"dynamic", VerifyRule::Deterministic, 0}, Case{"dynamic", VerifyRule::Sampled, 0},
         Case{"adt", VerifyRule::Deterministic, 0}, Case{"adt", VerifyRule::Sampled, 0},
-        Case{"static", VerifyRule::Sampled, 0}, Case{"adt", VerifyRule::Coupled, 0}}) {
+        Case{"static", VerifyRule::Sampled, 0}, Case{"adt", VerifyRule::Coupled, 0},
+        Case{"adt", VerifyRule::Coupled, 0, true}}) {
     const auto o = sample(s, c, 500000, 100000);
     std::cout << c.method << " / " << to_string(c.rule) << ": " << o.mean_accepted << " +- " << o.se
               << " (chi2 " << o.chi2 << " limit " << o.limit << ")\n";

@@ -19,7 +19,9 @@ mkdir -p "$OUT"
 sweep() {  # NAME ARGS...: one sweep into $OUT/NAME.{jsonl,md,log}
   local name=$1
   shift
-  $B sweep --seeds "$SEEDS" "$@" --out "$OUT/$name.jsonl" --summary "$OUT/$name.md" \
+  # The budget rule these sweeps measured (N fixed, the GPU's setting); a sweep's own
+  # --adt-budgets axis overrides it.
+  $B sweep --seeds "$SEEDS" --adt-budget fixed "$@" --out "$OUT/$name.jsonl" --summary "$OUT/$name.md" \
     >"$OUT/$name.log" 2>&1
 }
 # beta, step-mode increments l_d / l_k, and the budget N at one temperature.

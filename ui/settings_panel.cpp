@@ -121,6 +121,7 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
          "draft at all where no tree pays.\nfixed: every tree keeps the budget N's best "
          "nodes.\nshape: N follows the shape, min(d x k, N), so a shallow-wide tree is "
          "not cut back to the same N as a deep one."));
+  adt_budget_rule_->setObjectName("adtBudgetRule");
   adt_grid_ = new QCheckBox(tr("codes above as free candidates"), adt_);
   adt_grid_->setToolTip(
       tr("Cost rule: offer the committed codes above the next cells as draft "

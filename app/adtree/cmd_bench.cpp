@@ -204,7 +204,7 @@ int cmd_bench(int argc, char** argv) {
   // Every method on the same prompts and seeds in this one process; AR always runs first, as the
   // baseline every speed-up is measured against.
   std::vector<std::string> methods{"ar"};
-  for (const auto& mth : split(a.str("method"), ',')) {
+  for (const auto& mth : split(method_or_default(a, m.drafter != nullptr), ',')) {
     if (mth != "ar") methods.push_back(mth);
   }
   nlohmann::json runs = nlohmann::json::array();

@@ -208,12 +208,12 @@ int cmd_generate(int argc, char** argv) {
   throw Error("this build has no image output (OpenCV was not found at build time)");
 #endif
 
+  auto m = load_model(a, true, from ? model_of_png(*from) : std::string());
   decode::DecodeRequest req;
   req.method = from ? decode::MethodSettings::from_json(
                           from->value("method_settings", nlohmann::json::object()))
-                    : method_from(a, a.str("method"));
+                    : method_from(a, method_or_default(a, m.drafter != nullptr));
   req.trace.enabled = a.flag_set("trace");
-  auto m = load_model(a, true, from ? model_of_png(*from) : std::string());
   if (from) warn_if_other_weights(*from, m);
   req.sampling = from ? decode::SamplingParams::from_json(from->value("sampling", nlohmann::json()),
                                                           decode::SamplingParams{})

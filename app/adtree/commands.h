@@ -25,6 +25,8 @@ void add_sampling_options(Args& a);  // --cfg --cfg-interval --temperature --top
 // --method and every tree / ADT / LANTERN setting (list: --method takes a comma list).
 void add_method_options(Args& a, bool list = false);
 decode::MethodSettings method_from(const Args& a, const std::string& method);
+// --method when given; else its default (adt), or ar for a model without a draft head.
+std::string method_or_default(const Args& a, bool has_drafter);
 // The model of --model, else `fallback_dir` when not empty, else the default model.
 model::ModelBundle load_model(const Args& a, bool load_vq = true,
                               const std::string& fallback_dir = {});

@@ -39,8 +39,10 @@ void add_method_options(Args& a, bool list) {
                names +
                " (pathspec with K > 1 paths is lossless only with --verify coupled, the default: "
                "otherwise picking the longest accepted chain biases the samples, see "
-               "docs/JACOBI.md; pjd is lossy unless --pjd-rows 1, see docs/pjd.md)",
-           decode::to_string(d.method))
+               "docs/JACOBI.md; pjd is lossy unless --pjd-rows 1, see docs/pjd.md); default "
+               "adt, the fastest lossless method (docs/PERFORMANCE.md), or ar for a model "
+               "without a draft head",
+           "adt")
       .option("tree", "NAME", "static tree: eagle25 (25 nodes) or eagle57 (57 nodes), depth 5",
               d.static_tree.preset)
       .option("depth", "D", "dynamic tree expansion rounds (d = D + 1 draft levels)",
@@ -148,6 +150,10 @@ void add_method_options(Args& a, bool list) {
               str(d.jacobi.start_margin))
       .option("jacobi-stop-margin", "M", "SJD/PathSpec: plain AR for the last M tokens",
               str(d.jacobi.stop_margin));
+}
+
+std::string method_or_default(const Args& a, bool has_drafter) {
+  return a.given("method") || has_drafter ? a.str("method") : "ar";
 }
 
 decode::MethodSettings method_from(const Args& a, const std::string& method) {

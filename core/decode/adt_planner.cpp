@@ -88,18 +88,15 @@ std::vector<int64_t> AdtPlanner::grid_tokens(const std::vector<int64_t>& committ
   return out;
 }
 
-double AdtPlanner::expected(const std::vector<double>& head,
-                            const std::vector<double>& grid) const {
-  // The head's path level by level; the grid chain pays where the head misses at level 1
-  // (independence assumed: the two sources look at different evidence).
-  double tokens = 1, reach = 1;
-  for (double a : head) tokens += reach *= a;
-  if (!grid.empty()) {
-    double chain = 0, r = 1;
-    for (double g : grid) chain += r *= g;
-    tokens += (head.empty() ? 1.0 : 1.0 - head[0]) * chain;
-  }
-  return tokens;
+std::string describe(const StepPlan& p) {
+  std::ostringstream why;
+  why.precision(3);
+  why << (p.d == 0 && p.grid == 0
+              ? "no draft (AR-sized step)"
+              : "head " + std::to_string(p.d) + " x " + std::to_string(p.k) + ", N " +
+                    std::to_string(p.n) + ", grid " + std::to_string(p.grid))
+      << ": " << p.tokens << " tokens predicted in " << p.ms << " ms";
+  return why.str();
 }
 
 StepPlan AdtPlanner::plan(const std::vector<int64_t>& committed, TreeShape bound, int64_t feed,
@@ -108,44 +105,44 @@ StepPlan AdtPlanner::plan(const std::vector<int64_t>& committed, TreeShape bound
   StepPlan best;
   best.ms = costs_.verify(1);
   double best_rate = 1.0 / best.ms;
-  // Grid chain probabilities: the first cell's left neighbour is the root; further cells are
-  // reached only when the cell before matched, i.e. repeated the code above it.
-  std::vector<double> g;
+  // The grid chain's expected tokens by length: the first cell's left neighbour is the root;
+  // further cells are reached only when the cell before matched, i.e. repeated the code above.
+  std::vector<double> chain{0.0};
   if (grid_ok_ && first >= w_) {
     const int64_t root = first - 1;
     const bool root_repeats = root >= w_ && committed[size_t(root)] == committed[size_t(root - w_)];
-    const int64_t cells = std::min({max_levels, w_, kMaxGridChain});
-    for (int64_t j = 0; j < cells; ++j)
-      g.push_back(grid_hit(committed, first + j, j > 0 || root_repeats));
+    const int64_t cells = std::min({max_levels, w_, kMaxGridChain, bound.d});
+    double reach = 1;
+    for (int64_t j = 0; j < cells; ++j) {
+      reach *= grid_hit(committed, first + j, j > 0 || root_repeats);
+      chain.push_back(chain.back() + reach);
+    }
   }
   const double local = local_factor(first);
   const int64_t d_top = std::min({bound.d, max_levels, d_max_});
   for (int64_t d = 0; d <= d_top; ++d) {
     for (int64_t k = d == 0 ? 0 : 1; k <= (d == 0 ? 0 : std::min(bound.k, k_max_)); ++k) {
-      std::vector<double> head;
-      for (int64_t l = 1; l <= d; ++l) head.push_back(head_level(l, k, local));
+      // The head's path level by level; the grid chain pays where the head misses at level 1
+      // (independence assumed: the two sources look at different evidence).
+      double head = 0, reach = 1, miss1 = 1;
+      for (int64_t l = 1; l <= d; ++l) {
+        const double a = head_level(l, k, local);
+        if (l == 1) miss1 = 1 - a;
+        head += reach *= a;
+      }
       const int64_t n = std::min(d * k, n_cap_);
       const double head_ms =
           d > 0 ? costs_.head(std::max<int64_t>(feed, 1)) + double(d - 1) * costs_.head(k) : 0.0;
-      for (int64_t len = 0; len <= int64_t(g.size()); ++len) {
-        const std::vector<double> grid(g.begin(), g.begin() + len);
-        const double tokens = expected(head, grid);
+      for (int64_t len = 0; len < int64_t(chain.size()); ++len) {
+        const double tokens = 1 + head + miss1 * chain[size_t(len)];
         const double ms = costs_.verify(1 + n + len) + head_ms;
         if (tokens / ms > best_rate * (1 + 1e-9)) {
           best_rate = tokens / ms;
-          best = StepPlan{d, k, n, len, tokens, ms, {}};
+          best = StepPlan{d, k, n, len, tokens, ms};
         }
       }
     }
   }
-  std::ostringstream why;
-  why.precision(3);
-  why << (best.d == 0 && best.grid == 0
-              ? "no draft (AR-sized step)"
-              : "head " + std::to_string(best.d) + " x " + std::to_string(best.k) + ", N " +
-                    std::to_string(best.n) + ", grid " + std::to_string(best.grid))
-      << ": " << best.tokens << " tokens predicted in " << best.ms << " ms";
-  best.why = why.str();
   return best;
 }
 

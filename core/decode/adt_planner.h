@@ -26,8 +26,10 @@ struct StepPlan {
   int64_t grid = 0;   // cells of the grid chain after the root (0: none)
   double tokens = 1;  // predicted committed tokens (the bonus included)
   double ms = 0;      // predicted time of the step's forwards
-  std::string why;    // the plan in words, for traces
 };
+
+// The plan in words, for step traces.
+std::string describe(const StepPlan& p);
 
 // Acceptance as the planner sees it. Head: pi[j][i], the chance that the head's rank-i child at
 // level j is the target's token given its parent was accepted, learned from every verified tree
@@ -58,7 +60,6 @@ class AdtPlanner {
   double grid_hit(const std::vector<int64_t>& committed, int64_t cell, bool left_repeats) const;
 
  private:
-  double expected(const std::vector<double>& head, const std::vector<double>& grid) const;
   int64_t grid_kind(const std::vector<int64_t>& tok, int64_t cell, bool left_repeats) const;
   void learn_grid(const std::vector<int64_t>& tok, int64_t from, int64_t to);
 

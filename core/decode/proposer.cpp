@@ -244,7 +244,7 @@ class AdtProposer : public DynamicProposer {
     st.adt = AdtTrace{shape_.d,  shape_.k, origin_,
                       accepted_, alpha_,   s_.beta,
                       next_.d,   next_.k,  AdtPolicy::describe(s_, alpha_)};
-    if (planned_) st.adt.rule = plan_.why + "; " + st.adt.rule;
+    if (planned_) st.adt.rule += "; the step's plan: " + describe(plan_);
   }
 
  protected:

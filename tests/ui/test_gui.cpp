@@ -174,6 +174,11 @@ class GuiTest : public QObject {
     QVERIFY(w);
     QVERIFY(w->model()->has_drafter);
     selectMethod(*w, "adt");
+    // The tree policy's own maps (N fixed): on this CPU the cost rule may draft little or nothing
+    // from a random head; it is run below.
+    auto* rule = w->settingsPanel()->findChild<QComboBox*>("adtBudgetRule");
+    QVERIFY(rule);
+    rule->setCurrentText("fixed");
     const QString how = runOnce(*w, "a red");
     if (how == "failed") {
       auto* box = visibleErrorDialog(w.get());
@@ -197,6 +202,14 @@ class GuiTest : public QObject {
       QVERIFY2(d == 0 || (d >= 2 && d <= 8), qPrintable(all));
     }
     QVERIFY2(from_trees >= cells / 2, qPrintable(all));
+    // The cost rule (the default) fills every map too; its trees may be one level deep, and its
+    // AR-sized steps leave depth 0.
+    rule->setCurrentText("cost");
+    QCOMPARE(runOnce(*w, "a red"), QString("finished"));
+    for (int m = 0; m < RunState::MapCount; ++m) {
+      QCOMPARE(w->heatmaps()->filledCells(RunState::Map(m)), cells);
+    }
+    for (double d : w->run().map(RunState::TreeDepth)) QVERIFY(d >= 0 && d <= 8);
   }
 
   void hoverShowsTheCellEverywhere() {

@@ -40,6 +40,7 @@
 #include "ui/qcp.h"
 #include "ui/replay_panel.h"
 #include "ui/run_history.h"
+#include "ui/settings_panel.h"
 #include "ui/tree_view.h"
 #include "util/threads.h"
 
@@ -59,7 +60,14 @@ class TeachingTest : public QObject {
   QTemporaryDir tmp_;
   QString micro_;
 
-  std::unique_ptr<MainWindow> openWindow() { return openWindowOn(micro_, 11); }
+  // The policy's own trees (N fixed): what these lessons show; the cost rule, the default, may
+  // draft little on this CPU from the random head (test_gui runs it).
+  std::unique_ptr<MainWindow> openWindow() {
+    auto w = openWindowOn(micro_, 11);
+    auto* rule = w ? w->settingsPanel()->findChild<QComboBox*>("adtBudgetRule") : nullptr;
+    if (rule) rule->setCurrentText("fixed");
+    return w;
+  }
 
   QString runOnce(MainWindow& w, const QString& method, const QString& prompt = "a red") {
     selectMethod(w, method);

@@ -12,7 +12,7 @@ A=$PWD/build/release/bin/adtree
 cd "${1:-out/v3}"
 R=(); [[ -f runs/drafter-verified/checkpoint.safetensors ]] && R=(--resume)
 exec nice -n 5 $A train drafter --data emoji64.safetensors --gpt runs/gpt3 --init-from runs/drafter-gpt3 \
-  --out runs/drafter-verified --steps ${HEAD_STEPS:-1200} --batch 8 --lr 5e-4 --seed 0 --log-every 20 \
+  --out runs/drafter-verified --steps ${HEAD_STEPS:-700} --batch 8 --lr 5e-4 --seed 0 --log-every 20 \
   --threads 2 --matmul bf16 \
   --config '{"self_samples":384,"self_eval_samples":64,"eval_every":400,"eval_images":64,"warmup":50,"checkpoint_every":100,"mix_weight":1.0,"tt_passes":2}' \
   "${R[@]}"
