@@ -536,10 +536,12 @@ void MainWindow::onFinished(const engine::JobFinished& f) {
   view_->finish(f);
   last_job_ms_ = f.elapsed_ms;
   last_decode_cpu_ms_ = f.decode_cpu_ms;
-  QString rule;  // the acceptance rule the run used, said in the status line
+  QString rule;               // the acceptance rule the run used, said in the status line
+  double ar_estimate_ms = 0;  // plain AR's time on this machine, where the run knows it
   try {
     RunRecord r = recordFromFinished(f);
     rule = QString::fromStdString(r.stats->settings.value("verify", std::string()));
+    ar_estimate_ms = r.stats->settings.value("ar_estimate_ms", 0.0);
     shown_id_ = library_->addFinished(r);
     r.id = shown_id_;
     history_panel_->setCurrent(r.id);  // marked as the one on screen, without re-showing it
@@ -551,13 +553,18 @@ void MainWindow::onFinished(const engine::JobFinished& f) {
   replay_->setRun(run());
   onReplayStep(replay_->step());
   const auto& s = f.summary;
-  endRun("finished", tr("Done: %1 tokens in %2 (%3 tokens/s), τ = %4, %5 steps%6")
+  const QString vs_ar = ar_estimate_ms > 0 && s.wall_ms > 0
+                            ? tr(", %1x the speed of AR (estimated from this machine's timed step)")
+                                  .arg(ar_estimate_ms / s.wall_ms, 0, 'f', 2)
+                            : QString();
+  endRun("finished", tr("Done: %1 tokens in %2 (%3 tokens/s), τ = %4, %5 steps%6%7")
                          .arg(s.tokens)
                          .arg(formatSeconds(f.elapsed_ms / 1000.0))
                          .arg(s.tokens_per_s, 0, 'f', 0)
                          .arg(s.tau, 0, 'f', 2)
                          .arg(s.steps)
-                         .arg(rule.isEmpty() ? QString() : tr(", %1 verification").arg(rule)));
+                         .arg(rule.isEmpty() ? QString() : tr(", %1 verification").arg(rule))
+                         .arg(vs_ar));
   Q_EMIT generationFinished();
 }
 

@@ -80,6 +80,11 @@ DecodeResult run_decode(const model::ModelBundle& model, const model::Condition&
     const int64_t scratch = std::max(kDefaultScratchRows, max_draft_rows(m, largest));
     auto source = make_eagle_source(*model.drafter, *model.gpt, batch, scratch);
     res = generate_speculative(*model.gpt, *source, cond, request, opts, on_step, cancel);
+    if (cost_rule && m.adt.cost_curve.empty()) {
+      // What plain AR would take on this device: a timed one-token step per token after the
+      // prefill (the front ends say the run's speed against it).
+      res.stats.settings["ar_estimate_ms"] = double(g.image_tokens() - 1) * costs.verify(1);
+    }
   } else if (m.method == Method::Pjd) {
     res = generate_pjd(*model.gpt, cond, request, on_step, cancel);
   } else {
