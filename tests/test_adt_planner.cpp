@@ -219,3 +219,31 @@ TEST(AdtPlanner, ArSizedStepsFeedTheHeadLaterAndStayTokenIdentical) {
     EXPECT_EQ(whole, trees) << "T = " << temperature << ": the oracle missed after waiting rows";
   }
 }
+
+// The target's rows of rejected nodes guess the cells after the bonus (coupled choices, as SJD's
+// guesses): the next step's free chain offers them before any code above.
+TEST(AdtPlanner, RejectedRowsLeaveGuessesForTheNextChain) {
+  const int64_t w = 4, V = 6;
+  CouplingNoise noise(9, V);
+  AdtPlanner p(flat_step_costs(), 4, w, 4, 4, 16, true, &noise);
+  std::vector<int64_t> tok{1, 2, 3, 4, 5};  // root at cell 4; the tree drafts cells 5 and 6
+  DraftTree t = root_only_tree(tok.back());
+  t.nodes.push_back(DraftNode{0, 0, 1, -0.1, 0.9f, 0});  // rejected at cell 5
+  t.nodes.push_back(DraftNode{3, 1, 2, -0.2, 0.9f, 0});  // below it, predicts cell 7
+  t.child_dist.resize(3);
+  t.levels = 2;
+  // Rows: node 1 (cell 6) puts all mass on code 2, node 2 (cell 7) on code 4.
+  auto probs = at::zeros({3, V});
+  probs[0][1] = 1.0, probs[1][2] = 1.0, probs[2][4] = 1.0;
+  AcceptResult acc;
+  acc.has_bonus = true, acc.bonus = 1;  // cell 5 takes 1: the draft 0 was rejected
+  tok.push_back(1);
+  p.observe(t, acc, tok, 5, probs);
+  const auto chain = p.grid_tokens(tok, 3);
+  ASSERT_GE(chain.size(), 2u);
+  EXPECT_EQ(chain[0], 2);  // cell 6: node 1's guess
+  EXPECT_EQ(chain[1], 4);  // cell 7: node 2's guess
+  if (chain.size() > 2) {
+    EXPECT_EQ(chain[2], tok[8 - w]);  // cell 8: no guess, the code above
+  }
+}

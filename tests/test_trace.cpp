@@ -19,6 +19,8 @@ DecodeRequest request(const std::string& method, double temperature, bool trace)
   r.method.method = adtree::decode::method_from_string(method);
   r.method.dynamic_tree.budget = 20;
   r.method.adt.d_max = 6;
+  // The policy's own trees (N fixed): the cost rule's plans are traced in test_adt_planner.cpp.
+  r.method.adt.budget_rule = AdtBudget::Fixed;
   r.sampling.cfg_scale = 2.0;
   r.sampling.temperature = temperature;
   r.seed = 3;

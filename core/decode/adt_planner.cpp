@@ -12,18 +12,22 @@ constexpr double kGridPseudo = 2;
 constexpr double kLocalPseudo = 2;
 // Prior of a grid hit by neighbourhood kind: (cell above repeats its upper code) + 2 x (the cell to
 // the left repeats its upper code). Flat regions repeat; the data moves these within a picture.
-constexpr double kGridPrior[4] = {0.2, 0.45, 0.45, 0.8};
+// Kind 4, a target guess (the coupled choice of a row that saw a wrong token before it): SJD's
+// guesses, which images mostly keep.
+constexpr double kGridPrior[5] = {0.2, 0.45, 0.45, 0.8, 0.5};
+constexpr int64_t kGuessKind = 4;
 }  // namespace
 
 AdtPlanner::AdtPlanner(const StepCosts& costs, int64_t grid_h, int64_t grid_w, int64_t d_max,
-                       int64_t k_max, int64_t n_cap, bool grid_ok)
+                       int64_t k_max, int64_t n_cap, bool grid_ok, CouplingNoise* noise)
     : costs_(costs),
       h_(grid_h),
       w_(grid_w),
       d_max_(d_max),
       k_max_(k_max),
       n_cap_(n_cap),
-      grid_ok_(grid_ok) {
+      grid_ok_(grid_ok),
+      noise_(noise) {
   // Head prior: the top child right about half the time at level 1, the next ranks far less,
   // every level a little worse (the head drafts deeper levels from its own features).
   prior_.assign(size_t(d_max), std::vector<double>(size_t(k_max)));
@@ -41,6 +45,7 @@ void AdtPlanner::start() {
   top1_.assign(size_t(h_ * w_), int8_t(-1));
   std::fill(std::begin(grid_hits_), std::end(grid_hits_), 0.0);
   std::fill(std::begin(grid_trials_), std::end(grid_trials_), 0.0);
+  guess_.assign(size_t(h_ * w_), -1);
   learned_to_ = 0;
 }
 
@@ -79,12 +84,27 @@ double AdtPlanner::grid_hit(const std::vector<int64_t>& committed, int64_t cell,
   return (grid_hits_[kind] + kGridPseudo * kGridPrior[kind]) / (grid_trials_[kind] + kGridPseudo);
 }
 
+std::pair<int64_t, double> AdtPlanner::chain_cell(const std::vector<int64_t>& tok, int64_t cell,
+                                                  int64_t j, bool left_repeats) const {
+  if (cell >= int64_t(guess_.size())) return {-1, 0.0};
+  if (guess_[size_t(cell)] >= 0) {
+    const auto g = size_t(kGuessKind);
+    return {guess_[size_t(cell)],
+            (grid_hits_[g] + kGridPseudo * kGridPrior[g]) / (grid_trials_[g] + kGridPseudo)};
+  }
+  if (cell < w_ || j >= w_) return {-1, 0.0};  // no committed code above it
+  return {tok[size_t(cell - w_)], grid_hit(tok, cell, left_repeats)};
+}
+
 std::vector<int64_t> AdtPlanner::grid_tokens(const std::vector<int64_t>& committed,
                                              int64_t cells) const {
   const int64_t first = int64_t(committed.size());
   std::vector<int64_t> out;
-  for (int64_t j = 0; j < cells && first + j >= w_ && j < w_; ++j)
-    out.push_back(committed[size_t(first + j - w_)]);
+  for (int64_t j = 0; j < cells; ++j) {
+    const auto [code, p] = chain_cell(committed, first + j, j, true);
+    if (code < 0) break;
+    out.push_back(code);
+  }
   return out;
 }
 
@@ -108,14 +128,16 @@ StepPlan AdtPlanner::plan(const std::vector<int64_t>& committed, TreeShape bound
   // The grid chain's expected tokens by length: the first cell's left neighbour is the root;
   // further cells are reached only when the cell before matched, i.e. repeated the code above.
   std::vector<double> chain{0.0};
-  if (grid_ok_ && first >= w_) {
+  if (grid_ok_) {
     const int64_t root = first - 1;
     const bool root_repeats = root >= w_ && committed[size_t(root)] == committed[size_t(root - w_)];
-    const int64_t cells = std::min({max_levels, w_, kMaxGridChain, bound.d});
+    // The free chain costs no head call, so the curve alone bounds it (not the adjacency depth).
+    const int64_t cells = std::min({max_levels, kMaxGridChain, bound.d});
     double reach = 1;
     for (int64_t j = 0; j < cells; ++j) {
-      reach *= grid_hit(committed, first + j, j > 0 || root_repeats);
-      chain.push_back(chain.back() + reach);
+      const auto [code, p] = chain_cell(committed, first + j, j, j > 0 || root_repeats);
+      if (code < 0) break;
+      chain.push_back(chain.back() + (reach *= p));
     }
   }
   const double local = local_factor(first);
@@ -147,7 +169,15 @@ StepPlan AdtPlanner::plan(const std::vector<int64_t>& committed, TreeShape bound
 }
 
 void AdtPlanner::learn_grid(const std::vector<int64_t>& tok, int64_t from, int64_t to) {
-  for (int64_t c = std::max(from, w_); c < to; ++c) {
+  for (int64_t c = from; c < to; ++c) {
+    auto& g = guess_[size_t(c)];
+    if (g >= 0) {  // a guess was offered for this cell: its hit rate, whatever the code above
+      grid_trials_[kGuessKind] += 1;
+      grid_hits_[kGuessKind] += tok[size_t(c)] == g ? 1 : 0;
+      g = -1;
+      continue;
+    }
+    if (c < w_) continue;
     const bool left = c - 1 >= w_ && tok[size_t(c - 1)] == tok[size_t(c - 1 - w_)];
     const auto kind = size_t(grid_kind(tok, c, left));
     grid_trials_[kind] += 1;
@@ -155,8 +185,36 @@ void AdtPlanner::learn_grid(const std::vector<int64_t>& tok, int64_t from, int64
   }
 }
 
+void AdtPlanner::learn_guesses(const DraftTree& tree, const AcceptResult& acc, int64_t first_cell,
+                               int64_t committed, const at::Tensor& probs) {
+  // Rows of the subtree below the last accepted node saw the right tokens up to the bonus cell
+  // and one wrong one there: their guesses come first, then by score; each cell takes one.
+  const int64_t last = acc.path.empty() ? 0 : acc.path.back();
+  std::vector<int64_t> order;
+  std::vector<char> below(size_t(tree.size()), 0);
+  for (int64_t i = 1; i < tree.size(); ++i) {
+    const auto parent = tree.nodes[size_t(i)].parent;
+    below[size_t(i)] = parent == last || (parent > 0 && below[size_t(parent)]);
+    order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    if (below[size_t(a)] != below[size_t(b)]) return below[size_t(a)] > below[size_t(b)];
+    return tree.nodes[size_t(a)].score > tree.nodes[size_t(b)].score;
+  });
+  const auto p = probs.to(at::kFloat).contiguous();
+  std::vector<char> set(size_t(tree.levels + 2), 0);
+  for (int64_t i : order) {
+    const int64_t depth = tree.nodes[size_t(i)].depth;
+    const int64_t cell = first_cell + depth;  // what node i's row predicts
+    if (cell < committed || cell >= int64_t(guess_.size()) || set[size_t(depth)]) continue;
+    set[size_t(depth)] = 1;
+    guess_[size_t(cell)] = noise_->choose(p[i].data_ptr<float>(), cell);
+  }
+}
+
 void AdtPlanner::observe(const DraftTree& tree, const AcceptResult& acc,
-                         const std::vector<int64_t>& committed, int64_t first_cell) {
+                         const std::vector<int64_t>& committed, int64_t first_cell,
+                         const at::Tensor& probs) {
   // Walk the accepted path: at each accepted node (the root first) the target's next token is
   // the next path node's, or the bonus; every head child there was a trial of its rank.
   std::vector<std::vector<int64_t>> kids(size_t(tree.size()));
@@ -180,6 +238,8 @@ void AdtPlanner::observe(const DraftTree& tree, const AcceptResult& acc,
   }
   learn_grid(committed, learned_to_, int64_t(committed.size()));
   learned_to_ = int64_t(committed.size());
+  if (grid_ok_ && noise_ && probs.defined())
+    learn_guesses(tree, acc, first_cell, int64_t(committed.size()), probs);
 }
 
 }  // namespace adtree::decode

@@ -12,6 +12,7 @@
 
 #include "decode/acceptance.h"
 #include "decode/adt_policy.h"
+#include "decode/coupling.h"
 #include "decode/draft_tree.h"
 #include "decode/step_cost.h"
 
@@ -38,21 +39,26 @@ std::string describe(const StepPlan& p);
 // neighbourhood kind (does the cell above repeat its own upper code; does the cell to the left).
 class AdtPlanner {
  public:
-  // `grid_ok`: the rule accepts candidates that did not come from q (greedy, coupled,
-  // deterministic children). `n_cap`: the largest N a tree may verify.
+  // `grid_ok`: the rule keeps the tokens AR's whatever the candidates (greedy, coupled).
+  // `n_cap`: the largest N a tree may verify. `noise` (optional): the run's coupling noise, which
+  // turns the target's rows of rejected nodes into guesses for the cells they predict.
   AdtPlanner(const StepCosts& costs, int64_t grid_h, int64_t grid_w, int64_t d_max, int64_t k_max,
-             int64_t n_cap, bool grid_ok);
+             int64_t n_cap, bool grid_ok, CouplingNoise* noise = nullptr);
 
   void start();
   // The best plan for the tree whose root is committed.back(), within `bound`; `feed` rows wait
   // for the head (its first call this step feeds them).
   StepPlan plan(const std::vector<int64_t>& committed, TreeShape bound, int64_t feed,
                 int64_t max_levels) const;
-  // The codes of the grid chain for the plan: cell root + 1 + j repeats the cell above it.
+  // The codes of the free chain for the plan: for cell root + 1 + j the target's guess where an
+  // earlier verification left one (a Jacobi guess: the coupled choice of a rejected node's row),
+  // else the committed code above it.
   std::vector<int64_t> grid_tokens(const std::vector<int64_t>& committed, int64_t cells) const;
-  // Learns from a verified tree and the tokens committed after it (`committed` includes them).
+  // Learns from a verified tree and the tokens committed after it (`committed` includes them);
+  // `probs` [nodes, V] (CPU, optional): the verification's rows, for the guesses.
   void observe(const DraftTree& tree, const AcceptResult& acc,
-               const std::vector<int64_t>& committed, int64_t first_cell);
+               const std::vector<int64_t>& committed, int64_t first_cell,
+               const at::Tensor& probs = {});
 
   // Predictions, exposed for tests and traces.
   double head_level(int64_t level, int64_t k, double local) const;
@@ -61,15 +67,23 @@ class AdtPlanner {
 
  private:
   int64_t grid_kind(const std::vector<int64_t>& tok, int64_t cell, bool left_repeats) const;
+  // The chain's code and hit chance at `cell` (j cells after the first), -1 where it has none.
+  std::pair<int64_t, double> chain_cell(const std::vector<int64_t>& tok, int64_t cell, int64_t j,
+                                        bool left_repeats) const;
   void learn_grid(const std::vector<int64_t>& tok, int64_t from, int64_t to);
+  void learn_guesses(const DraftTree& tree, const AcceptResult& acc, int64_t first_cell,
+                     int64_t committed, const at::Tensor& probs);
 
   StepCosts costs_;
   int64_t h_, w_, d_max_, k_max_, n_cap_;
   bool grid_ok_;
   std::vector<std::vector<double>> hits_, trials_, prior_;  // [level - 1][rank]
   std::vector<int8_t> top1_;                                // per cell: -1 unknown, 0 miss, 1 hit
-  double grid_hits_[4] = {0, 0, 0, 0}, grid_trials_[4] = {0, 0, 0, 0};
-  int64_t learned_to_ = 0;  // cells below this are in the grid statistics
+  // Kinds 0-3: the code above, by neighbourhood; kind 4: a target guess.
+  double grid_hits_[5] = {}, grid_trials_[5] = {};
+  CouplingNoise* noise_;
+  std::vector<int64_t> guess_;  // per cell: the target's latest guess, -1 none
+  int64_t learned_to_ = 0;      // cells below this are in the grid statistics
 };
 
 }  // namespace adtree::decode

@@ -186,9 +186,9 @@ class AdtProposer : public DynamicProposer {
       // Any candidate keeps these rules' tokens AR's (deterministic children would stay lossless
       // in distribution only, with other draws than the same tree without them).
       const bool any_candidate = in.rule == VerifyRule::Coupled || in.greedy;
-      planner_.emplace(*in.costs, in.target.grid_h, in.target.grid_w, s_.d_max, s_.k_max,
-                       max_budget(),
-                       s_.grid && any_candidate && in.method.acceptance == Acceptance::Lossless);
+      planner_.emplace(
+          *in.costs, in.target.grid_h, in.target.grid_w, s_.d_max, s_.k_max, max_budget(),
+          s_.grid && any_candidate && in.method.acceptance == Acceptance::Lossless, in.noise);
     }
   }
   int64_t max_nodes() const override {
@@ -225,9 +225,9 @@ class AdtProposer : public DynamicProposer {
     for (size_t i = 0; i < out.new_tokens.size(); ++i) cells.push_back(out.first_cell + int64_t(i));
     if (planned_) {
       committed_.insert(committed_.end(), out.new_tokens.begin(), out.new_tokens.end());
-      planner_->observe(out.tree, out.acc, committed_, out.first_cell);
-      // A step without the head says nothing of the shape: its cells keep the one they had.
-      if (plan_.d == 0) {
+      planner_->observe(out.tree, out.acc, committed_, out.first_cell, out.probs);
+      // An AR-sized step says nothing of the shape: its cells keep the one they had.
+      if (plan_.d == 0 && plan_.grid == 0) {
         next_ = policy_.keep(shape_, cells);
         return;
       }

@@ -32,6 +32,10 @@ struct StepOutcome {
   const std::vector<int64_t>& new_tokens;  // committed by this step, cells first_cell ..
   const std::vector<int64_t>& parents;     // node whose row predicted each new token
   int64_t first_cell = 0;
+  // The target's processed rows [nodes, V] on the CPU (the host step; undefined otherwise): the
+  // rows of rejected nodes are guesses for cells beyond this step (cost-aware ADT's free
+  // candidates, adt_planner.h).
+  at::Tensor probs;
 };
 
 class Proposer {

@@ -165,6 +165,7 @@ struct VerifiedStep {
   Processed target;           // the verification rows the recorder reads (top1 at least)
   at::Tensor hidden;          // target features [B, nodes, D], row i after tree node i
   std::vector<int64_t> keep;  // block rows the cache keeps: the root's and the path's
+  at::Tensor probs;           // the host step's processed rows on the CPU (undefined otherwise)
 };
 
 // The parts of the loop a step uses.
@@ -199,12 +200,12 @@ VerifiedStep host_step(StepParts& s, const std::vector<int64_t>& tokens, int64_t
   rec.t_verify_ms = ms_since(t0);
   t0 = Clock::now();  // accept (and the Jacobi methods' new guesses: both are sampling)
   auto proc = s.parts.target_proc.process_rows(out.logits, predicts);
-  auto acc = s.parts.verifier->verify(tree, proc.probs.to(at::kCPU), proc.mixed.to(at::kCPU), n,
-                                      max_levels);
+  const auto probs = proc.probs.to(at::kCPU);
+  auto acc = s.parts.verifier->verify(tree, probs, proc.mixed.to(at::kCPU), n, max_levels);
   rec.t_sample_ms = ms_since(t0);
   std::vector<int64_t> keep{0};
   keep.insert(keep.end(), acc.path.begin(), acc.path.end());
-  return VerifiedStep{std::move(tree), std::move(acc), std::move(proc), out.hidden, keep};
+  return VerifiedStep{std::move(tree), std::move(acc), std::move(proc), out.hidden, keep, probs};
 }
 
 // The same on the device: tree, forward and rule stay there; one read brings the verdict back.
@@ -234,7 +235,7 @@ VerifiedStep device_step(StepParts& s, const std::vector<int64_t>& tokens, int64
           : out.hidden.index_select(1, to_device_async(at::tensor(v.rows), out.hidden.device()));
   Processed shown;
   shown.top1 = v.top1;
-  return VerifiedStep{std::move(v.tree), std::move(v.acc), std::move(shown), hidden, v.keep};
+  return VerifiedStep{std::move(v.tree), std::move(v.acc), std::move(shown), hidden, v.keep, {}};
 }
 
 DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
@@ -288,7 +289,7 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
 
     t0 = Clock::now();
     auto [new_tokens, parents] = committed_by(s.tree, s.acc);
-    proposer.observe(StepOutcome{s.tree, s.acc, s.hidden, new_tokens, parents, n + 1});
+    proposer.observe(StepOutcome{s.tree, s.acc, s.hidden, new_tokens, parents, n + 1, s.probs});
     rec.t_sample_ms += ms_since(t0);
 
     t0 = Clock::now();  // commit: keep the root's and the accepted path's K/V rows

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The benches behind docs/PERFORMANCE.md, "ADT-Tree as the default": one run of every lossless
+# method with the defaults, ADT in bf16, the cost rule planned with an H200-like curve, and the
+# head's acceptance by depth against the previous head (N fixed, T = 1 and greedy, on held-out
+# captions). From the repository root on an otherwise idle machine; OLD is a model directory with
+# the previous head (docs/model/v3/README.md, "The head trained for what is verified").
+#   docs/bench-adt-cost.sh [OLD]
+set -euo pipefail
+B=build/release/bin/adtree
+M=resources/models/emoji
+P="red apple noto;grinning face twemoji;rocket noto;dog face twemoji"
+H="man beard noto;teacher twemoji;man pouting noto;man facepalming twemoji"
+export ADTREE_THREADS=2
+R=ar,adt:coupled,dynamic:coupled,static:coupled,sjd:coupled,pathspec:coupled,sjd-pac:coupled
+$B bench --model $M --method $R --budget auto --prompts "$P" --seeds 2 --reps 10 \
+  --blocks 1,2,4,8,16,32 --cost-curve-out docs/cost-curve-emoji.json \
+  --json docs/bench-adt-default.json > docs/bench-adt-default.txt
+$B bench --model $M --dtype bf16 --method ar,adt:coupled --prompts "$P" --seeds 2 --reps 10 \
+  --blocks 1,2,4,8,16,32 --json docs/bench-adt-bf16.json > docs/bench-adt-bf16.txt
+$B bench --model $M --dtype bf16 --dtype-kl --prompts "$P" --seeds 2 > docs/bench-bf16-kl.txt
+$B bench --model $M --method ar,adt:coupled --cost-curve docs/sweeps/cost-curve-h200.json \
+  --prompts "$P" --seeds 2 --reps 3 --blocks 1 --json docs/bench-adt-h200-curve.json \
+  > docs/bench-adt-h200-curve.txt
+for head in new ${1:+old}; do
+  model=$M; [[ $head == old ]] && model=$1
+  for t in 1 0; do
+    $B bench --model "$model" --method ar,adt:coupled --adt-budget fixed --temperature $t \
+      --prompts "$H" --seeds 2 --reps 3 --blocks 1 --json docs/bench-head-$head-t$t.json \
+      > docs/bench-head-$head-t$t.txt
+  done
+done
