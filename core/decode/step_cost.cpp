@@ -53,17 +53,25 @@ double median_ms(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Medians of interleaved rounds: every size is timed once per round, after a warm-up round, so a
+// slow spell of the machine (another process, a frequency change) touches every size alike instead
+// of bending the curve where it happened to fall.
 template <class Run>
-double timed(Run run) {
-  std::vector<double> ms;
-  for (int r = 0; r < 7; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    run();
-    const double t =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (r >= 2) ms.push_back(t);  // two warm-ups
+std::vector<double> timed_rounds(const std::vector<int64_t>& sizes, Run run) {
+  constexpr int kRounds = 9;
+  std::vector<std::vector<double>> ms(sizes.size());
+  for (int r = -1; r < kRounds; ++r) {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      run(sizes[i]);
+      const double t =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (r >= 0) ms[i].push_back(t);
+    }
   }
-  return median_ms(ms);
+  std::vector<double> out;
+  for (auto& m : ms) out.push_back(median_ms(m));
+  return out;
 }
 }  // namespace
 
@@ -130,13 +138,14 @@ StepCosts measure_step_costs(const model::Gpt& target, const model::Drafter& hea
   target.prefill(kv, cond);
   target.forward_tokens(kv, at::zeros({batch, prefix}, at::kLong), 0);
   kv.commit();
-  for (int64_t q : {1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64}) {
-    if (prefix + q > cfg.image_tokens()) break;
-    c.verify_ms.emplace_back(q, timed([&] {
-                               target.forward_tokens(kv, at::zeros({batch, q}, at::kLong), prefix);
-                               kv.pending = 0;
-                             }));
-  }
+  std::vector<int64_t> rows;
+  for (int64_t q : {1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64})
+    if (prefix + q <= cfg.image_tokens()) rows.push_back(q);
+  const auto verify = timed_rounds(rows, [&](int64_t q) {
+    target.forward_tokens(kv, at::zeros({batch, q}, at::kLong), prefix);
+    kv.pending = 0;
+  });
+  for (size_t i = 0; i < rows.size(); ++i) c.verify_ms.emplace_back(rows[i], verify[i]);
   auto hk = head.new_cache(batch, 64);
   auto feed = [&](int64_t first, int64_t n) {
     const auto feats = at::zeros({batch, n, cfg.dim},
@@ -146,13 +155,14 @@ StepCosts measure_step_costs(const model::Gpt& target, const model::Drafter& hea
   };
   feed(0, prefix);
   hk.commit();
-  for (int64_t q : {1, 2, 3, 4, 6, 8, 12, 16}) {
-    if (prefix + q > cfg.image_tokens()) break;
-    c.head_ms.emplace_back(q, timed([&] {
-                             feed(prefix, q);
-                             hk.pending = 0;
-                           }));
-  }
+  std::vector<int64_t> head_rows;
+  for (int64_t q : {1, 2, 3, 4, 6, 8, 12, 16})
+    if (prefix + q <= cfg.image_tokens()) head_rows.push_back(q);
+  const auto head_ms = timed_rounds(head_rows, [&](int64_t q) {
+    feed(prefix, q);
+    hk.pending = 0;
+  });
+  for (size_t i = 0; i < head_rows.size(); ++i) c.head_ms.emplace_back(head_rows[i], head_ms[i]);
   cache[key] = c;
   return c;
 }

@@ -40,7 +40,7 @@ StepCosts flat_step_costs();
 StepCosts load_step_costs(const std::string& path);
 
 // Times the target at blocks of 1 .. 64 rows after half the image and the head at 1 .. 16 rows
-// (medians of 5), once per (model, CFG batch) in this process.
+// (medians of 9 interleaved rounds), once per (model, CFG batch) in this process.
 StepCosts measure_step_costs(const model::Gpt& target, const model::Drafter& head, int64_t batch);
 
 }  // namespace adtree::decode
