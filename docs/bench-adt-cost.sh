@@ -27,5 +27,8 @@ for head in new ${1:+old}; do
     $B bench --model "$model" --method ar,adt:coupled --adt-budget fixed --temperature $t \
       --prompts "$H" --seeds 2 --reps 3 --blocks 1 --json docs/bench-head-$head-t$t.json \
       > docs/bench-head-$head-t$t.txt
+    $B bench --model "$model" --method ar,adt:coupled --adt-budget fixed --temperature $t \
+      --prompts "$P" --seeds 2 --reps 3 --blocks 1 --json docs/bench-head-$head-train-t$t.json \
+      > docs/bench-head-$head-train-t$t.txt
   done
 done
