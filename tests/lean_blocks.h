@@ -3,9 +3,15 @@
 #pragma once
 #include <vector>
 
+#include "model/lean_layer.h"
 #include "spec_fixture.h"
 
 namespace adtree::testing {
+
+struct LeanSwitch {  // restores the process switch whatever a test does
+  bool was = model::lean_enabled();
+  ~LeanSwitch() { model::set_lean_enabled(was); }
+};
 
 inline model::GptConfig wide_heads() {  // head_dim 64, as LlamaGen and the shipped model
   auto c = model::GptConfig::preset("micro");

@@ -15,16 +15,13 @@
 
 using namespace adtree;
 using namespace adtree::model;
+using adtree::testing::LeanSwitch;
 using adtree::testing::run_blocks;
 using adtree::testing::scaled_params;
 using adtree::testing::SpecFixture;
 using adtree::testing::wide_heads;
 
 namespace {
-struct LeanSwitch {  // restores the process switch whatever a test does
-  bool was = lean_enabled();
-  ~LeanSwitch() { set_lean_enabled(was); }
-};
 
 // Each kernel variant this CPU runs, restoring the choice afterwards.
 template <typename F>

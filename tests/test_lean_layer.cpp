@@ -14,15 +14,12 @@
 
 using namespace adtree;
 using namespace adtree::model;
+using adtree::testing::LeanSwitch;
 using adtree::testing::run_blocks;
 using adtree::testing::SpecFixture;
 using adtree::testing::wide_heads;
 
 namespace {
-struct LeanSwitch {  // restores the process switch whatever a test does
-  bool was = lean_enabled();
-  ~LeanSwitch() { set_lean_enabled(was); }
-};
 
 double rel_err(const at::Tensor& got, const at::Tensor& want) {
   const double scale = want.abs().max().item<double>();

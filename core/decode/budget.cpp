@@ -8,6 +8,8 @@
 #include <map>
 #include <mutex>
 
+#include "model/conditioning.h"
+
 namespace adtree::decode {
 
 BudgetChoice choose_budget(const model::Gpt& target, int64_t batch, double gain,
@@ -22,14 +24,7 @@ BudgetChoice choose_budget(const model::Gpt& target, int64_t batch, double gain,
   const auto& cfg = target.config();
   auto kv = target.new_cache(
       batch, candidates.empty() ? 64 : *std::max_element(candidates.begin(), candidates.end()) + 2);
-  model::Condition cond;
-  if (cfg.cond == model::CondKind::Class) {
-    cond.class_ids = at::full({batch}, cfg.num_classes, at::kLong);
-  } else {
-    cond.caption = target.null_caption().unsqueeze(0).expand({batch, -1, -1});
-    cond.caption_mask = at::ones({batch, cfg.cond_len}, at::kBool);
-  }
-  target.prefill(kv, cond);
+  target.prefill(kv, model::null_condition(target, batch));
   // A prefix of half the image, as a typical step sees; blocks must still fit inside the image.
   const int64_t prefix = cfg.image_tokens() / 2;
   target.forward_tokens(kv, at::zeros({batch, prefix}, at::kLong), 0);

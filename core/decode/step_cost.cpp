@@ -10,6 +10,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "model/conditioning.h"
 #include "util/error.h"
 
 namespace adtree::decode {
@@ -128,14 +129,7 @@ StepCosts measure_step_costs(const model::Gpt& target, const model::Drafter& hea
   StepCosts c;
   c.source = "timed on this device";
   auto kv = target.new_cache(batch, 66);
-  model::Condition cond;
-  if (cfg.cond == model::CondKind::Class) {
-    cond.class_ids = at::full({batch}, cfg.num_classes, at::kLong);
-  } else {
-    cond.caption = target.null_caption().unsqueeze(0).expand({batch, -1, -1});
-    cond.caption_mask = at::ones({batch, cfg.cond_len}, at::kBool);
-  }
-  target.prefill(kv, cond);
+  target.prefill(kv, model::null_condition(target, batch));
   target.forward_tokens(kv, at::zeros({batch, prefix}, at::kLong), 0);
   kv.commit();
   std::vector<int64_t> rows;

@@ -306,4 +306,16 @@ Condition condition_from_embedding_file(const Gpt& gpt, const std::string& path,
   return cond;
 }
 
+Condition null_condition(const Gpt& gpt, int64_t batch) {
+  const auto& cfg = gpt.config();
+  Condition cond;
+  if (cfg.cond == CondKind::Class) {
+    cond.class_ids = at::full({batch}, cfg.num_classes, at::kLong);
+  } else {
+    cond.caption = gpt.null_caption().unsqueeze(0).expand({batch, -1, -1});
+    cond.caption_mask = at::ones({batch, cfg.cond_len}, at::kBool);
+  }
+  return cond;
+}
+
 }  // namespace adtree::model

@@ -58,6 +58,10 @@ Condition make_condition(const Gpt& gpt, const Vocabulary& vocab, const std::str
 // Same from word ids (left-padded to cond_len; more words than cond_len is an error).
 Condition condition_from_words(const Gpt& gpt, const std::vector<int64_t>& ids, bool cfg);
 
+// `batch` rows of the null class or the null caption (all slots real): what the timings of a
+// model's steps run on, whatever a prompt would be.
+Condition null_condition(const Gpt& gpt, int64_t batch);
+
 // A caption-embedding prompt file (t2i-embeddings models; tools/t5_embed.py writes one):
 // safetensors with "caption_embedding" [L, cap_dim] (F32/F16/BF16, L <= cond_len) and optionally
 // "caption_mask" [L] (integers or bools, 1 = a real token; absent = all real). As LlamaGen does,
