@@ -553,10 +553,10 @@ void MainWindow::onFinished(const engine::JobFinished& f) {
   replay_->setRun(run());
   onReplayStep(replay_->step());
   const auto& s = f.summary;
-  const QString vs_ar = ar_estimate_ms > 0 && s.wall_ms > 0
-                            ? tr(", %1x the speed of AR (estimated from this machine's timed step)")
-                                  .arg(ar_estimate_ms / s.wall_ms, 0, 'f', 2)
-                            : QString();
+  const QString vs_ar =
+      ar_estimate_ms > 0 && s.wall_ms > 0
+          ? tr(", %1x the speed of AR (estimated)").arg(ar_estimate_ms / s.wall_ms, 0, 'f', 2)
+          : QString();
   endRun("finished", tr("Done: %1 tokens in %2 (%3 tokens/s), τ = %4, %5 steps%6%7")
                          .arg(s.tokens)
                          .arg(formatSeconds(f.elapsed_ms / 1000.0))
