@@ -316,11 +316,12 @@ int64_t add_grid_chain(DraftTree& tree, const std::vector<int64_t>& tokens) {
     }
     if (next < 0) {
       // Below every drafted score: a budget never prefers a free candidate to a drafted one.
-      const auto& parent = tree.nodes[size_t(cur)];
-      tree.nodes.push_back(DraftNode{token, cur, parent.depth + 1, parent.score - 1e6, 0.f,
-                                     int32_t(children), true});
+      // Copies: push_back may move the nodes.
+      const int64_t depth = tree.nodes[size_t(cur)].depth + 1;
+      const double score = tree.nodes[size_t(cur)].score - 1e6;
+      tree.nodes.push_back(DraftNode{token, cur, depth, score, 0.f, int32_t(children), true});
       tree.child_dist.emplace_back();
-      tree.levels = std::max(tree.levels, parent.depth + 1);
+      tree.levels = std::max(tree.levels, depth);
       next = tree.size() - 1;
       ++added;
     }
