@@ -32,3 +32,9 @@ for head in new ${1:+old}; do
       > docs/bench-head-$head-train-t$t.txt
   done
 done
+# No tree pays on this curve: the cost rule takes AR-sized steps, so the ratio shows the loop's cost.
+$B bench --model $M --method ar,adt:coupled --cost-curve docs/sweeps/cost-curve-steep.json \
+  --prompts "$P" --seeds 2 --reps 3 --blocks 1 > docs/bench-adt-steep-curve.txt
+# Longer free chains allowed: the planner's choice when the adjacency depth may reach 16.
+$B bench --model $M --method ar,adt:coupled --adt-d-max 16 --prompts "$P" --seeds 2 --reps 3 \
+  --blocks 1 > docs/bench-adt-dmax16.txt

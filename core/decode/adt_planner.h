@@ -1,10 +1,10 @@
 // Cost-aware ADT-Tree (SPEC_DECODING.md 5.8): each step picks the tree that commits the most tokens
 // per millisecond on this device, from the measured cost of its parts (step_cost.h) and from the
 // acceptance its neighbourhood predicts. The adjacency shape (d, k) of AdtPolicy bounds the choice;
-// within it the plan is a head tree of d' <= d levels and width k' <= k, plus a chain of free grid
-// candidates (the committed codes above the next cells, no head call), or no draft at all: an
-// AR-sized step, so ADT-Tree is not slower than AR where no tree pays. The head's inputs then wait
-// and are fed in one call when the next tree needs it.
+// within it the plan is a head tree of d' <= d levels and width k' <= k, plus a chain of free
+// candidates (the target's guesses from rejected rows, else the codes above; no head call), or no
+// draft at all: an AR-sized step, so no tree is taken that does not pay. The head's inputs then
+// wait and are fed in one call when the next tree needs it.
 #pragma once
 #include <cstdint>
 #include <string>
