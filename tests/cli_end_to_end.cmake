@@ -180,10 +180,19 @@ run_fails("--trace needs --stats" ${ADTREE} generate --model ${WORK}/model --pro
           --out ${WORK}/x.png)
 run_ok(${ADTREE} generate --model ${WORK}/model --prompt "a red cat" --method static --relax lantern
        --lantern-k 8 --out ${WORK}/lantern.png --quiet)
-run_ok(${ADTREE} bench --model ${WORK}/model --method ar,adt --seeds 1 --blocks 1,2 --reps 1
-       --budget 4 --json ${WORK}/bench.json)
+run_ok(${ADTREE} bench --model ${WORK}/model --method ar,adt --prompts "a red cat" --seeds 1
+       --rounds 2 --blocks 1,2 --reps 1 --budget 4 --json ${WORK}/bench.json)
 file(READ "${WORK}/bench.json" bj)
 string(JSON speedup GET "${bj}" summary adt speedup_vs_ar)
+# Methods taken in turn per picture, the set twice: AR, adt, AR, adt; each method ran twice.
+string(JSON bench_runs LENGTH "${bj}" runs)
+string(JSON second GET "${bj}" runs 1 method)
+string(JSON third GET "${bj}" runs 2 round)
+string(JSON adt_runs GET "${bj}" summary adt runs)
+if(NOT bench_runs EQUAL 4 OR NOT second STREQUAL "adt" OR NOT third EQUAL 1 OR NOT adt_runs EQUAL 2)
+  message(FATAL_ERROR "bench order: ${bench_runs} runs, second ${second}, third's round ${third}")
+endif()
+run_fails("--seeds and --rounds need at least 1" ${ADTREE} bench --model ${WORK}/model --rounds 0)
 run_ok(${ADTREE} info --model ${WORK}/model)
 run_ok(${ADTREE} generate --help)
 

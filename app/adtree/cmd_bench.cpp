@@ -18,6 +18,7 @@
 #include "bench_breakdown.h"
 #include "bench_dtype.h"
 #include "bench_forward.h"
+#include "bench_runs.h"
 #include "commands.h"
 #include "decode/run.h"
 #include "decode/step_cost.h"
@@ -106,6 +107,9 @@ int cmd_bench(int argc, char** argv) {
       .option("seeds", "N", "seeds per prompt (0 .. N-1)", "2")
       .option("blocks", "LIST", "query-block sizes to time one forward for", "1,2,4,8,16,32,64")
       .option("reps", "N", "repetitions per block size (median reported)", "20")
+      .option("rounds", "N",
+              "times every picture is made by every method (speed-ups: medians of paired ratios)",
+              "1")
       .option("json", "FILE", "write the full results as JSON")
       .option("cost-curve-out", "FILE",
               "write this device's step cost curve (what ADT's cost rule plans with) as JSON");
@@ -145,7 +149,8 @@ int cmd_bench(int argc, char** argv) {
     for (size_t i = 0; i < std::min<size_t>(2, e.size()); ++i)
       prompts.push_back(e[i + 1 < e.size() ? i + 1 : i]);
   }
-  const int64_t seeds = a.integer("seeds");
+  const int64_t seeds = a.integer("seeds"), rounds = a.integer("rounds");
+  if (seeds < 1 || rounds < 1) throw Error("--seeds and --rounds need at least 1");
   const int reps = int(a.integer("reps"));
 
   nlohmann::json out;
@@ -201,20 +206,14 @@ int cmd_bench(int argc, char** argv) {
     throw Error("--cost-curve-out: this model has no draft head, so there is no curve to time");
   }
 
-  // Every method on the same prompts and seeds in this one process; AR always runs first, as the
-  // baseline every speed-up is measured against.
-  std::vector<std::string> methods{"ar"};
+  // Every method on the same pictures in this one process, taken in turn per picture
+  // (bench_runs.h); AR first, as the baseline every speed-up is measured against.
+  std::vector<BenchMethod> methods;
+  std::vector<std::string> names{"ar"};
   for (const auto& mth : split(method_or_default(a, m.drafter != nullptr), ',')) {
-    if (mth != "ar") methods.push_back(mth);
+    if (mth != "ar") names.push_back(mth);
   }
-  nlohmann::json runs = nlohmann::json::array();
-  struct Agg {
-    std::vector<double> wall, step;
-    double tokens = 0, forwards = 0, drafted = 0, steps = 0, forward_ms = 0, total_ms = 0;
-  };
-  std::map<std::string, Agg> agg;
-  std::map<std::string, Breakdown> breakdown;
-  for (const auto& method : methods) {
+  for (const auto& method : names) {
     // An entry may name its verification rule: "adt:sampled" is ADT-Tree with q-sampled children.
     const auto colon = method.find(':');
     decode::DecodeRequest req;
@@ -224,36 +223,10 @@ int cmd_bench(int argc, char** argv) {
     req.sampling = params;
     if (req.method.method == decode::Method::Ar)
       req.method.acceptance = decode::Acceptance::Lossless;
-    for (const auto& prompt : prompts) {
-      auto c = model::make_condition(*m.gpt, m.vocab, prompt, params.uses_cfg());
-      for (int64_t seed = 0; seed < seeds; ++seed) {
-        req.seed = uint64_t(seed);
-        auto res = decode::run_decode(m, c, req);
-        const auto& su = res.stats.summary;
-        std::vector<double> step_ms;
-        for (const auto& r : res.stats.steps)
-          step_ms.push_back(r.t_draft_ms + r.t_verify_ms + r.t_sample_ms + r.t_other_ms);
-        runs.push_back({{"method", method},
-                        {"verify", res.stats.settings.value("verify", std::string())},
-                        {"prompt", prompt},
-                        {"seed", seed},
-                        {"summary", su.to_json()},
-                        {"median_step_ms", median(step_ms)},
-                        {"depth_reach", res.stats.to_json()["depth_reach"]}});
-        breakdown[method].add(res.stats);
-        auto& g2 = agg[method];
-        g2.wall.push_back(su.wall_ms);
-        g2.step.push_back(median(step_ms));
-        g2.tokens += double(su.tokens);
-        g2.forwards += double(su.target_forwards);
-        g2.drafted += su.mean_drafted * double(su.steps);
-        g2.steps += double(su.steps);
-        g2.forward_ms += su.t_draft_ms + su.t_verify_ms;
-        g2.total_ms += su.wall_ms;
-      }
-    }
+    methods.push_back({method, req});
   }
-  out["runs"] = runs;
+  auto gens = run_generations(m, methods, prompts, seeds, rounds);
+  out["runs"] = gens.runs;
   out["peak_rss_mib"] = peak_rss_mib();  // before the bandwidth probe's 256 MiB buffer
   const double bw = measure_bandwidth_gbs();
   const double floor_ms = double(weight_bytes) / (bw * 1e9) * 1e3;
@@ -297,35 +270,7 @@ int cmd_bench(int argc, char** argv) {
               << 100.0 * h["share_of_step"].get<double>()
               << "% of a target step (q = " << blocks[0]["q"].get<int64_t>() << ")\n";
   }
-  std::cout << "\nmethod                 tau  drafted/step  target fwd   wall ms  tokens/s  "
-               "speed-up  outside "
-               "fwd  ms/step\n";
-  nlohmann::json summary = nlohmann::json::object();
-  const double ar_wall = median(agg["ar"].wall);
-  for (const auto& method : methods) {
-    const auto& g2 = agg[method];
-    const double wall = median(g2.wall), step = median(g2.step);
-    const double tau = g2.forwards > 0 ? g2.tokens / g2.forwards : 0;
-    const double drafted = g2.steps > 0 ? g2.drafted / g2.steps : 0;
-    const double outside = g2.total_ms > 0 ? 1.0 - g2.forward_ms / g2.total_ms : 0;
-    const double tps = 1000.0 * double(g.image_tokens()) / wall;
-    summary[method] = {{"tau", tau},
-                       {"drafted_per_step", drafted},
-                       {"target_forwards_per_run", g2.forwards / double(g2.wall.size())},
-                       {"median_wall_ms", wall},
-                       {"tokens_per_s", tps},
-                       {"speedup_vs_ar", ar_wall / wall},
-                       {"share_outside_forwards", outside},
-                       {"median_step_ms", step},
-                       {"step_over_floor", step / floor_ms},
-                       {"breakdown", breakdown[method].to_json()}};
-    std::cout << std::left << std::setw(20) << method << std::right << std::setw(6) << tau
-              << std::setw(14) << drafted << std::setw(12) << g2.forwards / double(g2.wall.size())
-              << std::setw(10) << wall << std::setw(10) << tps << std::setw(10) << ar_wall / wall
-              << std::setw(13) << outside << std::setw(9) << step << "\n";
-  }
-  out["summary"] = summary;
-  print_breakdowns(std::cout, methods, breakdown);
+  out["summary"] = print_summary(std::cout, gens, names, g.image_tokens(), floor_ms);
   const auto& pool = WorkerPool::shared();
   out["worker_pool"] = {{"threads", pool.threads()},
                         {"jobs_shared", pool.jobs_shared()},
