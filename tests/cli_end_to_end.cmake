@@ -209,6 +209,7 @@ run_fails("tree width K must be in" ${ADTREE} generate --model ${WORK}/model --p
 run_fails("larger than the tree can hold" ${ADTREE} generate --model ${WORK}/model --prompt cat --method dynamic --budget 5000)
 run_fails("LANTERN delta must be in" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --relax lantern --lantern-k 4 --lantern-delta -1)
 run_fails("ADT-Tree chooses (d, k) per step" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --depth 6)
+run_fails("ADT leftover must be in [0, 1]" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --adt-leftover 2)
 run_fails("unknown verification rule 'gumbel'" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --verify gumbel)
 run_fails("applies to sjd, pathspec and sjd-pac" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --verify maximal)
 run_fails("LANTERN relaxes" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --verify coupled --relax lantern --lantern-k 4)

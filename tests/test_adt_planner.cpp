@@ -247,3 +247,35 @@ TEST(AdtPlanner, RejectedRowsLeaveGuessesForTheNextChain) {
     EXPECT_EQ(chain[2], tok[8 - w]);  // cell 8: no guess, the code above
   }
 }
+
+TEST(AdtPlanner, GuessesLeftForTheNextStepLengthenTheChain) {
+  // Guesses for cells 6, 7 and 8 (rows of a rejected chain, as above); a curve on which the head
+  // never pays. One step alone: a one-cell chain is best (1.5 tokens in 1.2 ms against 1.75 in
+  // 1.5); with each cell verified but not committed worth 0.5, two cells are.
+  const int64_t w = 4, V = 6;
+  CouplingNoise noise(9, V);
+  const auto c = curve({{1, 1.0}, {2, 1.2}, {3, 1.5}, {4, 1.9}}, {{1, 10.0}, {8, 20.0}});
+  AdtPlanner one(c, 4, w, 4, 4, 16, true, &noise, 0.0), two(c, 4, w, 4, 4, 16, true, &noise, 0.5);
+  std::vector<int64_t> tok{1, 2, 3, 4, 5};
+  DraftTree t = root_only_tree(tok.back());
+  t.nodes.push_back(DraftNode{0, 0, 1, -0.1, 0.9f, 0});
+  t.nodes.push_back(DraftNode{3, 1, 2, -0.2, 0.9f, 0});
+  t.nodes.push_back(DraftNode{3, 2, 3, -0.3, 0.9f, 0});
+  t.child_dist.resize(4);
+  t.levels = 3;
+  auto probs = at::zeros({4, V});
+  probs[0][1] = 1.0, probs[1][2] = 1.0, probs[2][4] = 1.0, probs[3][5] = 1.0;
+  AcceptResult acc;
+  acc.has_bonus = true, acc.bonus = 1;
+  tok.push_back(1);
+  one.observe(t, acc, tok, 5, probs);
+  two.observe(t, acc, tok, 5, probs);
+  const auto a = one.plan(tok, TreeShape{3, 4}, 1, 100), b = two.plan(tok, TreeShape{3, 4}, 1, 100);
+  EXPECT_EQ(a.d, 0);
+  EXPECT_EQ(a.grid, 1);
+  EXPECT_DOUBLE_EQ(a.leftover, 0.0);
+  EXPECT_EQ(b.grid, 2);
+  EXPECT_NEAR(b.tokens, 1.75, 1e-9);          // guesses hit at their prior, 0.5
+  EXPECT_NEAR(b.leftover, 0.5 * 1.25, 1e-9);  // 2 cells verified, 0.75 expected committed
+  EXPECT_NE(describe(b).find("guesses left"), std::string::npos);
+}

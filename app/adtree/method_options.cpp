@@ -75,6 +75,10 @@ void add_method_options(Args& a, bool list) {
       .option("adt-grid", "on|off",
               "ADT cost rule: offer the codes above the next cells as free candidates",
               d.adt.grid ? "on" : "off")
+      .option("adt-leftover", "V",
+              "ADT cost rule: tokens a guess left for the next step is worth, in [0, 1] (0: plan "
+              "one step only)",
+              str(d.adt.leftover))
       .option("cost-curve", "FILE",
               "ADT cost rule: plan with this cost curve (JSON, adtree bench --cost-curve-out) "
               "instead of timing this device")
@@ -185,6 +189,7 @@ decode::MethodSettings method_from(const Args& a, const std::string& method) {
   t.adjacency = decode::adjacency_from_string(a.str("adt-adjacency"));
   t.budget_rule = decode::adt_budget_from_string(a.str("adt-budget"));
   t.grid = one_of(a, "adt-grid", {"on", "off"}) == "on";
+  t.leftover = a.number("adt-leftover");
   t.cost_curve = a.given("cost-curve") ? a.str("cost-curve") : "";
   m.verify = decode::verify_rule_from_string(a.str("verify"));
   m.acceptance =

@@ -19,7 +19,8 @@ constexpr int64_t kGuessKind = 4;
 }  // namespace
 
 AdtPlanner::AdtPlanner(const StepCosts& costs, int64_t grid_h, int64_t grid_w, int64_t d_max,
-                       int64_t k_max, int64_t n_cap, bool grid_ok, CouplingNoise* noise)
+                       int64_t k_max, int64_t n_cap, bool grid_ok, CouplingNoise* noise,
+                       double leftover)
     : costs_(costs),
       h_(grid_h),
       w_(grid_w),
@@ -27,6 +28,8 @@ AdtPlanner::AdtPlanner(const StepCosts& costs, int64_t grid_h, int64_t grid_w, i
       k_max_(k_max),
       n_cap_(n_cap),
       grid_ok_(grid_ok),
+      guesses_(grid_ok && noise),
+      leftover_(leftover),
       noise_(noise) {
   // Head prior: the top child right about half the time at level 1, the next ranks far less,
   // every level a little worse (the head drafts deeper levels from its own features).
@@ -116,6 +119,7 @@ std::string describe(const StepPlan& p) {
               : "head " + std::to_string(p.d) + " x " + std::to_string(p.k) + ", N " +
                     std::to_string(p.n) + ", grid " + std::to_string(p.grid))
       << ": " << p.tokens << " tokens predicted in " << p.ms << " ms";
+  if (p.leftover > 0) why << " (+" << p.leftover << " for the guesses left)";
   return why.str();
 }
 
@@ -156,11 +160,13 @@ StepPlan AdtPlanner::plan(const std::vector<int64_t>& committed, TreeShape bound
       const double head_ms =
           d > 0 ? costs_.head(std::max<int64_t>(feed, 1)) + double(d - 1) * costs_.head(k) : 0.0;
       for (int64_t len = 0; len < int64_t(chain.size()); ++len) {
-        const double tokens = 1 + head + miss1 * chain[size_t(len)];
+        const double in_chain = miss1 * chain[size_t(len)];
+        const double tokens = 1 + head + in_chain;
+        const double left = guesses_ ? leftover_ * (double(len) - in_chain) : 0.0;
         const double ms = costs_.verify(1 + n + len) + head_ms;
-        if (tokens / ms > best_rate * (1 + 1e-9)) {
-          best_rate = tokens / ms;
-          best = StepPlan{d, k, n, len, tokens, ms};
+        if ((tokens + left) / ms > best_rate * (1 + 1e-9)) {
+          best_rate = (tokens + left) / ms;
+          best = StepPlan{d, k, n, len, tokens, left, ms};
         }
       }
     }

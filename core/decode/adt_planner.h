@@ -4,7 +4,11 @@
 // within it the plan is a head tree of d' <= d levels and width k' <= k, plus a chain of free
 // candidates (the target's guesses from rejected rows, else the codes above; no head call), or no
 // draft at all: an AR-sized step, so no tree is taken that does not pay. The head's inputs then
-// wait and are fed in one call when the next tree needs it.
+// wait and are fed in one call when the next tree needs it. One step ahead is looked at: every
+// chain cell verified but not committed leaves the target's guess for that cell (SJD's Jacobi
+// guesses), which the next chain offers without a head call, so such cells are worth a little
+// (AdtSettings::leftover); without that, chains stopped where they would commit everything and
+// the next step had to call the head.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -25,8 +29,9 @@ struct StepPlan {
   int64_t k = 0;      // width of each head level
   int64_t n = 0;      // head nodes kept (the verification budget N)
   int64_t grid = 0;   // cells of the grid chain after the root (0: none)
-  double tokens = 1;  // predicted committed tokens (the bonus included)
-  double ms = 0;      // predicted time of the step's forwards
+  double tokens = 1;    // predicted committed tokens (the bonus included)
+  double leftover = 0;  // what the guesses the chain leaves are worth to the next step, in tokens
+  double ms = 0;        // predicted time of the step's forwards
 };
 
 // The plan in words, for step traces.
@@ -42,8 +47,11 @@ class AdtPlanner {
   // `grid_ok`: the rule keeps the tokens AR's whatever the candidates (greedy, coupled).
   // `n_cap`: the largest N a tree may verify. `noise` (optional): the run's coupling noise, which
   // turns the target's rows of rejected nodes into guesses for the cells they predict.
+  // `leftover`: the tokens a guess left for the next step is worth (AdtSettings::leftover); plans
+  // are ranked by (tokens + leftover x chain cells verified but not committed) per ms.
   AdtPlanner(const StepCosts& costs, int64_t grid_h, int64_t grid_w, int64_t d_max, int64_t k_max,
-             int64_t n_cap, bool grid_ok, CouplingNoise* noise = nullptr);
+             int64_t n_cap, bool grid_ok, CouplingNoise* noise = nullptr,
+             double leftover = 0.0);
 
   void start();
   // The best plan for the tree whose root is committed.back(), within `bound`; `feed` rows wait
@@ -77,6 +85,8 @@ class AdtPlanner {
   StepCosts costs_;
   int64_t h_, w_, d_max_, k_max_, n_cap_;
   bool grid_ok_;
+  bool guesses_;     // rejected rows leave guesses (grid_ok_ and the coupling noise)
+  double leftover_;  // tokens per guess left for the next step
   std::vector<std::vector<double>> hits_, trials_, prior_;  // [level - 1][rank]
   std::vector<int8_t> top1_;                                // per cell: -1 unknown, 0 miss, 1 hit
   // Kinds 0-3: the code above, by neighbourhood; kind 4: a target guess.

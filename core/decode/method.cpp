@@ -148,6 +148,7 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
     if (a.d0 < a.d_min || a.d0 > a.d_max) bad("ADT d0 must lie in [d_min, d_max]");
     if (a.k0 < a.k_min || a.k0 > a.k_max) bad("ADT k0 must lie in [k_min, k_max]");
     if (!(a.beta >= 0 && a.beta <= 1)) bad("ADT beta must be in [0, 1]");
+    if (!(a.leftover >= 0 && a.leftover <= 1)) bad("ADT leftover must be in [0, 1]");
     if (a.step_d < 1 || a.step_k < 1) bad("ADT step sizes must be >= 1");
     const int64_t max_nodes = a.k_max + (a.d_max - 1) * a.k_max * a.k_max;
     if (d.budget < 0 || d.budget > max_nodes) {
@@ -291,6 +292,7 @@ nlohmann::json MethodSettings::to_json() const {
             {"adjacency", to_string(adt.adjacency)},
             {"budget_rule", to_string(adt.budget_rule)},
             {"grid", adt.grid},
+            {"leftover", adt.leftover},
             {"cost_curve", adt.cost_curve}}},
           {"acceptance", to_string(acceptance)},
           {"verify", to_string(verify)},
@@ -347,6 +349,7 @@ MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
       t.adjacency = adjacency_from_string(a.value("adjacency", to_string(t.adjacency)));
       t.budget_rule = adt_budget_from_string(a.value("budget_rule", to_string(t.budget_rule)));
       t.grid = a.value("grid", t.grid);
+      t.leftover = a.value("leftover", t.leftover);
       t.cost_curve = a.value("cost_curve", t.cost_curve);
     }
     m.verify = verify_rule_from_string(j.value("verify", to_string(m.verify)));

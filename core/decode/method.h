@@ -49,6 +49,7 @@ struct AdtSettings {              // SPEC_DECODING.md section 5
   Adjacency adjacency = Adjacency::LeftUp;  // measured best (docs/adt-tree.md)
   AdtBudget budget_rule = AdtBudget::Cost;  // the device decides (docs/PERFORMANCE.md)
   bool grid = true;        // Cost: the codes above the next cells as free candidates
+  double leftover = 0.15;  // Cost: tokens a guess left for the next step is worth (adt_planner.h)
   std::string cost_curve;  // Cost: a curve file (step_cost.h) instead of timing this device
 };
 

@@ -188,7 +188,8 @@ class AdtProposer : public DynamicProposer {
       const bool any_candidate = in.rule == VerifyRule::Coupled || in.greedy;
       planner_.emplace(
           *in.costs, in.target.grid_h, in.target.grid_w, s_.d_max, s_.k_max, max_budget(),
-          s_.grid && any_candidate && in.method.acceptance == Acceptance::Lossless, in.noise);
+          s_.grid && any_candidate && in.method.acceptance == Acceptance::Lossless, in.noise,
+          s_.leftover);
     }
   }
   int64_t max_nodes() const override {
