@@ -25,10 +25,10 @@ namespace adtree::decode {
 constexpr int64_t kMaxGridChain = 16;  // grid candidates one step may add
 
 struct StepPlan {
-  int64_t d = 0;      // draft-head levels (0: the head is not called this step)
-  int64_t k = 0;      // width of each head level
-  int64_t n = 0;      // head nodes kept (the verification budget N)
-  int64_t grid = 0;   // cells of the grid chain after the root (0: none)
+  int64_t d = 0;        // draft-head levels (0: the head is not called this step)
+  int64_t k = 0;        // width of each head level
+  int64_t n = 0;        // head nodes kept (the verification budget N)
+  int64_t grid = 0;     // cells of the grid chain after the root (0: none)
   double tokens = 1;    // predicted committed tokens (the bonus included)
   double leftover = 0;  // what the guesses the chain leaves are worth to the next step, in tokens
   double ms = 0;        // predicted time of the step's forwards
@@ -50,8 +50,7 @@ class AdtPlanner {
   // `leftover`: the tokens a guess left for the next step is worth (AdtSettings::leftover); plans
   // are ranked by (tokens + leftover x chain cells verified but not committed) per ms.
   AdtPlanner(const StepCosts& costs, int64_t grid_h, int64_t grid_w, int64_t d_max, int64_t k_max,
-             int64_t n_cap, bool grid_ok, CouplingNoise* noise = nullptr,
-             double leftover = 0.0);
+             int64_t n_cap, bool grid_ok, CouplingNoise* noise = nullptr, double leftover = 0.0);
 
   void start();
   // The best plan for the tree whose root is committed.back(), within `bound`; `feed` rows wait

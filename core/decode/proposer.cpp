@@ -186,10 +186,10 @@ class AdtProposer : public DynamicProposer {
       // Any candidate keeps these rules' tokens AR's (deterministic children would stay lossless
       // in distribution only, with other draws than the same tree without them).
       const bool any_candidate = in.rule == VerifyRule::Coupled || in.greedy;
-      planner_.emplace(
-          *in.costs, in.target.grid_h, in.target.grid_w, s_.d_max, s_.k_max, max_budget(),
-          s_.grid && any_candidate && in.method.acceptance == Acceptance::Lossless, in.noise,
-          s_.leftover);
+      planner_.emplace(*in.costs, in.target.grid_h, in.target.grid_w, s_.d_max, s_.k_max,
+                       max_budget(),
+                       s_.grid && any_candidate && in.method.acceptance == Acceptance::Lossless,
+                       in.noise, s_.leftover);
     }
   }
   int64_t max_nodes() const override {
