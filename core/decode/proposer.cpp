@@ -22,7 +22,7 @@ class DraftTreeProposer : public Proposer {
   void start(const model::Condition& cond, const at::Tensor& feature) override {
     src_.start(cond, feature);
     src_.take_forward_ms();  // the first rows are fed by the first step
-    todo_feats_ = feature;
+    todo_feats_ = {feature};
   }
 
   DraftTree propose(const std::vector<int64_t>& committed, int64_t max_levels) override {
@@ -59,12 +59,12 @@ class DraftTreeProposer : public Proposer {
     auto feats = out.hidden.index_select(1, idx);
     if (fed_) {
       todo_tokens_ = out.new_tokens;
-      todo_feats_ = feats;
+      todo_feats_ = {feats};
       todo_first_ = out.first_cell;
     } else {
       if (todo_tokens_.empty()) todo_tokens_ = {root_}, todo_first_ = out.first_cell - 1;
       todo_tokens_.insert(todo_tokens_.end(), out.new_tokens.begin(), out.new_tokens.end());
-      todo_feats_ = at::cat({todo_feats_, feats}, 1);
+      todo_feats_.push_back(feats);  // joined once, when the head is called
     }
     fed_ = false;
   }
@@ -83,7 +83,8 @@ class DraftTreeProposer : public Proposer {
   at::Tensor begin(const std::vector<int64_t>& committed) {
     if (todo_tokens_.empty()) todo_tokens_ = {committed.back()}, todo_first_ = 0;
     fed_ = true;
-    return src_.begin_step(todo_tokens_, todo_feats_, todo_first_);
+    if (todo_feats_.size() > 1) todo_feats_ = {at::cat(todo_feats_, 1)};
+    return src_.begin_step(todo_tokens_, todo_feats_.front(), todo_first_);
   }
 
  protected:
@@ -99,7 +100,7 @@ class DraftTreeProposer : public Proposer {
   const LogitsProcessor& proc_;
   ChildPicker picker_;
   std::vector<int64_t> todo_tokens_;
-  at::Tensor todo_feats_;
+  std::vector<at::Tensor> todo_feats_;  // [B, rows, dim] pieces, in order
   int64_t todo_first_ = 0;
   bool fed_ = false;  // the head was called this step (its waiting rows are in)
   int64_t root_ = 0;  // the root of a step that skipped the head
