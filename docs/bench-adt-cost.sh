@@ -12,10 +12,10 @@ P="red apple noto;grinning face twemoji;rocket noto;dog face twemoji"
 H="man beard noto;teacher twemoji;man pouting noto;man facepalming twemoji"
 export ADTREE_THREADS=2
 R=ar,adt:coupled,dynamic:coupled,static:coupled,sjd:coupled,pathspec:coupled,sjd-pac:coupled
-$B bench --model $M --method $R --budget auto --prompts "$P" --seeds 2 --reps 10 \
+$B bench --model $M --method $R --budget auto --prompts "$P" --seeds 2 --rounds 2 --reps 10 \
   --blocks 1,2,4,8,16,32 --cost-curve-out docs/cost-curve-emoji.json \
   --json docs/bench-adt-default.json > docs/bench-adt-default.txt
-$B bench --model $M --dtype bf16 --method ar,adt:coupled --prompts "$P" --seeds 2 --reps 10 \
+$B bench --model $M --dtype bf16 --method ar,adt:coupled --prompts "$P" --seeds 2 --rounds 2 --reps 10 \
   --blocks 1,2,4,8,16,32 --json docs/bench-adt-bf16.json > docs/bench-adt-bf16.txt
 $B bench --model $M --dtype bf16 --dtype-kl --prompts "$P" --seeds 2 > docs/bench-bf16-kl.txt
 $B bench --model $M --method ar,adt:coupled --cost-curve docs/sweeps/cost-curve-h200.json \
@@ -34,7 +34,13 @@ for head in new ${1:+old}; do
 done
 # No tree pays on this curve: the cost rule takes AR-sized steps, so the ratio shows the loop's cost.
 $B bench --model $M --method ar,adt:coupled --cost-curve docs/sweeps/cost-curve-steep.json \
-  --prompts "$P" --seeds 2 --reps 3 --blocks 1 > docs/bench-adt-steep-curve.txt
+  --prompts "$P" --seeds 2 --rounds 2 --reps 3 --blocks 1 > docs/bench-adt-steep-curve.txt
 # Longer free chains allowed: the planner's choice when the adjacency depth may reach 16.
-$B bench --model $M --method ar,adt:coupled --adt-d-max 16 --prompts "$P" --seeds 2 --reps 3 \
-  --blocks 1 > docs/bench-adt-dmax16.txt
+$B bench --model $M --method ar,adt:coupled --adt-d-max 16 --prompts "$P" --seeds 2 --rounds 2 \
+  --reps 3 --blocks 1 > docs/bench-adt-dmax16.txt
+# The worth of a guess left for the next step (--adt-leftover; 0 = plan one step only).
+for v in 0 0.1 0.15 0.2 0.3; do
+  echo "--adt-leftover $v"
+  $B bench --model $M --method ar,adt:coupled --adt-leftover $v --prompts "$P" --seeds 2 \
+    --rounds 2 --reps 3 --blocks 1 | grep -E '^ *(adt:coupled|method) '
+done > docs/bench-adt-leftover.txt

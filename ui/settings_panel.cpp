@@ -124,12 +124,19 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
   adt_budget_rule_->setObjectName("adtBudgetRule");
   adt_grid_ = new QCheckBox(tr("codes above as free candidates"), adt_);
   adt_grid_->setToolTip(
-      tr("Cost rule: offer the committed codes above the next cells as draft "
-         "candidates (no draft-head call; flat regions repeat codes). Used "
-         "with the coupled and deterministic rules and at temperature 0."));
+      tr("Cost rule: offer free draft candidates without a draft-head call: the "
+         "target's own guesses from rows it rejected, else the committed codes above "
+         "the next cells (flat regions repeat codes). Used with the coupled rule and "
+         "at temperature 0."));
   f->addRow(tr("Grid"), adt_grid_);
   f->labelForField(adt_grid_)->setToolTip(adt_grid_->toolTip());
   connect(adt_grid_, &QCheckBox::toggled, this, &SettingsPanel::changed);
+  adt_leftover_ = addReal(f, tr("Guess worth"), 0, 1, 0.05, 2,
+                          tr("Cost rule: the tokens a guess left for the next step is worth.\n"
+                             "Each free candidate verified but not committed leaves the "
+                             "target's guess for its cell,\nwhich the next step offers without "
+                             "a draft-head call. 0: plan one step only."));
+  adt_leftover_->setObjectName("adtLeftover");
   adt_d0_ = addInt(f, tr("Start depth d0"), 1, 64, tr("Draft levels of the very first tree."));
   adt_k0_ = addInt(f, tr("Start width k0"), 1, 1 << 16, tr("Width of the very first tree."));
   adt_dmin_ = addInt(f, tr("Depth min"), 1, 64, tr("Lower bound on the draft levels d."));
@@ -420,6 +427,7 @@ decode::DecodeRequest SettingsPanel::request(const QString& method, decode::Acce
   a.adjacency = decode::adjacency_from_string(adt_adjacency_->currentText().toStdString());
   a.budget_rule = decode::adt_budget_from_string(adt_budget_rule_->currentText().toStdString());
   a.grid = adt_grid_->isChecked();
+  a.leftover = adt_leftover_->value();
   m.verify = decode::verify_rule_from_string(verify_->currentText().toStdString());
   m.acceptance = is_tree(method) ? relax : decode::Acceptance::Lossless;
   m.lantern.mode = lantern_mode_->currentText() == "delta" ? decode::LanternMode::Delta
@@ -476,6 +484,7 @@ void SettingsPanel::setRequest(const decode::DecodeRequest& r) {
   adt_adjacency_->setCurrentText(QString::fromStdString(decode::to_string(a.adjacency)));
   adt_budget_rule_->setCurrentText(QString::fromStdString(decode::to_string(a.budget_rule)));
   adt_grid_->setChecked(a.grid);
+  adt_leftover_->setValue(a.leftover);
   verify_->setCurrentText(QString::fromStdString(decode::to_string(m.verify)));
   lantern_mode_->setCurrentIndex(m.lantern.mode == decode::LanternMode::Delta ? 0 : 1);
   lantern_k_->setValue(int(m.lantern.k));

@@ -72,6 +72,7 @@ class SettingsPanel : public QWidget {
   QSpinBox *adt_d0_, *adt_k0_, *adt_dmin_, *adt_dmax_, *adt_kmin_, *adt_kmax_, *adt_step_d_,
       *adt_step_k_;
   QDoubleSpinBox* adt_beta_;
+  QDoubleSpinBox* adt_leftover_;
   QComboBox *adt_mode_, *adt_adjacency_;
   // LANTERN
   QComboBox* lantern_mode_;

@@ -205,6 +205,17 @@ class GuiTest : public QObject {
     // The cost rule (the default) fills every map too; its trees may be one level deep, and its
     // AR-sized steps leave depth 0.
     rule->setCurrentText("cost");
+    // The worth of a guess left for the next step reaches the request and the saved state.
+    auto* worth = w->settingsPanel()->findChild<QDoubleSpinBox*>("adtLeftover");
+    QVERIFY(worth);
+    QCOMPARE(worth->value(), adtree::decode::AdtSettings{}.leftover);
+    worth->setValue(0.3);
+    const auto req = w->settingsPanel()->request("adt", adtree::decode::Acceptance::Lossless, 1);
+    QCOMPARE(req.method.adt.leftover, 0.3);
+    const QString saved = w->settingsPanel()->saveState();
+    worth->setValue(0.0);
+    w->settingsPanel()->restoreState(saved);
+    QCOMPARE(worth->value(), 0.3);
     QCOMPARE(runOnce(*w, "a red"), QString("finished"));
     for (int m = 0; m < RunState::MapCount; ++m) {
       QCOMPARE(w->heatmaps()->filledCells(RunState::Map(m)), cells);
