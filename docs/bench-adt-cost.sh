@@ -44,3 +44,6 @@ for v in 0 0.1 0.15 0.2 0.3; do
   $B bench --model $M --method ar,adt:coupled --adt-leftover $v --prompts "$P" --seeds 2 \
     --rounds 2 --reps 3 --blocks 1 | grep -E '^ *(adt:coupled|method) '
 done > docs/bench-adt-leftover.txt
+# The same in bf16: AR-sized steps against bf16 AR.
+$B bench --model $M --dtype bf16 --method ar,adt:coupled --cost-curve docs/sweeps/cost-curve-steep.json \
+  --prompts "$P" --seeds 2 --rounds 2 --reps 3 --blocks 1 > docs/bench-adt-steep-curve-bf16.txt

@@ -85,6 +85,15 @@ TEST(StepCosts, BadCurvesAreClearErrors) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(StepCosts, DraftsCanPayOnlyWhereABlockIsCheaperPerRowThanAStep) {
+  EXPECT_FALSE(drafts_can_pay(steep(), 64));  // a block of q rows costs q steps
+  EXPECT_FALSE(drafts_can_pay(curve({{1, 1.0}, {2, 2.5}, {8, 9.0}}, {{1, 0.1}}), 64));
+  const auto dip = curve({{1, 1.0}, {2, 2.0}, {6, 5.0}, {8, 9.0}}, {{1, 0.1}});
+  EXPECT_TRUE(drafts_can_pay(dip, 64));  // 6 rows for 5 steps
+  EXPECT_FALSE(drafts_can_pay(dip, 2));  // ... beyond the largest block a step may verify
+  EXPECT_TRUE(drafts_can_pay(flat_step_costs(), 2));
+}
+
 TEST(AdtPlanner, NoTreePaysOnASteepCurveSoTheStepIsArSized) {
   AdtPlanner p(steep(), 16, 16, 8, 10, 58, true);
   const auto plan = p.plan(std::vector<int64_t>(40, 3), TreeShape{4, 6}, 1, 200);

@@ -91,3 +91,24 @@ TEST(ShippedModel, EveryModelInTheResourcesLoads) {
     EXPECT_EQ(models.count(name), 1u) << name << " is missing from " << root;
   }
 }
+
+// On a curve where no block of drafts costs less per token than one step (docs/sweeps/
+// cost-curve-steep.json: a block of q rows costs q steps), the cost rule runs AR itself, which
+// says so; on a curve where blocks are cheaper per token, it drafts.
+TEST(ShippedModel, CostRuleRunsArWhereNoTreeCanPay) {
+  const auto& m = shipped();
+  auto cond = model::make_condition(*m.gpt, m.vocab, "rocket noto", true);
+  auto ar = decode::run_decode(m, cond, request("ar", 1.0, 5));
+  auto r = request("adt", 1.0, 5);
+  r.method.adt.cost_curve = std::string(ADTREE_SOURCE_DIR) + "/docs/sweeps/cost-curve-steep.json";
+  auto res = decode::run_decode(m, cond, r);
+  EXPECT_EQ(res.tokens, ar.tokens);
+  EXPECT_EQ(res.stats.method, "ar");
+  EXPECT_EQ(res.stats.settings.value("ran_as_ar", std::string()), decode::kNoTreePays);
+  EXPECT_EQ(res.stats.settings["method_settings"].value("method", std::string()), "adt");
+  r.method.adt.cost_curve = std::string(ADTREE_SOURCE_DIR) + "/docs/sweeps/cost-curve-h200.json";
+  auto drafted = decode::run_decode(m, cond, r);
+  EXPECT_EQ(drafted.tokens, ar.tokens);
+  EXPECT_EQ(drafted.stats.method, "adt");
+  EXPECT_FALSE(drafted.stats.settings.contains("ran_as_ar"));
+}

@@ -538,10 +538,12 @@ void MainWindow::onFinished(const engine::JobFinished& f) {
   last_decode_cpu_ms_ = f.decode_cpu_ms;
   QString rule;               // the acceptance rule the run used, said in the status line
   double ar_estimate_ms = 0;  // plain AR's time on this machine, where the run knows it
+  bool ran_as_ar = false;     // ADT-Tree's cost rule found that no tree can pay here
   try {
     RunRecord r = recordFromFinished(f);
     rule = QString::fromStdString(r.stats->settings.value("verify", std::string()));
     ar_estimate_ms = r.stats->settings.value("ar_estimate_ms", 0.0);
+    ran_as_ar = r.stats->settings.contains("ran_as_ar");
     shown_id_ = library_->addFinished(r);
     r.id = shown_id_;
     history_panel_->setCurrent(r.id);  // marked as the one on screen, without re-showing it
@@ -554,7 +556,8 @@ void MainWindow::onFinished(const engine::JobFinished& f) {
   onReplayStep(replay_->step());
   const auto& s = f.summary;
   const QString vs_ar =
-      ar_estimate_ms > 0 && s.wall_ms > 0
+      ran_as_ar ? tr(", ran as AR: no tree can pay on this machine")
+      : ar_estimate_ms > 0 && s.wall_ms > 0
           ? tr(", %1x the speed of AR (estimated)").arg(ar_estimate_ms / s.wall_ms, 0, 'f', 2)
           : QString();
   endRun("finished", tr("Done: %1 tokens in %2 (%3 tokens/s), τ = %4, %5 steps%6%7")

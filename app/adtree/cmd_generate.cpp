@@ -138,6 +138,8 @@ void generate_one(const Args& a, const model::ModelBundle& m, const std::string&
               << s.tokens << " tokens in " << s.wall_ms << " ms (" << s.tokens_per_s
               << " tokens/s), tau " << s.tau << ", method " << res.stats.method << ", verify "
               << res.stats.settings.value("verify", std::string("-")) << "\n";
+    if (res.stats.settings.contains("ran_as_ar"))
+      std::cout << res.stats.settings["ran_as_ar"].get<std::string>() << "\n";
     const double ar_ms = res.stats.settings.value("ar_estimate_ms", 0.0);
     if (ar_ms > 0 && s.wall_ms > 0)
       std::cout << ar_ms / s.wall_ms << "x the speed of AR (estimated from this machine's timed "

@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 
+#include "decode/adt_planner.h"
 #include "decode/budget.h"
 #include "decode/draft_source.h"
 #include "decode/lantern.h"
@@ -78,8 +79,16 @@ DecodeResult run_decode(const model::ModelBundle& model, const model::Condition&
     auto lantern = lantern_for(model, m);
     opts.lantern = lantern.get();
     const int64_t scratch = std::max(kDefaultScratchRows, max_draft_rows(m, largest));
-    auto source = make_eagle_source(*model.drafter, *model.gpt, batch, scratch);
-    res = generate_speculative(*model.gpt, *source, cond, request, opts, on_step, cancel);
+    if (cost_rule && !drafts_can_pay(costs, 1 + opts.budget + kMaxGridChain)) {
+      // No tree can pay on this curve, whatever it drafts: AR itself, without the speculative
+      // loop's bookkeeping (SPEC_DECODING.md 5.8).
+      res = generate_ar(*model.gpt, cond, request.sampling, request.seed, on_step, cancel,
+                        request.trace);
+      res.stats.settings["ran_as_ar"] = kNoTreePays;
+    } else {
+      auto source = make_eagle_source(*model.drafter, *model.gpt, batch, scratch);
+      res = generate_speculative(*model.gpt, *source, cond, request, opts, on_step, cancel);
+    }
     if (cost_rule && m.adt.cost_curve.empty()) {
       // What plain AR would take on this device: a timed one-token step per token after the
       // prefill (the front ends say the run's speed against it).

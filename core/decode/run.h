@@ -9,6 +9,12 @@
 
 namespace adtree::decode {
 
+// What stats.settings["ran_as_ar"] says when ADT-Tree's cost rule ran plain AR because no block
+// of drafts costs less per token than a one-token step on the device's curve (drafts_can_pay).
+inline constexpr const char* kNoTreePays =
+    "no block of drafts costs less per token than a one-token step on this cost curve, so no tree "
+    "can pay: ADT-Tree ran as AR";
+
 // `cond` is the batch [cond; uncond] when the sampling uses CFG (model::make_condition does that).
 // Throws adtree::Error for invalid settings or a method the model cannot run (no drafter).
 DecodeResult run_decode(const model::ModelBundle& model, const model::Condition& cond,

@@ -96,6 +96,14 @@ StepCosts StepCosts::from_json(const nlohmann::json& j, const std::string& what)
   return c;
 }
 
+bool drafts_can_pay(const StepCosts& c, int64_t max_rows) {
+  const double one = c.verify(1);
+  for (int64_t q = 2; q <= max_rows; ++q) {
+    if (c.verify(q) < double(q) * one * (1 - 1e-9)) return true;
+  }
+  return false;
+}
+
 StepCosts flat_step_costs() {
   StepCosts c;
   c.verify_ms = {{1, 1.0}, {64, 1.0}, {128, 2.0}};

@@ -31,6 +31,11 @@ struct StepCosts {
   static StepCosts from_json(const nlohmann::json& j, const std::string& what);
 };
 
+// Whether any draft could pay on this curve: some block of 2 .. max_rows rows costs less per row
+// than a one-token step. Where none does, even drafts that were always accepted (q tokens for a
+// block of q rows) would commit no more tokens per ms than AR, so the cost rule runs plain AR.
+bool drafts_can_pay(const StepCosts& c, int64_t max_rows);
+
 // Every block of up to 64 rows costs one step and a head call a tenth of one: a GPU's curve, near
 // enough (SPEC_DECODING.md 8); what the decoding loop plans with when it is given none.
 StepCosts flat_step_costs();
