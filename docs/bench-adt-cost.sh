@@ -47,3 +47,6 @@ done > docs/bench-adt-leftover.txt
 # The same in bf16: AR-sized steps against bf16 AR.
 $B bench --model $M --dtype bf16 --method ar,adt:coupled --cost-curve docs/sweeps/cost-curve-steep.json \
   --prompts "$P" --seeds 2 --rounds 2 --reps 3 --blocks 1 > docs/bench-adt-steep-curve-bf16.txt
+# The defaults on the held-out captions (pictures the model was not trained on).
+$B bench --model $M --method ar,adt:coupled,dynamic:coupled,sjd:coupled --prompts "$H" --seeds 2 \
+  --rounds 2 --reps 3 --blocks 1 > docs/bench-adt-heldout.txt
