@@ -1,7 +1,7 @@
 // Inputs that the fuzz targets (fuzz/, tools/fuzz.sh) found or that guard the limits added for them
 // (docs/reliability.md "Fuzzing"), fed to the same core functions as the targets: each must be
 // rejected with adtree::Error (never a crash, a sanitizer report or a huge allocation). The file
-// name's prefix names the target: safetensors-, manifest-, run_file-, settings-.
+// name's prefix names the target: safetensors-, manifest-, run_file-, settings-, png_text-.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "decode/method.h"
+#include "decode/picture_settings.h"
 #include "decode/sampling.h"
 #include "decode/stats.h"
+#include "imaging/png_text.h"
 #include "io/manifest.h"
 #include "io/safetensors.h"
 #include "model/gpt.h"
@@ -64,6 +66,25 @@ void settings(const std::string& text) {
   p.validate(16384);
 }
 
+// A picture's settings as `adtree generate --from-png` reads them; a PNG without them is an error
+// there too.
+void png_settings(const std::string& bytes) {
+  const auto text = imaging::png_text(bytes, imaging::kSettingsKeyword);
+  if (!text) throw Error("no settings chunk");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(*text);
+  } catch (const nlohmann::json::exception&) {
+    throw Error("not JSON");
+  }
+  decode::check_picture_settings(j);
+  const auto m = decode::MethodSettings::from_json(j.value("method_settings", nlohmann::json()));
+  const auto p = decode::SamplingParams::from_json(j.value("sampling", nlohmann::json()),
+                                                   decode::SamplingParams{});
+  m.validate(16384, 256);
+  p.validate(16384);
+}
+
 TEST(FuzzRegressions, EveryInputIsAnError) {
   const fs::path dir = ADTREE_FUZZ_REGRESSIONS;
   int count = 0;
@@ -76,33 +97,34 @@ TEST(FuzzRegressions, EveryInputIsAnError) {
     if (starts_with(name, "manifest-")) check = manifest;
     if (starts_with(name, "run_file-")) check = run_file;
     if (starts_with(name, "settings-")) check = settings;
+    if (starts_with(name, "png_text-")) check = png_settings;
     ASSERT_NE(check, nullptr) << "unknown prefix";
     EXPECT_THROW(check(bytes), Error);
     ++count;
   }
-  EXPECT_GE(count, 12);
+  EXPECT_GE(count, 17);
 }
 
-// The seeds are real files (written by this project): each must load without an error.
+// The seeds are real files (written by this project): each must load without an error, and every
+// target has some (an empty or missing corpus fails here, not silently).
 TEST(FuzzRegressions, SeedsAreAccepted) {
   const fs::path corpus = ADTREE_FUZZ_CORPUS;
-  for (const auto& e : fs::directory_iterator(corpus / "fuzz_safetensors")) {
-    SCOPED_TRACE(e.path().string());
-    EXPECT_NO_THROW(safetensors(read_bytes(e.path())));
-  }
-  for (const auto& e : fs::directory_iterator(corpus / "fuzz_manifest")) {
-    SCOPED_TRACE(e.path().string());
-    EXPECT_NO_THROW(manifest(read_bytes(e.path())));
-  }
-  for (const auto& e : fs::directory_iterator(corpus / "fuzz_run_file")) {
-    SCOPED_TRACE(e.path().string());
-    EXPECT_NO_THROW(run_file(read_bytes(e.path())));
-  }
-  for (const auto& e : fs::directory_iterator(corpus / "fuzz_settings")) {
-    if (e.path().extension() != ".json") continue;  // prompt-*.txt are prompts
-    SCOPED_TRACE(e.path().string());
-    EXPECT_NO_THROW(settings(read_bytes(e.path())));
-  }
+  auto each = [&](const char* target, const char* ext, void (*check)(const std::string&)) {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator(corpus / target)) {
+      if (ext && e.path().extension() != ext) continue;
+      if (e.path().filename().string().rfind("plain", 0) == 0) continue;  // no settings chunk
+      SCOPED_TRACE(e.path().string());
+      EXPECT_NO_THROW(check(read_bytes(e.path())));
+      ++n;
+    }
+    EXPECT_GT(n, 0) << target << ": no seeds";
+  };
+  each("fuzz_safetensors", nullptr, safetensors);
+  each("fuzz_manifest", nullptr, manifest);
+  each("fuzz_run_file", nullptr, run_file);
+  each("fuzz_settings", ".json", settings);  // prompt-*.txt are prompts
+  each("fuzz_png_text", ".png", png_settings);
 }
 
 }  // namespace

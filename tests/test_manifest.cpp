@@ -172,6 +172,29 @@ TEST(ModelDir, ListsEveryTensorMismatchInOneError) {
       << msg;
 }
 
+// A NaN or an infinity in any part's weights (GPT, draft head, VQ decoder) is a load error naming
+// the file and the tensor, not a black picture.
+TEST(ModelDir, NonFiniteWeightsAreClearErrors) {
+  for (const char* part : {"gpt", "drafter", "vq"}) {
+    auto dir = make_model(std::string("nonfinite-") + part);
+    const auto path = dir + "/" + part + ".safetensors";
+    auto w = adtree::io::SafetensorsReader(path).all();
+    std::string name;
+    for (const auto& [k, t] : w) {
+      if (t.numel() > 4 && at::isFloatingType(t.scalar_type())) name = k;
+    }
+    ASSERT_FALSE(name.empty()) << part;
+    auto bad = w[name].clone();
+    bad.view({-1})[3] = std::string(part) == "vq" ? std::numeric_limits<float>::infinity()
+                                                  : std::numeric_limits<float>::quiet_NaN();
+    w[name] = bad;
+    adtree::io::write_safetensors(path, w);
+    const auto msg = load_error(dir);
+    EXPECT_NE(msg.find(path + ": tensor '" + name + "' holds non-finite values"), std::string::npos)
+        << msg;
+  }
+}
+
 TEST(ModelDir, ConfigMismatchesAreListedTogether) {
   auto dir = make_model("config");
   auto j = read_json(dir + "/model.json");

@@ -2,8 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <nlohmann/json.hpp>
 
+#include "decode/method.h"
+#include "decode/picture_settings.h"
 #include "decode/sampling.h"
 #include "util/error.h"
 
@@ -119,4 +122,61 @@ TEST(SamplingParams, RejectsOutOfRangeSettings) {
   bad([](SamplingParams& p) { p.cfg_scale = NAN; });
   EXPECT_THROW(SamplingParams::from_json({{"tempreature", 1.0}}, SamplingParams{}), adtree::Error);
   EXPECT_THROW(SamplingParams::from_json({{"top_k", "many"}}, SamplingParams{}), adtree::Error);
+}
+
+namespace {
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const adtree::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+// Settings read from files (a PNG's chunk, a saved run, presets) name the field a wrong value is
+// in, with the right words for non-finite numbers, instead of a JSON library exception.
+TEST(SettingsFromFiles, WrongTypesAndNonFiniteNumbersNameTheField) {
+  using adtree::decode::check_picture_settings;
+  using adtree::decode::MethodSettings;
+  auto has = [](const std::string& msg, const std::string& part) {
+    EXPECT_NE(msg.find(part), std::string::npos) << msg;
+  };
+  has(error_of([] {
+        check_picture_settings(nlohmann::json::array({1, 2}));
+      }),
+      "settings are not a JSON object");
+  has(error_of([] {
+        check_picture_settings({{"seed", -5}});
+      }),
+      "setting 'seed' must be an integer >= 0");
+  has(error_of([] { check_picture_settings({{"prompt", 3}}); }), "setting 'prompt' must be a");
+  has(error_of([] {
+        check_picture_settings({{"model", {{"dir", 3}}}});
+      }),
+      "setting 'model.dir' must be a string");
+  EXPECT_EQ(error_of([] {
+              check_picture_settings({{"prompt", "cat"},
+                                      {"seed", 3},
+                                      {"model", {{"dir", "/m"}, {"hash", "sha256:0"}}},
+                                      {"method_settings", MethodSettings{}.to_json()},
+                                      {"sampling", SamplingParams{}.to_json()}});
+            }),
+            "");
+  has(error_of([] {
+        MethodSettings::from_json({{"adt", {{"beta", "high"}}}});
+      }),
+      "invalid method settings: 'beta' must be a number, got \"high\"");
+  has(error_of([] { MethodSettings::from_json(nlohmann::json::array()); }),
+      "invalid method settings: expected an object");
+  has(error_of([] {
+        SamplingParams::from_json({{"temperature", "hot"}}, SamplingParams{});
+      }),
+      "'temperature' must be a number");
+  has(error_of([] { SamplingParams::from_json(nlohmann::json::array(), SamplingParams{}); }),
+      "expected a JSON object");
+  SamplingParams p;
+  p.temperature = INFINITY;
+  has(error_of([&] { p.validate(100); }), "temperature must be a finite number >= 0");
 }

@@ -5,6 +5,7 @@
 
 #include "decode/picture_settings.h"
 #include "imaging/png_text.h"
+#include "util/error.h"
 
 namespace adtree::ui {
 
@@ -35,13 +36,19 @@ std::optional<nlohmann::json> readPngSettings(const QString& path, QString* erro
                             "another program).")
                     .arg(path));
   }
+  nlohmann::json j;
   try {
-    auto j = nlohmann::json::parse(text.toStdString());
-    if (!j.is_object()) return fail(QObject::tr("The settings in %1 are not an object.").arg(path));
-    return j;
+    j = nlohmann::json::parse(text.toStdString());
   } catch (const nlohmann::json::exception&) {
     return fail(QObject::tr("The settings in %1 are not valid JSON.").arg(path));
   }
+  try {
+    decode::check_picture_settings(j);  // the fields' types, before anything reads them
+  } catch (const Error& e) {
+    return fail(QObject::tr("The settings in %1 are not ADT-Tree Studio's: %2.")
+                    .arg(path, QString::fromStdString(e.what())));
+  }
+  return j;
 }
 
 }  // namespace adtree::ui

@@ -84,6 +84,12 @@ int64_t Args::integer(const std::string& name) const {
   throw Error("option '--" + name + "' needs an integer, got '" + s + "'");
 }
 
+uint64_t Args::non_negative(const std::string& name) const {
+  const int64_t v = integer(name);
+  if (v < 0) throw Error("option '--" + name + "' must not be negative, got " + std::to_string(v));
+  return uint64_t(v);
+}
+
 double Args::number(const std::string& name) const {
   const auto s = str(name);
   try {

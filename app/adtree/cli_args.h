@@ -24,6 +24,8 @@ class Args {
   bool flag_set(const std::string& name) const;
   std::string str(const std::string& name) const;  // value or default
   int64_t integer(const std::string& name) const;  // throws on non-numbers
+  // An integer >= 0 (seeds, counts): a negative one is an error, not a wrapped-around 2^64 - n.
+  uint64_t non_negative(const std::string& name) const;
   double number(const std::string& name) const;
   std::string usage() const;
 

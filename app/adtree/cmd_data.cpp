@@ -242,7 +242,7 @@ int data_emoji(int argc, char** argv) {
   if (!a.given("out")) throw Error("give the dataset file to write with --out FILE");
   const double val_fraction = a.number("val-fraction");
   if (!(val_fraction >= 0 && val_fraction < 1)) throw Error("--val-fraction must be in [0, 1)");
-  const auto seed = uint64_t(a.integer("seed"));
+  const auto seed = a.non_negative("seed");
 #ifndef ADTREE_HAVE_IMAGING
   (void)seed;
   throw Error("this build cannot read images (OpenCV was not found at build time)");

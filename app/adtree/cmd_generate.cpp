@@ -83,11 +83,18 @@ nlohmann::json settings_from_png(const std::string& path) {
                 ": this PNG carries no adtree settings (written with --no-metadata, or by "
                 "another program)");
   }
+  nlohmann::json j;
   try {
-    return nlohmann::json::parse(*text);
+    j = nlohmann::json::parse(*text);
   } catch (const nlohmann::json::exception&) {
     throw Error(path + ": its adtree settings are not valid JSON");
   }
+  try {
+    decode::check_picture_settings(j);
+  } catch (const Error& e) {
+    throw Error(path + ": its adtree " + e.what());
+  }
+  return j;
 #else
   throw Error(path + ": this build has no image support (OpenCV was not found at build time)");
 #endif
@@ -209,7 +216,7 @@ int cmd_generate(int argc, char** argv) {
   const int64_t scale = a.integer("scale");
   if (scale < 1 || scale > 64) throw Error("--scale must be in 1..64");
   const auto seed =
-      from && !a.given("seed") ? from->value("seed", uint64_t(0)) : uint64_t(a.integer("seed"));
+      from && !a.given("seed") ? from->value("seed", uint64_t(0)) : a.non_negative("seed");
 #ifndef ADTREE_HAVE_IMAGING
   throw Error("this build has no image output (OpenCV was not found at build time)");
 #endif

@@ -38,7 +38,7 @@ int cmd_model(int argc, char** argv) {
   if (a.given("vocab") || a.str("config") != "micro") g.vocab_size = a.integer("vocab");
   if (a.given("grid") || a.str("config") != "micro") g.grid_h = g.grid_w = a.integer("grid");
   const auto vq = model::small_vq_config(g.vocab_size, g.grid_h);
-  model::write_random_model(a.str("out"), g, vq, uint64_t(a.integer("seed")), a.str("name"));
+  model::write_random_model(a.str("out"), g, vq, a.non_negative("seed"), a.str("name"));
   std::cout << "wrote random model '" << a.str("name") << "' (" << a.str("config") << ", " << g.dim
             << "x" << g.n_layer << ", grid " << g.grid_h << ", vocab " << g.vocab_size << ") to "
             << a.str("out") << "\n";

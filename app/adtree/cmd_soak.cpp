@@ -34,8 +34,7 @@ int cmd_soak(int argc, char** argv) {
   o.every = a.integer("every");
   o.warmup = a.integer("warmup");
   o.cancel_share = a.number("cancel-share");
-  if (a.integer("seed") < 0) throw Error("--seed must not be negative");
-  o.seed = uint64_t(a.integer("seed"));
+  o.seed = a.non_negative("seed");
   if (o.runs <= 0 || o.every <= 0 || o.warmup < 0)
     throw Error("--runs and --every must be positive");
   if (!(o.cancel_share >= 0 && o.cancel_share <= 1))

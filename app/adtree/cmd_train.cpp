@@ -99,8 +99,7 @@ train::TrainOptions run_options(const Args& a, const std::string& stage, int arg
   if (a.given("steps") && o.steps <= 0) throw Error("--steps must be positive");
   if (a.given("batch") && o.batch <= 0) throw Error("--batch must be positive");
   if (a.given("lr") && !(o.lr > 0)) throw Error("--lr must be positive");
-  if (a.integer("seed") < 0) throw Error("--seed must not be negative");
-  o.seed = uint64_t(a.integer("seed"));
+  o.seed = a.non_negative("seed");
   o.resume = a.flag_set("resume");
   o.device = a.str("device");
   o.matmul = a.str("matmul");

@@ -328,9 +328,9 @@ nlohmann::json MethodSettings::to_json() const {
 MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
   MethodSettings m;
   try {
-    m.method = method_from_string(j.value("method", to_string(m.method)));
+    m.method = method_from_string(json_field(j, "method", to_string(m.method)));
     if (j.contains("static_tree"))
-      m.static_tree.preset = j["static_tree"].value("preset", m.static_tree.preset);
+      m.static_tree.preset = json_field(j["static_tree"], "preset", m.static_tree.preset);
     if (j.contains("dynamic_tree")) {
       const auto& d = j["dynamic_tree"];
       m.dynamic_tree.depth = json_int(d, "depth", m.dynamic_tree.depth);
@@ -343,41 +343,42 @@ MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
       t.d0 = json_int(a, "d0", t.d0), t.k0 = json_int(a, "k0", t.k0);
       t.d_min = json_int(a, "d_min", t.d_min), t.d_max = json_int(a, "d_max", t.d_max);
       t.k_min = json_int(a, "k_min", t.k_min), t.k_max = json_int(a, "k_max", t.k_max);
-      t.beta = a.value("beta", t.beta);
-      t.mode = adt_mode_from_string(a.value("mode", to_string(t.mode)));
+      t.beta = json_field(a, "beta", t.beta);
+      t.mode = adt_mode_from_string(json_field(a, "mode", to_string(t.mode)));
       t.step_d = json_int(a, "step_d", t.step_d), t.step_k = json_int(a, "step_k", t.step_k);
-      t.adjacency = adjacency_from_string(a.value("adjacency", to_string(t.adjacency)));
-      t.budget_rule = adt_budget_from_string(a.value("budget_rule", to_string(t.budget_rule)));
-      t.grid = a.value("grid", t.grid);
-      t.leftover = a.value("leftover", t.leftover);
-      t.cost_curve = a.value("cost_curve", t.cost_curve);
+      t.adjacency = adjacency_from_string(json_field(a, "adjacency", to_string(t.adjacency)));
+      t.budget_rule =
+          adt_budget_from_string(json_field(a, "budget_rule", to_string(t.budget_rule)));
+      t.grid = json_field(a, "grid", t.grid);
+      t.leftover = json_field(a, "leftover", t.leftover);
+      t.cost_curve = json_field(a, "cost_curve", t.cost_curve);
     }
-    m.verify = verify_rule_from_string(j.value("verify", to_string(m.verify)));
-    m.device_step = device_step_from_string(j.value("device_step", to_string(m.device_step)));
-    m.acceptance = acceptance_from_string(j.value("acceptance", std::string("lossless")));
+    m.verify = verify_rule_from_string(json_field(j, "verify", to_string(m.verify)));
+    m.device_step = device_step_from_string(json_field(j, "device_step", to_string(m.device_step)));
+    m.acceptance = acceptance_from_string(json_field(j, "acceptance", std::string("lossless")));
     if (j.contains("lantern")) {
       const auto& l = j["lantern"];
-      const auto mode = l.value("mode", std::string("delta"));
+      const auto mode = json_field(l, "mode", std::string("delta"));
       if (mode != "delta" && mode != "lambda") throw Error("LANTERN mode must be delta or lambda");
       m.lantern.mode = mode == "delta" ? LanternMode::Delta : LanternMode::Lambda;
       m.lantern.k = json_int(l, "k", m.lantern.k);
-      m.lantern.delta = l.value("delta", m.lantern.delta);
-      m.lantern.lambda = l.value("lambda", m.lantern.lambda);
+      m.lantern.delta = json_field(l, "delta", m.lantern.delta);
+      m.lantern.lambda = json_field(l, "lambda", m.lantern.lambda);
     }
     if (j.contains("cascade")) {
       const auto& c = j["cascade"];
-      m.cascade.tau_s = c.value("tau_s", m.cascade.tau_s);
-      m.cascade.tau_c = c.value("tau_c", m.cascade.tau_c);
-      m.cascade.kappa = c.value("kappa", m.cascade.kappa);
-      m.cascade.siblings_only = c.value("siblings_only", m.cascade.siblings_only);
+      m.cascade.tau_s = json_field(c, "tau_s", m.cascade.tau_s);
+      m.cascade.tau_c = json_field(c, "tau_c", m.cascade.tau_c);
+      m.cascade.kappa = json_field(c, "kappa", m.cascade.kappa);
+      m.cascade.siblings_only = json_field(c, "siblings_only", m.cascade.siblings_only);
     }
     if (j.contains("jacobi")) {
       const auto& a = j["jacobi"];
       m.jacobi.window = json_int(a, "window", m.jacobi.window);
-      m.jacobi.spatial_init = a.value("spatial_init", m.jacobi.spatial_init);
+      m.jacobi.spatial_init = json_field(a, "spatial_init", m.jacobi.spatial_init);
       m.jacobi.paths = json_int(a, "paths", m.jacobi.paths);
       m.jacobi.path_length = json_int(a, "path_length", m.jacobi.path_length);
-      m.jacobi.path_relax = a.value("path_relax", m.jacobi.path_relax);
+      m.jacobi.path_relax = json_field(a, "path_relax", m.jacobi.path_relax);
       m.jacobi.pac_width = json_int(a, "pac_width", m.jacobi.pac_width);
       m.jacobi.pac_levels = json_int(a, "pac_levels", m.jacobi.pac_levels);
       m.jacobi.start_margin = json_int(a, "start_margin", m.jacobi.start_margin);
@@ -388,10 +389,12 @@ MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
       m.pjd.window = json_int(a, "window", m.pjd.window);
       m.pjd.row_offset = json_int(a, "row_offset", m.pjd.row_offset);
       m.pjd.max_rows = json_int(a, "max_rows", m.pjd.max_rows);
-      m.pjd.row_mask = a.value("row_mask", m.pjd.row_mask);
-      m.pjd.spatial_init = a.value("spatial_init", m.pjd.spatial_init);
+      m.pjd.row_mask = json_field(a, "row_mask", m.pjd.row_mask);
+      m.pjd.spatial_init = json_field(a, "spatial_init", m.pjd.spatial_init);
     }
   } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("invalid method settings: ") + e.what());
+  } catch (const Error& e) {
     throw Error(std::string("invalid method settings: ") + e.what());
   }
   return m;

@@ -15,4 +15,9 @@ namespace adtree::decode {
 // result {label, tau, tokens, elapsed_ms}. `app` names the program and version.
 nlohmann::json picture_settings(const RunStats& stats, const std::string& app, double elapsed_ms);
 
+// Settings read back from a picture are untrusted (another program's chunk, a hand edit): throws
+// adtree::Error naming the field unless `j` is an object whose prompt, seed, model {dir, hash},
+// method_settings and sampling, where present, have the types picture_settings writes.
+void check_picture_settings(const nlohmann::json& j);
+
 }  // namespace adtree::decode

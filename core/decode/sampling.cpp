@@ -16,9 +16,10 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 void SamplingParams::validate(int64_t vocab_size) const {
   auto bad = [](const std::string& m) { throw Error("invalid sampling setting: " + m); };
-  if (!std::isfinite(cfg_scale) || cfg_scale < 0) bad("cfg scale must be >= 0");
+  if (!std::isfinite(cfg_scale) || cfg_scale < 0) bad("cfg scale must be a finite number >= 0");
   if (cfg_interval < -1) bad("cfg interval must be -1 (off) or a token index");
-  if (!std::isfinite(temperature) || temperature < 0) bad("temperature must be >= 0");
+  if (!std::isfinite(temperature) || temperature < 0)
+    bad("temperature must be a finite number >= 0");
   if (top_k < 0 || top_k > vocab_size) {
     bad("top-k must be in 0 .. " + std::to_string(vocab_size) + " (0 = off), got " +
         std::to_string(top_k));
@@ -37,23 +38,24 @@ nlohmann::json SamplingParams::to_json() const {
 SamplingParams SamplingParams::from_json(const nlohmann::json& j, const SamplingParams& d) {
   SamplingParams p = d;
   if (j.is_null()) return p;
+  if (!j.is_object()) throw Error("invalid sampling settings: expected a JSON object");
   try {
     for (auto it = j.begin(); it != j.end(); ++it) {
       const auto& k = it.key();
       if (k == "cfg_scale")
-        p.cfg_scale = it->get<double>();
+        p.cfg_scale = json_field(j, "cfg_scale", p.cfg_scale);
       else if (k == "cfg_interval")
         p.cfg_interval = json_int(*it, k);
       else if (k == "temperature")
-        p.temperature = it->get<double>();
+        p.temperature = json_field(j, "temperature", p.temperature);
       else if (k == "top_k")
         p.top_k = json_int(*it, k);
       else if (k == "top_p")
-        p.top_p = it->get<double>();
+        p.top_p = json_field(j, "top_p", p.top_p);
       else
         throw Error("unknown sampling setting '" + k + "'");
     }
-  } catch (const nlohmann::json::exception& e) {
+  } catch (const Error& e) {
     throw Error(std::string("invalid sampling settings: ") + e.what());
   }
   return p;

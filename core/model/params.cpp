@@ -1,5 +1,6 @@
 #include "model/params.h"
 
+#include <algorithm>
 #include <set>
 #include <sstream>
 
@@ -15,6 +16,20 @@ std::string shape_str(at::IntArrayRef shape) {
   return os.str();
 }
 
+namespace {
+// Whether every value of a floating-point tensor is finite, read in slices so that a checkpoint of
+// several GB needs no temporary of its size.
+bool all_finite(const at::Tensor& t) {
+  if (!at::isFloatingType(t.scalar_type()) || t.numel() == 0) return true;
+  const auto flat = t.reshape({-1});
+  const int64_t n = flat.numel(), slice = int64_t(1) << 22;
+  for (int64_t i = 0; i < n; i += slice) {
+    if (!at::isfinite(flat.narrow(0, i, std::min(slice, n - i))).all().item<bool>()) return false;
+  }
+  return true;
+}
+}  // namespace
+
 std::vector<std::string> check_params(const std::vector<ParamSpec>& specs,
                                       const TensorMap& tensors) {
   std::vector<std::string> problems;
@@ -28,6 +43,9 @@ std::vector<std::string> check_params(const std::vector<ParamSpec>& specs,
     } else if (it->second.sizes() != at::IntArrayRef(s.shape)) {
       problems.push_back("tensor '" + s.name + "' has shape " + shape_str(it->second.sizes()) +
                          ", expected " + shape_str(s.shape));
+    } else if (!all_finite(it->second)) {
+      // A NaN or infinity in a weight decodes a black or noise picture without any error.
+      problems.push_back("tensor '" + s.name + "' holds non-finite values (NaN or infinity)");
     }
   }
   for (const auto& [name, t] : tensors) {

@@ -22,7 +22,8 @@ struct ParamSpec {
 };
 
 // Every problem between the expected specs and the given tensors, one line each: missing tensors,
-// shape mismatches, unexpected extra tensors. Empty when everything matches.
+// shape mismatches, non-finite values (NaN, infinity), unexpected extra tensors. Empty when
+// everything matches.
 std::vector<std::string> check_params(const std::vector<ParamSpec>& specs,
                                       const TensorMap& tensors);
 

@@ -1,7 +1,8 @@
-// Strict integer reads from JSON for every loader of untrusted files. nlohmann's get<int64_t>()
-// converts any number: 2.5 becomes 2, true becomes 1, and a double beyond the integer range is
-// undefined behaviour (found by fuzzing, docs/reliability.md "Fuzzing"). These accept JSON integers
-// that fit the target type and throw adtree::Error naming the field for anything else.
+// Strict integer (and typed field) reads from JSON for every loader of untrusted files. nlohmann's
+// get<int64_t>() converts any number: 2.5 becomes 2, true becomes 1, and a double beyond the
+// integer range is undefined behaviour (found by fuzzing, docs/reliability.md "Fuzzing"). These
+// accept JSON integers that fit the target type and throw adtree::Error naming the field for
+// anything else.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -37,6 +38,29 @@ T json_int(const nlohmann::json& obj, const char* key, T fallback) {
   if (!obj.is_object()) throw Error(std::string("expected an object holding '") + key + "'");
   const auto it = obj.find(key);
   return it == obj.end() ? fallback : json_int<T>(*it, key);
+}
+
+// obj[key] as the fallback's type (a number for double, a boolean for bool, a string), or
+// `fallback` when obj has no such key: like nlohmann's value(), but another type is an error naming
+// the key instead of a "type_error.302".
+template <typename T>
+T json_field(const nlohmann::json& obj, const char* key, const T& fallback) {
+  static_assert(
+      std::is_same_v<T, double> || std::is_same_v<T, bool> || std::is_same_v<T, std::string>,
+      "json_field reads numbers, booleans and strings (json_int: integers)");
+  if (!obj.is_object()) throw Error(std::string("expected an object holding '") + key + "'");
+  const auto it = obj.find(key);
+  if (it == obj.end()) return fallback;
+  const bool ok = std::is_same_v<T, double> ? it->is_number()
+                  : std::is_same_v<T, bool> ? it->is_boolean()
+                                            : it->is_string();
+  if (!ok) {
+    const char* want = std::is_same_v<T, double> ? "a number"
+                       : std::is_same_v<T, bool> ? "true or false"
+                                                 : "a string";
+    throw Error(std::string("'") + key + "' must be " + want + ", got " + it->dump().substr(0, 40));
+  }
+  return it->template get<T>();
 }
 
 template <typename T = int64_t>
