@@ -39,8 +39,4 @@ void CollapsibleSection::setExpanded(bool expanded) {
   body_->setVisible(expanded);
 }
 
-bool CollapsibleSection::isExpanded() const {
-  return header_->isChecked();
-}
-
 }  // namespace adtree::ui

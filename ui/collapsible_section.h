@@ -15,7 +15,6 @@ class CollapsibleSection : public QWidget {
   explicit CollapsibleSection(const QString& title, QWidget* parent = nullptr);
   QFormLayout* form() const { return form_; }
   void setExpanded(bool expanded);
-  bool isExpanded() const;
 
  private:
   QToolButton* header_ = nullptr;

@@ -116,10 +116,6 @@ QString ReplayPanel::stepText() const {
       .arg(s == steps_ - 1 ? tr(" (end)") : QString());
 }
 
-QString ReplayPanel::detailText() const {
-  return detail_->text();
-}
-
 void ReplayPanel::showTrace(const decode::StepTrace* trace, const decode::StepRecord* record) {
   if (!trace) {
     tree_->clear();

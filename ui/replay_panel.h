@@ -35,7 +35,6 @@ class ReplayPanel : public QWidget {
   QSlider* slider() const { return slider_; }
   TreeView* treeView() const { return tree_; }
   QString stepText() const;
-  QString detailText() const;
 
  public Q_SLOTS:
   void stepBack();

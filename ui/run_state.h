@@ -51,7 +51,6 @@ class RunState {
   int stepOfCell(int cell) const;
   const decode::CellTrace* cellTrace(int cell) const;
   int stepFirstCell(int step) const { return step_first_.value(step, 0); }
-  int stepCumTokens(int step) const { return step_cum_.value(step, 0); }
 
   bool active() const { return job_ != 0; }
   engine::JobId job() const { return job_; }
@@ -69,7 +68,6 @@ class RunState {
   qint64 token(int cell) const { return tokens().value(cell, -1); }
   // -1 for cells not generated (or not yet generated at the replayed step).
   const QVector<qint64>& tokens() const { return view_step_ < 0 ? tokens_ : view_tokens_; }
-  int totalCommitted() const { return committed_; }
   int rank(int cell) const { return ranks_.value(cell, 0); }
   // Steps, one entry each.
   const QVector<double>& stepIndex() const { return step_index_; }
@@ -82,7 +80,6 @@ class RunState {
   const QMap<int, int>& acceptHistogram() const { return accept_hist_; }
 
   int steps() const { return int(step_index_.size()); }
-  qint64 targetForwards() const { return forwards_; }
   double elapsedMs() const { return elapsed_ms_; }
   double tau() const { return forwards_ > 0 ? double(committed_) / double(forwards_) : 0; }
   double tokensPerSecond() const;

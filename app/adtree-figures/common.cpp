@@ -206,19 +206,6 @@ void stylePlot(QCustomPlot* p, const QString& title, const QString& subtitle) {
   p->legend->setBorderPen(QPen(QColor(0xd1, 0xd5, 0xdb)));
 }
 
-void legendUnderTitle(QCustomPlot* p) {
-  auto* legend = p->legend;
-  legend->setVisible(true);
-  p->axisRect()->insetLayout()->take(legend);
-  legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
-  legend->setBorderPen(Qt::NoPen);
-  // Under the title rows, above the axis rect.
-  const int row = p->plotLayout()->rowCount() - 1;
-  p->plotLayout()->insertRow(row);
-  p->plotLayout()->addElement(row, 0, legend);
-  p->plotLayout()->setRowStretchFactor(row, 0.001);
-}
-
 QCPColorMap* addCellMap(QCustomPlot* p, int h, int w, const std::function<double(int, int)>& value,
                         const QString& unit, double lo, double hi, bool integer) {
   auto* map = new QCPColorMap(p->xAxis, p->yAxis);

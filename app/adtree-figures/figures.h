@@ -72,8 +72,6 @@ QColor seriesColor(int i);  // blue, orange, green, purple, ...
 // A white plot with the project's axis look (histogram_panel.cpp), a bold title and an optional
 // smaller subtitle line under it.
 void stylePlot(QCustomPlot* p, const QString& title, const QString& subtitle = QString());
-// A legend in one row under the title (never over the data).
-void legendUnderTitle(QCustomPlot* p);
 // A viridis cell map of an h x w grid (row 0 at the top), its colour scale on the right labelled
 // `unit`; integer maps get one flat colour per value. NaN cells are left white.
 QCPColorMap* addCellMap(QCustomPlot* p, int h, int w, const std::function<double(int, int)>& value,

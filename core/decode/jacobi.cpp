@@ -156,24 +156,18 @@ AcceptResult JacobiState::accept(const DraftTree& tree, const at::Tensor& p,
     if (tree.size() != pac_nodes_) throw Error("JacobiState::accept: not the tree built last");
     // The tree's own rules: every candidate of a node was drawn from its child_dist without
     // replacement (or is a point mass), so recursive rejection commits exact samples.
-    auto res =
-        rule_ == VerifyRule::Coupled
-            ? verify_coupled(tree, p_cpu_, *noise_, root_index_, max_depth)
-            : verify_tree(tree, p_cpu_, ChildRule::WithoutReplacement, lantern, max_depth, rng);
-    winner_ = res.path.empty() ? 0 : tree.nodes[size_t(res.path[0])].rank;
-    return res;
+    return rule_ == VerifyRule::Coupled
+               ? verify_coupled(tree, p_cpu_, *noise_, root_index_, max_depth)
+               : verify_tree(tree, p_cpu_, ChildRule::WithoutReplacement, lantern, max_depth, rng);
   }
   if (tree.size() != 1 + paths_ * d) throw Error("JacobiState::accept: not the tree built last");
   if (rule_ == VerifyRule::Coupled) {
-    auto res = verify_coupled(tree, p_cpu_, *noise_, root_index_, max_depth);
-    winner_ = res.path.empty() ? 0 : tree.nodes[size_t(res.path[0])].rank;
-    return res;
+    return verify_coupled(tree, p_cpu_, *noise_, root_index_, max_depth);
   }
   if (d == 0)
     return verify_tree(tree, p_cpu_, ChildRule::WithoutReplacement, lantern, max_depth, rng);
 
   AcceptResult best;
-  winner_ = 0;
   for (int64_t k = 0; k < paths_; ++k) {
     // Chain k alone: root + its d drafts, with q of each draft in its parent's child_dist, so
     // verify_tree's WithoutReplacement rule is exactly min(1, p/q) with residual
@@ -214,7 +208,6 @@ AcceptResult JacobiState::accept(const DraftTree& tree, const at::Tensor& p,
     if (k == 0 || res.path.size() > best.path.size()) {
       for (auto& id : res.path) id = node_id(k, id);  // chain depth -> node of the shared tree
       best = res;
-      winner_ = k;
     }
   }
   return best;

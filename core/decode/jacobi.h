@@ -82,8 +82,6 @@ class JacobiState {
   // samples with q := their row; untouched later slots are kept.
   void recycle(const AcceptResult& acc, Rng& rng);
 
-  int64_t winner() const { return winner_; }  // chain chosen by the last accept()
-
  private:
   struct Draft {
     int64_t token = 0;
@@ -109,7 +107,7 @@ class JacobiState {
   std::vector<std::vector<Draft>> window_;  // [path][i] = draft for image index base_ + i
   int64_t base_ = -1;
   // The last tree's layout and verification rows (CPU), for recycle().
-  int64_t root_index_ = 0, levels_ = 0, winner_ = 0;
+  int64_t root_index_ = 0, levels_ = 0;
   // SJD-PAC's last tree: the node id of candidate 0 at each depth (index 0 = the root), i.e. the
   // main path the chain continues; the tree's node count.
   std::vector<int64_t> pac_main_;

@@ -275,12 +275,6 @@ const EmojiSource& emoji_source(const std::string& set) {
               "train on (supported: " + known + ")");
 }
 
-std::vector<std::string> emoji_set_names() {
-  std::vector<std::string> names;
-  for (const auto& s : sources()) names.push_back(s.set);
-  return names;
-}
-
 std::string emoji_datasource_attribution() {
   return "Emoji names and code points from emoji-data by Cal Henderson "
          "(https://github.com/iamcal/emoji-data, npm emoji-datasource-*), MIT licence.";

@@ -24,7 +24,6 @@ struct EmojiSource {
 
 // Only openly licensed sets are known; others (apple, facebook) throw adtree::Error.
 const EmojiSource& emoji_source(const std::string& set);
-std::vector<std::string> emoji_set_names();
 // The emoji-datasource metadata itself (names, code points), MIT.
 std::string emoji_datasource_attribution();
 

@@ -137,14 +137,12 @@ class AdamW {
   AdamW(Params& params, AdamWConfig cfg, std::set<std::string> no_decay = {});
   // One update with learning rate `lr` from the gradients in params (missing grads are skipped).
   void step(double lr);
-  int64_t steps_taken() const { return t_; }
   // Moments of one parameter (e.g. to reset rows of restarted codebook entries).
   at::Tensor& exp_avg(const std::string& name) { return m_.at(name); }
   at::Tensor& exp_avg_sq(const std::string& name) { return v_.at(name); }
   // "adam.m.<name>", "adam.v.<name>" for checkpoints; load checks every name and shape.
   void save_state(TensorMap& out) const;
   void load_state(const TensorMap& in, const std::string& where);
-  void set_steps_taken(int64_t t) { t_ = t; }
 
  private:
   Params& params_;
