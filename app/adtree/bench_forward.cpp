@@ -7,17 +7,10 @@
 
 #include "model/cuda_graph.h"
 #include "model/static_forward.h"
+#include "util/clock.h"
 #include "util/device_sync.h"
 
 namespace adtree::cli {
-
-namespace {
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-}  // namespace
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -40,7 +33,7 @@ double forward_ms(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefi
     auto t0 = Clock::now();
     wait_for(gpt.forward_tokens(cache, block, prefix).logits);
     cache.pending = 0;  // drop the block: every repetition sees the same prefix
-    const double t = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    const double t = ms_since(t0);
     if (r >= 2) ms.push_back(t);  // two warm-up runs
   }
   return median(ms);
@@ -68,7 +61,7 @@ double head_level_ms(const model::Drafter& head, const model::Gpt& gpt, int64_t 
     auto t0 = Clock::now();
     run(prefix, q);
     cache.pending = 0;
-    const double t = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    const double t = ms_since(t0);
     if (r >= 2) ms.push_back(t);
   }
   return median(ms);

@@ -25,6 +25,7 @@
 #include "io/file_write.h"
 #include "model/drafter.h"
 #include "model/random_model.h"
+#include "util/clock.h"
 #include "util/device_sync.h"
 #include "util/error.h"
 #include "util/threads.h"
@@ -33,7 +34,6 @@
 namespace adtree::cli {
 
 namespace {
-using Clock = std::chrono::steady_clock;
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;

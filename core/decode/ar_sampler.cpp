@@ -9,15 +9,12 @@
 #include "decode/trace_record.h"
 #include "model/cuda_graph.h"
 #include "model/static_forward.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace adtree::decode {
 
 namespace {
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 // The one-token steps on fixed shapes: one block, captured once where graphs are built.
 class FixedSteps {

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "model/conditioning.h"
+#include "util/clock.h"
 
 namespace adtree::decode {
 
@@ -36,11 +37,10 @@ BudgetChoice choose_budget(const model::Gpt& target, int64_t batch, double gain,
     if (prefix + q > cfg.image_tokens()) break;
     std::vector<double> ms;
     for (int r = 0; r < 5; ++r) {
-      auto t0 = std::chrono::steady_clock::now();
+      auto t0 = Clock::now();
       target.forward_tokens(kv, at::zeros({batch, q}, at::kLong), prefix);
       kv.pending = 0;
-      ms.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      ms.push_back(ms_since(t0));
     }
     std::sort(ms.begin(), ms.end());
     const double cost = ms[ms.size() / 2];

@@ -7,6 +7,7 @@
 
 #include "model/cuda_graph.h"
 #include "model/static_forward.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace adtree::decode {
@@ -16,15 +17,12 @@ namespace {
 // Adds the wall time of its scope to a millisecond counter.
 class ScopedTimer {
  public:
-  explicit ScopedTimer(double& acc) : acc_(acc), t0_(std::chrono::steady_clock::now()) {}
-  ~ScopedTimer() {
-    acc_ +=
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
-  }
+  explicit ScopedTimer(double& acc) : acc_(acc), t0_(Clock::now()) {}
+  ~ScopedTimer() { acc_ += ms_since(t0_); }
 
  private:
   double& acc_;
-  std::chrono::steady_clock::time_point t0_;
+  Clock::time_point t0_;
 };
 
 at::Tensor long_tensor(const std::vector<int64_t>& v) {

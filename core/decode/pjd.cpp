@@ -7,15 +7,12 @@
 #include "decode/coupling.h"
 #include "decode/pjd_state.h"
 #include "decode/step_recorder.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace adtree::decode {
 
 namespace {
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 at::Tensor long_tensor(const std::vector<int64_t>& v) {
   return at::tensor(v, at::TensorOptions().dtype(at::kLong));

@@ -12,16 +12,13 @@
 #include "decode/step_buffers.h"
 #include "decode/step_recorder.h"
 #include "decode/verifier.h"
+#include "util/clock.h"
 #include "util/device_sync.h"
 #include "util/error.h"
 
 namespace adtree::decode {
 
 namespace {
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 // Everything the loop uses besides the model: processors, noise, rule, proposer and verifier.
 struct LoopParts {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/conditioning.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace adtree::decode {
@@ -63,10 +64,9 @@ std::vector<double> timed_rounds(const std::vector<int64_t>& sizes, Run run) {
   std::vector<std::vector<double>> ms(sizes.size());
   for (int r = -1; r < kRounds; ++r) {
     for (size_t i = 0; i < sizes.size(); ++i) {
-      const auto t0 = std::chrono::steady_clock::now();
+      const auto t0 = Clock::now();
       run(sizes[i]);
-      const double t =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const double t = ms_since(t0);
       if (r >= 0) ms[i].push_back(t);
     }
   }

@@ -24,6 +24,7 @@
 #include "decode/run.h"
 #include "model/model_dir.h"
 #include "model/random_model.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 namespace adtree::engine {
@@ -48,11 +49,6 @@ bool is_terminal(const Event& e) {
 }
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 double thread_cpu_ms() {
   timespec ts{};

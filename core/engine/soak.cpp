@@ -12,13 +12,12 @@
 
 #include "engine/engine.h"
 #include "model/conditioning.h"
+#include "util/clock.h"
 #include "util/error.h"
 #include "util/rng.h"
 
 namespace adtree::engine {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // Events of the worker thread, handed to the soak loop in order.
 class EventQueue {
