@@ -115,3 +115,21 @@ TEST(ArSampler, WrongConditionBatchIsAnError) {
   p.cfg_scale = 1.0;
   EXPECT_NO_THROW(decode::generate_ar(*f.gpt, f.cond(false), p, 1));
 }
+
+// A condition built for the other CFG setting is a clear error, not a shape error deep inside.
+TEST(ArSampler, ConditionBatchMustMatchTheCfgSetting) {
+  Fixture f;
+  decode::SamplingParams p;
+  p.cfg_scale = 2.0;
+  try {
+    decode::generate_ar(*f.gpt, f.cond(false), p, 0);
+    FAIL() << "a one-row condition with CFG was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "the condition batch must be 2 ([cond; uncond]) with CFG, got 1"),
+              std::string::npos)
+        << e.what();
+  }
+  p.cfg_scale = 1.0;
+  EXPECT_THROW(decode::generate_ar(*f.gpt, f.cond(true), p, 0), Error);
+}

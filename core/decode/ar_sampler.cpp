@@ -55,11 +55,8 @@ DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
   c10::InferenceMode guard;
   const auto& cfg = gpt.config();
   params.validate(cfg.vocab_size);
-  const int64_t batch = params.uses_cfg() ? 2 : 1;
-  if (cond.batch() != batch) {
-    throw Error("the condition batch must be " + std::to_string(batch) +
-                (batch == 2 ? " ([cond; uncond]) with CFG" : " without CFG"));
-  }
+  params.check_condition_batch(cond.batch());
+  const int64_t batch = cond.batch();
   const auto t_start = Clock::now();
   LogitsProcessor proc(params);
   CouplingNoise noise(seed, cfg.vocab_size);  // Gumbel-max: x_n = argmax log p_n + g_n (coupling.h)

@@ -12,8 +12,8 @@ double sequence_nll(const model::Gpt& gpt, const model::Condition& cond,
                     const std::vector<int64_t>& tokens, const SamplingParams& sampling) {
   c10::InferenceMode guard;
   if (tokens.empty()) throw Error("no tokens to score");
-  const int64_t batch = sampling.uses_cfg() ? 2 : 1;
-  if (cond.batch() != batch) throw Error("the condition batch does not match the CFG setting");
+  sampling.check_condition_batch(cond.batch());
+  const int64_t batch = cond.batch();
   const int64_t n = int64_t(tokens.size());
   auto cache = gpt.new_cache(batch, n);
   auto first = gpt.prefill(cache, cond).logits;  // predicts token 0

@@ -325,6 +325,12 @@ nlohmann::json MethodSettings::to_json() const {
           {"device_step", to_string(device_step)}};
 }
 
+void validate_settings(const MethodSettings& m, const SamplingParams& s, int64_t vocab_size,
+                       int64_t image_tokens) {
+  m.validate(vocab_size, image_tokens);
+  s.validate(vocab_size);
+}
+
 MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
   MethodSettings m;
   try {

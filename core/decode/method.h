@@ -182,4 +182,9 @@ struct DecodeRequest {
       trace;  // record per-step trees and distributions (replay, inspector); off by default
 };
 
+// The method and sampling settings checked against a model's vocabulary and image size: the one
+// check every entry point (run_decode, the loops, the engine, sweeps) makes before a generation.
+void validate_settings(const MethodSettings& m, const SamplingParams& s, int64_t vocab_size,
+                       int64_t image_tokens);
+
 }  // namespace adtree::decode

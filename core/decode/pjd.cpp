@@ -60,10 +60,9 @@ DecodeResult generate_pjd(const model::Gpt& target, const model::Condition& cond
   c10::InferenceMode guard;
   const auto t_start = Clock::now();
   const auto& cfg = target.config();
-  request.method.validate(cfg.vocab_size, cfg.image_tokens());
-  request.sampling.validate(cfg.vocab_size);
-  const int64_t batch = request.sampling.uses_cfg() ? 2 : 1;
-  if (cond.batch() != batch) throw Error("the condition batch does not match the CFG setting");
+  validate_settings(request.method, request.sampling, cfg.vocab_size, cfg.image_tokens());
+  request.sampling.check_condition_batch(cond.batch());
+  const int64_t batch = cond.batch();
   const LogitsProcessor proc(request.sampling);
   CouplingNoise noise(request.seed, cfg.vocab_size);
   Rng rng(request.seed);

@@ -42,8 +42,7 @@ DecodeResult run_decode(const model::ModelBundle& model, const model::Condition&
                         const std::atomic<bool>* cancel) {
   const auto& g = model.gpt_config;
   const auto& m = request.method;
-  m.validate(g.vocab_size, g.image_tokens());
-  request.sampling.validate(g.vocab_size);
+  validate_settings(m, request.sampling, g.vocab_size, g.image_tokens());
   DecodeResult res;
   if (m.method == Method::Ar) {
     if (m.acceptance == Acceptance::Lantern)

@@ -27,6 +27,15 @@ void SamplingParams::validate(int64_t vocab_size) const {
   if (!(top_p > 0 && top_p <= 1)) bad("top-p must be in (0, 1]");
 }
 
+void SamplingParams::check_condition_batch(int64_t batch) const {
+  const int64_t want = uses_cfg() ? 2 : 1;
+  if (batch != want) {
+    throw Error("the condition batch must be " + std::to_string(want) +
+                (want == 2 ? " ([cond; uncond]) with CFG" : " without CFG") + ", got " +
+                std::to_string(batch));
+  }
+}
+
 nlohmann::json SamplingParams::to_json() const {
   return {{"cfg_scale", cfg_scale},
           {"cfg_interval", cfg_interval},

@@ -22,6 +22,8 @@ struct SamplingParams {
   bool greedy() const { return temperature <= 0.0; }
   bool uses_cfg() const { return cfg_scale != 1.0; }
   void validate(int64_t vocab_size) const;  // throws adtree::Error naming the bad setting
+  // A condition batch of `batch` rows fits these settings: 2 ([cond; uncond]) with CFG, else 1.
+  void check_condition_batch(int64_t batch) const;
   nlohmann::json to_json() const;
   // Reads known keys over `defaults`; unknown keys are an error (a typo must not pass silently).
   static SamplingParams from_json(const nlohmann::json& j, const SamplingParams& defaults);

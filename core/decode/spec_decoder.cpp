@@ -73,14 +73,11 @@ struct LoopParts {
 // The settings checked against each other and the model, before anything runs.
 MethodSettings checked_settings(const model::GptConfig& cfg, const model::Condition& cond,
                                 const DecodeRequest& request, const SpecOptions& opts) {
-  request.method.validate(cfg.vocab_size, cfg.image_tokens());
-  request.sampling.validate(cfg.vocab_size);
+  validate_settings(request.method, request.sampling, cfg.vocab_size, cfg.image_tokens());
   auto m = request.method;  // a relaxed rule given by the caller counts as the settings' own
   if (opts.lantern) m.acceptance = Acceptance::Lantern;
   m.validate_verify();
-  if (cond.batch() != (request.sampling.uses_cfg() ? 2 : 1)) {
-    throw Error("the condition batch does not match the CFG setting");
-  }
+  request.sampling.check_condition_batch(cond.batch());
   return m;
 }
 

@@ -390,8 +390,7 @@ struct Engine::Impl {
       const auto& g = m->gpt_config;
       const auto& req = t.job.request;
       // Input errors are reported before Started: the job never ran.
-      req.method.validate(g.vocab_size, g.image_tokens());
-      req.sampling.validate(g.vocab_size);
+      decode::validate_settings(req.method, req.sampling, g.vocab_size, g.image_tokens());
       auto cond = model::make_condition(*m->gpt, m->vocab, t.job.prompt, req.sampling.uses_cfg());
 
       const int64_t f = m->vq_config.downsample_factor();

@@ -254,8 +254,8 @@ void run_sweep(const model::ModelBundle& model, const std::vector<SweepPoint>& p
   if (opts.seeds < 1) throw Error("--seeds must be at least 1");
   // Validate every point before the first (long) run.
   for (const auto& p : points) {
-    p.method.validate(model.gpt_config.vocab_size, model.gpt_config.image_tokens());
-    p.sampling.validate(model.gpt_config.vocab_size);
+    decode::validate_settings(p.method, p.sampling, model.gpt_config.vocab_size,
+                              model.gpt_config.image_tokens());
     if (p.method.needs_drafter() && !model.drafter) {
       throw Error("'" + p.label + "' needs a draft head, and this model has none");
     }
