@@ -363,9 +363,9 @@ void SettingsPanel::updateEnabled() {
                          ((jac_paths_->value() > 1 && !coupled) || jac_relax_->value() > 0));
 }
 
-void SettingsPanel::setModel(const nlohmann::json& defaultSampling, qint64 vocabSize,
+void SettingsPanel::setModel(const decode::SamplingParams& defaultSampling, qint64 vocabSize,
                              qint64 imageTokens, bool applyDefaults) {
-  model_sampling_ = QString::fromStdString(defaultSampling.dump());
+  model_sampling_ = defaultSampling;
   vocab_size_ = vocabSize;
   image_tokens_ = imageTokens;
   const int v = int(std::min<qint64>(vocabSize, 1 << 20));
@@ -382,12 +382,7 @@ void SettingsPanel::setModel(const nlohmann::json& defaultSampling, qint64 vocab
   jac_stop_margin_->setMaximum(int(imageTokens));
   if (!applyDefaults) return;
   // The model's sampling defaults (its author's choice) replace whatever the last model used.
-  decode::SamplingParams p;
-  try {
-    p = decode::SamplingParams::from_json(defaultSampling, decode::SamplingParams{});
-  } catch (const std::exception&) {
-    // A manifest with odd sampling keys still loads; the built-in defaults apply.
-  }
+  const auto& p = defaultSampling;
   QSignalBlocker b1(cfg_), b2(cfg_interval_), b3(temperature_), b4(top_k_), b5(top_p_);
   cfg_->setValue(p.cfg_scale);
   cfg_interval_->setValue(int(p.cfg_interval));
@@ -513,12 +508,7 @@ void SettingsPanel::setRequest(const decode::DecodeRequest& r) {
 
 void SettingsPanel::resetToDefaults() {
   decode::DecodeRequest r;
-  try {
-    r.sampling = decode::SamplingParams::from_json(
-        nlohmann::json::parse(model_sampling_.toStdString()), decode::SamplingParams{});
-  } catch (const std::exception&) {
-    // Built-in defaults.
-  }
+  r.sampling = model_sampling_;
   setRequest(r);
   Q_EMIT changed();
 }

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "decode/sampling.h"
+
 class QSpinBox;
 class QLabel;
 class QDoubleSpinBox;
@@ -34,7 +36,7 @@ class SettingsPanel : public QWidget {
   void setMethod(const QString& method, decode::Acceptance relax);
   // A model was loaded: its sizes bound the knobs; its default sampling (model.json "sampling")
   // becomes what Reset returns to, and replaces the current sampling when applyDefaults is set.
-  void setModel(const nlohmann::json& defaultSampling, qint64 vocabSize, qint64 imageTokens,
+  void setModel(const decode::SamplingParams& defaultSampling, qint64 vocabSize, qint64 imageTokens,
                 bool applyDefaults);
   // The request the widgets describe (method, acceptance rule and seed come from the caller).
   decode::DecodeRequest request(const QString& method, decode::Acceptance relax,
@@ -92,8 +94,8 @@ class SettingsPanel : public QWidget {
   QCheckBox *pjd_mask_, *pjd_spatial_;
 
   QString method_ = "ar";
-  decode::Acceptance relax_{};     // Lossless
-  QString model_sampling_ = "{}";  // model.json "sampling", what "Reset" returns to
+  decode::Acceptance relax_{};             // Lossless
+  decode::SamplingParams model_sampling_;  // model.json "sampling", what "Reset" returns to
   qint64 vocab_size_ = 0, image_tokens_ = 0;
 };
 

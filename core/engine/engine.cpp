@@ -118,8 +118,12 @@ ModelInfo describe(const model::ModelBundle& m, const LoadRequest& req) {
   info.prompt_is_file = g.cond == model::CondKind::Caption && g.num_words == 0;
   info.vocabulary_size = info.prompt_is_file ? 0 : m.vocab.size();
   info.vocabulary = info.vocabulary_is_classes ? m.vocab.class_prompts() : m.vocab.entries();
-  info.default_sampling =
-      m.manifest.sampling.is_null() ? nlohmann::json::object() : m.manifest.sampling;
+  try {
+    info.default_sampling =
+        decode::SamplingParams::from_json(m.manifest.sampling, decode::SamplingParams{});
+  } catch (const Error&) {
+    // A manifest with odd sampling keys still loads; the built-in defaults apply.
+  }
   info.license = license_summary(m.manifest.license);
   return info;
 }

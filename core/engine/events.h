@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "decode/sampling.h"
 #include "decode/stats.h"
 
 namespace adtree::engine {
@@ -39,10 +40,10 @@ struct ModelInfo {
   // What a prompt is: words of the vocabulary, a class (name, synonym or number), or the path of a
   // caption-embedding file (t2i-embeddings models such as a converted LlamaGen t2i).
   bool prompt_is_file = false;
-  int64_t vocabulary_size = 0;          // words or classes the model knows
-  std::vector<std::string> vocabulary;  // completion list: words, or class names and synonyms
-  nlohmann::json default_sampling;      // model.json "sampling" (decode::SamplingParams::from_json)
-  std::string license;                  // one line: weights / data licences
+  int64_t vocabulary_size = 0;              // words or classes the model knows
+  std::vector<std::string> vocabulary;      // completion list: words, or class names and synonyms
+  decode::SamplingParams default_sampling;  // model.json "sampling" (its author's choice)
+  std::string license;                      // one line: weights / data licences
   // Approximate colour of every code (codebook_size x RGB), from one VQ decode of the codebook at
   // load: lets a front end paint each token the moment it is committed, before the next preview.
   // Empty when the codebook is too costly to decode on this device.

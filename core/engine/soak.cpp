@@ -70,7 +70,7 @@ decode::DecodeRequest random_request(Rng& rng, decode::Method method, const Mode
   decode::DecodeRequest r;
   r.seed = seed;
   r.method.method = method;
-  r.sampling = decode::SamplingParams::from_json(info.default_sampling, decode::SamplingParams{});
+  r.sampling = info.default_sampling;
   const double u = rng.uniform();
   if (u < 0.25) r.sampling.temperature = 0.0;
   if (rng.uniform() < 0.25) r.sampling.cfg_scale = 1.0;
