@@ -50,3 +50,8 @@ $B bench --model $M --dtype bf16 --method ar,adt:coupled --cost-curve docs/sweep
 # The defaults on the held-out captions (pictures the model was not trained on).
 $B bench --model $M --method ar,adt:coupled,dynamic:coupled,sjd:coupled --prompts "$H" --seeds 2 \
   --rounds 2 --reps 3 --blocks 1 > docs/bench-adt-heldout.txt
+# One picture traced with the one-step planner (--adt-leftover 0) against AR: verification time by
+# rows, and what steps with and without the head commit.
+$B generate --prompt "red apple noto" --adt-leftover 0 --stats /tmp/adt-trace.json --out /tmp/adt.png --quiet
+$B generate --prompt "red apple noto" --method ar --stats /tmp/ar-trace.json --out /tmp/ar.png --quiet
+docs/step-traces.py /tmp/adt-trace.json /tmp/ar-trace.json > docs/bench-adt-step-traces.txt

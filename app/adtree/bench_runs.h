@@ -1,9 +1,9 @@
 // The generations of `adtree bench`. Every method makes the same pictures (prompt x seed); for each
 // picture the methods run one after another, and the whole set is repeated `rounds` times. A shared
-// host's speed drifts by 10-30% over seconds (other tenants' use of the caches, memory bandwidth
-// and clocks), so a method that ran minutes after AR met another machine: taken in turn, every
-// method meets the same drift. A speed-up is the median over pictures and rounds of the ratio of
-// AR's wall time to the method's for the same picture in the same round; the quartiles of those
+// host's speed drifts by 10% and more within minutes (other tenants' use of the caches, memory
+// bandwidth and clocks), so a method that ran minutes after AR met another machine: taken in turn,
+// every method meets the same drift. A speed-up is the median over pictures and rounds of the ratio
+// of AR's wall time to the method's for the same picture in the same round; the quartiles of those
 // ratios say how far one run can be trusted.
 #pragma once
 #include <nlohmann/json.hpp>

@@ -28,7 +28,6 @@ AdtPlanner::AdtPlanner(const StepCosts& costs, int64_t grid_h, int64_t grid_w, i
       k_max_(k_max),
       n_cap_(n_cap),
       grid_ok_(grid_ok),
-      guesses_(grid_ok && noise),
       leftover_(leftover),
       noise_(noise) {
   // Head prior: the top child right about half the time at level 1, the next ranks far less,
@@ -162,7 +161,8 @@ StepPlan AdtPlanner::plan(const std::vector<int64_t>& committed, TreeShape bound
       for (int64_t len = 0; len < int64_t(chain.size()); ++len) {
         const double in_chain = miss1 * chain[size_t(len)];
         const double tokens = 1 + head + in_chain;
-        const double left = guesses_ ? leftover_ * (double(len) - in_chain) : 0.0;
+        // Rejected rows leave guesses only where the rule offers them and the noise makes them.
+        const double left = grid_ok_ && noise_ ? leftover_ * (double(len) - in_chain) : 0.0;
         const double ms = costs_.verify(1 + n + len) + head_ms;
         if ((tokens + left) / ms > best_rate * (1 + 1e-9)) {
           best_rate = (tokens + left) / ms;

@@ -84,7 +84,6 @@ class AdtPlanner {
   StepCosts costs_;
   int64_t h_, w_, d_max_, k_max_, n_cap_;
   bool grid_ok_;
-  bool guesses_;     // rejected rows leave guesses (grid_ok_ and the coupling noise)
   double leftover_;  // tokens per guess left for the next step
   std::vector<std::vector<double>> hits_, trials_, prior_;  // [level - 1][rank]
   std::vector<int8_t> top1_;                                // per cell: -1 unknown, 0 miss, 1 hit
