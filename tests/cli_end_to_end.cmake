@@ -175,7 +175,18 @@ if(NOT sweep_md MATCHES "adt T=0")
 endif()
 run_fails("--shard i/n needs 0 <= i < n" ${ADTREE} sweep --model ${WORK}/model --shard 2/2
           --out ${WORK}/x.jsonl)
-run_fails("--betas" ${ADTREE} sweep --model ${WORK}/model --betas 0.5,high --out ${WORK}/x.jsonl)
+run_fails("--betas: --adt-beta must be a number, not 'high'" ${ADTREE} sweep --model ${WORK}/model
+          --betas 0.5,high --out ${WORK}/x.jsonl)
+run_fails("--budgets: invalid method setting: dynamic_tree.budget (--budget) must be in 0..4096, got -1" ${ADTREE} sweep
+          --model ${WORK}/model --method dynamic --budgets -1,8 --dry-run)
+# The settings table's axes split only the methods that read them: adt x 2 betas, pjd x 2 offsets.
+execute_process(COMMAND ${ADTREE} sweep --model ${WORK}/model --method adt,pjd,ar --betas 0.25,0.75
+                        --pjd-offsets 2,8 --dry-run
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "5 setting" OR NOT out MATCHES "adt beta=0.25"
+   OR NOT out MATCHES "pjd offset=8")
+  message(FATAL_ERROR "sweep axes from the settings table:\n${out}\n${err}")
+endif()
 run_fails("--trace needs --stats" ${ADTREE} generate --model ${WORK}/model --prompt cat --trace
           --out ${WORK}/x.png)
 run_ok(${ADTREE} generate --model ${WORK}/model --prompt "a red cat" --method static --relax lantern
@@ -206,17 +217,17 @@ run_fails("top-k must be in" ${ADTREE} generate --model ${WORK}/model --prompt c
 run_fails("does not exist" ${ADTREE} generate --model ${WORK}/none --prompt cat)
 run_fails("unknown command" ${ADTREE} frobnicate)
 run_fails("unknown method 'magic'" ${ADTREE} generate --model ${WORK}/model --prompt cat --method magic)
-run_fails("depth D must be >= 1" ${ADTREE} generate --model ${WORK}/model --prompt cat --method dynamic --depth 0)
-run_fails("tree width K must be in" ${ADTREE} generate --model ${WORK}/model --prompt cat --method dynamic --width 99)
-run_fails("larger than the tree can hold" ${ADTREE} generate --model ${WORK}/model --prompt cat --method dynamic --budget 5000)
-run_fails("LANTERN delta must be in" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --relax lantern --lantern-k 4 --lantern-delta -1)
+run_fails("dynamic_tree.depth (--depth) must be in 1..64, got 0" ${ADTREE} generate --model ${WORK}/model --prompt cat --method dynamic --depth 0)
+run_fails("dynamic_tree.width (--width) must be in 1..32, got 99" ${ADTREE} generate --model ${WORK}/model --prompt cat --method dynamic --width 99)
+run_fails("larger than the tree can hold" ${ADTREE} generate --model ${WORK}/model --prompt cat --method dynamic --budget 1000)
+run_fails("lantern.delta (--lantern-delta) must be in [0, 1], got -1" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --relax lantern --lantern-k 4 --lantern-delta -1)
 run_fails("ADT-Tree chooses (d, k) per step" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --depth 6)
-run_fails("ADT leftover must be in [0, 1]" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --adt-leftover 2)
-run_fails("unknown verification rule 'gumbel'" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --verify gumbel)
+run_fails("adt.leftover (--adt-leftover) must be in [0, 1], got 2" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --adt-leftover 2)
+run_fails("--verify must be auto, coupled, sampled, deterministic or maximal, not 'gumbel'" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --verify gumbel)
 run_fails("applies to sjd, pathspec and sjd-pac" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --verify maximal)
 run_fails("LANTERN relaxes" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --verify coupled --relax lantern --lantern-k 4)
 run_fails("--relax must be lossless, lantern or cascade" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --relax fuzzy)
-run_fails("--cascade-scope must be level or siblings" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --relax cascade --cascade-scope cousins)
+run_fails("--cascade-scope must be siblings or level" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --relax cascade --cascade-scope cousins)
 run_fails("CASCADE relaxes the acceptance of draft trees" ${ADTREE} generate --model ${WORK}/model --prompt cat --method sjd --relax cascade)
 run_fails("CASCADE lowers q(x)" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --relax cascade --verify coupled)
 run_fails("PJD window must be in 1..64" ${ADTREE} generate --model ${WORK}/model --prompt cat --method pjd --pjd-window 0)

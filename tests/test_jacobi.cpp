@@ -548,38 +548,40 @@ TEST(BadSettings, JacobiSettingsAreClearErrors) {
   };
   bad(
       "sjd", [](MethodSettings& m) { m.jacobi.window = 0; },
-      "Jacobi window L must be in 1..15, got 0");
+      "jacobi.window (--window) must be in 1..15, got 0");
   bad(
-      "sjd", [](MethodSettings& m) { m.jacobi.window = 16; }, "Jacobi window L must be in 1..15");
+      "sjd", [](MethodSettings& m) { m.jacobi.window = 16; },
+      "jacobi.window (--window) must be in 1..15, got 16");
   bad(
       "pathspec", [](MethodSettings& m) { m.jacobi.paths = 0; },
-      "PathSpec paths K must be in 1..64");
+      "jacobi.paths (--paths) must be in 1..64");
   bad(
       "pathspec", [](MethodSettings& m) { m.jacobi.paths = 65; },
-      "PathSpec paths K must be in 1..64");
+      "jacobi.paths (--paths) must be in 1..64");
   bad(
       "pathspec", [](MethodSettings& m) { m.jacobi.path_length = 16; },
-      "PathSpec path length must be in 1..15");
+      "jacobi.path_length (--path-length) must be in 1..15, got 16");
   bad(
       "pathspec", [](MethodSettings& m) { m.jacobi.path_relax = -0.5; },
-      "PathRelax lambda must be a number >= 0");
+      "jacobi.path_relax (--path-relax) must be >= 0, got -0.5");
   bad(
       "pathspec", [](MethodSettings& m) { m.jacobi.path_relax = std::nan(""); },
-      "PathRelax lambda");
+      "jacobi.path_relax (--path-relax) must be >= 0, got nan");
   bad(
       "sjd-pac", [](MethodSettings& m) { m.jacobi.pac_width = 0; },
-      "SJD-PAC width K must be in 1..16");
+      "jacobi.pac_width (--pac-width) must be in 1..16");
   bad(
       "sjd-pac", [](MethodSettings& m) { m.jacobi.pac_width = 17; },
-      "SJD-PAC width K must be in 1..16");
+      "jacobi.pac_width (--pac-width) must be in 1..16");
   bad(
       "sjd-pac", [](MethodSettings& m) { m.jacobi.pac_levels = 4; },
-      "SJD-PAC tree levels must be in 0..3");
+      "jacobi.pac_levels (--pac-levels) must be in 0..3, got 4");
   bad(
       "sjd-pac", [](MethodSettings& m) { m.jacobi.window = 16; },
-      "Jacobi window L must be in 1..15");
+      "jacobi.window (--window) must be in 1..15, got 16");
   bad(
-      "sjd", [](MethodSettings& m) { m.jacobi.start_margin = -1; }, "margins must be >= 0");
+      "sjd", [](MethodSettings& m) { m.jacobi.start_margin = -1; },
+      "jacobi.start_margin (--jacobi-start-margin) must be in 0..15, got -1");
   bad(
       "sjd", [](MethodSettings& m) { m.jacobi.start_margin = 8, m.jacobi.stop_margin = 8; },
       "margins must leave tokens to draft");

@@ -37,7 +37,7 @@ class ResearchTest : public ::testing::Test {
     SweepGrid g;
     g.methods = {"adt", "dynamic", "ar"};
     g.temperature = {0, 1};
-    g.beta = {0.25, 0.75};
+    g.axes["adt.beta"] = {0.25, 0.75};
     g.base.dynamic_tree.budget = 8;
     g.sampling.cfg_scale = 2.0;
     return g;
@@ -79,14 +79,14 @@ TEST_F(ResearchTest, AxesApplyOnlyToTheMethodsThatReadThem) {
   }
   SweepGrid g;
   g.methods = {"adt"};
-  g.update = {"bisect", "step"};
-  g.step_d = {1, 2};
+  g.axes["adt.mode"] = {std::string("bisect"), std::string("step")};
+  g.axes["adt.step_d"] = {int64_t(1), int64_t(2)};
   // Step sizes split only step mode: bisect + step x 2.
   EXPECT_EQ(expand(g).size(), 3u);
   g.methods.clear();
   EXPECT_THROW(expand(g), Error);
   SweepGrid bad;
-  bad.adjacency = {"sideways"};
+  bad.axes["adt.adjacency"] = {std::string("sideways")};
   EXPECT_THROW(expand(bad), Error);
 }
 

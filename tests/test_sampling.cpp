@@ -167,7 +167,7 @@ TEST(SettingsFromFiles, WrongTypesAndNonFiniteNumbersNameTheField) {
   has(error_of([] {
         MethodSettings::from_json({{"adt", {{"beta", "high"}}}});
       }),
-      "invalid method settings: 'beta' must be a number, got \"high\"");
+      "invalid method settings: 'adt.beta' must be a number, got \"high\"");
   has(error_of([] { MethodSettings::from_json(nlohmann::json::array()); }),
       "invalid method settings: expected an object");
   has(error_of([] {

@@ -195,17 +195,19 @@ TEST(BadSettings, AreClearErrors) {
       EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
     }
   };
-  bad([](MethodSettings& m) { m.dynamic_tree.depth = 0; }, "depth D must be >= 1");
-  bad([](MethodSettings& m) { m.dynamic_tree.width = 33; }, "tree width K must be in 1..32");
+  bad([](MethodSettings& m) { m.dynamic_tree.depth = 0; },
+      "dynamic_tree.depth (--depth) must be in 1..64, got 0");
+  bad([](MethodSettings& m) { m.dynamic_tree.width = 33; },
+      "dynamic_tree.width (--width) must be in 1..32, got 33");
   bad([](MethodSettings& m) { m.dynamic_tree.budget = 1000; }, "larger than the tree can hold");
   bad(
       [](MethodSettings& m) {
         m.acceptance = Acceptance::Lantern, m.lantern.k = 10, m.lantern.delta = -0.1;
       },
-      "LANTERN delta must be in [0, 1]");
+      "lantern.delta (--lantern-delta) must be in [0, 1], got -0.1");
   EXPECT_THROW(method_from_string("medusa"), Error);  // names are read at the boundary
   bad([](MethodSettings& m) { m.method = Method::Adt, m.adt.d0 = 9; },
       "ADT d0 must lie in [d_min, d_max]");
   bad([](MethodSettings& m) { m.method = Method::Adt, m.adt.beta = 1.5; },
-      "ADT beta must be in [0, 1]");
+      "adt.beta (--adt-beta) must be in [0, 1], got 1.5");
 }

@@ -66,7 +66,7 @@ $B sweep merge --inputs "$OUT/a-shape-0.jsonl,$OUT/a-shape-1.jsonl" --out "$OUT/
 if [[ "${ONLY_A:-0}" == 1 ]]; then echo "sweep A written to $OUT"; exit 0; fi
 # B, C, D: the same knobs at T = 1. E: LANTERN delta (lossy).
 knobs 1 b-beta c-steps d-budget
-sweep e-lantern --method adt --temperatures 1 --lantern-deltas off,0.05,0.1,0.2
+sweep e-lantern --method adt --temperatures 1 --relaxes lossless,lantern --lantern-deltas 0.05,0.1,0.2
 # I: the verification rule at T = 1 for every tree. J: the budget that follows the shape.
 sweep i-verify --method adt,dynamic,static --temperatures 1 --verifies coupled,sampled,deterministic
 sweep j-adt-budget --method adt --temperatures 0,1 --adt-budgets fixed,shape

@@ -1,14 +1,20 @@
-// SettingsPanel: every knob of a decoding request (decode/method.h, decode/sampling.h) with a
-// tooltip that says what it does, grouped in collapsible sections; only the sections that matter
-// for the chosen method are shown. The method itself and the acceptance rule sit in the window's
-// top bar.
+// SettingsPanel: every knob of a decoding request with a tooltip that says what it does, grouped
+// in collapsible sections; only the sections that matter for the chosen method are shown, and a
+// row the method does not read is greyed. The method settings' rows are made from the settings
+// table (decode/setting.h: label, range, help, the methods that read it), the sampling rows here.
+// The method itself and the acceptance rule sit in the window's top bar.
 #pragma once
 #include <QWidget>
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 
+#include <map>
+#include <vector>
+
+#include "decode/method.h"
 #include "decode/sampling.h"
+#include "decode/setting.h"
 
 class QSpinBox;
 class QLabel;
@@ -16,11 +22,7 @@ class QDoubleSpinBox;
 class QComboBox;
 class QCheckBox;
 class QFormLayout;
-
-namespace adtree::decode {
-struct DecodeRequest;
-enum class Acceptance;
-}  // namespace adtree::decode
+class QVBoxLayout;
 
 namespace adtree::ui {
 
@@ -51,45 +53,36 @@ class SettingsPanel : public QWidget {
   void changed();
 
  private:
+  // One form row of the settings table (decode/setting.h) and the section it sits in.
+  struct Row {
+    const decode::Setting* setting;
+    QWidget* editor;
+    CollapsibleSection* section;
+  };
+  void buildSections(QVBoxLayout* v);
+  void buildSamplingRows(QFormLayout* f);
+  void addRow(const decode::Setting& s);
+  QWidget* makeEditor(const decode::Setting& s);
+  decode::SettingValue valueOf(const Row& r) const;
+  void setValueOf(const Row& r, const decode::SettingValue& v);
+  void fitToModel();
   QSpinBox* addInt(QFormLayout* f, const QString& label, int lo, int hi, const QString& tip,
                    const QString& special = {});
   QDoubleSpinBox* addReal(QFormLayout* f, const QString& label, double lo, double hi, double step,
                           int decimals, const QString& tip, const QString& special = {});
-  QComboBox* addChoice(QFormLayout* f, const QString& label, const QStringList& items,
-                       const QString& tip);
   void updateEnabled();
   void buildPjdSection();
 
-  CollapsibleSection *sampling_, *static_, *dynamic_, *budget_, *adt_, *lantern_, *cascade_,
-      *jacobi_, *pjd_;
-  // Sampling
+  std::map<std::string, CollapsibleSection*> sections_;
+  std::vector<Row> rows_;
+  // The values without a form row (a cost-curve file, the device step) pass through unchanged.
+  decode::MethodSettings hidden_;
+  // Sampling (decode/sampling.h: not method settings)
   QDoubleSpinBox *cfg_, *temperature_, *top_p_;
   QSpinBox *cfg_interval_, *top_k_;
-  // Trees
-  QComboBox* static_preset_;
-  QComboBox* verify_;
-  QComboBox* adt_budget_rule_;
-  QCheckBox* adt_grid_;
-  QSpinBox *dyn_depth_, *dyn_width_, *budget_n_;
-  QSpinBox *adt_d0_, *adt_k0_, *adt_dmin_, *adt_dmax_, *adt_kmin_, *adt_kmax_, *adt_step_d_,
-      *adt_step_k_;
-  QDoubleSpinBox* adt_beta_;
-  QDoubleSpinBox* adt_leftover_;
-  QComboBox *adt_mode_, *adt_adjacency_;
-  // LANTERN
-  QComboBox* lantern_mode_;
-  QSpinBox* lantern_k_;
-  QDoubleSpinBox *lantern_delta_, *lantern_lambda_;
-  // CASCADE
-  QDoubleSpinBox *cascade_tau_s_, *cascade_tau_c_, *cascade_kappa_;
-  QComboBox* cascade_scope_;
-  // Jacobi
-  QSpinBox *jac_window_, *jac_paths_, *jac_path_length_, *jac_start_margin_, *jac_stop_margin_;
-  QSpinBox *jac_pac_width_, *jac_pac_levels_;
-  QLabel* jac_lossy_;
-  QCheckBox* jac_spatial_;
-  QDoubleSpinBox* jac_relax_;
+  QLabel* jac_lossy_;  // PathSpec's settings make it lossy
   // PJD
+  CollapsibleSection* pjd_;
   QSpinBox *pjd_window_, *pjd_offset_, *pjd_rows_;
   QCheckBox *pjd_mask_, *pjd_spatial_;
 

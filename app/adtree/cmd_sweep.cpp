@@ -109,24 +109,13 @@ int cmd_sweep(int argc, char** argv) {
   a.option("prompts", "LIST",
            "semicolon-separated prompts (default: 4 prompts of the shipped model)")
       .option("seeds", "N", "seeds 0 .. N-1 per prompt", "2")
-      .option("temperatures", "LIST", "axis: sampling temperatures (0 = greedy)")
-      .option("betas", "LIST", "axis (adt): beta thresholds")
-      .option("updates", "LIST", "axis (adt): bisect, step")
-      .option("l-d", "LIST", "axis (adt, step mode): depth steps l_d")
-      .option("l-k", "LIST", "axis (adt, step mode): width steps l_k")
-      .option("d-maxes", "LIST", "axis (adt): depth bounds d_max")
-      .option("k-maxes", "LIST", "axis (adt): width bounds k_max")
-      .option("adjacencies", "LIST", "axis (adt): left, left+up, none, random, confidence")
-      .option("budgets", "LIST", "axis (dynamic, adt): verification budgets N (0 = auto)")
-      .option("adt-budgets", "LIST", "axis (adt): budget rules fixed, shape")
-      .option("verifies", "LIST", "axis (all but ar): verification rules (see --verify)")
-      .option("lantern-deltas", "LIST",
-              "axis (tree methods): LANTERN delta values, 'off' = lossless")
-      .option("relaxes", "LIST", "axis (tree methods): acceptance rules lossless, lantern, cascade")
-      .option("cascade-tau-ss", "LIST", "axis (CASCADE points): interchangeability cosines tau_s")
-      .option("cascade-tau-cs", "LIST", "axis (CASCADE points): convergence cosines tau_c")
-      .option("cascade-kappas", "LIST", "axis (CASCADE points): convergence gates kappa")
-      .option("pjd-row-counts", "LIST", "axis (pjd): active rows at most (0 = no limit)")
+      .option("temperatures", "LIST", "axis: sampling temperatures (0 = greedy)");
+  for (const auto& s : decode::method_settings_table()) {
+    if (s.sweep_flag.empty()) continue;
+    const auto who = s.readers_text().empty() ? std::string() : " (" + s.readers_text() + ")";
+    a.option(s.sweep_flag, "LIST", "axis" + who + ": values of --" + s.flag);
+  }
+  a.option("pjd-row-counts", "LIST", "axis (pjd): active rows at most (0 = no limit)")
       .option("pjd-offsets", "LIST", "axis (pjd): row offsets")
       .option("pjd-windows", "LIST", "axis (pjd): tokens fed per row")
       .option("pjd-masks", "LIST", "axis (pjd): row-causal, causal")
@@ -144,22 +133,18 @@ int cmd_sweep(int argc, char** argv) {
   g.methods = split(a.str("method"), ',');
   g.base = method_from(a, g.methods.empty() ? "adt" : g.methods.front());
   g.temperature = reals(a, "temperatures");
-  g.beta = reals(a, "betas");
-  g.update = words(a, "updates");
-  g.step_d = ints(a, "l-d");
-  g.step_k = ints(a, "l-k");
-  g.d_max = ints(a, "d-maxes");
-  g.k_max = ints(a, "k-maxes");
-  g.adjacency = words(a, "adjacencies");
-  g.budget = ints(a, "budgets", "auto");
-  g.adt_budget = words(a, "adt-budgets");
-  g.verify = words(a, "verifies");
-  g.lantern_delta = reals(a, "lantern-deltas", /*allow_off=*/true);
-  g.relax = words(a, "relaxes");
-  for (const auto& r : g.relax) decode::acceptance_from_string(r);  // a typo fails before runs
-  g.cascade_tau_s = reals(a, "cascade-tau-ss");
-  g.cascade_tau_c = reals(a, "cascade-tau-cs");
-  g.cascade_kappa = reals(a, "cascade-kappas");
+  for (const auto& s : decode::method_settings_table()) {
+    if (s.sweep_flag.empty() || !a.given(s.sweep_flag)) continue;
+    auto& values = g.axes[s.key];
+    try {
+      for (const auto& word : split(a.str(s.sweep_flag), ',')) {
+        values.push_back(s.parse(word));  // a typo or a value out of range fails before any run
+        s.check(values.back(), {});
+      }
+    } catch (const Error& e) {
+      throw Error("--" + s.sweep_flag + ": " + e.what());
+    }
+  }
   g.pjd_rows = ints(a, "pjd-row-counts", "no limit");
   g.pjd_offset = ints(a, "pjd-offsets");
   g.pjd_window = ints(a, "pjd-windows");

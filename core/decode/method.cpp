@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "decode/setting.h"
 #include "util/error.h"
 #include "util/json_int.h"
 
@@ -27,6 +28,16 @@ std::string to_string(Adjacency a) {
       return "left+up";
   }
   return "left";
+}
+
+std::string to_string(LanternMode m) {
+  return m == LanternMode::Delta ? "delta" : "lambda";
+}
+
+LanternMode lantern_mode_from_string(const std::string& s) {
+  if (s == "delta") return LanternMode::Delta;
+  if (s == "lambda") return LanternMode::Lambda;
+  throw Error("unknown LANTERN mode '" + s + "' (expected delta or lambda)");
 }
 
 std::string to_string(AdtBudget b) {
@@ -118,22 +129,35 @@ Adjacency adjacency_from_string(const std::string& s) {
 }
 
 void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
-  auto bad = [](const std::string& m) { throw Error("invalid method setting: " + m); };
-  // Only the settings the chosen method reads are checked: a GUI keeps every group's values.
-  if (method == Method::Static && static_tree.preset != "eagle25" &&
-      static_tree.preset != "eagle57") {
-    bad("unknown static tree '" + static_tree.preset + "' (eagle25 or eagle57)");
+  // Each setting the chosen method reads against its range in the table; the others are not
+  // checked, since a GUI keeps every group's values.
+  validate_verify();  // first: a rule that does not apply says so before its values are checked
+  const ModelLimits limits{vocab_size, image_tokens};
+  for (const auto& s : method_settings_table()) {
+    if (s.read_by(*this)) s.check(s.get(*this), limits);
   }
+  validate_pjd();
+  validate_links(image_tokens);
+}
+
+void MethodSettings::validate_pjd() const {
+  auto bad = [](const std::string& m) { throw Error("invalid method setting: " + m); };
+  if (method != Method::Pjd) return;
+  const auto& p = pjd;
+  if (p.window < 1 || p.window > 64)
+    bad("PJD window must be in 1..64, got " + std::to_string(p.window));
+  if (p.row_offset < 1) bad("PJD row offset must be >= 1, got " + std::to_string(p.row_offset));
+  if (p.max_rows < 0 || p.max_rows > 64)
+    bad("PJD max rows must be in 0..64 (0 = no limit), got " + std::to_string(p.max_rows));
+}
+
+// The rules that tie settings to each other, which no single entry of the table can state.
+void MethodSettings::validate_links(int64_t image_tokens) const {
+  auto bad = [](const std::string& m) { throw Error("invalid method setting: " + m); };
   const auto& d = dynamic_tree;
   if (method == Method::Dynamic) {
-    // 64 rounds is far deeper than any tree worth verifying; the bound keeps the node count below
-    // from overflowing (reliability.md, Fuzzing).
-    if (d.depth < 1 || d.depth > 64) bad("dynamic tree depth D must be >= 1 and at most 64");
-    if (d.width < 1 || d.width > vocab_size) {
-      bad("tree width K must be in 1.." + std::to_string(vocab_size) + " (the vocabulary)");
-    }
     const int64_t max_nodes = d.width + d.depth * d.width * d.width;
-    if (d.budget < 0 || d.budget > max_nodes) {
+    if (d.budget > max_nodes) {
       bad("budget N = " + std::to_string(d.budget) + " is larger than the tree can hold (" +
           std::to_string(max_nodes) + " nodes for D = " + std::to_string(d.depth) +
           ", K = " + std::to_string(d.width) + "); 0 = auto");
@@ -141,17 +165,12 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
   }
   const auto& a = adt;
   if (method == Method::Adt) {
-    if (a.d_min < 1 || a.d_min > a.d_max || a.d_max > 64)
-      bad("ADT depth bounds need 1 <= d_min <= d_max <= 64");
-    if (a.k_min < 1 || a.k_min > a.k_max) bad("ADT width bounds need 1 <= k_min <= k_max");
-    if (a.k_max > vocab_size) bad("ADT k_max exceeds the vocabulary");
+    if (a.d_min > a.d_max) bad("ADT depth bounds need d_min <= d_max");
+    if (a.k_min > a.k_max) bad("ADT width bounds need k_min <= k_max");
     if (a.d0 < a.d_min || a.d0 > a.d_max) bad("ADT d0 must lie in [d_min, d_max]");
     if (a.k0 < a.k_min || a.k0 > a.k_max) bad("ADT k0 must lie in [k_min, k_max]");
-    if (!(a.beta >= 0 && a.beta <= 1)) bad("ADT beta must be in [0, 1]");
-    if (!(a.leftover >= 0 && a.leftover <= 1)) bad("ADT leftover must be in [0, 1]");
-    if (a.step_d < 1 || a.step_k < 1) bad("ADT step sizes must be >= 1");
     const int64_t max_nodes = a.k_max + (a.d_max - 1) * a.k_max * a.k_max;
-    if (d.budget < 0 || d.budget > max_nodes) {
+    if (d.budget > max_nodes) {
       bad("budget N = " + std::to_string(d.budget) + " is larger than an ADT tree can hold (" +
           std::to_string(max_nodes) + " nodes for d_max = " + std::to_string(a.d_max) +
           ", k_max = " + std::to_string(a.k_max) + "); 0 = auto");
@@ -166,66 +185,13 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
           std::to_string(kMaxDraftRows) + "): lower the depth, the width or the budget");
     }
   }
-  validate_verify();
-  const auto& l = lantern;
-  if (acceptance == Acceptance::Lantern) {
-    if (l.k < 1 || l.k >= vocab_size)
-      bad("LANTERN k must be in 1.." + std::to_string(vocab_size - 1));
-    if (!(l.delta >= 0 && l.delta <= 1)) bad("LANTERN delta must be in [0, 1]");
-    if (!(l.lambda > 1)) bad("LANTERN lambda must be > 1");
-  }
-  const auto& c = cascade;
-  if (acceptance == Acceptance::Cascade) {
-    if (!is_tree(method))
-      bad("CASCADE relaxes the acceptance of draft trees (static, dynamic, adt), not of " +
-          to_string(method));
-    // A cosine lies in [-1, 1]; a threshold above 1 switches its half of the bonus off.
-    if (!std::isfinite(c.tau_s) || !std::isfinite(c.tau_c))
-      bad("CASCADE tau_s and tau_c must be numbers (cosines; above 1 = off)");
-    if (!(c.kappa >= 0) || !std::isfinite(c.kappa)) bad("CASCADE kappa must be a number >= 0");
-  }
   const auto& j = jacobi;
-  if (is_jacobi(method)) {
-    const std::string last = std::to_string(image_tokens - 1);
-    if ((method == Method::Sjd || method == Method::SjdPac) &&
-        (j.window < 1 || j.window >= image_tokens))
-      bad("Jacobi window L must be in 1.." + last + ", got " + std::to_string(j.window));
-    if (method == Method::PathSpec) {
-      // 64 chains keep the verification block (K x length + 1 rows) within reason.
-      if (j.paths < 1 || j.paths > 64)
-        bad("PathSpec paths K must be in 1..64, got " + std::to_string(j.paths));
-      if (j.path_length < 1 || j.path_length >= image_tokens)
-        bad("PathSpec path length must be in 1.." + last + ", got " +
-            std::to_string(j.path_length));
-      if (!(j.path_relax >= 0) || !std::isfinite(j.path_relax))
-        bad("PathRelax lambda must be a number >= 0 (0 = off)");
-    }
-    if (method == Method::SjdPac) {
-      // 16^3 tree nodes stay within kMaxDraftRows; more candidates than codes cannot be distinct.
-      if (j.pac_width < 1 || j.pac_width > 16 || j.pac_width >= vocab_size)
-        bad("SJD-PAC width K must be in 1..16 (and below the codebook size), got " +
-            std::to_string(j.pac_width));
-      if (j.pac_levels < 0 || j.pac_levels > 3)
-        bad("SJD-PAC tree levels must be in 0..3, got " + std::to_string(j.pac_levels));
-    }
-    if (method == Method::Pjd) {
-      const auto& p = pjd;
-      if (acceptance != Acceptance::Lossless)
-        bad("PJD's relaxation is its rows below the leading row; LANTERN and CASCADE do not "
-            "apply to it");
-      if (p.window < 1 || p.window > 64)
-        bad("PJD window must be in 1..64, got " + std::to_string(p.window));
-      if (p.row_offset < 1) bad("PJD row offset must be >= 1, got " + std::to_string(p.row_offset));
-      if (p.max_rows < 0 || p.max_rows > 64)
-        bad("PJD max rows must be in 0..64 (0 = no limit), got " + std::to_string(p.max_rows));
-    }
-    if (j.start_margin < 0 || j.stop_margin < 0) bad("Jacobi start/stop margins must be >= 0");
-    // Each below image_tokens first, so that the sum cannot overflow (reliability.md, Fuzzing).
-    if (j.start_margin >= image_tokens || j.stop_margin >= image_tokens ||
-        j.start_margin + j.stop_margin >= image_tokens)
-      bad("Jacobi start + stop margins must leave tokens to draft (< " +
-          std::to_string(image_tokens) + ")");
-  }
+  const bool margins =
+      method == Method::Sjd || method == Method::PathSpec || method == Method::SjdPac;
+  // Each margin is below image_tokens (the table), so the sum cannot overflow.
+  if (margins && j.start_margin + j.stop_margin >= image_tokens)
+    bad("Jacobi start + stop margins must leave tokens to draft (< " +
+        std::to_string(image_tokens) + ")");
 }
 
 int64_t MethodSettings::max_expansion_rows(int64_t budget) const {
@@ -239,6 +205,12 @@ int64_t MethodSettings::max_expansion_rows(int64_t budget) const {
 void MethodSettings::validate_verify() const {
   auto bad = [](const std::string& m) { throw Error("invalid method setting: " + m); };
   const bool jacobi_method = is_jacobi(method);
+  if (acceptance == Acceptance::Cascade && !is_tree(method))
+    bad("CASCADE relaxes the acceptance of draft trees (static, dynamic, adt), not of " +
+        to_string(method));
+  if (method == Method::Pjd && acceptance != Acceptance::Lossless)
+    bad("PJD's relaxation is its rows below the leading row; LANTERN and CASCADE do not apply to "
+        "it");
   if (method != Method::Ar) {
     if (verify == VerifyRule::Maximal && method == Method::Pjd)
       bad("PJD verifies its rows sampled (the paper's rule) or coupled, not maximal");
@@ -271,58 +243,34 @@ DeviceStep device_step_from_string(const std::string& s) {
   throw Error("unknown device step '" + s + "' (auto, on or off)");
 }
 
+namespace {
+// Where a setting lives in a settings object: j["pjd"]["window"], or j["verify"] at the top.
+const nlohmann::json* lookup(const nlohmann::json& j, const Setting& s) {
+  const auto group = s.group();
+  const nlohmann::json* obj = &j;
+  if (!group.empty()) {
+    const auto it = j.find(group);
+    if (it == j.end()) return nullptr;
+    if (!it->is_object()) throw Error("'" + group + "' must be an object");
+    obj = &*it;
+  }
+  const auto it = obj->find(s.field());
+  return it == obj->end() ? nullptr : &*it;
+}
+}  // namespace
+
 nlohmann::json MethodSettings::to_json() const {
-  return {{"method", to_string(method)},
-          {"static_tree", {{"preset", static_tree.preset}}},
-          {"dynamic_tree",
-           {{"depth", dynamic_tree.depth},
-            {"width", dynamic_tree.width},
-            {"budget", dynamic_tree.budget}}},
-          {"adt",
-           {{"d0", adt.d0},
-            {"k0", adt.k0},
-            {"d_min", adt.d_min},
-            {"d_max", adt.d_max},
-            {"k_min", adt.k_min},
-            {"k_max", adt.k_max},
-            {"beta", adt.beta},
-            {"mode", to_string(adt.mode)},
-            {"step_d", adt.step_d},
-            {"step_k", adt.step_k},
-            {"adjacency", to_string(adt.adjacency)},
-            {"budget_rule", to_string(adt.budget_rule)},
-            {"grid", adt.grid},
-            {"leftover", adt.leftover},
-            {"cost_curve", adt.cost_curve}}},
-          {"acceptance", to_string(acceptance)},
-          {"verify", to_string(verify)},
-          {"lantern",
-           {{"mode", lantern.mode == LanternMode::Delta ? "delta" : "lambda"},
-            {"k", lantern.k},
-            {"delta", lantern.delta},
-            {"lambda", lantern.lambda}}},
-          {"cascade",
-           {{"tau_s", cascade.tau_s},
-            {"tau_c", cascade.tau_c},
-            {"kappa", cascade.kappa},
-            {"siblings_only", cascade.siblings_only}}},
-          {"jacobi",
-           {{"window", jacobi.window},
-            {"spatial_init", jacobi.spatial_init},
-            {"paths", jacobi.paths},
-            {"path_length", jacobi.path_length},
-            {"path_relax", jacobi.path_relax},
-            {"pac_width", jacobi.pac_width},
-            {"pac_levels", jacobi.pac_levels},
-            {"start_margin", jacobi.start_margin},
-            {"stop_margin", jacobi.stop_margin}}},
-          {"pjd",
-           {{"window", pjd.window},
-            {"row_offset", pjd.row_offset},
-            {"max_rows", pjd.max_rows},
-            {"row_mask", pjd.row_mask},
-            {"spatial_init", pjd.spatial_init}}},
-          {"device_step", to_string(device_step)}};
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& s : method_settings_table()) {
+    auto& slot = s.group().empty() ? j[s.key] : j[s.group()][s.field()];
+    slot = s.to_json(s.get(*this));
+  }
+  j["pjd"] = {{"window", pjd.window},
+              {"row_offset", pjd.row_offset},
+              {"max_rows", pjd.max_rows},
+              {"row_mask", pjd.row_mask},
+              {"spatial_init", pjd.spatial_init}};
+  return j;
 }
 
 void validate_settings(const MethodSettings& m, const SamplingParams& s, int64_t vocab_size,
@@ -334,61 +282,9 @@ void validate_settings(const MethodSettings& m, const SamplingParams& s, int64_t
 MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
   MethodSettings m;
   try {
-    m.method = method_from_string(json_field(j, "method", to_string(m.method)));
-    if (j.contains("static_tree"))
-      m.static_tree.preset = json_field(j["static_tree"], "preset", m.static_tree.preset);
-    if (j.contains("dynamic_tree")) {
-      const auto& d = j["dynamic_tree"];
-      m.dynamic_tree.depth = json_int(d, "depth", m.dynamic_tree.depth);
-      m.dynamic_tree.width = json_int(d, "width", m.dynamic_tree.width);
-      m.dynamic_tree.budget = json_int(d, "budget", m.dynamic_tree.budget);
-    }
-    if (j.contains("adt")) {
-      const auto& a = j["adt"];
-      auto& t = m.adt;
-      t.d0 = json_int(a, "d0", t.d0), t.k0 = json_int(a, "k0", t.k0);
-      t.d_min = json_int(a, "d_min", t.d_min), t.d_max = json_int(a, "d_max", t.d_max);
-      t.k_min = json_int(a, "k_min", t.k_min), t.k_max = json_int(a, "k_max", t.k_max);
-      t.beta = json_field(a, "beta", t.beta);
-      t.mode = adt_mode_from_string(json_field(a, "mode", to_string(t.mode)));
-      t.step_d = json_int(a, "step_d", t.step_d), t.step_k = json_int(a, "step_k", t.step_k);
-      t.adjacency = adjacency_from_string(json_field(a, "adjacency", to_string(t.adjacency)));
-      t.budget_rule =
-          adt_budget_from_string(json_field(a, "budget_rule", to_string(t.budget_rule)));
-      t.grid = json_field(a, "grid", t.grid);
-      t.leftover = json_field(a, "leftover", t.leftover);
-      t.cost_curve = json_field(a, "cost_curve", t.cost_curve);
-    }
-    m.verify = verify_rule_from_string(json_field(j, "verify", to_string(m.verify)));
-    m.device_step = device_step_from_string(json_field(j, "device_step", to_string(m.device_step)));
-    m.acceptance = acceptance_from_string(json_field(j, "acceptance", std::string("lossless")));
-    if (j.contains("lantern")) {
-      const auto& l = j["lantern"];
-      const auto mode = json_field(l, "mode", std::string("delta"));
-      if (mode != "delta" && mode != "lambda") throw Error("LANTERN mode must be delta or lambda");
-      m.lantern.mode = mode == "delta" ? LanternMode::Delta : LanternMode::Lambda;
-      m.lantern.k = json_int(l, "k", m.lantern.k);
-      m.lantern.delta = json_field(l, "delta", m.lantern.delta);
-      m.lantern.lambda = json_field(l, "lambda", m.lantern.lambda);
-    }
-    if (j.contains("cascade")) {
-      const auto& c = j["cascade"];
-      m.cascade.tau_s = json_field(c, "tau_s", m.cascade.tau_s);
-      m.cascade.tau_c = json_field(c, "tau_c", m.cascade.tau_c);
-      m.cascade.kappa = json_field(c, "kappa", m.cascade.kappa);
-      m.cascade.siblings_only = json_field(c, "siblings_only", m.cascade.siblings_only);
-    }
-    if (j.contains("jacobi")) {
-      const auto& a = j["jacobi"];
-      m.jacobi.window = json_int(a, "window", m.jacobi.window);
-      m.jacobi.spatial_init = json_field(a, "spatial_init", m.jacobi.spatial_init);
-      m.jacobi.paths = json_int(a, "paths", m.jacobi.paths);
-      m.jacobi.path_length = json_int(a, "path_length", m.jacobi.path_length);
-      m.jacobi.path_relax = json_field(a, "path_relax", m.jacobi.path_relax);
-      m.jacobi.pac_width = json_int(a, "pac_width", m.jacobi.pac_width);
-      m.jacobi.pac_levels = json_int(a, "pac_levels", m.jacobi.pac_levels);
-      m.jacobi.start_margin = json_int(a, "start_margin", m.jacobi.start_margin);
-      m.jacobi.stop_margin = json_int(a, "stop_margin", m.jacobi.stop_margin);
+    if (!j.is_object()) throw Error("expected an object of method settings");
+    for (const auto& s : method_settings_table()) {
+      if (const auto* v = lookup(j, s)) s.set(m, s.from_json(*v));
     }
     if (j.contains("pjd")) {
       const auto& a = j["pjd"];

@@ -151,8 +151,11 @@ struct MethodSettings {
   void validate(int64_t vocab_size, int64_t image_tokens) const;
   // Draft-head rows one step of a dynamic / ADT tree can feed for budget N (<= 0: unbounded).
   int64_t max_expansion_rows(int64_t budget) const;
-  // The verification rule against the method and the relaxations (part of validate()).
+  // The verification rule and the acceptance rule against the method (part of validate()).
   void validate_verify() const;
+  // The rules that tie settings to each other (part of validate(); ranges: the settings table).
+  void validate_links(int64_t image_tokens) const;
+  void validate_pjd() const;
   nlohmann::json to_json() const;
   static MethodSettings from_json(const nlohmann::json& j);  // missing keys keep defaults
 };
@@ -170,6 +173,8 @@ VerifyRule verify_rule_from_string(const std::string& s);
 // LANTERN or PathRelax with shared-noise coupling, deterministic drafts for a Jacobi method).
 VerifyRule resolve_verify(const MethodSettings& m, const SamplingParams& sampling);
 std::string to_string(Adjacency a);
+std::string to_string(LanternMode m);  // delta | lambda
+LanternMode lantern_mode_from_string(const std::string& s);
 AdtMode adt_mode_from_string(const std::string& s);
 Adjacency adjacency_from_string(const std::string& s);
 

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <ostream>
 
+#include "decode/setting.h"
 #include "engine/engine.h"
 #include "model/conditioning.h"
 #include "util/clock.h"
@@ -76,24 +77,17 @@ decode::DecodeRequest random_request(Rng& rng, decode::Method method, const Mode
   if (rng.uniform() < 0.25) r.sampling.cfg_scale = 1.0;
   const int64_t V = info.codebook_size;
   if (rng.uniform() < 0.25) r.sampling.top_k = std::max<int64_t>(1, std::min<int64_t>(50, V / 2));
-  const bool tree = decode::is_tree(method);
-  const double relax = rng.uniform();
-  if (tree && relax < 0.3) {
-    r.method.acceptance = decode::Acceptance::Lantern;
-    r.method.lantern.k = std::min<int64_t>(r.method.lantern.k, V - 1);
-  } else if (tree && relax < 0.5) {
-    r.method.acceptance = decode::Acceptance::Cascade;
-    r.method.cascade.tau_s = 0.5;
+  // The table's variations, in its order: the acceptance rule is drawn before CASCADE's
+  // thresholds, which only a CASCADE request reads.
+  for (const auto& s : decode::method_settings_table()) {
+    if (s.soak_values.empty() || !s.read_by(r.method) || rng.uniform() < 0.5) continue;
+    s.set(r.method, s.soak_values[pick(rng, s.soak_values.size())]);
   }
+  decode::fit_to_model(r.method, {V, info.grid_h * info.grid_w});
   if (method == Method::Pjd) {
     r.method.pjd.row_offset = rng.uniform() < 0.5 ? 2 : 8;
     if (rng.uniform() < 0.25) r.method.pjd.max_rows = 1;
   }
-  if (method == Method::Static && rng.uniform() < 0.5) r.method.static_tree.preset = "eagle57";
-  if (method == Method::Dynamic || method == Method::Adt)
-    r.method.dynamic_tree.budget = rng.uniform() < 0.5 ? 8 : 58;
-  if (method == Method::Adt && rng.uniform() < 0.5) r.method.adt.mode = decode::AdtMode::Step;
-  if (method == Method::PathSpec && rng.uniform() < 0.3) r.method.jacobi.path_relax = 0.01;
   return r;
 }
 

@@ -66,89 +66,21 @@ std::vector<SweepPoint> expand(const SweepGrid& g) {
     p.sampling.temperature = t;
     add_label(p, "T=" + num(t));
   });
-  axis(pts, g.budget, [](SweepPoint& p, int64_t n) {
-    if (p.method.method != decode::Method::Dynamic && p.method.method != decode::Method::Adt)
-      return;
-    p.method.dynamic_tree.budget = n;
-    add_label(p, "N=" + (n == 0 ? std::string("auto") : std::to_string(n)));
-  });
-  axis(pts, g.beta, [](SweepPoint& p, double b) {
-    if (p.method.method != decode::Method::Adt) return;
-    p.method.adt.beta = b;
-    add_label(p, "beta=" + num(b));
-  });
-  axis(pts, g.update, [](SweepPoint& p, const std::string& u) {
-    if (p.method.method != decode::Method::Adt) return;
-    p.method.adt.mode = decode::adt_mode_from_string(u);
-    add_label(p, "update=" + u);
-  });
-  axis(pts, g.step_d, [](SweepPoint& p, int64_t v) {
-    if (p.method.method != decode::Method::Adt || p.method.adt.mode != decode::AdtMode::Step)
-      return;
-    p.method.adt.step_d = v;
-    add_label(p, "l_d=" + std::to_string(v));
-  });
-  axis(pts, g.step_k, [](SweepPoint& p, int64_t v) {
-    if (p.method.method != decode::Method::Adt || p.method.adt.mode != decode::AdtMode::Step)
-      return;
-    p.method.adt.step_k = v;
-    add_label(p, "l_k=" + std::to_string(v));
-  });
-  axis(pts, g.d_max, [](SweepPoint& p, int64_t v) {
-    if (p.method.method != decode::Method::Adt) return;
-    p.method.adt.d_max = v;
-    p.method.adt.d0 = std::min(p.method.adt.d0, v);
-    add_label(p, "d_max=" + std::to_string(v));
-  });
-  axis(pts, g.k_max, [](SweepPoint& p, int64_t v) {
-    if (p.method.method != decode::Method::Adt) return;
-    p.method.adt.k_max = v;
-    p.method.adt.k0 = std::min(p.method.adt.k0, v);
-    add_label(p, "k_max=" + std::to_string(v));
-  });
-  axis(pts, g.adjacency, [](SweepPoint& p, const std::string& a) {
-    if (p.method.method != decode::Method::Adt) return;
-    p.method.adt.adjacency = decode::adjacency_from_string(a);
-    add_label(p, "adjacency=" + a);
-  });
-  axis(pts, g.adt_budget, [](SweepPoint& p, const std::string& b) {
-    if (p.method.method != decode::Method::Adt) return;
-    p.method.adt.budget_rule = decode::adt_budget_from_string(b);
-    add_label(p, "budget=" + b);
-  });
-  axis(pts, g.verify, [](SweepPoint& p, const std::string& v) {
-    if (p.method.method == decode::Method::Ar) return;
-    p.method.verify = decode::verify_rule_from_string(v);
-    add_label(p, "verify=" + v);
-  });
-  axis(pts, g.lantern_delta, [](SweepPoint& p, double d) {
-    if (!decode::is_tree(p.method.method)) return;
-    if (d < 0) {
-      p.method.acceptance = decode::Acceptance::Lossless;
-      return;
-    }
-    p.method.acceptance = decode::Acceptance::Lantern;
-    p.method.lantern.mode = decode::LanternMode::Delta;
-    p.method.lantern.delta = d;
-    add_label(p, "lantern=" + num(d));
-  });
-  axis(pts, g.relax, [](SweepPoint& p, const std::string& r) {
-    if (!decode::is_tree(p.method.method)) return;
-    p.method.acceptance = decode::acceptance_from_string(r);
-    add_label(p, "relax=" + r);
-  });
-  // CASCADE's thresholds label and change only the points that use CASCADE.
-  auto cascade_axis = [&](const std::vector<double>& values, const char* name,
-                          double decode::CascadeSettings::*field) {
-    axis(pts, values, [=](SweepPoint& p, double v) {
-      if (p.method.acceptance != decode::Acceptance::Cascade) return;
-      p.method.cascade.*field = v;
-      add_label(p, std::string(name) + "=" + num(v));
+  for (const auto& s : decode::method_settings_table()) {
+    const auto it = g.axes.find(s.key);
+    if (it == g.axes.end()) continue;
+    axis(pts, it->second, [&s](SweepPoint& p, const decode::SettingValue& v) {
+      if (!s.read_by(p.method)) return;
+      s.set(p.method, v);
+      add_label(p, s.sweep_label + "=" + s.format(v));
     });
-  };
-  cascade_axis(g.cascade_tau_s, "tau_s", &decode::CascadeSettings::tau_s);
-  cascade_axis(g.cascade_tau_c, "tau_c", &decode::CascadeSettings::tau_c);
-  cascade_axis(g.cascade_kappa, "kappa", &decode::CascadeSettings::kappa);
+  }
+  for (auto& p : pts) {  // ADT's first tree stays inside swept bounds
+    if (p.method.method != decode::Method::Adt) continue;
+    auto& a = p.method.adt;
+    a.d0 = std::max(a.d_min, std::min(a.d0, a.d_max));
+    a.k0 = std::max(a.k_min, std::min(a.k0, a.k_max));
+  }
   auto pjd_axis = [&](const std::vector<int64_t>& values, const char* name,
                       int64_t decode::PjdSettings::*field) {
     axis(pts, values, [=](SweepPoint& p, int64_t v) {

@@ -10,34 +10,27 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "decode/method.h"
+#include "decode/setting.h"
 #include "model/model_dir.h"
 
 namespace adtree::research {
 
-// Each list is an axis of the grid; an empty list keeps the default. Axes apply only to the
-// methods that read them (beta to adt, budget to dynamic and adt, ...): points that differ only in
-// an axis their method ignores are the same point and run once.
+// Each list is an axis of the grid; an empty list keeps the default. The method settings' axes are
+// keyed by their setting (decode/setting.h: "adt.beta"), applied in the table's order and only to
+// the methods that read them (beta to adt, budget to dynamic and adt, ...): points that differ
+// only in a setting their method ignores are the same point and run once.
 struct SweepGrid {
   std::vector<std::string> methods{"adt"};
   std::vector<double> temperature;
-  std::vector<double> beta;
-  std::vector<std::string> update;      // "bisect", "step"
-  std::vector<int64_t> step_d, step_k;  // l_d, l_k (step mode)
-  std::vector<int64_t> d_max, k_max;
-  std::vector<std::string> adjacency;   // left, left+up, none, random, confidence
-  std::vector<int64_t> budget;          // N (0 = auto)
-  std::vector<std::string> adt_budget;  // adt: "fixed", "shape" (N = min(d k, N))
-  std::vector<std::string> verify;      // auto, coupled, sampled, deterministic, maximal
-  std::vector<double> lantern_delta;    // relaxed acceptance (delta mode); < 0 = lossless
-  std::vector<std::string> relax;       // tree methods: lossless, lantern, cascade
-  std::vector<double> cascade_tau_s, cascade_tau_c, cascade_kappa;  // CASCADE's thresholds
-  std::vector<int64_t> pjd_rows, pjd_offset, pjd_window;            // PJD (0 rows = no limit)
-  std::vector<std::string> pjd_mask;                                // PJD: row-causal, causal
-  std::vector<std::string> pjd_init;                                // PJD: spatial, random
+  std::map<std::string, std::vector<decode::SettingValue>> axes;
+  std::vector<int64_t> pjd_rows, pjd_offset, pjd_window;  // PJD (0 rows = no limit)
+  std::vector<std::string> pjd_mask;                      // PJD: row-causal, causal
+  std::vector<std::string> pjd_init;                      // PJD: spatial, random
   decode::MethodSettings base;
   decode::SamplingParams sampling;
 };

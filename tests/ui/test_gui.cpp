@@ -23,6 +23,7 @@
 #include <random>
 
 #include "decode/method.h"
+#include "decode/setting.h"
 #include "gui_test_util.h"
 #include "io/safetensors.h"
 #include "model/gpt_config.h"
@@ -176,7 +177,7 @@ class GuiTest : public QObject {
     selectMethod(*w, "adt");
     // The tree policy's own maps (N fixed): on this CPU the cost rule may draft little or nothing
     // from a random head; it is run below.
-    auto* rule = w->settingsPanel()->findChild<QComboBox*>("adtBudgetRule");
+    auto* rule = w->settingsPanel()->findChild<QComboBox*>("adt.budget_rule");
     QVERIFY(rule);
     rule->setCurrentText("fixed");
     const QString how = runOnce(*w, "a red");
@@ -205,7 +206,7 @@ class GuiTest : public QObject {
     // AR-sized steps leave depth 0.
     rule->setCurrentText("cost");
     // The worth of a guess left for the next step reaches the request and the saved state.
-    auto* worth = w->settingsPanel()->findChild<QDoubleSpinBox*>("adtLeftover");
+    auto* worth = w->settingsPanel()->findChild<QDoubleSpinBox*>("adt.leftover");
     QVERIFY(worth);
     QCOMPARE(worth->value(), adtree::decode::AdtSettings{}.leftover);
     worth->setValue(0.3);
@@ -220,6 +221,44 @@ class GuiTest : public QObject {
       QCOMPARE(w->heatmaps()->filledCells(RunState::Map(m)), cells);
     }
     for (double d : w->run().map(RunState::TreeDepth)) QVERIFY(d >= 0 && d <= 8);
+  }
+
+  // The settings form is made from the settings table: a row per entry with a section, named by
+  // its key, with the entry's range (model bounds from the loaded model) and help as its tooltip,
+  // greyed where the chosen method does not read it.
+  void settingsRowsComeFromTheTable() {
+    auto w = openWindow(micro_);
+    QVERIFY(w);
+    selectMethod(*w, "adt");
+    auto* panel = w->settingsPanel();
+    const adtree::decode::ModelLimits limits{w->model()->codebook_size,
+                                             w->model()->grid_h * w->model()->grid_w};
+    const auto m = panel->request("adt", adtree::decode::Acceptance::Lossless, 0).method;
+    int rows = 0;
+    for (const auto& s : adtree::decode::method_settings_table()) {
+      if (s.section.empty()) continue;
+      auto* editor = panel->findChild<QWidget*>(QString::fromStdString(s.key));
+      QVERIFY2(editor, s.key.c_str());
+      ++rows;
+      QVERIFY2(!editor->toolTip().isEmpty(), s.key.c_str());
+      QCOMPARE(editor->isEnabled(), s.read_by(m));
+      if (auto* spin = qobject_cast<QSpinBox*>(editor)) {
+        QCOMPARE(double(spin->minimum()), s.lo);
+        if (std::isfinite(s.upper(limits))) QCOMPARE(double(spin->maximum()), s.upper(limits));
+      }
+    }
+    QVERIFY(rows >= 30);
+    // A row's value reaches the request through the entry's member.
+    auto* beta = panel->findChild<QDoubleSpinBox*>("adt.beta");
+    beta->setValue(0.75);
+    QCOMPARE(panel->request("adt", adtree::decode::Acceptance::Lossless, 0).method.adt.beta, 0.75);
+    // The step sizes are read in step mode only; the Jacobi section hides for a tree method.
+    auto* step_d = panel->findChild<QSpinBox*>("adt.step_d");
+    QVERIFY(!step_d->isEnabled());
+    panel->findChild<QComboBox*>("adt.mode")->setCurrentText("step");
+    QVERIFY(step_d->isEnabled());
+    QVERIFY(!panel->findChild<QWidget*>("jacobiSection")->isVisibleTo(panel));
+    QVERIFY(panel->findChild<QWidget*>("adtSection")->isVisibleTo(panel));
   }
 
   void hoverShowsTheCellEverywhere() {
@@ -411,11 +450,11 @@ class GuiTest : public QObject {
     QVERIFY(w);
     selectMethod(*w, "pathspec");
     auto* panel = w->settingsPanel();
-    auto* paths = panel->findChild<QSpinBox*>("jacobiPaths");
-    auto* length = panel->findChild<QSpinBox*>("jacobiPathLength");
-    auto* relax = panel->findChild<QDoubleSpinBox*>("jacobiPathRelax");
+    auto* paths = panel->findChild<QSpinBox*>("jacobi.paths");
+    auto* length = panel->findChild<QSpinBox*>("jacobi.path_length");
+    auto* relax = panel->findChild<QDoubleSpinBox*>("jacobi.path_relax");
     auto* note = panel->findChild<QLabel*>("pathspecLossyNote");
-    auto* rule = panel->findChild<QComboBox*>("verifyRule");
+    auto* rule = panel->findChild<QComboBox*>("verify");
     QVERIFY(paths && length && relax && note && rule);
     paths->setValue(2);
     length->setValue(9);

@@ -64,7 +64,7 @@ class TeachingTest : public QObject {
   // draft little on this CPU from the random head (test_gui runs it).
   std::unique_ptr<MainWindow> openWindow() {
     auto w = openWindowOn(micro_, 11);
-    auto* rule = w ? w->settingsPanel()->findChild<QComboBox*>("adtBudgetRule") : nullptr;
+    auto* rule = w ? w->settingsPanel()->findChild<QComboBox*>("adt.budget_rule") : nullptr;
     if (rule) rule->setCurrentText("fixed");
     return w;
   }
