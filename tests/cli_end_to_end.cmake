@@ -179,6 +179,8 @@ run_fails("--betas: --adt-beta must be a number, not 'high'" ${ADTREE} sweep --m
           --betas 0.5,high --out ${WORK}/x.jsonl)
 run_fails("--budgets: invalid method setting: dynamic_tree.budget (--budget) must be in 0..4096, got -1" ${ADTREE} sweep
           --model ${WORK}/model --method dynamic --budgets -1,8 --dry-run)
+run_fails("--pjd-offsets: invalid method setting: pjd.row_offset (--pjd-row-offset) must be in 1.., got 0"
+          ${ADTREE} sweep --model ${WORK}/model --method pjd --pjd-offsets 0,2 --dry-run)
 # The settings table's axes split only the methods that read them: adt x 2 betas, pjd x 2 offsets.
 execute_process(COMMAND ${ADTREE} sweep --model ${WORK}/model --method adt,pjd,ar --betas 0.25,0.75
                         --pjd-offsets 2,8 --dry-run
@@ -230,7 +232,7 @@ run_fails("--relax must be lossless, lantern or cascade" ${ADTREE} generate --mo
 run_fails("--cascade-scope must be siblings or level" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --relax cascade --cascade-scope cousins)
 run_fails("CASCADE relaxes the acceptance of draft trees" ${ADTREE} generate --model ${WORK}/model --prompt cat --method sjd --relax cascade)
 run_fails("CASCADE lowers q(x)" ${ADTREE} generate --model ${WORK}/model --prompt cat --method adt --relax cascade --verify coupled)
-run_fails("PJD window must be in 1..64" ${ADTREE} generate --model ${WORK}/model --prompt cat --method pjd --pjd-window 0)
+run_fails("pjd.window (--pjd-window) must be in 1..64, got 0" ${ADTREE} generate --model ${WORK}/model --prompt cat --method pjd --pjd-window 0)
 run_fails("--pjd-mask must be row-causal or causal" ${ADTREE} generate --model ${WORK}/model --prompt cat --method pjd --pjd-mask diagonal)
 
 # Outputs that cannot be written: a full disk (/dev/full behind a link), a missing folder, a name

@@ -306,11 +306,12 @@ TEST(BadSettings, PjdSettingsAreClearErrors) {
   m.method = Method::Pjd;
   EXPECT_EQ(err(m), "");
   m.pjd.window = 0;
-  EXPECT_NE(err(m).find("PJD window"), std::string::npos);
+  EXPECT_NE(err(m).find("pjd.window (--pjd-window) must be in 1..64, got 0"), std::string::npos);
   m.pjd.window = 8, m.pjd.row_offset = 0;
-  EXPECT_NE(err(m).find("row offset"), std::string::npos);
+  EXPECT_NE(err(m).find("pjd.row_offset (--pjd-row-offset) must be in 1.., got 0"),
+            std::string::npos);
   m.pjd.row_offset = 8, m.pjd.max_rows = -1;
-  EXPECT_NE(err(m).find("max rows"), std::string::npos);
+  EXPECT_NE(err(m).find("pjd.max_rows (--pjd-rows) must be in 0..64, got -1"), std::string::npos);
   m.pjd.max_rows = 0, m.verify = VerifyRule::Maximal;
   EXPECT_NE(err(m).find("not maximal"), std::string::npos);
   m.verify = VerifyRule::Auto, m.acceptance = Acceptance::Lantern;

@@ -49,7 +49,6 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
                           true, this);
   jac_lossy_->setObjectName("pathspecLossyNote");
   sections_.at("jacobi")->form()->addRow(jac_lossy_);
-  buildPjdSection();
 
   auto* reset = new QPushButton(tr("Reset to defaults"), this);
   reset->setToolTip(tr("The model's default sampling and the project's default tree settings."));
@@ -208,32 +207,6 @@ QDoubleSpinBox* SettingsPanel::addReal(QFormLayout* f, const QString& label, dou
   return w;
 }
 
-void SettingsPanel::buildPjdSection() {
-  pjd_ = sections_.at("pjd");
-  auto* f = pjd_->form();
-  pjd_window_ = addInt(f, tr("Window"), 1, 64,
-                       tr("Tokens each row feeds per step: its newest token and window - 1 "
-                          "drafts for the cells after it."));
-  pjd_offset_ = addInt(f, tr("Row offset"), 1, 1 << 16,
-                       tr("A row starts once the row above has this many tokens."));
-  pjd_rows_ = addInt(f, tr("Rows at most"), 0, 64,
-                     tr("Active rows at most; 0 = as many as the offset allows, 1 = one row at a "
-                        "time (lossless)."),
-                     tr("no limit"));
-  pjd_mask_ = new QCheckBox(tr("row-causal"), pjd_);
-  pjd_mask_->setToolTip(
-      tr("A row's drafts see no other row's drafts, only committed tokens (the "
-         "paper's mask); off: they also see the drafts of the rows above."));
-  f->addRow(tr("Mask"), pjd_mask_);
-  connect(pjd_mask_, &QCheckBox::toggled, this, &SettingsPanel::changed);
-  pjd_spatial_ = new QCheckBox(tr("above, else left"), pjd_);
-  pjd_spatial_->setToolTip(
-      tr("New guesses copy the token above (else the one to the left); off: "
-         "random codes, as in the paper."));
-  f->addRow(tr("Spatial init"), pjd_spatial_);
-  connect(pjd_spatial_, &QCheckBox::toggled, this, &SettingsPanel::changed);
-}
-
 void SettingsPanel::setMethod(const QString& method, decode::Acceptance relax) {
   method_ = method;
   relax_ = relax;
@@ -253,7 +226,6 @@ void SettingsPanel::updateEnabled() {
   for (const auto& [section, any] : used) {
     if (section != sections_.at("sampling")) section->setVisible(any);
   }
-  pjd_->setVisible(m.method == decode::Method::Pjd);
   // Shared-noise coupling makes every chain commit AR's tokens: then only PathRelax is lossy.
   const auto& j = m.jacobi;
   const bool coupled = m.verify == decode::VerifyRule::Coupled ||
@@ -309,11 +281,6 @@ decode::DecodeRequest SettingsPanel::request(const QString& method, decode::Acce
   m.method = decode::method_from_string(method.toStdString());
   m.acceptance = is_tree(m.method) ? relax : decode::Acceptance::Lossless;
   for (const auto& row : rows_) row.setting->set(m, valueOf(row));
-  m.pjd.window = pjd_window_->value();
-  m.pjd.row_offset = pjd_offset_->value();
-  m.pjd.max_rows = pjd_rows_->value();
-  m.pjd.row_mask = pjd_mask_->isChecked();
-  m.pjd.spatial_init = pjd_spatial_->isChecked();
   return r;
 }
 
@@ -331,12 +298,6 @@ void SettingsPanel::setRequest(const decode::DecodeRequest& r) {
     top_p_->setValue(s.top_p);
     hidden_ = r.method;
     for (const auto& row : rows_) setValueOf(row, row.setting->get(r.method));
-    const auto& m = r.method;
-    pjd_window_->setValue(int(m.pjd.window));
-    pjd_offset_->setValue(int(m.pjd.row_offset));
-    pjd_rows_->setValue(int(m.pjd.max_rows));
-    pjd_mask_->setChecked(m.pjd.row_mask);
-    pjd_spatial_->setChecked(m.pjd.spatial_init);
   }
   updateEnabled();
 }

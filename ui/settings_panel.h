@@ -71,7 +71,6 @@ class SettingsPanel : public QWidget {
   QDoubleSpinBox* addReal(QFormLayout* f, const QString& label, double lo, double hi, double step,
                           int decimals, const QString& tip, const QString& special = {});
   void updateEnabled();
-  void buildPjdSection();
 
   std::map<std::string, CollapsibleSection*> sections_;
   std::vector<Row> rows_;
@@ -81,10 +80,6 @@ class SettingsPanel : public QWidget {
   QDoubleSpinBox *cfg_, *temperature_, *top_p_;
   QSpinBox *cfg_interval_, *top_k_;
   QLabel* jac_lossy_;  // PathSpec's settings make it lossy
-  // PJD
-  CollapsibleSection* pjd_;
-  QSpinBox *pjd_window_, *pjd_offset_, *pjd_rows_;
-  QCheckBox *pjd_mask_, *pjd_spatial_;
 
   QString method_ = "ar";
   decode::Acceptance relax_{};             // Lossless

@@ -23,14 +23,10 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return out;
 }
 
-std::vector<double> reals(const Args& a, const std::string& name, bool allow_off = false) {
+std::vector<double> reals(const Args& a, const std::string& name) {
   std::vector<double> out;
   if (!a.given(name)) return out;
   for (const auto& v : split(a.str(name), ',')) {
-    if (allow_off && v == "off") {
-      out.push_back(-1);
-      continue;
-    }
     try {
       size_t used = 0;
       const double d = std::stod(v, &used);
@@ -39,20 +35,6 @@ std::vector<double> reals(const Args& a, const std::string& name, bool allow_off
     } catch (const std::exception&) {
       throw Error("--" + name + ": '" + v + "' is not a number");
     }
-  }
-  return out;
-}
-
-// Positive whole numbers; 0 too where `zero_means` says what it stands for ("auto").
-std::vector<int64_t> ints(const Args& a, const std::string& name,
-                          const char* zero_means = nullptr) {
-  std::vector<int64_t> out;
-  for (double d : reals(a, name)) {
-    if (d != double(int64_t(d)) || (d < 1 && !(zero_means && d == 0))) {
-      throw Error("--" + name + " takes positive whole numbers" +
-                  (zero_means ? std::string(" (0 = ") + zero_means + ")" : std::string()));
-    }
-    out.push_back(int64_t(d));
   }
   return out;
 }
@@ -115,12 +97,7 @@ int cmd_sweep(int argc, char** argv) {
     const auto who = s.readers_text().empty() ? std::string() : " (" + s.readers_text() + ")";
     a.option(s.sweep_flag, "LIST", "axis" + who + ": values of --" + s.flag);
   }
-  a.option("pjd-row-counts", "LIST", "axis (pjd): active rows at most (0 = no limit)")
-      .option("pjd-offsets", "LIST", "axis (pjd): row offsets")
-      .option("pjd-windows", "LIST", "axis (pjd): tokens fed per row")
-      .option("pjd-masks", "LIST", "axis (pjd): row-causal, causal")
-      .option("pjd-inits", "LIST", "axis (pjd): spatial, random")
-      .flag("match-drafted", "after every adt row, EAGLE-2 with N = ADT-Tree's mean drafted tokens")
+  a.flag("match-drafted", "after every adt row, EAGLE-2 with N = ADT-Tree's mean drafted tokens")
       .option("shard", "I/N", "run only units i, i+n, i+2n, ... of the sweep (0-based)", "0/1")
       .option("out", "FILE", "JSONL rows (appended; with --resume, rows already there are skipped)")
       .flag("resume", "skip the (setting, prompt, seed) rows already in --out")
@@ -145,11 +122,6 @@ int cmd_sweep(int argc, char** argv) {
       throw Error("--" + s.sweep_flag + ": " + e.what());
     }
   }
-  g.pjd_rows = ints(a, "pjd-row-counts", "no limit");
-  g.pjd_offset = ints(a, "pjd-offsets");
-  g.pjd_window = ints(a, "pjd-windows");
-  g.pjd_mask = words(a, "pjd-masks");
-  g.pjd_init = words(a, "pjd-inits");
 
   research::SweepOptions o;
   o.prompts = a.given("prompts") ? split(a.str("prompts"), ';')

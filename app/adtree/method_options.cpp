@@ -1,33 +1,12 @@
-// The method flags shared by generate and bench: every constant of SPEC_DECODING.md is a flag whose
-// default (shown in --help) comes from decode::MethodSettings.
-#include <algorithm>
-#include <sstream>
-#include <vector>
+// The method flags shared by generate, bench and sweep: a flag per entry of the settings table
+// (decode/setting.h), its help, range and default (shown in --help) from the entry.
+#include <string>
 
 #include "commands.h"
 #include "decode/setting.h"
 #include "util/error.h"
 
 namespace adtree::cli {
-
-namespace {
-// The value of a flag that takes one of a few words; anything else is an error naming them.
-std::string one_of(const Args& a, const std::string& flag, const std::vector<std::string>& words) {
-  const auto v = a.str(flag);
-  if (std::find(words.begin(), words.end(), v) != words.end()) return v;
-  std::string list;
-  for (size_t i = 0; i < words.size(); ++i)
-    list += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
-  throw Error("--" + flag + " must be " + list + ", not '" + v + "'");
-}
-
-template <class T>
-std::string str(T v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-}  // namespace
 
 namespace {
 // A setting's help line: the methods that read it, its text, its range and its words.
@@ -44,7 +23,6 @@ std::string cli_help(const decode::Setting& s) {
 }  // namespace
 
 void add_method_options(Args& a, bool list) {
-  const decode::MethodSettings d;
   std::string names;
   for (const auto& m : decode::method_table())
     names += (names.empty() ? "" : "|") + std::string(m.key);
@@ -61,22 +39,6 @@ void add_method_options(Args& a, bool list) {
   for (const auto& s : decode::method_settings_table()) {
     if (!s.flag.empty()) a.option(s.flag, s.value_name, cli_help(s), s.default_text());
   }
-  a.option("pjd-window", "N",
-           "PJD: tokens fed per row and step (its frontier token and N - 1 drafts)",
-           str(d.pjd.window))
-      .option("pjd-row-offset", "N", "PJD: a row starts when the row above has N tokens",
-              str(d.pjd.row_offset))
-      .option("pjd-rows", "N",
-              "PJD: active rows at most (0 = as the offset allows; 1 = lossless, one row at a "
-              "time)",
-              str(d.pjd.max_rows))
-      .option("pjd-mask", "MASK",
-              "PJD: row-causal (a row's drafts see no other row's drafts) or causal",
-              d.pjd.row_mask ? "row-causal" : "causal")
-      .option("pjd-init", "INIT",
-              "PJD: new guesses are spatial (the cell above, else the left one) or random codes "
-              "(the paper's)",
-              d.pjd.spatial_init ? "spatial" : "random");
 }
 
 std::string method_or_default(const Args& a, bool has_drafter) {
@@ -99,11 +61,6 @@ decode::MethodSettings method_from(const Args& a, const std::string& method) {
   for (const auto& s : decode::method_settings_table()) {
     if (!s.flag.empty() && a.given(s.flag)) s.set(m, s.parse(a.str(s.flag)));
   }
-  m.pjd.window = a.integer("pjd-window");
-  m.pjd.row_offset = a.integer("pjd-row-offset");
-  m.pjd.max_rows = a.integer("pjd-rows");
-  m.pjd.row_mask = one_of(a, "pjd-mask", {"row-causal", "causal"}) == "row-causal";
-  m.pjd.spatial_init = one_of(a, "pjd-init", {"spatial", "random"}) == "spatial";
   return m;
 }
 

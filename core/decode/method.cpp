@@ -136,19 +136,7 @@ void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
   for (const auto& s : method_settings_table()) {
     if (s.read_by(*this)) s.check(s.get(*this), limits);
   }
-  validate_pjd();
   validate_links(image_tokens);
-}
-
-void MethodSettings::validate_pjd() const {
-  auto bad = [](const std::string& m) { throw Error("invalid method setting: " + m); };
-  if (method != Method::Pjd) return;
-  const auto& p = pjd;
-  if (p.window < 1 || p.window > 64)
-    bad("PJD window must be in 1..64, got " + std::to_string(p.window));
-  if (p.row_offset < 1) bad("PJD row offset must be >= 1, got " + std::to_string(p.row_offset));
-  if (p.max_rows < 0 || p.max_rows > 64)
-    bad("PJD max rows must be in 0..64 (0 = no limit), got " + std::to_string(p.max_rows));
 }
 
 // The rules that tie settings to each other, which no single entry of the table can state.
@@ -265,11 +253,6 @@ nlohmann::json MethodSettings::to_json() const {
     auto& slot = s.group().empty() ? j[s.key] : j[s.group()][s.field()];
     slot = s.to_json(s.get(*this));
   }
-  j["pjd"] = {{"window", pjd.window},
-              {"row_offset", pjd.row_offset},
-              {"max_rows", pjd.max_rows},
-              {"row_mask", pjd.row_mask},
-              {"spatial_init", pjd.spatial_init}};
   return j;
 }
 
@@ -285,14 +268,6 @@ MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
     if (!j.is_object()) throw Error("expected an object of method settings");
     for (const auto& s : method_settings_table()) {
       if (const auto* v = lookup(j, s)) s.set(m, s.from_json(*v));
-    }
-    if (j.contains("pjd")) {
-      const auto& a = j["pjd"];
-      m.pjd.window = json_int(a, "window", m.pjd.window);
-      m.pjd.row_offset = json_int(a, "row_offset", m.pjd.row_offset);
-      m.pjd.max_rows = json_int(a, "max_rows", m.pjd.max_rows);
-      m.pjd.row_mask = json_field(a, "row_mask", m.pjd.row_mask);
-      m.pjd.spatial_init = json_field(a, "spatial_init", m.pjd.spatial_init);
     }
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("invalid method settings: ") + e.what());

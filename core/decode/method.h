@@ -155,7 +155,6 @@ struct MethodSettings {
   void validate_verify() const;
   // The rules that tie settings to each other (part of validate(); ranges: the settings table).
   void validate_links(int64_t image_tokens) const;
-  void validate_pjd() const;
   nlohmann::json to_json() const;
   static MethodSettings from_json(const nlohmann::json& j);  // missing keys keep defaults
 };

@@ -365,6 +365,50 @@ std::vector<Setting> method_entries() {
           .reads({M::Sjd, M::PathSpec, M::SjdPac})
           .help("plain AR for the last M image tokens")
           .studio("jacobi", "Stop margin"),
+      field("pjd.window", &MethodSettings::pjd, &PjdSettings::window)
+          .cli("pjd-window", "N")
+          .range(1, 64)
+          .reads({M::Pjd})
+          .help("tokens each row feeds per step: its newest token and N - 1 drafts for the cells "
+                "after it")
+          .studio("pjd", "Window")
+          .sweep("pjd-windows", "window"),
+      field("pjd.row_offset", &MethodSettings::pjd, &PjdSettings::row_offset)
+          .cli("pjd-row-offset", "N")
+          .range(1, kNoTop)
+          .reads({M::Pjd})
+          .help("a row starts once the row above has N tokens")
+          .studio("pjd", "Row offset")
+          .sweep("pjd-offsets", "offset")
+          .soak({int64_t(2), int64_t(8)}),
+      field("pjd.max_rows", &MethodSettings::pjd, &PjdSettings::max_rows)
+          .cli("pjd-rows", "N")
+          .range(0, 64)
+          .reads({M::Pjd})
+          .help("active rows at most: 0 = as many as the offset allows, 1 = one row at a time "
+                "(lossless)")
+          .studio("pjd", "Rows at most")
+          .studio_special("no limit")
+          .sweep("pjd-row-counts", "rows")
+          .soak({int64_t(0), int64_t(1)}),
+      field("pjd.row_mask", &MethodSettings::pjd, &PjdSettings::row_mask)
+          .cli("pjd-mask", "MASK")
+          .bool_words("row-causal", "causal")
+          .reads({M::Pjd})
+          .help("row-causal: a row's drafts see no other row's drafts, only committed tokens "
+                "(the paper's mask); causal: they also see the drafts of the rows above")
+          .studio("pjd", "Mask")
+          .check_text("row-causal")
+          .sweep("pjd-masks", "mask"),
+      field("pjd.spatial_init", &MethodSettings::pjd, &PjdSettings::spatial_init)
+          .cli("pjd-init", "INIT")
+          .bool_words("spatial", "random")
+          .reads({M::Pjd})
+          .help("new guesses copy the token above (else the one to the left) or are random "
+                "codes, as in the paper")
+          .studio("pjd", "Spatial init")
+          .check_text("above, else left")
+          .sweep("pjd-inits", "init"),
       choice("device_step", &MethodSettings::device_step,
              {DeviceStep::Auto, DeviceStep::On, DeviceStep::Off}, device_step_from_string)
           .cli("device-step", "WHEN")

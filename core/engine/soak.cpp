@@ -84,10 +84,6 @@ decode::DecodeRequest random_request(Rng& rng, decode::Method method, const Mode
     s.set(r.method, s.soak_values[pick(rng, s.soak_values.size())]);
   }
   decode::fit_to_model(r.method, {V, info.grid_h * info.grid_w});
-  if (method == Method::Pjd) {
-    r.method.pjd.row_offset = rng.uniform() < 0.5 ? 2 : 8;
-    if (rng.uniform() < 0.25) r.method.pjd.max_rows = 1;
-  }
   return r;
 }
 

@@ -81,31 +81,6 @@ std::vector<SweepPoint> expand(const SweepGrid& g) {
     a.d0 = std::max(a.d_min, std::min(a.d0, a.d_max));
     a.k0 = std::max(a.k_min, std::min(a.k0, a.k_max));
   }
-  auto pjd_axis = [&](const std::vector<int64_t>& values, const char* name,
-                      int64_t decode::PjdSettings::*field) {
-    axis(pts, values, [=](SweepPoint& p, int64_t v) {
-      if (p.method.method != decode::Method::Pjd) return;
-      p.method.pjd.*field = v;
-      add_label(p, std::string(name) + "=" + std::to_string(v));
-    });
-  };
-  pjd_axis(g.pjd_rows, "rows", &decode::PjdSettings::max_rows);
-  pjd_axis(g.pjd_offset, "offset", &decode::PjdSettings::row_offset);
-  pjd_axis(g.pjd_window, "window", &decode::PjdSettings::window);
-  axis(pts, g.pjd_mask, [](SweepPoint& p, const std::string& m) {
-    if (p.method.method != decode::Method::Pjd) return;
-    if (m != "row-causal" && m != "causal")
-      throw Error("PJD mask must be row-causal or causal, not '" + m + "'");
-    p.method.pjd.row_mask = m == "row-causal";
-    add_label(p, "mask=" + m);
-  });
-  axis(pts, g.pjd_init, [](SweepPoint& p, const std::string& i) {
-    if (p.method.method != decode::Method::Pjd) return;
-    if (i != "spatial" && i != "random")
-      throw Error("PJD init must be spatial or random, not '" + i + "'");
-    p.method.pjd.spatial_init = i == "spatial";
-    add_label(p, "init=" + i);
-  });
   // One run per distinct setting, in first-seen order.
   std::vector<SweepPoint> out;
   std::set<std::string> seen;

@@ -28,9 +28,6 @@ struct SweepGrid {
   std::vector<std::string> methods{"adt"};
   std::vector<double> temperature;
   std::map<std::string, std::vector<decode::SettingValue>> axes;
-  std::vector<int64_t> pjd_rows, pjd_offset, pjd_window;  // PJD (0 rows = no limit)
-  std::vector<std::string> pjd_mask;                      // PJD: row-causal, causal
-  std::vector<std::string> pjd_init;                      // PJD: spatial, random
   decode::MethodSettings base;
   decode::SamplingParams sampling;
 };
