@@ -50,14 +50,13 @@ struct Setting {
   Setting& help(std::string text);
   Setting& range(double lo, double hi, Bound model_bound = Bound::None);
   Setting& above(double lo);  // an open lower bound: lo itself is not allowed
-  Setting& words(std::vector<std::string> choices);  // Choice: the allowed words
+  Setting& words(std::vector<std::string> choices);      // Choice: the allowed words
   Setting& bool_words(std::string on, std::string off);  // Bool: its words on the command line
   Setting& names(std::vector<std::pair<std::string, double>> named);  // "auto" = 0
   Setting& reads(std::vector<Method> methods, Condition when = Condition::Always);
   Setting& when(Condition c);
-  Setting& studio(std::string section_id, std::string row_label, double step = 1,
-                  int decimals = 0);
-  Setting& studio_top(double hi);  // the form's upper end where the range has none
+  Setting& studio(std::string section_id, std::string row_label, double step = 1, int decimals = 0);
+  Setting& studio_top(double hi);             // the form's upper end where the range has none
   Setting& studio_special(std::string text);  // the form's text for the lowest value
   Setting& check_text(std::string text);      // Bool: the check box's text
   Setting& sweep(std::string flag_name, std::string label_name);
