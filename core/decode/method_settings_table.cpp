@@ -13,8 +13,8 @@ namespace {
 constexpr double kNoTop = std::numeric_limits<double>::infinity();
 using M = Method;
 const std::vector<Method> kTrees{M::Static, M::Dynamic, M::Adt};
-const std::vector<Method> kAllButAr{M::Static, M::Dynamic, M::Adt, M::Sjd,
-                                    M::PathSpec, M::SjdPac, M::Pjd};
+const std::vector<Method> kAllButAr{M::Static,   M::Dynamic, M::Adt, M::Sjd,
+                                    M::PathSpec, M::SjdPac,  M::Pjd};
 
 template <class T>
 constexpr SettingType type_of() {
@@ -72,8 +72,8 @@ std::vector<Setting> method_entries() {
   return {
       choice("method", &MethodSettings::method, all, method_from_string),
       choice("verify", &MethodSettings::verify,
-             {VerifyRule::Auto, VerifyRule::Coupled, VerifyRule::Sampled,
-              VerifyRule::Deterministic, VerifyRule::Maximal},
+             {VerifyRule::Auto, VerifyRule::Coupled, VerifyRule::Sampled, VerifyRule::Deterministic,
+              VerifyRule::Maximal},
              verify_rule_from_string)
           .cli("verify", "RULE")
           .reads(kAllButAr)
@@ -173,8 +173,8 @@ std::vector<Setting> method_entries() {
                 "shallower and wider")
           .studio("adt", "Beta", 0.05, 2)
           .sweep("betas", "beta"),
-      choice("adt.mode", &MethodSettings::adt, &AdtSettings::mode,
-             {AdtMode::Bisect, AdtMode::Step}, adt_mode_from_string)
+      choice("adt.mode", &MethodSettings::adt, &AdtSettings::mode, {AdtMode::Bisect, AdtMode::Step},
+             adt_mode_from_string)
           .cli("adt-mode", "MODE")
           .reads({M::Adt})
           .help("how (d, k) move after each step: bisect (half-way to the bound, the paper's "

@@ -198,10 +198,10 @@ std::string Setting::range_text(const ModelLimits& limits) const {
   if (lo_open) return "> " + number_text(lo);
   const bool known = limits.vocab > 0 && limits.image_tokens > 0;
   if (!known && bound != Bound::None) {  // the model's bound by name: "1..codebook size"
-    const char* name = bound == Bound::Vocab              ? "codebook size"
-                       : bound == Bound::BelowVocab       ? "codebook size - 1"
-                       : bound == Bound::ImageTokens      ? "image tokens"
-                                                          : "image tokens - 1";
+    const char* name = bound == Bound::Vocab         ? "codebook size"
+                       : bound == Bound::BelowVocab  ? "codebook size - 1"
+                       : bound == Bound::ImageTokens ? "image tokens"
+                                                     : "image tokens - 1";
     return number_text(lo) + ".." + (std::isinf(hi) ? "" : number_text(hi) + ", at most ") + name;
   }
   const std::string t = std::isinf(top_) ? "" : number_text(top_);
