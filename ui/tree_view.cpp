@@ -84,6 +84,185 @@ QGraphicsPathItem* makeBox(QGraphicsScene* scene, const QString& label, double w
   t->setPos(-r.width() / 2, -r.height() / 2);
   return box;
 }
+
+// Where a step's tree puts each node, worked out from the trace and the label font before anything
+// is drawn. Index n (one past the trace's nodes) is the bonus token.
+struct TreeLayout {
+  QVector<int> order;            // pre-order from the root: exactly the nodes drawn
+  QVector<int> depth, parentOf;  // -1 where the root does not reach
+  QVector<double> slot;          // across the view, in leaf slots
+  QVector<QString> label;
+  QVector<QSizeF> size;
+  double maxW = kMinBoxW, maxH = 0;
+  double slotPitch = 0, levelPitch = 0;
+
+  QPointF centre(int v) const {
+    return QPointF(slot[v] * slotPitch + maxW / 2, depth[v] * levelPitch);
+  }
+};
+
+int64_t rootCellOf(const decode::StepTrace& t) {
+  return t.cells.empty() ? -1 : t.cells.front().cell - 1;
+}
+
+// The node the bonus hangs from: the accepted path's end, else the deepest accepted node.
+int lastAcceptedNode(const decode::StepTrace& t) {
+  const auto& nodes = t.nodes;
+  const int n = int(nodes.size());
+  if (!t.path.empty() && t.path.back() > 0 && t.path.back() < n) return int(t.path.back());
+  int last = 0;
+  for (int i = 1; i < n; ++i) {
+    const auto& nd = nodes[size_t(i)];
+    if (nd.accepted && nd.depth > nodes[size_t(last)].depth) last = i;
+  }
+  return last;
+}
+
+QVector<QVector<int>> childrenByRank(const decode::StepTrace& t) {
+  const auto& nodes = t.nodes;
+  const int n = int(nodes.size());
+  // A parent index outside the trace leaves the node unreachable, so a malformed trace draws less
+  // instead of looping.
+  QVector<QVector<int>> kids(n + 1);
+  for (int i = 1; i < n; ++i) {
+    const int64_t p = nodes[size_t(i)].parent;
+    if (p >= 0 && p < n && p != i) kids[int(p)].push_back(i);
+  }
+  for (auto& k : kids) {
+    std::stable_sort(k.begin(), k.end(),
+                     [&](int a, int b) { return nodes[size_t(a)].rank < nodes[size_t(b)].rank; });
+  }
+  // The bonus is laid out as one more child (index n) of the last accepted node, after the drafted
+  // ones: the tidy layout then keeps it clear of that node's rejected children.
+  if (t.has_bonus) kids[lastAcceptedNode(t)].push_back(n);
+  return kids;
+}
+
+// Pre-order from the root: leaves take consecutive slots left to right; a parent then sits midway
+// between its first and last child (reverse pre-order sees children before parents).
+void placeSlots(const QVector<QVector<int>>& kids, TreeLayout& l) {
+  const int count = int(kids.size());
+  l.depth = QVector<int>(count, -1);
+  l.parentOf = QVector<int>(count, -1);
+  l.slot = QVector<double>(count, 0);
+  QVector<int> stack{0};
+  l.depth[0] = 0;
+  while (!stack.isEmpty()) {
+    const int v = stack.takeLast();
+    l.order.push_back(v);
+    for (int j = int(kids[v].size()) - 1; j >= 0; --j) {
+      const int c = kids[v][j];
+      if (l.depth[c] >= 0) continue;
+      l.depth[c] = l.depth[v] + 1;
+      l.parentOf[c] = v;
+      stack.push_back(c);
+    }
+  }
+  int next = 0;
+  for (int v : l.order) {
+    if (kids[v].isEmpty()) l.slot[v] = next++;
+  }
+  for (auto it = l.order.crbegin(); it != l.order.crend(); ++it) {
+    if (!kids[*it].isEmpty())
+      l.slot[*it] = (l.slot[kids[*it].front()] + l.slot[kids[*it].back()]) / 2;
+  }
+}
+
+// Labels first: the widest and tallest set the column and row pitch.
+void measureBoxes(const decode::StepTrace& t, const QFont& base, TreeLayout& l) {
+  const int n = int(t.nodes.size());
+  QFont bold = base;
+  bold.setBold(true);
+  l.label = QVector<QString>(n + 1);
+  l.size = QVector<QSizeF>(n + 1);
+  for (int v : l.order) {
+    const bool strong = v == n || t.nodes[size_t(v)].accepted;
+    l.label[v] =
+        v == n ? TreeView::tr("bonus %1").arg(t.bonus) : QString::number(t.nodes[size_t(v)].token);
+    QGraphicsSimpleTextItem probe(l.label[v]);
+    probe.setFont(strong ? bold : base);
+    const QRectF r = probe.boundingRect();
+    l.size[v] = QSizeF(std::max(kMinBoxW, r.width() + 2 * kPadX), r.height() + 2 * kPadY);
+    l.maxW = std::max(l.maxW, l.size[v].width());
+    l.maxH = std::max(l.maxH, l.size[v].height());
+  }
+  // Top-down: depth runs down the view, siblings side by side. Draft trees are wide and shallow
+  // (tens of leaves, at most ~10 levels) and the replay dock is wide and short, so this fills it.
+  l.slotPitch = l.maxW + kSiblingGap;
+  l.levelPitch = l.maxH + kLevelGap;
+}
+
+TreeLayout layOutTree(const decode::StepTrace& t, const QFont& base) {
+  TreeLayout l;
+  placeSlots(childrenByRank(t), l);
+  measureBoxes(t, base, l);
+  return l;
+}
+
+// The root is the last committed token, the bonus the target's own; the rest are drafts.
+QGraphicsPathItem* drawBox(QGraphicsScene* scene, const decode::StepTrace& t, const TreeLayout& l,
+                           int v, const QFont& base) {
+  const double w = l.size[v].width(), h = l.size[v].height();
+  if (v == int(t.nodes.size()))
+    return makeBox(scene, l.label[v], w, h, kBonusFill, kBonusBorder, Qt::white, true, base);
+  if (v == 0)
+    return makeBox(scene, l.label[v], w, h, kRootFill, kAcceptBorder, Qt::white, true, base);
+  if (t.nodes[size_t(v)].accepted)
+    return makeBox(scene, l.label[v], w, h, kAcceptFill, kAcceptBorder, Qt::white, true, base);
+  return makeBox(scene, l.label[v], w, h, kRejectFill, kRejectBorder, kRejectText, false, base);
+}
+
+QString boxToolTip(const decode::StepTrace& t, int v, const QString& cell) {
+  if (v == int(t.nodes.size())) {
+    return TreeView::tr("bonus token %1, cell %2\nsampled by the target after the accepted path")
+        .arg(t.bonus)
+        .arg(cell);
+  }
+  const auto& nd = t.nodes[size_t(v)];
+  if (v == 0)
+    return TreeView::tr("root: the last committed token %1, cell %2").arg(nd.token).arg(cell);
+  return TreeView::tr(
+             "token %1, cell %2\ndepth %3, rank %4 (0 = the draft's best)\ndraft q = %5\n"
+             "cumulative draft score = %6\ntarget p = %7\n%8")
+      .arg(nd.token)
+      .arg(cell)
+      .arg(nd.depth)
+      .arg(nd.rank)
+      .arg(num(nd.q))
+      .arg(num(nd.score))
+      .arg(num(nd.p))
+      .arg(nd.accepted ? TreeView::tr("accepted") : TreeView::tr("rejected"));
+}
+
+// The edge from the parent's bottom to this node's top; the accepted path is bold.
+void drawEdgeFromParent(QGraphicsScene* scene, const decode::StepTrace& t, const TreeLayout& l,
+                        int v) {
+  const int p = l.parentOf[v];
+  if (p < 0) return;
+  const QPointF pc = l.centre(p), c = l.centre(v);
+  const QLineF line(pc.x(), pc.y() + l.size[p].height() / 2, c.x(), c.y() - l.size[v].height() / 2);
+  QPen pen(kRejectBorder, 1);
+  if (v == int(t.nodes.size())) {
+    pen = QPen(kBonusFill, 2.5, Qt::DashLine);
+  } else if (t.nodes[size_t(v)].accepted && (p == 0 || t.nodes[size_t(p)].accepted)) {
+    pen = QPen(kAcceptFill, 3.5);
+  }
+  pen.setCapStyle(Qt::RoundCap);
+  scene->addLine(line, pen)->setZValue(0);
+}
+
+QString treeCaption(const decode::StepTrace& t, int drawn, int64_t rootCell, int gridW) {
+  const int64_t committed =
+      t.cells.empty() ? int64_t(t.path.size()) + (t.has_bonus ? 1 : 0) : int64_t(t.cells.size());
+  QString s = TreeView::tr("Step %1: %2 nodes drawn").arg(t.step).arg(drawn);
+  if (t.nodes_dropped > 0) s += TreeView::tr(" (+ %1 dropped)").arg(t.nodes_dropped);
+  s += TreeView::tr("; accepted length %1").arg(t.path.size());
+  if (t.has_bonus) s += TreeView::tr(" + bonus %1").arg(t.bonus);
+  s += TreeView::tr(" -> %1 tokens committed").arg(committed);
+  if (rootCell >= 0) s += TreeView::tr("; root at cell %1").arg(cellName(rootCell, gridW));
+  if (t.has_adt) s += QLatin1Char('\n') + adtLine(t.adt);
+  return s;
+}
 }  // namespace
 
 TreeView::TreeView(QWidget* parent) : QGraphicsView(parent) {
@@ -144,162 +323,35 @@ void TreeView::buildArStep(const decode::StepTrace& t) {
 }
 
 void TreeView::buildTree(const decode::StepTrace& t, int gridW) {
-  const auto& nodes = t.nodes;
-  const int n = int(nodes.size());
-  const int64_t rootCell = t.cells.empty() ? -1 : t.cells.front().cell - 1;
-
-  // Children by rank. A parent index outside the trace leaves the node unreachable, so a malformed
-  // trace draws less instead of looping.
-  QVector<QVector<int>> kids(n + 1);
-  for (int i = 1; i < n; ++i) {
-    const int64_t p = nodes[size_t(i)].parent;
-    if (p >= 0 && p < n && p != i) kids[int(p)].push_back(i);
-  }
-  for (auto& k : kids) {
-    std::stable_sort(k.begin(), k.end(),
-                     [&](int a, int b) { return nodes[size_t(a)].rank < nodes[size_t(b)].rank; });
-  }
-  // The bonus is laid out as one more child (index n) of the last accepted node, after the drafted
-  // ones: the tidy layout then keeps it clear of that node's rejected children.
-  if (t.has_bonus) {
-    int last = 0;
-    if (!t.path.empty() && t.path.back() > 0 && t.path.back() < n) {
-      last = int(t.path.back());
-    } else {
-      for (int i = 1; i < n; ++i) {
-        const auto& nd = nodes[size_t(i)];
-        if (nd.accepted && nd.depth > nodes[size_t(last)].depth) last = i;
-      }
-    }
-    kids[last].push_back(n);
-  }
-
-  // Pre-order from the root: leaves take consecutive slots left to right; a parent then sits midway
-  // between its first and last child (reverse pre-order sees children before parents).
-  QVector<int> depth(n + 1, -1), parentOf(n + 1, -1), order;
-  QVector<double> row(n + 1, 0);
-  QVector<int> stack{0};
-  depth[0] = 0;
-  while (!stack.isEmpty()) {
-    const int v = stack.takeLast();
-    order.push_back(v);
-    for (int j = int(kids[v].size()) - 1; j >= 0; --j) {
-      const int c = kids[v][j];
-      if (depth[c] >= 0) continue;
-      depth[c] = depth[v] + 1;
-      parentOf[c] = v;
-      stack.push_back(c);
-    }
-  }
-  int slot = 0;
-  for (int v : order) {
-    if (kids[v].isEmpty()) row[v] = slot++;
-  }
-  for (auto it = order.crbegin(); it != order.crend(); ++it) {
-    if (!kids[*it].isEmpty()) row[*it] = (row[kids[*it].front()] + row[kids[*it].back()]) / 2;
-  }
-
-  // Labels first: the widest and tallest set the column and row pitch.
+  const int n = int(t.nodes.size());
   const QFont base = font();
-  QFont bold = base;
-  bold.setBold(true);
-  auto label = [&](int v) {
-    return v == n ? tr("bonus %1").arg(t.bonus) : QString::number(nodes[size_t(v)].token);
-  };
-  QVector<QSizeF> size(n + 1);
-  double maxW = kMinBoxW, maxH = 0;
-  for (int v : order) {
-    const bool strong = v == n || nodes[size_t(v)].accepted;
-    QGraphicsSimpleTextItem probe(label(v));
-    probe.setFont(strong ? bold : base);
-    const QRectF r = probe.boundingRect();
-    size[v] = QSizeF(std::max(kMinBoxW, r.width() + 2 * kPadX), r.height() + 2 * kPadY);
-    maxW = std::max(maxW, size[v].width());
-    maxH = std::max(maxH, size[v].height());
-  }
-  // Top-down: depth runs down the view, siblings side by side. Draft trees are wide and shallow
-  // (tens of leaves, at most ~10 levels) and the replay dock is wide and short, so this fills it.
-  const double slotPitch = maxW + kSiblingGap, levelPitch = maxH + kLevelGap;
-  auto centre = [&](int v) {
-    return QPointF(row[v] * slotPitch + maxW / 2, depth[v] * levelPitch);
-  };
+  const TreeLayout layout = layOutTree(t, base);
+  const int64_t rootCell = rootCellOf(t);
 
   nodes_ = QVector<QGraphicsPathItem*>(n, nullptr);
-  for (int v : order) {
-    const QPointF c = centre(v);
-    const int64_t cell = rootCell < 0 ? -1 : rootCell + depth[v];
-    QGraphicsPathItem* box = nullptr;
-    QString tip;
+  for (int v : layout.order) {
+    const QPointF c = layout.centre(v);
+    const int64_t cell = rootCell < 0 ? -1 : rootCell + layout.depth[v];
+    QGraphicsPathItem* box = drawBox(scene_, t, layout, v, base);
     if (v == n) {
-      box = makeBox(scene_, label(v), size[v].width(), size[v].height(), kBonusFill, kBonusBorder,
-                    Qt::white, true, base);
-      tip = tr("bonus token %1, cell %2\nsampled by the target after the accepted path")
-                .arg(t.bonus)
-                .arg(cellName(cell, gridW));
       bonus_ = box;
     } else {
-      const auto& nd = nodes[size_t(v)];
-      const bool root = v == 0;
-      if (root || nd.accepted) ++accepted_;
-      if (root) {
-        box = makeBox(scene_, label(v), size[v].width(), size[v].height(), kRootFill, kAcceptBorder,
-                      Qt::white, true, base);
-        tip = tr("root: the last committed token %1, cell %2")
-                  .arg(nd.token)
-                  .arg(cellName(cell, gridW));
-      } else {
-        box = nd.accepted ? makeBox(scene_, label(v), size[v].width(), size[v].height(),
-                                    kAcceptFill, kAcceptBorder, Qt::white, true, base)
-                          : makeBox(scene_, label(v), size[v].width(), size[v].height(),
-                                    kRejectFill, kRejectBorder, kRejectText, false, base);
-        tip = tr("token %1, cell %2\ndepth %3, rank %4 (0 = the draft's best)\ndraft q = %5\n"
-                 "cumulative draft score = %6\ntarget p = %7\n%8")
-                  .arg(nd.token)
-                  .arg(cellName(cell, gridW))
-                  .arg(nd.depth)
-                  .arg(nd.rank)
-                  .arg(num(nd.q))
-                  .arg(num(nd.score))
-                  .arg(num(nd.p))
-                  .arg(nd.accepted ? tr("accepted") : tr("rejected"));
-      }
+      if (v == 0 || t.nodes[size_t(v)].accepted) ++accepted_;
       nodes_[v] = box;
     }
     box->setPos(c);
-    box->setToolTip(tip);
+    box->setToolTip(boxToolTip(t, v, cellName(cell, gridW)));
     // The view opens on the end of the accepted path (the bonus, else the deepest accepted node).
     if (v == n ||
-        (v > 0 && nodes[size_t(v)].accepted && !bonus_ && (!has_focus_ || c.y() >= focus_.y()))) {
+        (v > 0 && t.nodes[size_t(v)].accepted && !bonus_ && (!has_focus_ || c.y() >= focus_.y()))) {
       focus_ = c;
       has_focus_ = true;
     }
     if (cell >= 0) box->setData(kCellKey, qint64(cell));
-
-    // The edge from the parent's bottom to this node's top.
-    if (const int p = parentOf[v]; p >= 0) {
-      const QPointF pc = centre(p);
-      const QLineF line(pc.x(), pc.y() + size[p].height() / 2, c.x(), c.y() - size[v].height() / 2);
-      QPen pen(kRejectBorder, 1);
-      if (v == n) {
-        pen = QPen(kBonusFill, 2.5, Qt::DashLine);
-      } else if (nodes[size_t(v)].accepted && (p == 0 || nodes[size_t(p)].accepted)) {
-        pen = QPen(kAcceptFill, 3.5);
-      }
-      pen.setCapStyle(Qt::RoundCap);
-      scene_->addLine(line, pen)->setZValue(0);
-    }
+    drawEdgeFromParent(scene_, t, layout, v);
   }
 
-  const int drawn = int(nodes_.size() - std::count(nodes_.begin(), nodes_.end(), nullptr));
-  const int64_t committed =
-      t.cells.empty() ? int64_t(t.path.size()) + (t.has_bonus ? 1 : 0) : int64_t(t.cells.size());
-  caption_ = tr("Step %1: %2 nodes drawn").arg(t.step).arg(drawn);
-  if (t.nodes_dropped > 0) caption_ += tr(" (+ %1 dropped)").arg(t.nodes_dropped);
-  caption_ += tr("; accepted length %1").arg(t.path.size());
-  if (t.has_bonus) caption_ += tr(" + bonus %1").arg(t.bonus);
-  caption_ += tr(" -> %1 tokens committed").arg(committed);
-  if (rootCell >= 0) caption_ += tr("; root at cell %1").arg(cellName(rootCell, gridW));
-  if (t.has_adt) caption_ += QLatin1Char('\n') + adtLine(t.adt);
+  caption_ = treeCaption(t, nodeItems(), rootCell, gridW);
   // On screen the replay panel shows the caption at a readable size; the scene keeps it, hidden,
   // for exported figures (PNG, SVG), which must explain themselves.
   export_caption_ = addCaption(caption_, scene_->itemsBoundingRect().top(), 0);

@@ -97,10 +97,8 @@ double peak_rss_mib() {
   getrusage(RUSAGE_SELF, &u);
   return double(u.ru_maxrss) / 1024.0;
 }
-}  // namespace
 
-int cmd_bench(int argc, char** argv) {
-  Args a("bench", "Measure decoding speed: generations, forward cost by block size, memory.");
+void declare_bench_options(Args& a) {
   add_model_options(a);
   a.option("config", "NAME", "bench a random model of this size (tiny, small, ...) instead")
       .option("prompts", "LIST", "semicolon-separated prompts (default: words of the model)")
@@ -116,9 +114,14 @@ int cmd_bench(int argc, char** argv) {
   add_method_options(a, /*list=*/true);
   add_sampling_options(a);
   add_dtype_kl_option(a);
-  if (!a.parse(argc, argv)) return 0;
-  if (a.flag_set("dtype-kl")) return bench_dtype_kl(a);
+}
 
+struct BenchModel {
+  model::ModelBundle m;
+  std::string label;  // the directory, or "random <config>"
+};
+
+BenchModel load_bench_model(const Args& a) {
   if (a.given("model") && a.given("config")) throw Error("give --model or --config, not both");
   // --model, else --config (a random model), else $ADTREE_MODEL / the shipped model, else tiny.
   std::string model_dir = a.given("model")    ? a.str("model")
@@ -137,37 +140,56 @@ int cmd_bench(int argc, char** argv) {
   opts.device = a.str("device");
   opts.dtype = a.str("dtype");
   opts.load_vq = true;  // LANTERN's neighbour table comes from the codebook
-  auto m = model::load_model_dir(model_dir, opts);
+  BenchModel bm{model::load_model_dir(model_dir, opts), ""};
   if (!tmp.empty()) std::filesystem::remove_all(tmp);
-  auto params = sampling_from(a, m);
-  const auto& g = m.gpt_config;
-  const int64_t batch = params.uses_cfg() ? 2 : 1;
+  bm.label = tmp.empty() ? model_dir : "random " + config;
+  return bm;
+}
 
-  std::vector<std::string> prompts = split(a.str("prompts"), ';');
-  if (prompts.empty()) {
+// What the generations run: the pictures (prompt x seed), how often, and the forward repetitions.
+struct BenchPlan {
+  std::vector<std::string> prompts;
+  int64_t seeds = 0, rounds = 0;
+  int reps = 0;
+};
+
+BenchPlan read_bench_plan(const Args& a, const model::ModelBundle& m) {
+  BenchPlan plan;
+  plan.prompts = split(a.str("prompts"), ';');
+  if (plan.prompts.empty()) {
     const auto& e = m.vocab.entries();
     for (size_t i = 0; i < std::min<size_t>(2, e.size()); ++i)
-      prompts.push_back(e[i + 1 < e.size() ? i + 1 : i]);
+      plan.prompts.push_back(e[i + 1 < e.size() ? i + 1 : i]);
   }
-  const int64_t seeds = a.integer("seeds"), rounds = a.integer("rounds");
-  if (seeds < 1 || rounds < 1) throw Error("--seeds and --rounds need at least 1");
-  const int reps = int(a.integer("reps"));
+  plan.seeds = a.integer("seeds"), plan.rounds = a.integer("rounds");
+  if (plan.seeds < 1 || plan.rounds < 1) throw Error("--seeds and --rounds need at least 1");
+  plan.reps = int(a.integer("reps"));
+  return plan;
+}
 
+nlohmann::json describe_setup(const Args& a, const BenchModel& bm,
+                              const decode::SamplingParams& params) {
   nlohmann::json out;
   out["machine"] = {
       {"threads", worker_threads()}, {"device", a.str("device")}, {"dtype", a.str("dtype")}};
-  out["model"] = {{"dir", tmp.empty() ? model_dir : "random " + config},
-                  {"gpt", g.to_json()},
-                  {"params", m.gpt->num_params()}};
+  out["model"] = {
+      {"dir", bm.label}, {"gpt", bm.m.gpt_config.to_json()}, {"params", bm.m.gpt->num_params()}};
   out["sampling"] = params.to_json();
+  return out;
+}
 
-  // Weight-streaming floor of one q = 1 step: every transformer matrix is read once per step.
+// Weight-streaming floor of one q = 1 step: every transformer matrix is read once per step.
+int64_t streamed_weight_bytes(const model::ModelBundle& m) {
   int64_t weight_bytes = 0;
   for (const auto& [name, t] : m.gpt->weights()) {
     if (name.rfind("layers.", 0) == 0 || name == "output.weight") weight_bytes += t.nbytes();
   }
+  return weight_bytes;
+}
 
-  auto cond = model::make_condition(*m.gpt, m.vocab, prompts[0], params.uses_cfg());
+nlohmann::json time_forward_blocks(const Args& a, const model::ModelBundle& m, int64_t batch,
+                                   int reps, const model::Condition& cond) {
+  const auto& g = m.gpt_config;
   nlohmann::json blocks = nlohmann::json::array();
   for (const auto& s : split(a.str("blocks"), ',')) {
     const int64_t q = std::stoll(s);
@@ -182,20 +204,28 @@ int cmd_bench(int argc, char** argv) {
                       {"fixed_ms", fixed_forward_ms(*m.gpt, batch, q, prefix, reps, cond, false)},
                       {"graph_ms", graph_ms < 0 ? nlohmann::json() : nlohmann::json(graph_ms)}});
   }
-  out["forward_by_block"] = blocks;
-  // A draft-head level (one row, and the dynamic tree's K frontier rows) as a share of a step.
+  return blocks;
+}
+
+// A draft-head level (one row, and the dynamic tree's K frontier rows) as a share of a step.
+nlohmann::json time_head_levels(const model::ModelBundle& m, int64_t batch, int reps,
+                                const nlohmann::json& blocks) {
   nlohmann::json head_levels = nlohmann::json::array();
   if (m.drafter && !blocks.empty()) {
     const double step = blocks[0]["ms"].get<double>();
     for (int64_t q : {int64_t(1), decode::MethodSettings{}.dynamic_tree.width}) {
       // Positions must stay inside the image, as for the target's blocks.
-      const int64_t prefix = std::min<int64_t>(128, g.image_tokens() - q);
+      const int64_t prefix = std::min<int64_t>(128, m.gpt_config.image_tokens() - q);
       if (prefix < 0) continue;
       const double ms = head_level_ms(*m.drafter, *m.gpt, batch, q, prefix, reps);
       head_levels.push_back({{"q", q}, {"ms", ms}, {"share_of_step", ms / step}});
     }
   }
-  out["head_level"] = head_levels;
+  return head_levels;
+}
+
+void time_cost_curve(const Args& a, const model::ModelBundle& m, int64_t batch,
+                     nlohmann::json& out) {
   if (m.drafter) {
     // The curve the ADT cost rule plans with on this device (timed before the runs, as they do).
     const auto costs = decode::measure_step_costs(*m.gpt, *m.drafter, batch);
@@ -205,14 +235,20 @@ int cmd_bench(int argc, char** argv) {
   } else if (a.given("cost-curve-out")) {
     throw Error("--cost-curve-out: this model has no draft head, so there is no curve to time");
   }
+}
 
-  // Every method on the same pictures in this one process, taken in turn per picture
-  // (bench_runs.h); AR first, as the baseline every speed-up is measured against.
-  std::vector<BenchMethod> methods;
+// AR first, as the baseline every speed-up is measured against.
+std::vector<std::string> method_names(const Args& a, const model::ModelBundle& m) {
   std::vector<std::string> names{"ar"};
   for (const auto& mth : split(method_or_default(a, m.drafter != nullptr), ',')) {
     if (mth != "ar") names.push_back(mth);
   }
+  return names;
+}
+
+std::vector<BenchMethod> bench_methods(const Args& a, const std::vector<std::string>& names,
+                                       const decode::SamplingParams& params) {
+  std::vector<BenchMethod> methods;
   for (const auto& method : names) {
     // An entry may name its verification rule: "adt:sampled" is ADT-Tree with q-sampled children.
     const auto colon = method.find(':');
@@ -225,31 +261,50 @@ int cmd_bench(int argc, char** argv) {
       req.method.acceptance = decode::Acceptance::Lossless;
     methods.push_back({method, req});
   }
-  auto gens = run_generations(m, methods, prompts, seeds, rounds);
-  out["runs"] = gens.runs;
-  out["peak_rss_mib"] = peak_rss_mib();  // before the bandwidth probe's 256 MiB buffer
-  const double bw = measure_bandwidth_gbs();
-  const double floor_ms = double(weight_bytes) / (bw * 1e9) * 1e3;
-  // One thread decodes; with two, the floor a two-thread kernel could reach.
-  const double bw1 = measure_bandwidth_gbs_threads(1), bw2 = measure_bandwidth_gbs_threads(2);
-  const double floor2_ms = double(weight_bytes) / (bw2 * 1e9) * 1e3;
-  out["floor"] = {{"weight_bytes", weight_bytes},   {"bandwidth_gbs", bw},
-                  {"step_floor_ms", floor_ms},      {"bandwidth_gbs_1_thread_loop", bw1},
-                  {"bandwidth_gbs_2_threads", bw2}, {"step_floor_ms_2_threads", floor2_ms}};
+  return methods;
+}
 
+// The memory-bandwidth floor of a step: the weights streamed once at the measured bandwidth.
+struct StepFloor {
+  int64_t weight_bytes = 0;
+  double bw = 0, floor_ms = 0, bw1 = 0, bw2 = 0, floor2_ms = 0;
+  nlohmann::json to_json() const {
+    return {{"weight_bytes", weight_bytes},   {"bandwidth_gbs", bw},
+            {"step_floor_ms", floor_ms},      {"bandwidth_gbs_1_thread_loop", bw1},
+            {"bandwidth_gbs_2_threads", bw2}, {"step_floor_ms_2_threads", floor2_ms}};
+  }
+};
+
+StepFloor measure_step_floor(int64_t weight_bytes) {
+  StepFloor f;
+  f.weight_bytes = weight_bytes;
+  f.bw = measure_bandwidth_gbs();
+  f.floor_ms = double(weight_bytes) / (f.bw * 1e9) * 1e3;
+  // One thread decodes; with two, the floor a two-thread kernel could reach.
+  f.bw1 = measure_bandwidth_gbs_threads(1), f.bw2 = measure_bandwidth_gbs_threads(2);
+  f.floor2_ms = double(weight_bytes) / (f.bw2 * 1e9) * 1e3;
+  return f;
+}
+
+// `blocks` by value: with no block timed, blocks[0] below inserts a null entry (and the table then
+// throws); the results' copy stays as it was.
+void print_forward_report(const nlohmann::json& out, const model::ModelBundle& m, int64_t batch,
+                          const StepFloor& f, nlohmann::json blocks,
+                          const nlohmann::json& head_levels) {
+  const auto& g = m.gpt_config;
   std::cout << std::fixed << std::setprecision(2);
   std::cout << "model " << out["model"]["dir"].get<std::string>() << ": " << g.dim << " x "
             << g.n_layer << ", " << m.gpt->num_params() << " params, CFG batch " << batch << ", "
             << worker_threads() << " thread(s)\n";
-  std::cout << "bandwidth " << bw << " GB/s, weights " << double(weight_bytes) / 1e6
-            << " MB -> step floor " << floor_ms << " ms\n";
-  std::cout << "plain loops: 1 thread " << bw1 << " GB/s, 2 threads " << bw2
-            << " GB/s -> two-thread floor " << floor2_ms << " ms\n";
+  std::cout << "bandwidth " << f.bw << " GB/s, weights " << double(f.weight_bytes) / 1e6
+            << " MB -> step floor " << f.floor_ms << " ms\n";
+  std::cout << "plain loops: 1 thread " << f.bw1 << " GB/s, 2 threads " << f.bw2
+            << " GB/s -> two-thread floor " << f.floor2_ms << " ms\n";
   if (!blocks.empty()) {
     std::cout << "one-token step (q = " << blocks[0]["q"].get<int64_t>() << ") "
               << blocks[0]["ms"].get<double>()
-              << " ms = " << blocks[0]["ms"].get<double>() / floor_ms << "x the floor, "
-              << blocks[0]["ms"].get<double>() / floor2_ms << "x the two-thread floor\n";
+              << " ms = " << blocks[0]["ms"].get<double>() / f.floor_ms << "x the floor, "
+              << blocks[0]["ms"].get<double>() / f.floor2_ms << "x the two-thread floor\n";
   }
   std::cout << "\n";
   std::cout << "forward cost by block size (prefix " << blocks[0]["prefix"] << " tokens)\n";
@@ -270,16 +325,62 @@ int cmd_bench(int argc, char** argv) {
               << 100.0 * h["share_of_step"].get<double>()
               << "% of a target step (q = " << blocks[0]["q"].get<int64_t>() << ")\n";
   }
-  out["summary"] = print_summary(std::cout, gens, names, g.image_tokens(), floor_ms);
+}
+
+nlohmann::json worker_pool_json() {
   const auto& pool = WorkerPool::shared();
-  out["worker_pool"] = {{"threads", pool.threads()},
-                        {"jobs_shared", pool.jobs_shared()},
-                        {"chunks_by_workers", pool.chunks_by_workers()},
-                        {"solo_spells", pool.solo_spells()}};
+  return {{"threads", pool.threads()},
+          {"jobs_shared", pool.jobs_shared()},
+          {"chunks_by_workers", pool.chunks_by_workers()},
+          {"solo_spells", pool.solo_spells()}};
+}
+
+void print_memory_report(const nlohmann::json& out) {
+  const auto& pool = WorkerPool::shared();
   std::cout << "peak RSS " << out["peak_rss_mib"].get<double>() << " MiB\n";
   std::cout << "worker pool: " << pool.threads() << " threads, " << pool.jobs_shared()
             << " jobs shared, " << pool.chunks_by_workers() << " chunks run by workers, "
             << pool.solo_spells() << " spells alone (a worker's core was taken)\n";
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  Args a("bench", "Measure decoding speed: generations, forward cost by block size, memory.");
+  declare_bench_options(a);
+  if (!a.parse(argc, argv)) return 0;
+  if (a.flag_set("dtype-kl")) return bench_dtype_kl(a);
+
+  const BenchModel bm = load_bench_model(a);
+  const auto& m = bm.m;
+  auto params = sampling_from(a, m);
+  const int64_t batch = params.uses_cfg() ? 2 : 1;
+  const BenchPlan plan = read_bench_plan(a, m);
+  nlohmann::json out = describe_setup(a, bm, params);
+  const int64_t weight_bytes = streamed_weight_bytes(m);
+
+  auto cond = model::make_condition(*m.gpt, m.vocab, plan.prompts[0], params.uses_cfg());
+  nlohmann::json blocks = time_forward_blocks(a, m, batch, plan.reps, cond);
+  out["forward_by_block"] = blocks;
+  nlohmann::json head_levels = time_head_levels(m, batch, plan.reps, blocks);
+  out["head_level"] = head_levels;
+  time_cost_curve(a, m, batch, out);
+
+  // Every method on the same pictures in this one process, taken in turn per picture
+  // (bench_runs.h).
+  const std::vector<std::string> names = method_names(a, m);
+  auto gens =
+      run_generations(m, bench_methods(a, names, params), plan.prompts, plan.seeds, plan.rounds);
+  out["runs"] = gens.runs;
+  out["peak_rss_mib"] = peak_rss_mib();  // before the bandwidth probe's 256 MiB buffer
+  const StepFloor floor = measure_step_floor(weight_bytes);
+  out["floor"] = floor.to_json();
+
+  print_forward_report(out, m, batch, floor, blocks, head_levels);
+  out["summary"] =
+      print_summary(std::cout, gens, names, m.gpt_config.image_tokens(), floor.floor_ms);
+  out["worker_pool"] = worker_pool_json();
+  print_memory_report(out);
   if (a.given("json")) {
     io::write_file(a.str("json"), out.dump(2) + "\n", "the results");
   }
