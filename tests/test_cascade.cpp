@@ -208,7 +208,7 @@ TEST(Cascade, SwitchedOffIsTokenIdenticalToTheLosslessRule) {
       EXPECT_EQ(lossless.tokens, relaxed.tokens) << to_string(method) << " " << to_string(rule);
       EXPECT_EQ(relaxed.stats.summary.relaxed, 0);
       EXPECT_EQ(relaxed.stats.method, to_string(method) + "+cascade");
-      EXPECT_FALSE(relaxed.stats.settings.at("lossless").get<bool>());
+      EXPECT_FALSE(relaxed.stats.settings.lossless);
       // Switched on with loose thresholds, it lets tokens through that the lossless test refused.
       r.method.cascade = CascadeSettings{};
       r.method.cascade.tau_s = 0.2, r.method.cascade.tau_c = 0.2, r.method.cascade.kappa = 100;

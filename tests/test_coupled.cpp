@@ -78,8 +78,8 @@ TEST(CoupledIdentity, EveryCoupledMethodEqualsCoupledArAtAnyTemperature) {
             ASSERT_EQ(res.tokens, ar.tokens)
                 << m << (oracle ? " (oracle)" : "") << " T " << s.temperature << " filters "
                 << s.filters << " cfg " << s.cfg << " seed " << seed;
-            EXPECT_EQ(res.stats.settings["verify"], "coupled");
-            EXPECT_TRUE(res.stats.settings["lossless"].get<bool>()) << m;
+            EXPECT_EQ(res.stats.settings.verify, "coupled");
+            EXPECT_TRUE(res.stats.settings.lossless) << m;
             if (oracle) {
               oracle_tokens += res.stats.summary.tokens;
               oracle_forwards += res.stats.summary.target_forwards;
@@ -103,7 +103,7 @@ TEST(CoupledIdentity, SameSeedSamePictureDifferentSeedDifferentPicture) {
   auto other = generate_ar(*f.target, c, coupled_request("ar", s, 8).sampling, 8);
   EXPECT_EQ(a.tokens, b.tokens);
   EXPECT_NE(a.tokens, other.tokens);
-  EXPECT_EQ(a.stats.settings["verify"], "coupled");
+  EXPECT_EQ(a.stats.settings.verify, "coupled");
 }
 
 // The noise of a cell is a function of (seed, cell, token) alone: the order in which cells are

@@ -130,10 +130,10 @@ TEST(DeviceStep, CommitsTheHostStepsTokensStepByStep) {
           ASSERT_EQ(dev.tokens, ar.tokens) << where;
           ASSERT_EQ(dev.tokens, host.tokens) << where;
           ASSERT_EQ(fixed.tokens, host.tokens) << where << " (fixed shapes)";
-          EXPECT_TRUE(fixed.stats.settings["fixed_shapes"].get<bool>());
-          EXPECT_FALSE(dev.stats.settings["fixed_shapes"].get<bool>());
-          EXPECT_TRUE(dev.stats.settings["device_step"].get<bool>());
-          EXPECT_FALSE(host.stats.settings["device_step"].get<bool>());
+          EXPECT_TRUE(fixed.stats.settings.fixed_shapes);
+          EXPECT_FALSE(dev.stats.settings.fixed_shapes);
+          EXPECT_TRUE(dev.stats.settings.device_step);
+          EXPECT_FALSE(host.stats.settings.device_step);
           // The same trees and verdicts step by step (the tokens alone would not show a worse
           // draft: every lossless run commits AR's tokens).
           for (const auto* run : {&dev, &fixed}) {
@@ -216,7 +216,7 @@ TEST(DeviceStep, AskedForSettingsItDoesNotCoverIsAClearError) {
       EXPECT_NE(std::string(e.what()).find("--device-step off"), std::string::npos) << e.what();
     }
     // Auto leaves them to the host step.
-    EXPECT_FALSE(run(f, c, r, DeviceStep::Auto).stats.settings["device_step"].get<bool>()) << what;
+    EXPECT_FALSE(run(f, c, r, DeviceStep::Auto).stats.settings.device_step) << what;
   };
   auto r = request("dynamic", 1.0, false, 1);
   r.method.verify = VerifyRule::Sampled;
@@ -256,8 +256,8 @@ TEST(FixedShapes, ArStepsCommitTheSameTokens) {
       const auto plain = generate_ar(*f.target, c, r.sampling, r.seed);
       const auto fixed = generate_ar(*f.target, c, r.sampling, r.seed, {}, nullptr, {}, true);
       EXPECT_EQ(fixed.tokens, plain.tokens) << "T " << temperature << " cfg " << cfg;
-      EXPECT_TRUE(fixed.stats.settings["fixed_shapes"].get<bool>());
-      EXPECT_FALSE(plain.stats.settings["fixed_shapes"].get<bool>());
+      EXPECT_TRUE(fixed.stats.settings.fixed_shapes);
+      EXPECT_FALSE(plain.stats.settings.fixed_shapes);
       for (int64_t cell = 0; cell < f.cfg.image_tokens(); ++cell) {
         EXPECT_NEAR(fixed.stats.grids.at(cell).top1, plain.stats.grids.at(cell).top1, 1e-5);
       }

@@ -236,7 +236,7 @@ TEST_F(EngineTest, EventOrderOfAFinishedJob) {
   EXPECT_EQ(fin.summary.tokens, 256);
   ASSERT_TRUE(fin.stats);
   EXPECT_EQ(fin.tokens.size(), 256u);
-  EXPECT_EQ(fin.stats->settings["prompt"], "a red cat");
+  EXPECT_EQ(fin.stats->settings.prompt, "a red cat");
   EXPECT_EQ(fin.stats->summary.tokens, 256);
   EXPECT_EQ(fin.stats->steps.size(), size_t(fin.summary.steps));
   // Previews only ever grow and are masked by valid_cells.

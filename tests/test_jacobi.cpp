@@ -432,7 +432,7 @@ TEST(JacobiState, PathRelaxRaisesAcceptanceAndZeroIsPathExplore) {
   r.method.jacobi.path_relax = 0.0;
   EXPECT_EQ(generate_jacobi(*f.target, c, r).tokens, plain.tokens);
   EXPECT_EQ(plain.stats.method, "pathspec (lossy)");
-  EXPECT_FALSE(plain.stats.settings["lossless"].get<bool>());
+  EXPECT_FALSE(plain.stats.settings.lossless);
   // A huge lambda accepts far more over a few seeds (it is lossy by design).
   double tau_plain = 0, tau_relaxed = 0;
   for (uint64_t seed : {1, 2, 3, 4}) {
@@ -488,7 +488,7 @@ TEST(Statistics, JacobiGridsFilledAndConsistent) {
     const bool ps = std::string(m) == "pathspec";
     const int64_t L = ps ? 5 : 6, K = ps ? 3 : 1;
     EXPECT_EQ(s.method, ps ? "pathspec (lossy)" : "sjd");
-    EXPECT_EQ(s.settings["lossless"].get<bool>(), !ps);
+    EXPECT_EQ(s.settings.lossless, !ps);
     ASSERT_TRUE(s.grids.all_filled()) << m;
     EXPECT_EQ(streamed, f.cfg.image_tokens());
     int64_t total = 0, target_tokens = 0;

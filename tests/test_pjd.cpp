@@ -64,7 +64,7 @@ TEST(GreedyIdentity, PjdOneRowMatchesAr) {
       auto ar = generate_ar(*f.target, c, r.sampling, seed);
       auto res = generate_pjd(*f.target, c, r);
       EXPECT_EQ(res.tokens, ar.tokens) << "window " << window;
-      EXPECT_TRUE(res.stats.settings["lossless"].get<bool>());
+      EXPECT_TRUE(res.stats.settings.lossless);
       EXPECT_EQ(res.stats.method, "pjd");
     }
   }
@@ -269,7 +269,7 @@ TEST(Statistics, PjdStepsListTheirCellsAndReadBack) {
   });
   EXPECT_EQ(streamed, res.tokens);
   EXPECT_EQ(res.stats.method, "pjd (lossy)");
-  EXPECT_FALSE(res.stats.settings["lossless"].get<bool>());
+  EXPECT_FALSE(res.stats.settings.lossless);
   EXPECT_TRUE(res.stats.grids.all_filled());
   bool several_rows = false;
   for (const auto& st : res.stats.steps) {

@@ -104,11 +104,11 @@ TEST(ShippedModel, CostRuleRunsArWhereNoTreeCanPay) {
   auto res = decode::run_decode(m, cond, r);
   EXPECT_EQ(res.tokens, ar.tokens);
   EXPECT_EQ(res.stats.method, "ar");
-  EXPECT_EQ(res.stats.settings.value("ran_as_ar", std::string()), decode::kNoTreePays);
-  EXPECT_EQ(res.stats.settings["method_settings"].value("method", std::string()), "adt");
+  EXPECT_EQ(res.stats.settings.ran_as_ar, decode::kNoTreePays);
+  EXPECT_EQ(decode::to_string(res.stats.settings.method()), "adt");
   r.method.adt.cost_curve = std::string(ADTREE_SOURCE_DIR) + "/docs/sweeps/cost-curve-h200.json";
   auto drafted = decode::run_decode(m, cond, r);
   EXPECT_EQ(drafted.tokens, ar.tokens);
   EXPECT_EQ(drafted.stats.method, "adt");
-  EXPECT_FALSE(drafted.stats.settings.contains("ran_as_ar"));
+  EXPECT_TRUE(drafted.stats.settings.ran_as_ar.empty());
 }

@@ -397,8 +397,8 @@ void CompareWindow::updateComparison() {
   const bool same_run = a.lossless() && b.lossless() && a.prompt == b.prompt && a.seed == b.seed;
   const bool greedy = a.greedy() && b.greedy();
   const bool coupled = a.coupled() && b.coupled() &&
-                       a.stats->settings.value("sampling", nlohmann::json()) ==
-                           b.stats->settings.value("sampling", nlohmann::json());
+                       a.stats->settings.request.sampling.to_json() ==
+                           b.stats->settings.request.sampling.to_json();
   if (same_run && (greedy || coupled)) {
     const QString how = greedy ? tr("ran greedy") : tr("sampled with the same coupled noise");
     identity_->setText(diff == 0

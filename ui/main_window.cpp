@@ -541,9 +541,9 @@ void MainWindow::onFinished(const engine::JobFinished& f) {
   bool ran_as_ar = false;     // ADT-Tree's cost rule found that no tree can pay here
   try {
     RunRecord r = recordFromFinished(f);
-    rule = QString::fromStdString(r.stats->settings.value("verify", std::string()));
-    ar_estimate_ms = r.stats->settings.value("ar_estimate_ms", 0.0);
-    ran_as_ar = r.stats->settings.contains("ran_as_ar");
+    rule = QString::fromStdString(r.stats->settings.verify);
+    ar_estimate_ms = r.stats->settings.ar_estimate_ms;
+    ran_as_ar = !r.stats->settings.ran_as_ar.empty();
     shown_id_ = library_->addFinished(r);
     r.id = shown_id_;
     history_panel_->setCurrent(r.id);  // marked as the one on screen, without re-showing it
@@ -638,18 +638,7 @@ void MainWindow::showHistoryRun(int id) {
 
 void MainWindow::showRecord(const RunRecord& r) {
   shown_id_ = r.id;
-  MapRanges ranges;
-  try {
-    ranges =
-        ranges_for(decode::DecodeRequest{decode::MethodSettings::from_json(r.stats->settings.value(
-                                             "method_settings", nlohmann::json::object())),
-                                         {},
-                                         0,
-                                         {}});
-  } catch (const std::exception&) {
-    // Settings from another version: the ranges grow to what the run holds.
-  }
-  view_->showRecord(r, ranges);
+  view_->showRecord(r, ranges_for(r.stats->settings.request));
   last_job_ms_ = r.elapsedMs;
   inspected_cell_ = -1;
   inspector_->clear();

@@ -17,21 +17,17 @@ constexpr qint64 kMaxRunFileBytes = 256ll << 20;
 
 bool RunRecord::lossless() const {
   if (!stats) return false;
-  const auto& s = stats->settings;
-  return s.is_object() && s.value("lossless", method == "ar");
+  return stats->settings.lossless;
 }
 
 bool RunRecord::greedy() const {
   if (!stats) return false;
-  const auto& s = stats->settings;
-  if (!s.is_object() || !s.contains("sampling") || !s["sampling"].is_object()) return false;
-  return s["sampling"].value("temperature", 1.0) <= 0.0;
+  return stats->settings.request.sampling.greedy();
 }
 
 bool RunRecord::coupled() const {
   if (!stats) return false;
-  const auto& s = stats->settings;
-  return s.is_object() && s.value("verify", std::string()) == "coupled";
+  return stats->settings.verify == "coupled";
 }
 
 QString RunRecord::summaryLine() const {
@@ -45,19 +41,12 @@ QString RunRecord::summaryLine() const {
 namespace {
 // The fields a record keeps beside its statistics, read from the statistics' settings.
 void fillFromSettings(RunRecord& r) {
-  const auto& s = r.stats->settings;
-  if (!s.is_object()) throw Error("the run's settings are not an object");
-  r.method = QString::fromStdString(s.value("method", std::string()));
-  if (r.method.isEmpty()) throw Error("the run does not say which method made it");
+  const auto& s = r.stats->settings;  // checked when the statistics were read (RunSettings)
+  r.method = QString::fromStdString(decode::to_string(s.method()));
   r.label = QString::fromStdString(r.stats->method);
-  r.prompt = QString::fromStdString(s.value("prompt", std::string()));
-  r.model = QString::fromStdString(s.value("model", std::string()));
-  // Strictly an unsigned integer: nlohmann would turn 2.5 or a huge double into some number.
-  if (s.contains("seed")) {
-    const auto& sv = s.at("seed");
-    if (!sv.is_number_unsigned()) throw Error("the run's seed must be a non-negative integer");
-    r.seed = sv.get<uint64_t>();
-  }
+  r.prompt = QString::fromStdString(s.prompt);
+  r.model = QString::fromStdString(s.model_dir);
+  r.seed = s.request.seed;
 }
 }  // namespace
 

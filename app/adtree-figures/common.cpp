@@ -89,18 +89,9 @@ Run loadRun(const QString& path) {
   r.methodLabel = QString::fromStdString(r.stats.method);
   r.methodKey = r.methodLabel;
   const auto& s = r.stats.settings;
-  if (s.is_object()) {
-    if (s.contains("method") && s["method"].is_string()) {
-      r.methodKey = QString::fromStdString(s["method"].get<std::string>());
-    }
-    if (s.contains("prompt") && s["prompt"].is_string()) {
-      r.prompt = QString::fromStdString(s["prompt"].get<std::string>());
-    }
-    if (s.contains("sampling") && s["sampling"].is_object()) {
-      const auto& t = s["sampling"].value("temperature", nlohmann::json());
-      if (t.is_number()) r.temperature = t.get<double>();
-    }
-  }
+  r.methodKey = QString::fromStdString(decode::to_string(s.method()));
+  r.prompt = QString::fromStdString(s.prompt);
+  r.temperature = s.request.sampling.temperature;
   const QFileInfo info(path);
   const QString png = info.dir().filePath(info.completeBaseName() + QStringLiteral(".png"));
   if (QFileInfo(png).isFile()) r.imagePath = png;

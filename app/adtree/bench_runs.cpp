@@ -60,7 +60,7 @@ BenchRuns run_generations(const model::ModelBundle& m, const std::vector<BenchMe
           if (&bm == &methods[0]) ar_wall = res.stats.summary.wall_ms;
           add_run(out.by_method[bm.name], res.stats, step_ms, ar_wall);
           out.runs.push_back({{"method", bm.name},
-                              {"verify", res.stats.settings.value("verify", std::string())},
+                              {"verify", res.stats.settings.verify},
                               {"prompt", prompt},
                               {"seed", seed},
                               {"round", round},

@@ -112,15 +112,12 @@ std::string numbered(const std::string& path, uint64_t seed, int64_t count) {
 void generate_one(const Args& a, const model::ModelBundle& m, const std::string& prompt,
                   const decode::DecodeRequest& req, const std::string& out,
                   const std::string& stats_path, int64_t scale) {
+  model::LoadOptions where;
+  where.device = a.str("device");
+  where.dtype = a.str("dtype");
+  const auto run = decode::prepare_run(m, req, prompt, where);
   auto cond = model::make_condition(*m.gpt, m.vocab, prompt, req.sampling.uses_cfg());
-  auto res = decode::run_decode(m, cond, req);
-  res.stats.settings["prompt"] = prompt;
-  res.stats.settings["model"] = m.dir;
-  res.stats.settings["model_name"] = m.manifest.name;
-  res.stats.settings["model_hash"] = m.hash;
-  res.stats.settings["device"] = a.str("device");
-  res.stats.settings["dtype"] = a.str("dtype");
-  res.stats.settings["threads"] = worker_threads();
+  auto res = decode::run_decode(m, cond, run);
 
   const auto& g = m.gpt_config;
   auto idx = at::tensor(res.tokens, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);
@@ -144,10 +141,9 @@ void generate_one(const Args& a, const model::ModelBundle& m, const std::string&
               << "x" << img.size(0) * scale << "), seed " << req.seed << "\n"
               << s.tokens << " tokens in " << s.wall_ms << " ms (" << s.tokens_per_s
               << " tokens/s), tau " << s.tau << ", method " << res.stats.method << ", verify "
-              << res.stats.settings.value("verify", std::string("-")) << "\n";
-    if (res.stats.settings.contains("ran_as_ar"))
-      std::cout << res.stats.settings["ran_as_ar"].get<std::string>() << "\n";
-    const double ar_ms = res.stats.settings.value("ar_estimate_ms", 0.0);
+              << res.stats.settings.verify << "\n";
+    if (!res.stats.settings.ran_as_ar.empty()) std::cout << res.stats.settings.ran_as_ar << "\n";
+    const double ar_ms = res.stats.settings.ar_estimate_ms;
     if (ar_ms > 0 && s.wall_ms > 0)
       std::cout << ar_ms / s.wall_ms << "x the speed of AR (estimated from this machine's timed "
                 << "one-token step: " << ar_ms << " ms)\n";

@@ -62,10 +62,10 @@ DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
   CouplingNoise noise(seed, cfg.vocab_size);  // Gumbel-max: x_n = argmax log p_n + g_n (coupling.h)
   DecodeResult res;
   res.stats.method = "ar";
-  res.stats.settings = {{"method", "ar"},
-                        {"seed", seed},
-                        {"sampling", params.to_json()},
-                        {"verify", params.greedy() ? "greedy" : "coupled"}};
+  auto& settings = res.stats.settings;
+  settings.request.sampling = params;
+  settings.request.seed = seed;
+  settings.verify = params.greedy() ? "greedy" : "coupled";
   res.stats.grids = CellGrids(cfg.grid_h, cfg.grid_w);
   const int64_t n_tokens = cfg.image_tokens();
   res.tokens.reserve(size_t(n_tokens));
@@ -128,8 +128,8 @@ DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
       verify_ms = ms_since(t0);
     }
   }
-  res.stats.settings["fixed_shapes"] = fixed;
-  res.stats.settings["graphs"] = fixed_steps && fixed_steps->captured() ? 1 : 0;
+  res.stats.settings.fixed_shapes = fixed;
+  res.stats.settings.graphs = fixed_steps && fixed_steps->captured() ? 1 : 0;
   res.stats.finish(ms_since(t_start));
   return res;
 }

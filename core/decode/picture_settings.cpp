@@ -6,15 +6,13 @@ namespace adtree::decode {
 
 nlohmann::json picture_settings(const RunStats& stats, const std::string& app, double elapsed_ms) {
   const auto& s = stats.settings;
-  const auto text = [&](const char* key) { return s.value(key, std::string()); };
   return {{"app", app},
-          {"model",
-           {{"name", text("model_name")}, {"dir", text("model")}, {"hash", text("model_hash")}}},
-          {"prompt", text("prompt")},
-          {"seed", s.value("seed", uint64_t(0))},
-          {"method_settings", s.value("method_settings", nlohmann::json::object())},
-          {"sampling", s.value("sampling", nlohmann::json::object())},
-          {"verify", text("verify")},
+          {"model", {{"name", s.model_name}, {"dir", s.model_dir}, {"hash", s.model_hash}}},
+          {"prompt", s.prompt},
+          {"seed", s.request.seed},
+          {"method_settings", s.request.method.to_json()},
+          {"sampling", s.request.sampling.to_json()},
+          {"verify", s.verify},
           {"result",
            {{"label", stats.method},
             {"tau", stats.summary.tau},

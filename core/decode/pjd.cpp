@@ -22,14 +22,9 @@ void describe_run(RunStats& stats, const model::GptConfig& cfg, const DecodeRequ
                   VerifyRule rule) {
   const bool lossless = r.method.pjd.max_rows == 1;
   stats.method = std::string("pjd") + (lossless ? "" : " (lossy)");
-  stats.settings = {{"method", "pjd"},
-                    {"seed", r.seed},
-                    {"sampling", r.sampling.to_json()},
-                    {"budget", 0},
-                    {"verify", r.sampling.greedy() ? "greedy" : to_string(rule)},
-                    {"lantern", false},
-                    {"relax", "lossless"},
-                    {"lossless", lossless}};
+  stats.settings.request = r;
+  stats.settings.verify = r.sampling.greedy() ? "greedy" : to_string(rule);
+  stats.settings.lossless = lossless;
   stats.grids = CellGrids(cfg.grid_h, cfg.grid_w);
 }
 

@@ -13,6 +13,7 @@
 #include "decode/step_cost.h"
 #include "decode/tree_builder.h"
 #include "util/error.h"
+#include "util/threads.h"
 
 namespace adtree::decode {
 
@@ -83,7 +84,7 @@ DecodeResult run_decode(const model::ModelBundle& model, const model::Condition&
       // loop's bookkeeping (SPEC_DECODING.md 5.8).
       res = generate_ar(*model.gpt, cond, request.sampling, request.seed, on_step, cancel,
                         request.trace);
-      res.stats.settings["ran_as_ar"] = kNoTreePays;
+      res.stats.settings.ran_as_ar = kNoTreePays;
     } else {
       auto source = make_eagle_source(*model.drafter, *model.gpt, batch, scratch);
       res = generate_speculative(*model.gpt, *source, cond, request, opts, on_step, cancel);
@@ -91,7 +92,7 @@ DecodeResult run_decode(const model::ModelBundle& model, const model::Condition&
     if (cost_rule && m.adt.cost_curve.empty()) {
       // What plain AR would take on this device: a timed one-token step per token after the
       // prefill (the front ends say the run's speed against it).
-      res.stats.settings["ar_estimate_ms"] = double(g.image_tokens() - 1) * costs.verify(1);
+      res.stats.settings.ar_estimate_ms = double(g.image_tokens() - 1) * costs.verify(1);
     }
   } else if (m.method == Method::Pjd) {
     res = generate_pjd(*model.gpt, cond, request, on_step, cancel);
@@ -102,7 +103,43 @@ DecodeResult run_decode(const model::ModelBundle& model, const model::Condition&
     opts.lantern = lantern.get();
     res = generate_jacobi(*model.gpt, cond, request, opts, on_step, cancel);
   }
-  res.stats.settings["method_settings"] = m.to_json();
+  res.stats.settings.request.method = m;
+  return res;
+}
+
+RunSettings prepare_run(const model::ModelBundle& model, const DecodeRequest& request,
+                        const std::string& prompt, const model::LoadOptions& where) {
+  const auto& g = model.gpt_config;
+  validate_settings(request.method, request.sampling, g.vocab_size, g.image_tokens());
+  if (request.method.needs_drafter() && !model.drafter) {
+    throw Error("method '" + to_string(request.method.method) +
+                "' needs a draft head, and this model has none (drafter.safetensors); use ar or a "
+                "Jacobi method");
+  }
+  RunSettings run;
+  run.request = request;
+  run.prompt = prompt;
+  run.model_dir = model.dir;
+  run.model_name = model.manifest.name;
+  run.model_hash = model.hash;
+  run.device = where.device;
+  run.dtype = where.dtype;
+  run.threads = worker_threads();
+  return run;
+}
+
+DecodeResult run_decode(const model::ModelBundle& model, const model::Condition& cond,
+                        const RunSettings& run, const StepCallback& on_step,
+                        const std::atomic<bool>* cancel) {
+  auto res = run_decode(model, cond, run.request, on_step, cancel);
+  auto& s = res.stats.settings;
+  s.prompt = run.prompt;
+  s.model_dir = run.model_dir;
+  s.model_name = run.model_name;
+  s.model_hash = run.model_hash;
+  s.device = run.device;
+  s.dtype = run.dtype;
+  s.threads = run.threads;
   return res;
 }
 

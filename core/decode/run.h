@@ -5,11 +5,12 @@
 
 #include "decode/ar_sampler.h"
 #include "decode/method.h"
+#include "decode/run_settings.h"
 #include "model/model_dir.h"
 
 namespace adtree::decode {
 
-// What stats.settings["ran_as_ar"] says when ADT-Tree's cost rule ran plain AR because no block
+// What stats.settings.ran_as_ar says when ADT-Tree's cost rule ran plain AR because no block
 // of drafts costs less per token than a one-token step on the device's curve (drafts_can_pay).
 inline constexpr const char* kNoTreePays =
     "no block of drafts costs less per token than a one-token step on this cost curve, so no tree "
@@ -19,6 +20,18 @@ inline constexpr const char* kNoTreePays =
 // Throws adtree::Error for invalid settings or a method the model cannot run (no drafter).
 DecodeResult run_decode(const model::ModelBundle& model, const model::Condition& cond,
                         const DecodeRequest& request, const StepCallback& on_step = {},
+                        const std::atomic<bool>* cancel = nullptr);
+
+// A generation's settings before it runs, made in this one place for every front end that makes
+// pictures (the engine, `adtree generate`): the request checked against the model (settings,
+// sampling, a draft head where the method needs one), the prompt, the model's identity and where
+// it runs. Throws adtree::Error naming what is wrong.
+RunSettings prepare_run(const model::ModelBundle& model, const DecodeRequest& request,
+                        const std::string& prompt, const model::LoadOptions& where);
+
+// run_decode on prepared settings: the result's settings carry the prompt, model and device too.
+DecodeResult run_decode(const model::ModelBundle& model, const model::Condition& cond,
+                        const RunSettings& run, const StepCallback& on_step = {},
                         const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace adtree::decode

@@ -89,14 +89,13 @@ void describe_run(RunStats& stats, const model::GptConfig& cfg, const DecodeRequ
   const bool cascade = m.acceptance == Acceptance::Cascade;
   stats.method = (js ? js->label() : to_string(m.method)) + (lantern ? "+lantern" : "") +
                  (cascade ? "+cascade" : "") + (js && !js->lossless() ? " (lossy)" : "");
-  stats.settings = {{"method", to_string(m.method)},
-                    {"seed", request.seed},
-                    {"sampling", request.sampling.to_json()},
-                    {"budget", parts.proposer->budget()},
-                    {"verify", request.sampling.greedy() ? "greedy" : to_string(parts.rule)},
-                    {"lantern", lantern},
-                    {"relax", to_string(lantern ? Acceptance::Lantern : m.acceptance)},
-                    {"lossless", !lantern && !cascade && (!js || js->lossless())}};
+  auto& s = stats.settings;
+  s.request = request;
+  s.budget = parts.proposer->budget();
+  s.verify = request.sampling.greedy() ? "greedy" : to_string(parts.rule);
+  s.lantern = lantern;
+  s.relax = lantern ? Acceptance::Lantern : m.acceptance;
+  s.lossless = !lantern && !cascade && (!js || js->lossless());
   stats.grids = CellGrids(cfg.grid_h, cfg.grid_w);
 }
 
@@ -247,11 +246,11 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
   const bool on_device = runs_on_device(opts, parts, request, target.device());
   DecodeResult res;
   describe_run(res.stats, cfg, request, parts, opts.lantern != nullptr);
-  res.stats.settings["device_step"] = on_device;
+  res.stats.settings.device_step = on_device;
   StepRecorder recorder(res.stats, request.trace, on_step);
   auto& tokens = res.tokens;
   const bool fixed = on_device && (opts.fixed_shapes || target.device().is_cuda());
-  res.stats.settings["fixed_shapes"] = fixed;
+  res.stats.settings.fixed_shapes = fixed;
   StepBuffers buffers(target.device(), batch, opts.pad_to_buckets || fixed);
   // Root + the largest tree, padded to its bucket.
   auto cache = target.new_cache(batch, buffers.rows_for(proposer.max_nodes() + 1) + 1);
@@ -294,7 +293,7 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
                   proposer);
   }
   res.cancelled = cancel && cancel->load() && int64_t(tokens.size()) < n_img;
-  res.stats.settings["graphs"] = runner.graphs() + (source ? source->graphs() : 0);
+  res.stats.settings.graphs = runner.graphs() + (source ? source->graphs() : 0);
   res.stats.finish(ms_since(t_start));
   return res;
 }

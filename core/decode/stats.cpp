@@ -122,7 +122,7 @@ nlohmann::json RunStats::to_json() const {
   nlohmann::json j = {{"format", "adtree-stats"},
                       {"version", 1},
                       {"method", method},
-                      {"settings", settings},
+                      {"settings", settings.to_json()},
                       {"summary", summary.to_json()},
                       {"depth_reach", reach},
                       {"grids", grids.to_json()},
@@ -233,7 +233,7 @@ RunStats RunStats::from_json(const nlohmann::json& j) {
       throw Error("unsupported statistics version");
     }
     s.method = j.at("method").get<std::string>();
-    s.settings = j.at("settings");
+    s.settings = RunSettings::from_json(j.at("settings"));
     s.grids = CellGrids::from_json(j.at("grids"));
     // add_step sizes depth_reach by `committed` and counts up to it: bound the steps by the grid
     // first (a few bytes claiming 10^15 committed tokens). A run never commits

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "decode/run_settings.h"
 #include "decode/trace.h"
 
 namespace adtree::decode {
@@ -79,7 +80,7 @@ struct RunSummary {
 
 struct RunStats {
   std::string method;
-  nlohmann::json settings;  // everything needed to reproduce the run
+  RunSettings settings;  // everything needed to reproduce the run
   std::vector<StepRecord> steps;
   CellGrids grids;
   std::vector<int64_t> depth_reach;  // [j] = steps whose accepted path reached depth j

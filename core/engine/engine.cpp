@@ -394,7 +394,10 @@ struct Engine::Impl {
       const auto& g = m->gpt_config;
       const auto& req = t.job.request;
       // Input errors are reported before Started: the job never ran.
-      decode::validate_settings(req.method, req.sampling, g.vocab_size, g.image_tokens());
+      model::LoadOptions where;
+      where.device = bundle_request.device;
+      where.dtype = bundle_request.dtype;
+      const auto run = decode::prepare_run(*m, req, t.job.prompt, where);
       auto cond = model::make_condition(*m->gpt, m->vocab, t.job.prompt, req.sampling.uses_cfg());
 
       const int64_t f = m->vq_config.downsample_factor();
@@ -429,7 +432,7 @@ struct Engine::Impl {
       decode::DecodeResult res;
       const double cpu0 = thread_cpu_ms();
       try {
-        res = decode::run_decode(*m, cond, req, on_step, t.cancel.get());
+        res = decode::run_decode(*m, cond, run, on_step, t.cancel.get());
       } catch (...) {
         previews->settle();
         throw;
@@ -456,13 +459,6 @@ struct Engine::Impl {
       auto img = decode_prefix(*m, res.tokens, int64_t(res.tokens.size()));
       if (opts.previews)
         emit(JobPreview{t.id, img, int64_t(res.tokens.size()), true, ms_since(p0)});
-      auto& settings = res.stats.settings;
-      settings["prompt"] = t.job.prompt;
-      settings["model"] = m->dir;
-      settings["model_name"] = m->manifest.name;
-      settings["model_hash"] = m->hash;
-      settings["device"] = bundle_request.device;
-      settings["dtype"] = bundle_request.dtype;
       const auto summary = res.stats.summary;
       emit(JobFinished{t.id, summary,
                        std::make_shared<const decode::RunStats>(std::move(res.stats)),

@@ -128,7 +128,7 @@ nlohmann::json make_row(const SweepPoint& p, const std::string& prompt, uint64_t
                         const decode::DecodeResult& res, double nll, const ArBaseline& ar,
                         const Shard& shard) {
   const auto& s = res.stats.summary;
-  const bool lossless = res.stats.settings.value("lossless", true);
+  const bool lossless = res.stats.settings.lossless;
   nlohmann::json row = {{"label", p.label},
                         {"method", decode::to_string(p.method.method)},
                         {"prompt", prompt},

@@ -509,10 +509,10 @@ class GuiTest : public QObject {
       const auto* rec = w->shownRecord();
       QVERIFY(rec);
       QVERIFY2(rec->label.contains("+cascade"), qPrintable(rec->label));
-      const auto& ms = rec->stats->settings.at("method_settings");
-      QCOMPARE(ms.at("acceptance").get<std::string>(), std::string("cascade"));
-      QCOMPARE(ms.at("cascade").at("tau_c").get<double>(), 0.3);
-      QVERIFY(!rec->stats->settings.at("lossless").get<bool>());
+      const auto& ms = rec->stats->settings.request.method;
+      QCOMPARE(ms.acceptance, adtree::decode::Acceptance::Cascade);
+      QCOMPARE(ms.cascade.tau_c, 0.3);
+      QVERIFY(!rec->stats->settings.lossless);
       w->savePreset("cascade adt");
       selectMethod(*w, "sjd");
       QVERIFY(!relax->isEnabled());
