@@ -396,9 +396,9 @@ void CompareWindow::updateComparison() {
   // greedy, or coupled with the same sampling settings (the same Gumbel noise picks every token).
   const bool same_run = a.lossless() && b.lossless() && a.prompt == b.prompt && a.seed == b.seed;
   const bool greedy = a.greedy() && b.greedy();
-  const bool coupled = a.coupled() && b.coupled() &&
-                       a.stats->settings.request.sampling.to_json() ==
-                           b.stats->settings.request.sampling.to_json();
+  const bool coupled =
+      a.coupled() && b.coupled() &&
+      a.stats->settings.request.sampling.to_json() == b.stats->settings.request.sampling.to_json();
   if (same_run && (greedy || coupled)) {
     const QString how = greedy ? tr("ran greedy") : tr("sampled with the same coupled noise");
     identity_->setText(diff == 0
