@@ -78,13 +78,9 @@ int cmd_merge(int argc, char** argv) {
 
 }  // namespace
 
-int cmd_sweep(int argc, char** argv) {
-  if (argc >= 1 && std::string(argv[0]) == "merge") return cmd_merge(argc - 1, argv + 1);
-  Args a("sweep",
-         "Run a grid of decoding settings on a prompt set with fixed seeds: one JSONL row per "
-         "(setting, prompt, seed) with tau, drafted tokens, forwards, time, speed-up over AR "
-         "(same process) and the target's NLL of the tokens. 'adtree sweep merge --help' joins "
-         "shards.");
+namespace {
+
+void declare_sweep_options(Args& a) {
   add_model_options(a);
   add_method_options(a, /*list=*/true);
   add_sampling_options(a);
@@ -92,6 +88,7 @@ int cmd_sweep(int argc, char** argv) {
            "semicolon-separated prompts (default: 4 prompts of the shipped model)")
       .option("seeds", "N", "seeds 0 .. N-1 per prompt", "2")
       .option("temperatures", "LIST", "axis: sampling temperatures (0 = greedy)");
+  // An axis for every setting the table gives one (decode/setting.h).
   for (const auto& s : decode::method_settings_table()) {
     if (s.sweep_flag.empty()) continue;
     const auto who = s.readers_text().empty() ? std::string() : " (" + s.readers_text() + ")";
@@ -103,9 +100,10 @@ int cmd_sweep(int argc, char** argv) {
       .flag("resume", "skip the (setting, prompt, seed) rows already in --out")
       .flag("dry-run", "list the settings and units, run nothing")
       .option("summary", "FILE", "also write this run's per-setting summary (Markdown)");
-  if (!a.parse(argc, argv)) return 0;
-  if (!a.given("out") && !a.flag_set("dry-run")) throw Error("give --out FILE.jsonl for the rows");
+}
 
+// The grid's axes, each value typed and range-checked, so a typo fails before any run.
+research::SweepGrid read_grid(const Args& a) {
   research::SweepGrid g;
   g.methods = split(a.str("method"), ',');
   g.base = method_from(a, g.methods.empty() ? "adt" : g.methods.front());
@@ -115,14 +113,17 @@ int cmd_sweep(int argc, char** argv) {
     auto& values = g.axes[s.key];
     try {
       for (const auto& word : split(a.str(s.sweep_flag), ',')) {
-        values.push_back(s.parse(word));  // a typo or a value out of range fails before any run
+        values.push_back(s.parse(word));
         s.check(values.back(), {});
       }
     } catch (const Error& e) {
       throw Error("--" + s.sweep_flag + ": " + e.what());
     }
   }
+  return g;
+}
 
+research::SweepOptions read_options(const Args& a) {
   research::SweepOptions o;
   o.prompts = a.given("prompts") ? split(a.str("prompts"), ';')
                                  : std::vector<std::string>{"grinning face noto", "red apple noto",
@@ -130,20 +131,6 @@ int cmd_sweep(int argc, char** argv) {
   o.seeds = a.integer("seeds");
   o.shard = research::Shard::parse(a.str("shard"));
   o.match_drafted = a.flag_set("match-drafted");
-
-  auto m = load_model(a);
-  g.sampling = sampling_from(a, m);
-  const auto points = research::expand(g);
-  const int64_t units = int64_t(points.size() * o.prompts.size()) * o.seeds;
-  int64_t mine = 0;
-  for (int64_t u = 0; u < units; ++u) mine += o.shard.owns(u) ? 1 : 0;
-  std::cout << points.size() << " setting(s) x " << o.prompts.size() << " prompt(s) x " << o.seeds
-            << " seed(s) = " << units << " units; shard " << a.str("shard") << " runs " << mine
-            << "\n";
-  if (a.flag_set("dry-run")) {
-    for (const auto& p : points) std::cout << "  " << p.label << "\n";
-    return 0;
-  }
   if (a.flag_set("resume")) {
     std::ifstream probe(a.str("out"));
     if (probe) {
@@ -152,20 +139,62 @@ int cmd_sweep(int argc, char** argv) {
       std::cout << o.skip_keys.size() << " row(s) already in " << a.str("out") << ": skipped\n";
     }
   }
-  // Appended row by row and flushed: a sweep killed by a scheduler keeps what it finished, and
-  // --resume picks up from there.
-  std::ofstream out(a.str("out"), a.flag_set("resume") ? std::ios::app : std::ios::trunc);
-  if (!out) throw Error("cannot write " + a.str("out"));
+  return o;
+}
+
+void print_plan(const std::vector<research::SweepPoint>& points, const research::SweepOptions& o,
+                const std::string& shard) {
+  const int64_t units = int64_t(points.size() * o.prompts.size()) * o.seeds;
+  int64_t mine = 0;
+  for (int64_t u = 0; u < units; ++u) mine += o.shard.owns(u) ? 1 : 0;
+  std::cout << points.size() << " setting(s) x " << o.prompts.size() << " prompt(s) x " << o.seeds
+            << " seed(s) = " << units << " units; shard " << shard << " runs " << mine << "\n";
+}
+
+// Appended row by row and flushed: a sweep killed by a scheduler keeps what it finished, and
+// --resume picks up from there.
+std::vector<nlohmann::json> run_and_write(const model::ModelBundle& m,
+                                          const std::vector<research::SweepPoint>& points,
+                                          const research::SweepOptions& o, const std::string& path,
+                                          bool append) {
+  std::ofstream out(path, append ? std::ios::app : std::ios::trunc);
+  if (!out) throw Error("cannot write " + path);
   std::vector<nlohmann::json> rows;
   research::run_sweep(
       m, points, o,
       [&](const nlohmann::json& r) {
         out << r.dump() << "\n";
         out.flush();
-        if (!out) throw Error("writing " + a.str("out") + " failed (disk full?)");
+        if (!out) throw Error("writing " + path + " failed (disk full?)");
         rows.push_back(r);
       },
       &std::cout);
+  return rows;
+}
+
+}  // namespace
+
+int cmd_sweep(int argc, char** argv) {
+  if (argc >= 1 && std::string(argv[0]) == "merge") return cmd_merge(argc - 1, argv + 1);
+  Args a("sweep",
+         "Run a grid of decoding settings on a prompt set with fixed seeds: one JSONL row per "
+         "(setting, prompt, seed) with tau, drafted tokens, forwards, time, speed-up over AR "
+         "(same process) and the target's NLL of the tokens. 'adtree sweep merge --help' joins "
+         "shards.");
+  declare_sweep_options(a);
+  if (!a.parse(argc, argv)) return 0;
+  if (!a.given("out") && !a.flag_set("dry-run")) throw Error("give --out FILE.jsonl for the rows");
+  auto g = read_grid(a);
+  const auto o = read_options(a);
+  auto m = load_model(a);
+  g.sampling = sampling_from(a, m);
+  const auto points = research::expand(g);
+  print_plan(points, o, a.str("shard"));
+  if (a.flag_set("dry-run")) {
+    for (const auto& p : points) std::cout << "  " << p.label << "\n";
+    return 0;
+  }
+  const auto rows = run_and_write(m, points, o, a.str("out"), a.flag_set("resume"));
   const auto table = research::markdown_table(research::summarize(rows));
   if (a.given("summary")) io::write_file(a.str("summary"), table, "the summary table");
   std::cout << rows.size() << " row(s) written to " << a.str("out") << "\n" << table;
