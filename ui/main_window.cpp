@@ -798,32 +798,16 @@ bool MainWindow::openDropped(const QString& path) {
 }
 
 bool MainWindow::restoreFromPng(const QString& path) {
-  QString error;
-  const auto j = readPngSettings(path, &error);
-  const auto ms = j ? j->value("method_settings", nlohmann::json::object()) : nlohmann::json();
-  const int idx =
-      ms.is_object() ? methodBox()->findData(QString::fromStdString(ms.value("method", ""))) : -1;
-  if (idx < 0) {
-    showError(this, tr("No settings in this picture"),
-              error.isEmpty() ? tr("%1 names no method this studio knows.").arg(path) : error);
+  const PngRestore p = readPngRestore(path);
+  if (!p.ok()) {
+    showError(this, p.errorTitle, p.error, p.errorDetail);
     return false;
   }
-  decode::DecodeRequest r;
-  try {
-    r.method = decode::MethodSettings::from_json(ms);
-    r.sampling =
-        decode::SamplingParams::from_json(j->value("sampling", nlohmann::json()), r.sampling);
-  } catch (const std::exception& e) {
-    showError(this, tr("Unreadable settings"), tr("The settings in %1 cannot be read.").arg(path),
-              e.what());
-    return false;
-  }
-  methodBox()->setCurrentIndex(idx);
-  bar_->setAcceptance(r.method.acceptance);
-  settings_->setRequest(r);
-  promptEdit()->setText(QString::fromStdString(j->value("prompt", std::string())));
-  randomSeedBox()->setChecked(false);
-  seedBox()->setValue(int(j->value("seed", uint64_t(0))));
+  bar_->setMethod(p.request.method.method);
+  bar_->setAcceptance(p.request.method.acceptance);
+  settings_->setRequest(p.request);
+  bar_->setPromptText(p.prompt);
+  bar_->setFixedSeed(p.request.seed);
   // A picture of the gallery brings its whole run back too: picture, maps and replay.
   const QString base = path.chopped(4);
   if (const int id = history()->idOfGalleryBase(QFileInfo(base).absoluteFilePath());
@@ -831,9 +815,7 @@ bool MainWindow::restoreFromPng(const QString& path) {
     showHistoryRun(id);
   }
   QString note;
-  const auto model = j->value("model", nlohmann::json::object());
-  const std::string hash = model.is_object() ? model.value("hash", std::string()) : "";
-  if (model_ && !hash.empty() && !model_->hash.empty() && hash != model_->hash) {
+  if (model_ && !p.modelHash.empty() && !model_->hash.empty() && p.modelHash != model_->hash) {
     note = tr(" It was made with other weights than the loaded model's: the picture will differ.");
   }
   status(tr("Restored the settings of %1.%2").arg(QFileInfo(path).fileName(), note),

@@ -3,6 +3,7 @@
 #include <QFileInfo>
 #include <QImageReader>
 
+#include "decode/method_table.h"
 #include "decode/picture_settings.h"
 #include "imaging/png_text.h"
 #include "util/error.h"
@@ -49,6 +50,53 @@ std::optional<nlohmann::json> readPngSettings(const QString& path, QString* erro
                     .arg(path, QString::fromStdString(e.what())));
   }
   return j;
+}
+
+namespace {
+PngRestore failed(const QString& title, const QString& text, const QString& detail = {}) {
+  PngRestore r;
+  r.errorTitle = title;
+  r.error = text;
+  r.errorDetail = detail;
+  return r;
+}
+
+// The method the settings name, if this build knows it (checked before the settings are read, so
+// a picture of a newer studio says so instead of failing on its settings).
+bool namesKnownMethod(const nlohmann::json& ms) {
+  if (!ms.is_object()) return false;
+  try {
+    decode::method_from_string(ms.value("method", std::string()));
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+}  // namespace
+
+PngRestore readPngRestore(const QString& path) {
+  QString error;
+  const auto j = readPngSettings(path, &error);
+  const auto ms = j ? j->value("method_settings", nlohmann::json::object()) : nlohmann::json();
+  if (!namesKnownMethod(ms)) {
+    return failed(
+        QObject::tr("No settings in this picture"),
+        error.isEmpty() ? QObject::tr("%1 names no method this studio knows.").arg(path) : error);
+  }
+  PngRestore r;
+  try {
+    r.request.method = decode::MethodSettings::from_json(ms);
+    r.request.sampling = decode::SamplingParams::from_json(j->value("sampling", nlohmann::json()),
+                                                           r.request.sampling);
+  } catch (const std::exception& e) {
+    return failed(QObject::tr("Unreadable settings"),
+                  QObject::tr("The settings in %1 cannot be read.").arg(path), e.what());
+  }
+  r.request.seed = j->value("seed", uint64_t(0));
+  r.prompt = QString::fromStdString(j->value("prompt", std::string()));
+  const auto model = j->value("model", nlohmann::json::object());
+  r.modelHash = model.is_object() ? model.value("hash", std::string()) : "";
+  return r;
 }
 
 }  // namespace adtree::ui

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "decode/method.h"
 #include "ui/run_record.h"
 
 namespace adtree::ui {
@@ -23,5 +24,17 @@ QImage withPngSettings(QImage image, const RunRecord& r);
 // The settings of a PNG on disk; nullopt (and a sentence in *error) when it has none or they are
 // not JSON.
 std::optional<nlohmann::json> readPngSettings(const QString& path, QString* error);
+
+// What a picture's settings give back to the studio (a drop of an exported PNG): the request
+// (method settings and sampling; the seed in request.seed), the prompt and the weights' hash; or,
+// when they cannot be used, why, as an error dialog's title, text and detail.
+struct PngRestore {
+  decode::DecodeRequest request;
+  QString prompt;
+  std::string modelHash;  // empty when the picture does not say
+  QString errorTitle, error, errorDetail;
+  bool ok() const { return error.isEmpty(); }
+};
+PngRestore readPngRestore(const QString& path);
 
 }  // namespace adtree::ui

@@ -149,6 +149,32 @@ QString PromptBar::methodKey() const {
   return method_->currentData().toString();
 }
 
+decode::Method PromptBar::method() const {
+  return decode::method_from_string(methodKey().toStdString());
+}
+
+void PromptBar::setMethod(decode::Method m) {
+  const int i = method_->findData(QString::fromStdString(decode::to_string(m)));
+  if (i >= 0) method_->setCurrentIndex(i);
+}
+
+QString PromptBar::promptText() const {
+  return prompt_->text().trimmed();
+}
+
+void PromptBar::setPromptText(const QString& text) {
+  prompt_->setText(text);
+}
+
+quint64 PromptBar::seed() const {
+  return quint64(seed_->value());
+}
+
+void PromptBar::setFixedSeed(quint64 seed) {
+  random_seed_->setChecked(false);
+  seed_->setValue(int(seed));
+}
+
 decode::Acceptance PromptBar::acceptance() const {
   return relaxOf(relax_);
 }

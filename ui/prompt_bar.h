@@ -33,6 +33,13 @@ class PromptBar : public QWidget {
   QSpinBox* countBox() const { return count_; }
 
   QString methodKey() const;
+  decode::Method method() const;
+  void setMethod(decode::Method m);
+  QString promptText() const;  // trimmed
+  void setPromptText(const QString& text);
+  quint64 seed() const;
+  // A seed given back (a restored picture): the random-seed switch goes off so it is kept.
+  void setFixedSeed(quint64 seed);
   // The chosen acceptance rule; Lossless unless the method is a draft tree.
   decode::Acceptance acceptance() const;
   void setAcceptance(decode::Acceptance a);
