@@ -50,6 +50,19 @@ int JobQueue::enqueue(QueuedJob job) {
   return pending_.back().ticket;
 }
 
+void JobQueue::enqueueBatch(const QueuedJob& job, int count) {
+  const int batch = next_batch_++;
+  for (int i = 0; i < count; ++i) {
+    QueuedJob j = job;
+    j.batch = batch;
+    j.batchIndex = i + 1;
+    j.batchSize = count;
+    j.seed = job.seed + quint64(i);
+    j.request.seed = j.seed;
+    enqueue(std::move(j));
+  }
+}
+
 std::optional<QueuedJob> JobQueue::startNext() {
   if (running_ || pending_.isEmpty()) return std::nullopt;
   // One model reset: row 0 changes from the first pending job to the running one.

@@ -34,6 +34,9 @@ class JobQueue : public QAbstractListModel {
   QVariant data(const QModelIndex& index, int role) const override;
 
   int enqueue(QueuedJob job);  // returns its ticket
+  // One Generate click: `count` pictures of `job` with consecutive seeds job.seed, job.seed + 1,
+  // ... (the CLI's --count does the same), marked as one batch.
+  void enqueueBatch(const QueuedJob& job, int count);
   // The next pending job becomes the running one (nullopt: nothing waits).
   std::optional<QueuedJob> startNext();
   void finishRunning();  // the running job ended (finished, failed or cancelled)
@@ -58,6 +61,7 @@ class JobQueue : public QAbstractListModel {
   std::optional<QueuedJob> running_;
   QVector<QueuedJob> pending_;
   int next_ticket_ = 1;
+  int next_batch_ = 1;
   int begun_ = 0;
 };
 

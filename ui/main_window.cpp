@@ -458,39 +458,29 @@ void MainWindow::setBusyUi() {
 
 void MainWindow::generate() {
   if (!model_ || !loading_dir_.isEmpty()) return;
-  const QString prompt = promptEdit()->text().trimmed();
-  if (prompt.isEmpty()) {
+  QueuedJob job;
+  job.prompt = bar_->promptText();
+  if (job.prompt.isEmpty()) {
     status(tr("Type a prompt first."), 5000);
     promptEdit()->setFocus();
     return;
   }
   if (randomSeedBox()->isChecked())
     seedBox()->setValue(int(QRandomGenerator::global()->bounded(1 << 30)));
-  QueuedJob job;
-  job.prompt = prompt;
   job.method = bar_->methodKey();
+  job.seed = bar_->seed();
   try {
-    job.request = settings_->request(job.method, bar_->acceptance(), quint64(seedBox()->value()));
+    job.request = settings_->request(job.method, bar_->acceptance(), job.seed);
   } catch (const std::exception& e) {
     showError(this, tr("Invalid settings"), tr("The settings do not form a valid request."),
               e.what());
     return;
   }
   job.request.trace.enabled = act_trace_->isChecked();
-  // Count pictures with consecutive seeds: seed, seed + 1, ... (the CLI's --count does the same).
-  job.batchSize = countBox()->value();
-  static int batches = 0;
-  job.batch = ++batches;
-  for (int i = 0; i < job.batchSize; ++i) {
-    QueuedJob j = job;
-    j.batchIndex = i + 1;
-    j.seed = quint64(seedBox()->value()) + quint64(i);
-    j.request.seed = j.seed;
-    queue_->enqueue(std::move(j));
-  }
+  const int count = countBox()->value();
+  queue_->enqueueBatch(job, count);
   if (isRunning()) {
-    status(tr("Queued %n job(s); %1 waiting.", nullptr, job.batchSize).arg(queue_->pending()),
-           5000);
+    status(tr("Queued %n job(s); %1 waiting.", nullptr, count).arg(queue_->pending()), 5000);
   }
   saveSettings();
   startNext();
