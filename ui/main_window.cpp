@@ -225,13 +225,9 @@ void MainWindow::connectHistory() {
   });
   connect(history_panel_, &HistoryPanel::compareRequested, this, [this](int a, int b) {
     QString error;
-    const RunRecord* rb = library_->load(b, &error);
-    const RunRecord* ra = library_->load(a, &error);
-    rb = history()->find(b);  // the second load may have moved the first
-    if (!ra || !rb || !ra->stats || !rb->stats) return;
-    // Older run on the left: "B over A" then reads as "the newer configuration over the older".
-    if (ra->id > rb->id) std::swap(ra, rb);
-    compareWindow()->showRecords(*ra, *rb);
+    const auto pair = library_->loadPair(a, b, &error);
+    if (!pair) return;
+    compareWindow()->showRecords(*pair->older, *pair->newer);
     compare_->show();
     compare_->raise();
   });

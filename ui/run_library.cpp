@@ -60,6 +60,15 @@ const RunRecord* RunLibrary::load(int id, QString* error) {
   return history_->load(id, [&](const QString& base) { return gallery_->read(base, error); });
 }
 
+std::optional<RunLibrary::Pair> RunLibrary::loadPair(int a, int b, QString* error) {
+  load(b, error);
+  const RunRecord* ra = load(a, error);
+  const RunRecord* rb = history_->find(b);  // loading `a` may have moved `b`
+  if (!ra || !rb || !ra->stats || !rb->stats) return std::nullopt;
+  if (ra->id > rb->id) std::swap(ra, rb);
+  return Pair{ra, rb};
+}
+
 void RunLibrary::removeListed(int id) {
   history_->remove(id);
   Q_EMIT removed(id);

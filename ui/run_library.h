@@ -5,6 +5,8 @@
 #pragma once
 #include <QObject>
 
+#include <optional>
+
 #include "ui/gallery_store.h"
 #include "ui/run_record.h"
 
@@ -29,6 +31,14 @@ class RunLibrary : public QObject {
   // The whole record, read back from the gallery when it was listed from its picture; null (and
   // *error) when it cannot be read.
   const RunRecord* load(int id, QString* error);
+  // Two entries for the compare window, read back as load() does, the older first ("B over A" then
+  // reads as "the newer configuration over the older"); nullopt when either cannot be read or has
+  // no statistics.
+  struct Pair {
+    const RunRecord* older;
+    const RunRecord* newer;
+  };
+  std::optional<Pair> loadPair(int a, int b, QString* error);
   // Removes the entries and their gallery files. Returns how many files went; stops at the first
   // entry whose files cannot be deleted (its message in *error).
   int remove(const QList<int>& ids, QString* error);
