@@ -154,12 +154,10 @@ nlohmann::json make_row(const SweepPoint& p, const std::string& prompt, uint64_t
 
 }  // namespace
 
-void run_sweep(const model::ModelBundle& model, const std::vector<SweepPoint>& points,
-               const SweepOptions& opts, const std::function<void(const nlohmann::json&)>& row,
-               std::ostream* log) {
-  if (opts.prompts.empty()) throw Error("a sweep needs at least one prompt");
-  if (opts.seeds < 1) throw Error("--seeds must be at least 1");
-  // Validate every point before the first (long) run.
+namespace {
+
+// Every point checked before the first (long) run.
+void check_points(const model::ModelBundle& model, const std::vector<SweepPoint>& points) {
   for (const auto& p : points) {
     decode::validate_settings(p.method, p.sampling, model.gpt_config.vocab_size,
                               model.gpt_config.image_tokens());
@@ -167,81 +165,119 @@ void run_sweep(const model::ModelBundle& model, const std::vector<SweepPoint>& p
       throw Error("'" + p.label + "' needs a draft head, and this model has none");
     }
   }
-  const std::set<std::string> skip(opts.skip_keys.begin(), opts.skip_keys.end());
-  std::map<std::string, ArBaseline> ar_cache;  // per prompt, seed and sampling, in this process
+}
+
+// The units of one process: its caches (conditions, AR baselines) and where rows go.
+class SweepRunner {
+ public:
+  SweepRunner(const model::ModelBundle& model, const SweepOptions& opts,
+              const std::function<void(const nlohmann::json&)>& row, std::ostream* log)
+      : model_(model), opts_(opts), row_(row), log_(log) {}
+
+  void run_unit(const SweepPoint& p, const std::string& prompt, uint64_t seed, int64_t unit) {
+    const auto& cond = condition(prompt, p.sampling);
+    const auto& ar = ar_baseline(prompt, seed, cond, p.sampling);
+    auto res = run(p.method, p.sampling, seed, cond);
+    const double nll = decode::sequence_nll(*model_.gpt, cond, res.tokens, p.sampling);
+    auto r = make_row(p, prompt, seed, res, nll, ar, opts_.shard);
+    if (log_) {
+      *log_ << std::fixed << std::setprecision(2) << "[" << unit << "] " << p.label << " | "
+            << prompt << " | seed " << seed << ": tau " << r["tau"].get<double>() << ", drafted "
+            << r["mean_drafted"].get<double>() << ", speed-up " << r["speedup"].get<double>()
+            << "\n";
+    }
+    row_(r);
+    if (opts_.match_drafted && p.method.method == decode::Method::Adt)
+      run_matched(p, prompt, seed, res.stats.summary.mean_drafted, cond, ar);
+  }
+
+  bool skipped(const std::string& label, const std::string& prompt, uint64_t seed) const {
+    return skip_.count(label + "|" + prompt + "|" + std::to_string(seed)) > 0;
+  }
+
+ private:
+  decode::DecodeResult run(const decode::MethodSettings& m, const decode::SamplingParams& sp,
+                           uint64_t seed, const model::Condition& cond) const {
+    decode::DecodeRequest req;
+    req.method = m;
+    req.sampling = sp;
+    req.seed = seed;
+    return decode::run_decode(model_, cond, req);
+  }
+
   // One condition per prompt and CFG on/off, not one per unit.
-  std::map<std::pair<std::string, bool>, model::Condition> conds;
-  auto condition = [&](const std::string& prompt,
-                       const decode::SamplingParams& sp) -> const model::Condition& {
+  const model::Condition& condition(const std::string& prompt, const decode::SamplingParams& sp) {
     auto key = std::make_pair(prompt, sp.uses_cfg());
-    auto it = conds.find(key);
-    if (it == conds.end()) {
-      it = conds.emplace(key, model::make_condition(*model.gpt, model.vocab, prompt, sp.uses_cfg()))
-               .first;
+    auto it = conds_.find(key);
+    if (it == conds_.end()) {
+      auto c = model::make_condition(*model_.gpt, model_.vocab, prompt, sp.uses_cfg());
+      it = conds_.emplace(key, std::move(c)).first;
     }
     return it->second;
-  };
-  int64_t unit = -1;
+  }
+
+  // AR on the same prompt, seed and sampling, once per process: the speed-up's and the
+  // likelihood's reference.
+  const ArBaseline& ar_baseline(const std::string& prompt, uint64_t seed,
+                                const model::Condition& cond, const decode::SamplingParams& sp) {
+    const std::string key = prompt + "|" + std::to_string(seed) + "|" + sp.to_json().dump();
+    auto it = ar_cache_.find(key);
+    if (it != ar_cache_.end()) return it->second;
+    decode::MethodSettings ar_method;
+    auto ar = run(ar_method, sp, seed, cond);
+    ArBaseline b;
+    b.wall_ms = ar.stats.summary.wall_ms;
+    b.nll = decode::sequence_nll(*model_.gpt, cond, ar.tokens, sp);
+    b.tokens = ar.tokens;
+    return ar_cache_.emplace(key, std::move(b)).first->second;
+  }
+
+  // EAGLE-2 at equal mean draft size: its budget N set to what ADT-Tree drafted per step here, on
+  // the same prompt and seed (its D and K stay EAGLE-2's defaults).
+  void run_matched(const SweepPoint& p, const std::string& prompt, uint64_t seed,
+                   double mean_drafted, const model::Condition& cond, const ArBaseline& ar) {
+    SweepPoint q = p;
+    q.method.method = decode::Method::Dynamic;
+    q.method.dynamic_tree.budget = std::max<int64_t>(1, std::llround(mean_drafted));
+    q.label = "dynamic@drafted-of(" + p.label + ")";
+    if (skipped(q.label, prompt, seed)) return;
+    auto dyn = run(q.method, q.sampling, seed, cond);
+    const double dn = decode::sequence_nll(*model_.gpt, cond, dyn.tokens, q.sampling);
+    auto dr = make_row(q, prompt, seed, dyn, dn, ar, opts_.shard);
+    dr["matched_budget"] = q.method.dynamic_tree.budget;
+    if (log_) {
+      *log_ << "      " << q.label << ": N " << q.method.dynamic_tree.budget << ", tau "
+            << dr["tau"].get<double>() << ", speed-up " << dr["speedup"].get<double>() << "\n";
+    }
+    row_(dr);
+  }
+
+  const model::ModelBundle& model_;
+  const SweepOptions& opts_;
+  const std::function<void(const nlohmann::json&)>& row_;
+  std::ostream* log_;
+  const std::set<std::string> skip_{opts_.skip_keys.begin(), opts_.skip_keys.end()};
+  std::map<std::string, ArBaseline> ar_cache_;
+  std::map<std::pair<std::string, bool>, model::Condition> conds_;
+};
+
+}  // namespace
+
+void run_sweep(const model::ModelBundle& model, const std::vector<SweepPoint>& points,
+               const SweepOptions& opts, const std::function<void(const nlohmann::json&)>& row,
+               std::ostream* log) {
+  if (opts.prompts.empty()) throw Error("a sweep needs at least one prompt");
+  if (opts.seeds < 1) throw Error("--seeds must be at least 1");
+  check_points(model, points);
+  SweepRunner runner(model, opts, row, log);
+  int64_t unit = -1;  // units in a fixed order, so that shards partition them
   for (const auto& prompt : opts.prompts) {
     for (int64_t s = 0; s < opts.seeds; ++s) {
       for (const auto& p : points) {
         ++unit;
-        if (!opts.shard.owns(unit)) continue;
         const uint64_t seed = uint64_t(s);
-        const std::string key = p.label + "|" + prompt + "|" + std::to_string(seed);
-        if (skip.count(key)) continue;
-        const auto& cond = condition(prompt, p.sampling);
-        const std::string ar_key =
-            prompt + "|" + std::to_string(seed) + "|" + p.sampling.to_json().dump();
-        auto it = ar_cache.find(ar_key);
-        if (it == ar_cache.end()) {
-          decode::DecodeRequest ar_req;
-          ar_req.method.method = decode::Method::Ar;
-          ar_req.sampling = p.sampling;
-          ar_req.seed = seed;
-          auto ar = decode::run_decode(model, cond, ar_req);
-          ArBaseline b;
-          b.wall_ms = ar.stats.summary.wall_ms;
-          b.nll = decode::sequence_nll(*model.gpt, cond, ar.tokens, p.sampling);
-          b.tokens = ar.tokens;
-          it = ar_cache.emplace(ar_key, std::move(b)).first;
-        }
-        decode::DecodeRequest req;
-        req.method = p.method;
-        req.sampling = p.sampling;
-        req.seed = seed;
-        auto res = decode::run_decode(model, cond, req);
-        const double nll = decode::sequence_nll(*model.gpt, cond, res.tokens, p.sampling);
-        auto r = make_row(p, prompt, seed, res, nll, it->second, opts.shard);
-        if (log) {
-          *log << std::fixed << std::setprecision(2) << "[" << unit << "] " << p.label << " | "
-               << prompt << " | seed " << seed << ": tau " << r["tau"].get<double>() << ", drafted "
-               << r["mean_drafted"].get<double>() << ", speed-up " << r["speedup"].get<double>()
-               << "\n";
-        }
-        row(r);
-        if (opts.match_drafted && p.method.method == decode::Method::Adt) {
-          // EAGLE-2 at equal mean draft size: its budget N set to what ADT-Tree drafted per step
-          // here, on the same prompt and seed (its D and K stay EAGLE-2's defaults).
-          SweepPoint q = p;
-          q.method.method = decode::Method::Dynamic;
-          q.method.dynamic_tree.budget =
-              std::max<int64_t>(1, std::llround(res.stats.summary.mean_drafted));
-          q.label = "dynamic@drafted-of(" + p.label + ")";
-          if (!skip.count(q.label + "|" + prompt + "|" + std::to_string(seed))) {
-            req.method = q.method;
-            auto dyn = decode::run_decode(model, cond, req);
-            const double dn = decode::sequence_nll(*model.gpt, cond, dyn.tokens, q.sampling);
-            auto dr = make_row(q, prompt, seed, dyn, dn, it->second, opts.shard);
-            dr["matched_budget"] = q.method.dynamic_tree.budget;
-            if (log) {
-              *log << "      " << q.label << ": N " << q.method.dynamic_tree.budget << ", tau "
-                   << dr["tau"].get<double>() << ", speed-up " << dr["speedup"].get<double>()
-                   << "\n";
-            }
-            row(dr);
-          }
-        }
+        if (!opts.shard.owns(unit) || runner.skipped(p.label, prompt, seed)) continue;
+        runner.run_unit(p, prompt, seed, unit);
       }
     }
   }
