@@ -1,7 +1,6 @@
 #include "ui/main_window.h"
 
 #include <QAction>
-#include <QActionGroup>
 #include <QCheckBox>
 #include <QClipboard>
 #include <QCloseEvent>
@@ -34,6 +33,7 @@
 #include "engine/engine.h"
 #include "ui/compare_window.h"
 #include "ui/default_model.h"
+#include "ui/device_menu.h"
 #include "ui/distribution_view.h"
 #include "ui/engine_bridge.h"
 #include "ui/error_dialog.h"
@@ -278,29 +278,12 @@ void MainWindow::loadSettings() {
   // First start: a size that shows the image, the maps and the plots together.
   if (!restoreGeometry(s.value("window/geometry").toByteArray())) resize(1280, 800);
   first_layout_ = !restoreState(s.value("window/state").toByteArray());
-  view_->restoreSplits(s.value("window/splits").toByteArray());
-  promptEdit()->setText(s.value("run/prompt").toString());
-  seedBox()->setValue(s.value("run/seed", 0).toInt());
-  randomSeedBox()->setChecked(s.value("run/randomSeed", false).toBool());
-  countBox()->setValue(s.value("run/count", 1).toInt());
-  const int idx = methodBox()->findData(s.value("run/method", "adt").toString());
-  if (idx >= 0) methodBox()->setCurrentIndex(idx);
-  // Settings written before CASCADE kept a LANTERN switch.
-  bar_->setRelaxKey(
-      s.value("run/relax", s.value("run/lantern", false).toBool() ? "lantern" : "lossless")
-          .toString());
+  view_->loadSettings(s);
+  bar_->loadSettings(s);
   act_trace_->setChecked(s.value("run/trace", true).toBool());
   act_png_settings_->setChecked(s.value("export/pngSettings", true).toBool());
-  settings_->restoreState(s.value("run/settings").toString());
-  device_ = s.value("model/device", "cpu").toString();
-  dtype_ = s.value("model/dtype", "fp32").toString();
-  for (auto* a : device_group_->actions()) {
-    if (a->data().toString() == device_ && a->isEnabled()) a->setChecked(true);
-  }
-  if (!EngineBridge::availableDevices().contains(device_)) device_ = "cpu";
-  for (auto* a : dtype_group_->actions()) {
-    if (a->data().toString() == dtype_) a->setChecked(true);
-  }
+  settings_->loadSettings(s);
+  devices_->loadSettings(s);
   library_->loadSettings();
   {
     const QSignalBlocker quiet(act_gallery_);  // its handler saves settings: not while loading
@@ -314,19 +297,12 @@ void MainWindow::saveSettings() const {
   QSettings s;
   s.setValue("window/geometry", saveGeometry());
   s.setValue("window/state", saveState());
-  s.setValue("window/splits", view_->saveSplits());
-  s.setValue("run/prompt", promptEdit()->text());
-  s.setValue("run/seed", seedBox()->value());
-  s.setValue("run/randomSeed", randomSeedBox()->isChecked());
-  s.setValue("run/count", countBox()->value());
-  s.setValue("run/method", bar_->methodKey());
-  s.setValue("run/relax", bar_->relaxKey());
-  s.remove("run/lantern");
+  view_->saveSettings(s);
+  bar_->saveSettings(s);
   s.setValue("run/trace", act_trace_->isChecked());
   s.setValue("export/pngSettings", act_png_settings_->isChecked());
-  s.setValue("run/settings", settings_->saveState());
-  s.setValue("model/device", device_);
-  s.setValue("model/dtype", dtype_);
+  settings_->saveSettings(s);
+  devices_->saveSettings(s);
   library_->saveSettings();
 }
 
@@ -344,16 +320,8 @@ void MainWindow::openModel(const QString& dir, const QString& createRandom) {
   loading_dir_ = dir;
   if (!model_) view_->setPlaceholder(tr("Loading model…"));
   status(tr("Loading %1…").arg(QDir::toNativeSeparators(dir)));
-  bridge_->loadModel(dir, device_, dtype_, createRandom);
+  bridge_->loadModel(dir, devices_->device(), devices_->dtype(), createRandom);
   setBusyUi();
-}
-
-void MainWindow::reloadWithDevice() {
-  device_ =
-      device_group_->checkedAction() ? device_group_->checkedAction()->data().toString() : "cpu";
-  dtype_ =
-      dtype_group_->checkedAction() ? dtype_group_->checkedAction()->data().toString() : "fp32";
-  if (model_) openModel(QString::fromStdString(model_->dir));
 }
 
 void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
@@ -409,10 +377,8 @@ void MainWindow::onLoadFailed(const QString& dir, const QString& message) {
   loading_dir_.clear();
   if (model_) {
     // The menus show what is loaded, not the device or precision that just failed.
-    device_ = QString::fromStdString(model_->device).section(':', 0, 0);
-    dtype_ = QString::fromStdString(model_->dtype);
-    for (auto* a : device_group_->actions()) a->setChecked(a->data().toString() == device_);
-    for (auto* a : dtype_group_->actions()) a->setChecked(a->data().toString() == dtype_);
+    devices_->showLoaded(QString::fromStdString(model_->device).section(':', 0, 0),
+                         QString::fromStdString(model_->dtype));
   }
   setBusyUi();
   QString keep = model_ ? tr("Still using %1.").arg(QString::fromStdString(model_->name))

@@ -16,7 +16,6 @@
 #include "ui/run_state.h"
 
 class QAction;
-class QActionGroup;
 class QCheckBox;
 class QComboBox;
 class QDockWidget;
@@ -29,6 +28,7 @@ class QSpinBox;
 namespace adtree::ui {
 
 class CompareWindow;
+class DeviceMenu;
 class DistributionView;
 class EngineBridge;
 class Exports;
@@ -181,7 +181,6 @@ class MainWindow : public QMainWindow {
   void showRecord(const RunRecord& r);
   QDockWidget* addDock(const QString& title, const QString& name, QWidget* w,
                        Qt::DockWidgetArea area);
-  void reloadWithDevice();
 
   void onModelLoaded(const engine::ModelLoaded& loaded);
   void onLoadFailed(const QString& dir, const QString& message);
@@ -201,7 +200,6 @@ class MainWindow : public QMainWindow {
   engine::JobId current_job_ = 0;
   MapRanges pending_ranges_;
   double last_job_ms_ = 0, last_decode_cpu_ms_ = 0;
-  QString device_ = "cpu", dtype_ = "fp32";
 
   // Widgets
   QLabel* banner_ = nullptr;
@@ -238,8 +236,7 @@ class MainWindow : public QMainWindow {
   QAction* act_trace_ = nullptr;
   QAction* act_step_back_ = nullptr;
   QAction* act_step_fwd_ = nullptr;
-  QActionGroup* device_group_ = nullptr;
-  QActionGroup* dtype_group_ = nullptr;
+  DeviceMenu* devices_ = nullptr;
   QMenu* recent_menu_ = nullptr;
   QMenu* presets_menu_ = nullptr;
 };

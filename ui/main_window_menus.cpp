@@ -1,7 +1,6 @@
 // MainWindow's menus and the commands that live only there (recent models, presets, gallery
 // options): the wiring of actions, kept apart from the window's layout and run handling.
 #include <QAction>
-#include <QActionGroup>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDesktopServices>
@@ -18,6 +17,7 @@
 #include <QUrl>
 
 #include "ui/compare_window.h"
+#include "ui/device_menu.h"
 #include "ui/engine_bridge.h"
 #include "ui/error_dialog.h"
 #include "ui/exports.h"
@@ -160,33 +160,10 @@ void MainWindow::createActions() {
   act_step_fwd_->setShortcut(QKeySequence(Qt::ALT | Qt::Key_Right));
 
   auto* model = menuBar()->addMenu(tr("&Model"));
-  auto* dev = model->addMenu(tr("&Device"));
-  device_group_ = new QActionGroup(this);
-  const QStringList available = EngineBridge::availableDevices();
-  for (const auto& [key, label] : {std::pair<QString, QString>{"cpu", tr("CPU")},
-                                   std::pair<QString, QString>{"cuda", tr("CUDA (GPU)")}}) {
-    auto* a = dev->addAction(label);
-    a->setCheckable(true);
-    a->setData(key);
-    a->setEnabled(available.contains(key));
-    if (!a->isEnabled()) a->setText(label + tr(" — not available in this build/machine"));
-    device_group_->addAction(a);
-  }
-  device_group_->actions().first()->setChecked(true);
-  auto* prec = model->addMenu(tr("&Precision"));
-  dtype_group_ = new QActionGroup(this);
-  for (const auto& [key, label] :
-       {std::pair<QString, QString>{"fp32", tr("fp32 (exact; best on CPU)")},
-        std::pair<QString, QString>{"bf16", tr("bf16 (GPU)")},
-        std::pair<QString, QString>{"fp16", tr("fp16 (GPU)")}}) {
-    auto* a = prec->addAction(label);
-    a->setCheckable(true);
-    a->setData(key);
-    dtype_group_->addAction(a);
-  }
-  dtype_group_->actions().first()->setChecked(true);
-  connect(device_group_, &QActionGroup::triggered, this, &MainWindow::reloadWithDevice);
-  connect(dtype_group_, &QActionGroup::triggered, this, &MainWindow::reloadWithDevice);
+  devices_ = new DeviceMenu(model, this);
+  connect(devices_, &DeviceMenu::changed, this, [this] {
+    if (model_) openModel(QString::fromStdString(model_->dir));
+  });
   model->addSeparator();
   model->addAction(tr("Model &Card…"), this, [this] {
     if (model_) {

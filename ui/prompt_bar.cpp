@@ -7,6 +7,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QSettings>
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QVBoxLayout>
@@ -221,6 +222,28 @@ void PromptBar::setModel(const engine::ModelInfo& info) {
   if (items && !items->item(method_->currentIndex())->isEnabled()) {
     method_->setCurrentIndex(method_->findData("ar"));
   }
+}
+
+void PromptBar::loadSettings(const QSettings& s) {
+  prompt_->setText(s.value("run/prompt").toString());
+  seed_->setValue(s.value("run/seed", 0).toInt());
+  random_seed_->setChecked(s.value("run/randomSeed", false).toBool());
+  count_->setValue(s.value("run/count", 1).toInt());
+  const int idx = method_->findData(s.value("run/method", "adt").toString());
+  if (idx >= 0) method_->setCurrentIndex(idx);
+  // Settings written before CASCADE kept a LANTERN switch.
+  setRelaxKey(s.value("run/relax", s.value("run/lantern", false).toBool() ? "lantern" : "lossless")
+                  .toString());
+}
+
+void PromptBar::saveSettings(QSettings& s) const {
+  s.setValue("run/prompt", prompt_->text());
+  s.setValue("run/seed", seed_->value());
+  s.setValue("run/randomSeed", random_seed_->isChecked());
+  s.setValue("run/count", count_->value());
+  s.setValue("run/method", methodKey());
+  s.setValue("run/relax", relaxKey());
+  s.remove("run/lantern");
 }
 
 }  // namespace adtree::ui

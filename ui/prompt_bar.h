@@ -11,6 +11,7 @@
 class QCheckBox;
 class QComboBox;
 class QPushButton;
+class QSettings;
 class QSpinBox;
 
 namespace adtree::ui {
@@ -48,6 +49,10 @@ class PromptBar : public QWidget {
   // The prompt's placeholder, completion and the embedding picker for a loaded model; methods it
   // cannot run are disabled, with the reason in their tooltip.
   void setModel(const engine::ModelInfo& info);
+  // The bar's state across sessions (run/prompt, run/seed, run/randomSeed, run/count, run/method,
+  // run/relax).
+  void loadSettings(const QSettings& s);
+  void saveSettings(QSettings& s) const;
 
  Q_SIGNALS:
   void generateRequested();

@@ -6,6 +6,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QProgressBar>
+#include <QSettings>
 #include <QSplitter>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -227,19 +228,21 @@ void RunView::hover(int cell) {
   }
 }
 
-QByteArray RunView::saveSplits() const {
+void RunView::saveSettings(QSettings& settings) const {
   QByteArray out;
   QDataStream s(&out, QIODevice::WriteOnly);
   s << top_split_->saveState() << main_split_->saveState();
-  return out;
+  settings.setValue("window/splits", out);
 }
 
-bool RunView::restoreSplits(const QByteArray& state) {
-  if (state.isEmpty()) return false;
+void RunView::loadSettings(const QSettings& settings) {
+  const QByteArray state = settings.value("window/splits").toByteArray();
+  if (state.isEmpty()) return;
   QDataStream s(state);
   QByteArray top, main;
   s >> top >> main;
-  return top_split_->restoreState(top) && main_split_->restoreState(main);
+  top_split_->restoreState(top);
+  main_split_->restoreState(main);
 }
 
 }  // namespace adtree::ui

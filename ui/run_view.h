@@ -13,6 +13,7 @@
 #include "ui/run_record.h"
 #include "ui/run_state.h"
 
+class QSettings;
 class QLabel;
 class QProgressBar;
 class QSplitter;
@@ -55,9 +56,9 @@ class RunView : public QWidget {
   void updateProgress();
   void hover(int cell);
 
-  // The two splitters' sizes (QSettings values; restore returns false when there were none).
-  QByteArray saveSplits() const;
-  bool restoreSplits(const QByteArray& state);
+  // The two splitters' sizes across sessions (window/splits).
+  void loadSettings(const QSettings& s);
+  void saveSettings(QSettings& s) const;
 
  Q_SIGNALS:
   void cellHovered(int cell);

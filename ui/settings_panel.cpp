@@ -6,6 +6,7 @@
 #include <QFormLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QSettings>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QVBoxLayout>
@@ -312,6 +313,14 @@ QString SettingsPanel::saveState() const {
   const auto r = request(method_, relax_, 0);
   nlohmann::json j = {{"method_settings", r.method.to_json()}, {"sampling", r.sampling.to_json()}};
   return QString::fromStdString(j.dump());
+}
+
+void SettingsPanel::loadSettings(const QSettings& s) {
+  restoreState(s.value("run/settings").toString());
+}
+
+void SettingsPanel::saveSettings(QSettings& s) const {
+  s.setValue("run/settings", saveState());
 }
 
 void SettingsPanel::restoreState(const QString& text) {

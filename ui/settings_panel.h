@@ -23,6 +23,7 @@ class QComboBox;
 class QCheckBox;
 class QFormLayout;
 class QVBoxLayout;
+class QSettings;
 
 namespace adtree::ui {
 
@@ -48,6 +49,8 @@ class SettingsPanel : public QWidget {
   // Persistence through QSettings: the method settings and sampling as one JSON string.
   QString saveState() const;
   void restoreState(const QString& json);
+  void loadSettings(const QSettings& s);  // run/settings
+  void saveSettings(QSettings& s) const;
 
  Q_SIGNALS:
   void changed();
