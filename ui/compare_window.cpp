@@ -120,8 +120,8 @@ CompareWindow::CompareWindow(EngineBridge* bridge, QWidget* parent)
           [this](engine::JobId j, const QString& m) { onEnded(j, tr("failed: %1").arg(m)); });
   connect(bridge_, &EngineBridge::jobCancelled, this,
           [this](engine::JobId j, qint64) { onEnded(j, tr("cancelled")); });
-  setSide(0, "ar", decode::Acceptance::Lossless);
-  setSide(1, "adt", decode::Acceptance::Lossless);
+  setSide(0, decode::Method::Ar, decode::Acceptance::Lossless);
+  setSide(1, decode::Method::Adt, decode::Acceptance::Lossless);
   updateComparison();
   updateBusy();
   resize(1280, 860);
@@ -135,10 +135,7 @@ QWidget* CompareWindow::buildSide(int side) {
   auto* name = new QLabel(QStringLiteral("<b>%1</b>").arg(kSideName[side]), w);
   method_[side] = new QComboBox(w);
   method_[side]->setObjectName(QStringLiteral("compareMethod%1").arg(kSideName[side]));
-  for (const auto& m : decode::method_table()) {
-    const QString key = QString::fromLatin1(m.key);
-    method_[side]->addItem(method_label(key), key);
-  }
+  fillMethodBox(method_[side], /*withHelp=*/false);
   relax_[side] = makeRelaxBox(w);
   relax_[side]->setObjectName(QStringLiteral("compareRelax%1").arg(kSideName[side]));
   auto* more = new QToolButton(w);
@@ -160,8 +157,8 @@ QWidget* CompareWindow::buildSide(int side) {
   v->addWidget(scroll);
   connect(more, &QToolButton::toggled, scroll, &QWidget::setVisible);
   auto update_method = [this, side] {
-    const QString m = method_[side]->currentData().toString();
-    relax_[side]->setEnabled(is_tree_method(m));
+    const auto m = methodOf(method_[side]);
+    relax_[side]->setEnabled(decode::is_tree(m));
     settings_[side]->setMethod(m, relaxOf(relax_[side]));
   };
   connect(method_[side], &QComboBox::currentIndexChanged, this, update_method);
@@ -210,14 +207,17 @@ void CompareWindow::setSeed(quint64 seed) {
   seed_->setValue(int(seed));
 }
 
-void CompareWindow::setSide(int side, const QString& method, decode::Acceptance relax,
+void CompareWindow::setSide(int side, decode::Method method, decode::Acceptance relax,
                             const decode::DecodeRequest* settings) {
-  const int i = method_[side]->findData(method);
-  if (i >= 0) method_[side]->setCurrentIndex(i);
+  selectMethod(method_[side], method);
   setRelax(relax_[side], relax);
   if (settings) settings_[side]->setRequest(*settings);
-  relax_[side]->setEnabled(is_tree_method(method));
+  relax_[side]->setEnabled(decode::is_tree(method));
   settings_[side]->setMethod(method, relaxOf(relax_[side]));
+}
+
+void CompareWindow::setSide(int side, const QString& methodKey, decode::Acceptance relax) {
+  setSide(side, decode::method_from_string(methodKey.toStdString()), relax);
 }
 
 void CompareWindow::runBoth() {
@@ -225,8 +225,8 @@ void CompareWindow::runBoth() {
   decode::DecodeRequest req[2];
   for (int s = 0; s < 2; ++s) {
     try {
-      req[s] = settings_[s]->request(method_[s]->currentData().toString(), relaxOf(relax_[s]),
-                                     quint64(seed_->value()));
+      req[s] =
+          settings_[s]->request(methodOf(method_[s]), relaxOf(relax_[s]), quint64(seed_->value()));
     } catch (const std::exception& e) {
       status_->setText(
           tr("Side %1: invalid settings: %2").arg(kSideName[s], QString::fromUtf8(e.what())));
@@ -346,7 +346,7 @@ void CompareWindow::showRecords(const RunRecord& a, const RunRecord& b) {
     run_[s].restore(*r.stats, r.tokens, r.elapsedMs, {});
     image_[s]->startRun(r.gridH(), r.gridW(), r.image.isNull() ? r.gridH() : r.image.height(),
                         r.image.isNull() ? r.gridW() : r.image.width());
-    setSide(s, r.method, relaxOfLabel(r.label));
+    setSide(s, r.stats->settings.method(), relaxOfLabel(r.label));
     showResult(s);
   }
   setPrompt(a.prompt);

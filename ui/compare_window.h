@@ -41,8 +41,10 @@ class CompareWindow : public QWidget {
   void setPrompt(const QString& prompt);
   void setSeed(quint64 seed);
   // Side 0 (A) or 1 (B): its method, acceptance rule and settings.
-  void setSide(int side, const QString& method, decode::Acceptance relax,
+  void setSide(int side, decode::Method method, decode::Acceptance relax,
                const decode::DecodeRequest* settings = nullptr);
+  // The same with the method's key, as a script names it on the command line.
+  void setSide(int side, const QString& methodKey, decode::Acceptance relax);
   // Shows two finished runs (e.g. from the history) without running anything.
   void showRecords(const RunRecord& a, const RunRecord& b);
 

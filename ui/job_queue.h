@@ -15,7 +15,7 @@ namespace adtree::ui {
 struct QueuedJob {
   int ticket = 0;  // the queue's number for it (unique in a session)
   QString prompt;
-  QString method;  // the method key ("adt", ...)
+  decode::Method method = decode::Method::Ar;
   quint64 seed = 0;
   decode::DecodeRequest request;
   int batchIndex = 1, batchSize = 1;  // "2 of 3" for a batch made by one Generate click

@@ -357,7 +357,7 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
     // Colour scales already span what the current settings can produce, not a placeholder 0..1.
     MapRanges ranges;
     try {
-      ranges = ranges_for(settings_->request(bar_->methodKey(), decode::Acceptance::Lossless, 0));
+      ranges = ranges_for(settings_->request(bar_->method(), decode::Acceptance::Lossless, 0));
     } catch (const std::exception&) {
       // Invalid settings: the scales stay at their defaults until the next run says otherwise.
     }
@@ -396,7 +396,7 @@ void MainWindow::onLoadFailed(const QString& dir, const QString& message) {
 // ---- running ----------------------------------------------------------------------------------
 
 void MainWindow::onMethodChanged() {
-  settings_->setMethod(bar_->methodKey(), bar_->acceptance());
+  settings_->setMethod(bar_->method(), bar_->acceptance());
 }
 
 void MainWindow::setBusyUi() {
@@ -429,7 +429,7 @@ void MainWindow::generate() {
   }
   if (randomSeedBox()->isChecked())
     seedBox()->setValue(int(QRandomGenerator::global()->bounded(1 << 30)));
-  job.method = bar_->methodKey();
+  job.method = bar_->method();
   job.seed = bar_->seed();
   try {
     job.request = settings_->request(job.method, bar_->acceptance(), job.seed);
@@ -782,12 +782,12 @@ CompareWindow* MainWindow::compareWindow() {
     compare_ = new CompareWindow(bridge_, this);
     if (model_) compare_->setModel(*model_);
     // Start from the main window's configuration against AR: the first question a user asks.
-    compare_->setSide(0, "ar", decode::Acceptance::Lossless);
+    compare_->setSide(0, decode::Method::Ar, decode::Acceptance::Lossless);
     try {
-      const auto req = settings_->request(bar_->methodKey(), bar_->acceptance(), 0);
-      compare_->setSide(1, bar_->methodKey(), bar_->acceptance(), &req);
+      const auto req = settings_->request(bar_->method(), bar_->acceptance(), 0);
+      compare_->setSide(1, bar_->method(), bar_->acceptance(), &req);
     } catch (const std::exception&) {
-      compare_->setSide(1, bar_->methodKey(), decode::Acceptance::Lossless);
+      compare_->setSide(1, bar_->method(), decode::Acceptance::Lossless);
     }
   }
   compare_->setPrompt(promptEdit()->text().trimmed());

@@ -1,59 +1,90 @@
 #include "ui/method_names.h"
 
+#include <QComboBox>
 #include <QObject>
+
+#include "decode/method_table.h"
 
 namespace adtree::ui {
 
-QString method_label(const QString& m) {
-  if (m == "ar") return QObject::tr("Autoregressive (AR)");
-  if (m == "static") return QObject::tr("Static tree (EAGLE-1)");
-  if (m == "dynamic") return QObject::tr("Dynamic tree (EAGLE-2)");
-  if (m == "adt") return QObject::tr("ADT-Tree");
-  if (m == "sjd") return QObject::tr("SJD (Jacobi)");
-  if (m == "pathspec") return QObject::tr("PathSpec (Jacobi)");
-  if (m == "sjd-pac") return QObject::tr("SJD-PAC (Jacobi)");
-  if (m == "pjd") return QObject::tr("PJD (parallel rows, lossy)");
-  return m;
+QString method_label(decode::Method m) {
+  using decode::Method;
+  switch (m) {
+    case Method::Ar:
+      return QObject::tr("Autoregressive (AR)");
+    case Method::Static:
+      return QObject::tr("Static tree (EAGLE-1)");
+    case Method::Dynamic:
+      return QObject::tr("Dynamic tree (EAGLE-2)");
+    case Method::Adt:
+      return QObject::tr("ADT-Tree");
+    case Method::Sjd:
+      return QObject::tr("SJD (Jacobi)");
+    case Method::PathSpec:
+      return QObject::tr("PathSpec (Jacobi)");
+    case Method::SjdPac:
+      return QObject::tr("SJD-PAC (Jacobi)");
+    case Method::Pjd:
+      return QObject::tr("PJD (parallel rows, lossy)");
+  }
+  return QString::fromStdString(decode::to_string(m));
 }
 
-QString method_help(const QString& m) {
-  if (m == "ar")
-    return QObject::tr("One target forward per token: the baseline, always available.");
-  if (m == "static")
-    return QObject::tr("A fixed draft tree from the EAGLE head, verified in one forward.");
-  if (m == "dynamic")
-    return QObject::tr("EAGLE-2: the draft tree grows where the head is confident.");
-  if (m == "adt") {
-    return QObject::tr(
-        "Adjacency-adaptive dynamic draft tree: each tree's depth and width start "
-        "from the neighbouring token's and adapt to how much was accepted.");
+QString method_label(const QString& key) {
+  try {
+    return method_label(decode::method_from_string(key.toStdString()));
+  } catch (const std::exception&) {
+    return key;
   }
-  if (m == "sjd") return QObject::tr("Speculative Jacobi decoding: training-free, no draft head.");
-  if (m == "sjd-pac") {
-    return QObject::tr(
-        "SJD with proactive drafting: a few candidates for the next cells, tried one after "
-        "another in one forward, and drafts kept across steps. Training-free and lossless.");
-  }
-  if (m == "pjd") {
-    return QObject::tr(
-        "Parallel Jacobi decoding: Jacobi windows on several image rows at once, a row starting "
-        "once the row above is a few tokens ahead. Training-free; lossy, since a row below commits "
-        "before the rows above are final (one row at a time is lossless).");
-  }
-  if (m == "pathspec") {
-    return QObject::tr(
-        "Several Jacobi chains in parallel; the longest accepted one wins. Lossless with "
-        "coupled verification (the default); with more than one chain and another rule, or "
-        "PathRelax on, it is lossy (see the Jacobi settings).");
+}
+
+QString method_help(decode::Method m) {
+  using decode::Method;
+  switch (m) {
+    case Method::Ar:
+      return QObject::tr("One target forward per token: the baseline, always available.");
+    case Method::Static:
+      return QObject::tr("A fixed draft tree from the EAGLE head, verified in one forward.");
+    case Method::Dynamic:
+      return QObject::tr("EAGLE-2: the draft tree grows where the head is confident.");
+    case Method::Adt:
+      return QObject::tr(
+          "Adjacency-adaptive dynamic draft tree: each tree's depth and width start "
+          "from the neighbouring token's and adapt to how much was accepted.");
+    case Method::Sjd:
+      return QObject::tr("Speculative Jacobi decoding: training-free, no draft head.");
+    case Method::SjdPac:
+      return QObject::tr(
+          "SJD with proactive drafting: a few candidates for the next cells, tried one after "
+          "another in one forward, and drafts kept across steps. Training-free and lossless.");
+    case Method::Pjd:
+      return QObject::tr(
+          "Parallel Jacobi decoding: Jacobi windows on several image rows at once, a row starting "
+          "once the row above is a few tokens ahead. Training-free; lossy, since a row below "
+          "commits before the rows above are final (one row at a time is lossless).");
+    case Method::PathSpec:
+      return QObject::tr(
+          "Several Jacobi chains in parallel; the longest accepted one wins. Lossless with "
+          "coupled verification (the default); with more than one chain and another rule, or "
+          "PathRelax on, it is lossy (see the Jacobi settings).");
   }
   return {};
 }
 
-bool is_tree_method(const QString& m) {
-  for (const auto& i : decode::method_table()) {
-    if (m == i.key) return i.family == decode::Family::Tree;
+void fillMethodBox(QComboBox* box, bool withHelp) {
+  for (const auto& m : decode::method_table()) {
+    box->addItem(method_label(m.method), QString::fromLatin1(m.key));
+    if (withHelp) box->setItemData(box->count() - 1, method_help(m.method), Qt::ToolTipRole);
   }
-  return false;
+}
+
+decode::Method methodOf(const QComboBox* box) {
+  return decode::method_from_string(box->currentData().toString().toStdString());
+}
+
+void selectMethod(QComboBox* box, decode::Method m) {
+  const int i = box->findData(QString::fromStdString(decode::to_string(m)));
+  if (i >= 0) box->setCurrentIndex(i);
 }
 
 MapRanges ranges_for(const decode::DecodeRequest& r) {

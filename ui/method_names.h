@@ -6,11 +6,20 @@
 #include "decode/method.h"
 #include "ui/run_state.h"
 
+class QComboBox;
+
 namespace adtree::ui {
 
-QString method_label(const QString& m);
-QString method_help(const QString& m);
-bool is_tree_method(const QString& m);
+QString method_label(decode::Method m);
+QString method_help(decode::Method m);
+// The label of a method named by its key where one is read (a run file, a figure's data); a word
+// this build does not know is shown as it is.
+QString method_label(const QString& key);
+// A method picker's items: each method's label, help as tooltip, and key as data (the word the
+// settings keep). methodOf / selectMethod read and choose by value.
+void fillMethodBox(QComboBox* box, bool withHelp);
+decode::Method methodOf(const QComboBox* box);
+void selectMethod(QComboBox* box, decode::Method m);
 // Map ranges known from the settings, so colours mean the same from the first token to the last.
 MapRanges ranges_for(const decode::DecodeRequest& r);
 

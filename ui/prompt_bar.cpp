@@ -89,11 +89,7 @@ PromptBar::PromptBar(QWidget* parent) : QWidget(parent) {
   method_ = new QComboBox(this);
   method_->setObjectName("methodBox");
   method_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
-  for (const auto& m : decode::method_table()) {
-    const QString key = QString::fromLatin1(m.key);
-    method_->addItem(method_label(key), key);
-    method_->setItemData(method_->count() - 1, method_help(key), Qt::ToolTipRole);
-  }
+  fillMethodBox(method_, /*withHelp=*/true);
   method_->setToolTip(
       tr("Decoding method. All lossless methods draw from the same distribution "
          "as AR; they differ in speed.\nTree methods need the model's draft head "
@@ -140,7 +136,7 @@ PromptBar::PromptBar(QWidget* parent) : QWidget(parent) {
   connect(generate_, &QPushButton::clicked, this, &PromptBar::generateRequested);
   connect(cancel_, &QPushButton::clicked, this, &PromptBar::cancelRequested);
   connect(method_, &QComboBox::currentIndexChanged, this, [this] {
-    relax_->setEnabled(is_tree_method(methodKey()));
+    relax_->setEnabled(decode::is_tree(method()));
     Q_EMIT methodChanged();
   });
   connect(relax_, &QComboBox::currentIndexChanged, this, &PromptBar::methodChanged);
@@ -151,12 +147,11 @@ QString PromptBar::methodKey() const {
 }
 
 decode::Method PromptBar::method() const {
-  return decode::method_from_string(methodKey().toStdString());
+  return methodOf(method_);
 }
 
 void PromptBar::setMethod(decode::Method m) {
-  const int i = method_->findData(QString::fromStdString(decode::to_string(m)));
-  if (i >= 0) method_->setCurrentIndex(i);
+  selectMethod(method_, m);
 }
 
 QString PromptBar::promptText() const {
@@ -210,17 +205,17 @@ void PromptBar::setModel(const engine::ModelInfo& info) {
   // Methods the model cannot run are shown but disabled, with the reason.
   auto* items = qobject_cast<QStandardItemModel*>(method_->model());
   for (int i = 0; i < method_->count(); ++i) {
-    const QString key = method_->itemData(i).toString();
-    const bool ok = !is_tree_method(key) || info.has_drafter;
+    const auto m = decode::method_table()[size_t(i)].method;  // the box lists the table in order
+    const bool ok = !decode::is_tree(m) || info.has_drafter;
     if (items) items->item(i)->setEnabled(ok);
     method_->setItemData(i,
-                         ok ? method_help(key)
-                            : method_help(key) + tr("\nNot available: this model has no draft "
-                                                    "head (drafter.safetensors)."),
+                         ok ? method_help(m)
+                            : method_help(m) + tr("\nNot available: this model has no draft "
+                                                  "head (drafter.safetensors)."),
                          Qt::ToolTipRole);
   }
   if (items && !items->item(method_->currentIndex())->isEnabled()) {
-    method_->setCurrentIndex(method_->findData("ar"));
+    selectMethod(method_, decode::Method::Ar);
   }
 }
 

@@ -17,7 +17,7 @@ constexpr double kMinRateWindowS = 0.05;
 
 void RunState::clear() {
   job_ = 0;
-  method_.clear();
+  method_ = decode::Method::Ar;
   grid_h_ = grid_w_ = committed_ = 0;
   for (auto& m : maps_) m.clear();
   tokens_.clear();
@@ -55,7 +55,9 @@ void RunState::showEmpty(int gridH, int gridW, const MapRanges& ranges) {
 void RunState::reset(const engine::JobStarted& s, const MapRanges& ranges) {
   clear();
   job_ = s.job;
-  method_ = QString::fromStdString(s.method);
+  // The engine's event names the method by its key; an event made by hand (a view on its own)
+  // may name none.
+  method_ = s.method.empty() ? decode::Method::Ar : decode::method_from_string(s.method);
   grid_h_ = int(s.grid_h);
   grid_w_ = int(s.grid_w);
   ranges_ = ranges;
@@ -129,7 +131,7 @@ void RunState::restore(const decode::RunStats& stats, const std::vector<int64_t>
   // A job id the engine never hands out (it counts up from 1), so late engine events never match.
   static engine::JobId restored = ~engine::JobId(0) >> 1;
   st.job = ++restored;
-  st.method = stats.method;
+  st.method = decode::to_string(stats.settings.method());
   st.grid_h = stats.grids.h();
   st.grid_w = stats.grids.w();
   st.total_tokens = st.grid_h * st.grid_w;
@@ -238,7 +240,8 @@ QString RunState::describeCell(int cell) const {
     s +=
         QStringLiteral("\ndraft tree d = %1, k = %2").arg(int(v(TreeDepth))).arg(int(v(TreeWidth)));
   } else {
-    s += QStringLiteral("\nno draft tree (%1)").arg(method_);
+    s += QStringLiteral("\nno draft tree (%1)")
+             .arg(QString::fromStdString(decode::to_string(method_)));
   }
   if (cellTrace(cell)) s += QObject::tr("\nclick: the target's distribution here");
   return s;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "decode/method_table.h"
 #include "engine/events.h"
 
 namespace adtree::ui {
@@ -58,7 +59,7 @@ class RunState {
   int gridW() const { return grid_w_; }
   int cells() const { return grid_h_ * grid_w_; }
   int committed() const { return view_step_ < 0 ? committed_ : view_committed_; }
-  const QString& method() const { return method_; }
+  decode::Method method() const { return method_; }
   const MapRanges& ranges() const { return ranges_; }
   // Bumped by every change; a panel repaints only when it differs from the one it last drew.
   quint64 version() const { return version_; }
@@ -90,7 +91,7 @@ class RunState {
 
  private:
   engine::JobId job_ = 0;
-  QString method_;
+  decode::Method method_ = decode::Method::Ar;
   int grid_h_ = 0, grid_w_ = 0;
   int committed_ = 0;
   MapRanges ranges_;

@@ -57,7 +57,7 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
   v->addWidget(reset);
   v->addStretch(1);
   resetToDefaults();
-  setMethod("ar", decode::Acceptance::Lossless);
+  setMethod(decode::Method::Ar, decode::Acceptance::Lossless);
 }
 
 void SettingsPanel::buildSections(QVBoxLayout* v) {
@@ -208,7 +208,7 @@ QDoubleSpinBox* SettingsPanel::addReal(QFormLayout* f, const QString& label, dou
   return w;
 }
 
-void SettingsPanel::setMethod(const QString& method, decode::Acceptance relax) {
+void SettingsPanel::setMethod(decode::Method method, decode::Acceptance relax) {
   method_ = method;
   relax_ = relax;
   updateEnabled();
@@ -267,7 +267,7 @@ void SettingsPanel::fitToModel() {
   }
 }
 
-decode::DecodeRequest SettingsPanel::request(const QString& method, decode::Acceptance relax,
+decode::DecodeRequest SettingsPanel::request(decode::Method method, decode::Acceptance relax,
                                              quint64 seed) const {
   decode::DecodeRequest r;
   r.seed = seed;
@@ -279,7 +279,7 @@ decode::DecodeRequest SettingsPanel::request(const QString& method, decode::Acce
   s.top_p = top_p_->value();
   auto& m = r.method;
   m = hidden_;
-  m.method = decode::method_from_string(method.toStdString());
+  m.method = method;
   m.acceptance = is_tree(m.method) ? relax : decode::Acceptance::Lossless;
   for (const auto& row : rows_) row.setting->set(m, valueOf(row));
   return r;

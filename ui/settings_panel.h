@@ -36,13 +36,13 @@ class SettingsPanel : public QWidget {
   explicit SettingsPanel(QWidget* parent = nullptr);
 
   // Shows the sections the method uses (LANTERN / CASCADE only with a draft tree and that rule).
-  void setMethod(const QString& method, decode::Acceptance relax);
+  void setMethod(decode::Method method, decode::Acceptance relax);
   // A model was loaded: its sizes bound the knobs; its default sampling (model.json "sampling")
   // becomes what Reset returns to, and replaces the current sampling when applyDefaults is set.
   void setModel(const decode::SamplingParams& defaultSampling, qint64 vocabSize, qint64 imageTokens,
                 bool applyDefaults);
   // The request the widgets describe (method, acceptance rule and seed come from the caller).
-  decode::DecodeRequest request(const QString& method, decode::Acceptance relax,
+  decode::DecodeRequest request(decode::Method method, decode::Acceptance relax,
                                 quint64 seed) const;
   void setRequest(const decode::DecodeRequest& request);
   void resetToDefaults();
@@ -84,7 +84,7 @@ class SettingsPanel : public QWidget {
   QSpinBox *cfg_interval_, *top_k_;
   QLabel* jac_lossy_;  // PathSpec's settings make it lossy
 
-  QString method_ = "ar";
+  decode::Method method_ = decode::Method::Ar;
   decode::Acceptance relax_{};             // Lossless
   decode::SamplingParams model_sampling_;  // model.json "sampling", what "Reset" returns to
   qint64 vocab_size_ = 0, image_tokens_ = 0;

@@ -284,7 +284,7 @@ class TestGallery : public QObject {
     for (int i = 0; i < 5; ++i) {
       QueuedJob j;
       j.prompt = QStringLiteral("p%1").arg(i);
-      j.method = "adt";
+      j.method = adtree::decode::Method::Adt;
       j.seed = quint64(i);
       tickets << q.enqueue(j);
     }

@@ -147,7 +147,8 @@ class GuiTest : public QObject {
     auto w = openWindow(tiny_);
     QVERIFY(w);
     selectMethod(*w, "pjd");
-    auto r = w->settingsPanel()->request("pjd", adtree::decode::Acceptance::Lossless, 0);
+    auto r = w->settingsPanel()->request(adtree::decode::Method::Pjd,
+                                         adtree::decode::Acceptance::Lossless, 0);
     r.method.pjd.row_offset = 2;
     w->settingsPanel()->setRequest(r);
     QCOMPARE(runOnce(*w, "a red cat"), QString("finished"));
@@ -210,7 +211,8 @@ class GuiTest : public QObject {
     QVERIFY(worth);
     QCOMPARE(worth->value(), adtree::decode::AdtSettings{}.leftover);
     worth->setValue(0.3);
-    const auto req = w->settingsPanel()->request("adt", adtree::decode::Acceptance::Lossless, 1);
+    const auto req = w->settingsPanel()->request(adtree::decode::Method::Adt,
+                                                 adtree::decode::Acceptance::Lossless, 1);
     QCOMPARE(req.method.adt.leftover, 0.3);
     const QString saved = w->settingsPanel()->saveState();
     worth->setValue(0.0);
@@ -233,7 +235,8 @@ class GuiTest : public QObject {
     auto* panel = w->settingsPanel();
     const adtree::decode::ModelLimits limits{w->model()->codebook_size,
                                              w->model()->grid_h * w->model()->grid_w};
-    const auto m = panel->request("adt", adtree::decode::Acceptance::Lossless, 0).method;
+    const auto m =
+        panel->request(adtree::decode::Method::Adt, adtree::decode::Acceptance::Lossless, 0).method;
     int rows = 0;
     for (const auto& s : adtree::decode::method_settings_table()) {
       if (s.section.empty()) continue;
@@ -251,7 +254,9 @@ class GuiTest : public QObject {
     // A row's value reaches the request through the entry's member.
     auto* beta = panel->findChild<QDoubleSpinBox*>("adt.beta");
     beta->setValue(0.75);
-    QCOMPARE(panel->request("adt", adtree::decode::Acceptance::Lossless, 0).method.adt.beta, 0.75);
+    QCOMPARE(panel->request(adtree::decode::Method::Adt, adtree::decode::Acceptance::Lossless, 0)
+                 .method.adt.beta,
+             0.75);
     // The step sizes are read in step mode only; the Jacobi section hides for a tree method.
     auto* step_d = panel->findChild<QSpinBox*>("adt.step_d");
     QVERIFY(!step_d->isEnabled());
@@ -462,7 +467,8 @@ class GuiTest : public QObject {
     rule->setCurrentText("sampled");
     QVERIFY(!note->isHidden());  // independent chains: the longest one biases
     rule->setCurrentText("auto");
-    auto r = panel->request("pathspec", adtree::decode::Acceptance::Lossless, 1);
+    auto r =
+        panel->request(adtree::decode::Method::PathSpec, adtree::decode::Acceptance::Lossless, 1);
     QCOMPARE(r.method.jacobi.paths, 2);
     QCOMPARE(r.method.jacobi.path_length, 9);
     paths->setValue(1);
@@ -501,7 +507,8 @@ class GuiTest : public QObject {
       auto* relax = w->relaxBox();
       QVERIFY(relax->isEnabled());
       relax->setCurrentIndex(relax->findData("cascade"));
-      auto r = w->settingsPanel()->request("adt", adtree::decode::Acceptance::Cascade, 0);
+      auto r = w->settingsPanel()->request(adtree::decode::Method::Adt,
+                                           adtree::decode::Acceptance::Cascade, 0);
       QCOMPARE(r.method.acceptance, adtree::decode::Acceptance::Cascade);
       r.method.cascade.tau_c = 0.3;
       w->settingsPanel()->setRequest(r);
@@ -535,19 +542,21 @@ class GuiTest : public QObject {
       auto w = openWindow(micro_);
       QVERIFY(w);
       selectMethod(*w, "dynamic");
-      auto r = w->settingsPanel()->request("dynamic", adtree::decode::Acceptance::Lossless, 0);
+      auto r = w->settingsPanel()->request(adtree::decode::Method::Dynamic,
+                                           adtree::decode::Acceptance::Lossless, 0);
       r.sampling.temperature = 0.7;
       r.method.dynamic_tree.width = 7;
       w->settingsPanel()->setRequest(r);
       w->savePreset("cool dynamic");
       selectMethod(*w, "sjd");
-      auto other = w->settingsPanel()->request("sjd", adtree::decode::Acceptance::Lossless, 0);
+      auto other = w->settingsPanel()->request(adtree::decode::Method::Sjd,
+                                               adtree::decode::Acceptance::Lossless, 0);
       other.sampling.temperature = 1.3;
       w->settingsPanel()->setRequest(other);
       QVERIFY(w->applyPreset("cool dynamic"));
       QCOMPARE(w->methodBox()->currentData().toString(), QString("dynamic"));
-      const auto back =
-          w->settingsPanel()->request("dynamic", adtree::decode::Acceptance::Lossless, 0);
+      const auto back = w->settingsPanel()->request(adtree::decode::Method::Dynamic,
+                                                    adtree::decode::Acceptance::Lossless, 0);
       QCOMPARE(back.sampling.temperature, 0.7);
       QCOMPARE(back.method.dynamic_tree.width, int64_t(7));
       QVERIFY(!w->applyPreset("no such preset"));
@@ -557,7 +566,7 @@ class GuiTest : public QObject {
     QVERIFY(adtree::ui::PresetStore().names().contains("cool dynamic"));
     QVERIFY(w2.applyPreset("cool dynamic"));
     QCOMPARE(w2.settingsPanel()
-                 ->request("dynamic", adtree::decode::Acceptance::Lossless, 0)
+                 ->request(adtree::decode::Method::Dynamic, adtree::decode::Acceptance::Lossless, 0)
                  .sampling.temperature,
              0.7);
     adtree::ui::PresetStore().remove("cool dynamic");

@@ -186,7 +186,7 @@ class TeachingTest : public QObject {
     const int first_id = w->history()->idAt(1);               // newest first: the AR run is second
     w->historyPanel()->select(first_id);
     QCOMPARE(w->shownRecord()->id, first_id);
-    QCOMPARE(w->run().method(), QString("ar"));
+    QCOMPARE(w->run().method(), adtree::decode::Method::Ar);
     QCOMPARE(w->run().tokens(), first_tokens);
     QCOMPARE(w->imageView()->image(), first_image);
     QCOMPARE(w->replayPanel()->steps(), 16);  // AR: one step per token
@@ -347,8 +347,8 @@ class TeachingTest : public QObject {
     auto* c = w->compareWindow();
     c->show();
     QVERIFY(c->greedyBox()->isChecked());
-    c->setSide(0, "ar", adtree::decode::Acceptance::Lossless);
-    c->setSide(1, "adt", adtree::decode::Acceptance::Lossless);
+    c->setSide(0, adtree::decode::Method::Ar, adtree::decode::Acceptance::Lossless);
+    c->setSide(1, adtree::decode::Method::Adt, adtree::decode::Acceptance::Lossless);
     QVERIFY(c->runButton()->isEnabled());
     QSignalSpy done(c, &adtree::ui::CompareWindow::comparisonFinished);
     QTest::mouseClick(c->runButton(), Qt::LeftButton);
@@ -376,7 +376,7 @@ class TeachingTest : public QObject {
     QVERIFY(c->greedyBox()->isChecked());
 
     // Relaxed acceptance on B: no identity promise, the difference map is the evidence instead.
-    c->setSide(1, "adt", adtree::decode::Acceptance::Lantern);
+    c->setSide(1, adtree::decode::Method::Adt, adtree::decode::Acceptance::Lantern);
     QSignalSpy again(c, &adtree::ui::CompareWindow::comparisonFinished);
     QTest::mouseClick(c->runButton(), Qt::LeftButton);
     QVERIFY(again.wait(kRunMs));
@@ -384,7 +384,7 @@ class TeachingTest : public QObject {
     QVERIFY2(c->identityLabel()->text().contains("No token-identity check"),
              qPrintable(c->identityLabel()->text()));
     QVERIFY(c->differingCells() >= 0);
-    c->setSide(1, "static", adtree::decode::Acceptance::Cascade);
+    c->setSide(1, adtree::decode::Method::Static, adtree::decode::Acceptance::Cascade);
     QSignalSpy cascade(c, &adtree::ui::CompareWindow::comparisonFinished);
     QTest::mouseClick(c->runButton(), Qt::LeftButton);
     QVERIFY(cascade.wait(kRunMs));
