@@ -39,6 +39,7 @@ QTableWidgetItem* cellItem(const QString& text) {
 }  // namespace
 
 DistributionView::DistributionView(QWidget* parent) : QWidget(parent) {
+  setObjectName("distributionView");  // one per window: scripts and tests find it by name
   auto* col = new QVBoxLayout(this);
   col->setContentsMargins(0, 0, 0, 0);
   col->setSpacing(4);

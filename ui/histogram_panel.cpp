@@ -64,6 +64,7 @@ QMap<int, double> sharesDrawn(const QCPBars* bars) {
 }  // namespace
 
 HistogramPanel::HistogramPanel(QWidget* parent) : QWidget(parent) {
+  setObjectName("histogramPanel");  // one per window: scripts and tests find it by name
   auto* col = new QVBoxLayout(this);
   col->setContentsMargins(0, 0, 0, 0);
   col->setSpacing(4);

@@ -12,6 +12,7 @@ namespace adtree::ui {
 
 HistoryPanel::HistoryPanel(RunHistory* history, QWidget* parent)
     : QWidget(parent), history_(history) {
+  setObjectName("historyPanel");  // one per window: scripts and tests find it by name
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(4, 4, 4, 4);
   note_ = new QLabel(this);

@@ -18,7 +18,6 @@
 #include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
-#include <QRandomGenerator>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
@@ -88,20 +87,11 @@ MainWindow::MainWindow(double previewIntervalMs, QWidget* parent) : QMainWindow(
 const RunState& MainWindow::run() const {
   return view_->run();
 }
-ImageView* MainWindow::imageView() const {
-  return view_->image();
-}
 HeatmapPanel* MainWindow::heatmaps() const {
   return view_->heatmaps();
 }
 PlotPanel* MainWindow::plots() const {
   return view_->plots();
-}
-QLabel* MainWindow::progressLabel() const {
-  return view_->progressLabel();
-}
-QProgressBar* MainWindow::progressBar() const {
-  return view_->progressBar();
 }
 RunHistory* MainWindow::history() const {
   return library_->history();
@@ -147,6 +137,7 @@ void MainWindow::buildUi() {
 
 void MainWindow::buildDocks() {
   settings_ = new SettingsPanel;
+  settings_->setObjectName("settingsPanel");  // the compare window has two more, unnamed
   auto* scroll = new QScrollArea;
   scroll->setWidget(settings_);
   scroll->setWidgetResizable(true);
@@ -402,9 +393,8 @@ void MainWindow::onMethodChanged() {
 void MainWindow::setBusyUi() {
   const bool loading = !loading_dir_.isEmpty();
   const bool can_generate = model_.has_value() && !loading;
-  generateButton()->setEnabled(can_generate);
+  bar_->setBusy(can_generate, isRunning());
   act_generate_->setEnabled(can_generate);
-  cancelButton()->setEnabled(isRunning());
   act_cancel_->setEnabled(isRunning());
   const bool shown = shownRecord() != nullptr && !isRunning();
   act_save_image_->setEnabled(!view_->picture().isNull() && !isRunning());
@@ -424,13 +414,11 @@ void MainWindow::generate() {
   job.prompt = bar_->promptText();
   if (job.prompt.isEmpty()) {
     status(tr("Type a prompt first."), 5000);
-    promptEdit()->setFocus();
+    bar_->focusPrompt();
     return;
   }
-  if (randomSeedBox()->isChecked())
-    seedBox()->setValue(int(QRandomGenerator::global()->bounded(1 << 30)));
   job.method = bar_->method();
-  job.seed = bar_->seed();
+  job.seed = bar_->nextSeed();
   try {
     job.request = settings_->request(job.method, bar_->acceptance(), job.seed);
   } catch (const std::exception& e) {
@@ -439,7 +427,7 @@ void MainWindow::generate() {
     return;
   }
   job.request.trace.enabled = act_trace_->isChecked();
-  const int count = countBox()->value();
+  const int count = bar_->count();
   queue_->enqueueBatch(job, count);
   if (isRunning()) {
     status(tr("Queued %n job(s); %1 waiting.", nullptr, count).arg(queue_->pending()), 5000);
@@ -790,8 +778,8 @@ CompareWindow* MainWindow::compareWindow() {
       compare_->setSide(1, bar_->method(), decode::Acceptance::Lossless);
     }
   }
-  compare_->setPrompt(promptEdit()->text().trimmed());
-  compare_->setSeed(quint64(seedBox()->value()));
+  compare_->setPrompt(bar_->promptText());
+  compare_->setSeed(bar_->seed());
   return compare_;
 }
 

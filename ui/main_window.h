@@ -21,8 +21,6 @@ class QComboBox;
 class QDockWidget;
 class QLabel;
 class QMenu;
-class QProgressBar;
-class QPushButton;
 class QSpinBox;
 
 namespace adtree::ui {
@@ -36,7 +34,6 @@ class Gallery;
 class HeatmapPanel;
 class HistogramPanel;
 class HistoryPanel;
-class ImageView;
 class JobQueue;
 class PlotPanel;
 class PromptBar;
@@ -71,32 +68,18 @@ class MainWindow : public QMainWindow {
   double lastJobMs() const { return last_job_ms_; }
   double lastDecodeCpuMs() const { return last_decode_cpu_ms_; }
 
-  // The widgets a test (or a script) drives.
-  PromptBar* promptBar() const { return bar_; }
+  // The widgets a script drives (app/adtree-studio/scripted_run.cpp); tests find every widget
+  // by its objectName instead.
   PromptEdit* promptEdit() const;
-  QPushButton* generateButton() const;
-  QPushButton* cancelButton() const;
   QComboBox* methodBox() const;
   QComboBox* relaxBox() const;
   QSpinBox* seedBox() const;
   QCheckBox* randomSeedBox() const;
   QSpinBox* countBox() const;
-  ImageView* imageView() const;
   HeatmapPanel* heatmaps() const;
   PlotPanel* plots() const;
-  SettingsPanel* settingsPanel() const { return settings_; }
-  QLabel* bannerLabel() const { return banner_; }
-  QLabel* progressLabel() const;
-  QProgressBar* progressBar() const;
   ReplayPanel* replayPanel() const { return replay_; }
-  DistributionView* distributionView() const { return inspector_; }
-  HistoryPanel* historyPanel() const { return history_panel_; }
-  HistogramPanel* histogramPanel() const { return histograms_; }
-  QueuePanel* queuePanel() const { return queue_panel_; }
   CompareWindow* compareWindow();  // created on first use
-  QAction* traceAction() const { return act_trace_; }
-  QAction* pngSettingsAction() const { return act_png_settings_; }
-  QAction* galleryAction() const { return act_gallery_; }
 
   // The runs (this session's and the gallery's), the queue, the gallery.
   RunHistory* history() const;

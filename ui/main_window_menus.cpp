@@ -41,12 +41,6 @@ constexpr int kMaxRecent = 8;
 PromptEdit* MainWindow::promptEdit() const {
   return bar_->prompt();
 }
-QPushButton* MainWindow::generateButton() const {
-  return bar_->generateButton();
-}
-QPushButton* MainWindow::cancelButton() const {
-  return bar_->cancelButton();
-}
 QComboBox* MainWindow::methodBox() const {
   return bar_->methodBox();
 }
@@ -116,6 +110,7 @@ void MainWindow::createActions() {
   act_copy_image_->setShortcut(QKeySequence::Copy);  // a focused text field keeps Ctrl+C for text
   act_copy_image_->setToolTip(tr("Copy the picture, upscaled 4x with crisp pixels"));
   act_png_settings_ = edit->addAction(tr("Write Settings into &Exported PNGs"));
+  act_png_settings_->setObjectName("pngSettingsAction");
   act_png_settings_->setCheckable(true);
   act_png_settings_->setToolTip(
       tr("Keep the prompt, seed and every setting inside exported "
@@ -125,7 +120,7 @@ void MainWindow::createActions() {
     bool ok = false;
     const QString name =
         QInputDialog::getText(this, tr("Save preset"), tr("Name for the method and its settings:"),
-                              QLineEdit::Normal, methodBox()->currentText(), &ok)
+                              QLineEdit::Normal, bar_->methodLabel(), &ok)
             .trimmed();
     if (ok && !name.isEmpty()) savePreset(name);
   });
@@ -148,6 +143,7 @@ void MainWindow::createActions() {
                  })
       ->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_K));
   act_trace_ = run->addAction(tr("Record Step &Traces"));
+  act_trace_->setObjectName("traceAction");
   act_trace_->setCheckable(true);
   act_trace_->setChecked(true);
   act_trace_->setToolTip(
@@ -184,7 +180,7 @@ void MainWindow::createActions() {
   }
   createGalleryMenu(view->addMenu(tr("&Gallery")));
   view->addSeparator();
-  ImageView* image = imageView();
+  ImageView* image = view_->image();
   auto* fit = view->addAction(tr("Zoom to &Fit"), image, [image] { image->setZoom(0); });
   fit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
   auto zoomBy = [image](int delta) {
@@ -208,6 +204,7 @@ void MainWindow::createActions() {
 
 void MainWindow::createGalleryMenu(QMenu* menu) {
   act_gallery_ = menu->addAction(tr("&Keep Finished Pictures in the Gallery"));
+  act_gallery_->setObjectName("galleryAction");
   act_gallery_->setCheckable(true);
   act_gallery_->setToolTip(tr("Save every finished picture with its run file, across sessions"));
   connect(act_gallery_, &QAction::toggled, library_, &RunLibrary::setGalleryEnabled);
@@ -257,12 +254,10 @@ void MainWindow::savePreset(const QString& name) {
 
 bool MainWindow::applyPreset(const QString& name) {
   const auto p = PresetStore().load(name);
-  const int idx = p ? methodBox()->findData(p->method) : -1;
-  if (idx < 0) {
+  if (!p || !bar_->setMethodKey(p->method)) {
     status(tr("The preset “%1” cannot be read").arg(name), 5000);
     return false;
   }
-  methodBox()->setCurrentIndex(idx);
   bar_->setRelaxKey(p->relax);
   settings_->restoreState(p->settings);
   status(tr("Applied the preset “%1”").arg(name), 3000);

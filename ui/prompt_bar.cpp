@@ -7,6 +7,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QRandomGenerator>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardItemModel>
@@ -38,6 +39,7 @@ PromptBar::PromptBar(QWidget* parent) : QWidget(parent) {
   auto* row1 = new QHBoxLayout;
   row1->setSpacing(6);
   prompt_ = new PromptEdit(this);
+  prompt_->setObjectName("promptEdit");
   prompt_->setPlaceholderText(wordsHint());
   prompt_->setToolTip(
       tr("The prompt: words the model knows (completion lists them as you type) "
@@ -60,6 +62,7 @@ PromptBar::PromptBar(QWidget* parent) : QWidget(parent) {
       "QPushButton#generateButton:hover { background: #1d4ed8; }"
       "QPushButton#generateButton:disabled { background: #93a4c3; color: #eef; }");
   cancel_ = new QPushButton(tr("Cancel"), this);
+  cancel_->setObjectName("cancelButton");
   cancel_->setMinimumHeight(30);
   cancel_->setToolTip(
       tr("Stop the running generation (Esc); it stops within one step. Waiting jobs stay queued."));
@@ -101,11 +104,13 @@ PromptBar::PromptBar(QWidget* parent) : QWidget(parent) {
   relax_label->setBuddy(relax_);
   auto* seed_label = new QLabel(tr("Seed"), this);
   seed_ = new QSpinBox(this);
+  seed_->setObjectName("seedBox");
   seed_->setRange(0, std::numeric_limits<int>::max());
   seed_->setToolTip(tr("Random seed: the same seed, settings and device give the same image."));
   seed_->setMinimumWidth(110);
   seed_label->setBuddy(seed_);
   random_seed_ = new QCheckBox(tr("random"), this);
+  random_seed_->setObjectName("randomSeedBox");
   random_seed_->setToolTip(
       tr("Draw a new seed for every generation (it is shown in the seed box, "
          "so a good image can be reproduced)."));
@@ -164,6 +169,34 @@ void PromptBar::setPromptText(const QString& text) {
 
 quint64 PromptBar::seed() const {
   return quint64(seed_->value());
+}
+
+quint64 PromptBar::nextSeed() {
+  if (random_seed_->isChecked()) seed_->setValue(int(QRandomGenerator::global()->bounded(1 << 30)));
+  return seed();
+}
+
+int PromptBar::count() const {
+  return count_->value();
+}
+
+QString PromptBar::methodLabel() const {
+  return method_->currentText();
+}
+
+bool PromptBar::setMethodKey(const QString& key) {
+  const int i = method_->findData(key);
+  if (i >= 0) method_->setCurrentIndex(i);
+  return i >= 0;
+}
+
+void PromptBar::focusPrompt() {
+  prompt_->setFocus();
+}
+
+void PromptBar::setBusy(bool canGenerate, bool running) {
+  generate_->setEnabled(canGenerate);
+  cancel_->setEnabled(running);
 }
 
 void PromptBar::setFixedSeed(quint64 seed) {

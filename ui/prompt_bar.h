@@ -39,6 +39,14 @@ class PromptBar : public QWidget {
   QString promptText() const;  // trimmed
   void setPromptText(const QString& text);
   quint64 seed() const;
+  // The seed of the next Generate: with the random-seed switch on, a new one, shown in the box so
+  // a good picture can be reproduced.
+  quint64 nextSeed();
+  int count() const;                      // pictures per Generate
+  QString methodLabel() const;            // the chosen method as the box shows it
+  bool setMethodKey(const QString& key);  // a key read back (a preset); false if unknown
+  void focusPrompt();
+  void setBusy(bool canGenerate, bool running);  // Generate and Cancel enabled accordingly
   // A seed given back (a restored picture): the random-seed switch goes off so it is kept.
   void setFixedSeed(quint64 seed);
   // The chosen acceptance rule; Lossless unless the method is a draft tree.

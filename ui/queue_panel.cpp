@@ -11,6 +11,7 @@
 namespace adtree::ui {
 
 QueuePanel::QueuePanel(JobQueue* queue, QWidget* parent) : QWidget(parent), queue_(queue) {
+  setObjectName("queuePanel");  // one per window: scripts and tests find it by name
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(4, 4, 4, 4);
   view_ = new QListView(this);

@@ -13,6 +13,7 @@
 namespace adtree::ui {
 
 ReplayPanel::ReplayPanel(QWidget* parent) : QWidget(parent) {
+  setObjectName("replayPanel");  // one per window: scripts and tests find it by name
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(4, 4, 4, 4);
   v->setSpacing(4);

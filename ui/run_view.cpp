@@ -33,9 +33,12 @@ RunView::RunView(QWidget* parent) : QWidget(parent) {
   v->setSpacing(6);
   v->addWidget(buildProgressRow());
   image_ = new ImageView(this);
+  image_->setObjectName("imageView");
   image_->setPlaceholder(tr("Loading model…"));
   heatmaps_ = new HeatmapPanel(this);
+  heatmaps_->setObjectName("heatmapPanel");
   plots_ = new PlotPanel(this);
+  plots_->setObjectName("plotPanel");
   top_split_ = new QSplitter(Qt::Horizontal, this);
   top_split_->addWidget(image_);
   top_split_->addWidget(heatmaps_);
@@ -67,6 +70,7 @@ QWidget* RunView::buildProgressRow() {
   h->setContentsMargins(0, 0, 0, 0);
   h->setSpacing(8);
   progress_ = new QProgressBar(row);
+  progress_->setObjectName("progressBar");
   progress_->setRange(0, 1);
   progress_->setValue(0);
   progress_->setFormat(tr("%v / %m tokens"));

@@ -1,16 +1,30 @@
 // Helpers shared by the window-level Qt tests (test_gui, test_teaching): bounded waits, choosing a
 // method as a user would, and finding the (non-blocking) error dialog the window opens.
 #pragma once
+#include <QAction>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QLabel>
 #include <QMessageBox>
+#include <QProgressBar>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTest>
 
 #include <memory>
 
+#include "ui/distribution_view.h"
+#include "ui/heatmap_panel.h"
+#include "ui/histogram_panel.h"
+#include "ui/history_panel.h"
+#include "ui/image_view.h"
 #include "ui/main_window.h"
+#include "ui/plot_panel.h"
+#include "ui/prompt_edit.h"
+#include "ui/queue_panel.h"
+#include "ui/replay_panel.h"
+#include "ui/settings_panel.h"
 
 namespace adtree::testing {
 
@@ -19,6 +33,15 @@ namespace adtree::testing {
 constexpr int kLoadMs = 60000;
 constexpr int kRunMs = 60000;
 
+// The window's widget (or action) of type T named `name`, as a user's script finds it. A missing
+// one stops the test run: a renamed widget must fail the tests, not make them find nothing.
+template <class T>
+T* child(const QObject& window, const char* name) {
+  T* c = window.findChild<T*>(QString::fromLatin1(name));
+  if (!c) qFatal("no %s named \"%s\"", T::staticMetaObject.className(), name);
+  return c;
+}
+
 // A shown window with the model in `dir` loaded and a fixed seed (null if loading timed out).
 inline std::unique_ptr<ui::MainWindow> openWindowOn(const QString& dir, int seed) {
   auto w = std::make_unique<ui::MainWindow>();
@@ -26,15 +49,16 @@ inline std::unique_ptr<ui::MainWindow> openWindowOn(const QString& dir, int seed
   QSignalSpy ready(w.get(), &ui::MainWindow::modelReady);
   w->openModel(dir);
   if (!ready.wait(kLoadMs)) return nullptr;
-  w->randomSeedBox()->setChecked(false);
-  w->seedBox()->setValue(seed);
+  child<QCheckBox>(*w, "randomSeedBox")->setChecked(false);
+  child<QSpinBox>(*w, "seedBox")->setValue(seed);
   return w;
 }
 
 inline void selectMethod(ui::MainWindow& w, const QString& key) {
-  const int i = w.methodBox()->findData(key);
+  auto* box = child<QComboBox>(w, "methodBox");
+  const int i = box->findData(key);
   QVERIFY(i >= 0);
-  w.methodBox()->setCurrentIndex(i);
+  box->setCurrentIndex(i);
 }
 
 inline QMessageBox* visibleErrorDialog(QWidget* parent) {

@@ -57,7 +57,7 @@ class TestGallery : public QObject {
     auto w = openWindowOn(micro_, 21);
     if (!w) return nullptr;
     selectMethod(*w, "adt");
-    w->promptEdit()->setText("a red");
+    child<adtree::ui::PromptEdit>(*w, "promptEdit")->setText("a red");
     return w;
   }
 
@@ -71,7 +71,7 @@ class TestGallery : public QObject {
   // Clicks Generate and waits for `runs` runs to be finished and saved in the gallery.
   static bool generateAndSave(MainWindow& w, int runs) {
     QSignalSpy saved(&w, &MainWindow::gallerySaved);
-    QTest::mouseClick(w.generateButton(), Qt::LeftButton);
+    QTest::mouseClick(child<QPushButton>(w, "generateButton"), Qt::LeftButton);
     for (int i = 0; i < 200 && saved.count() < runs; ++i) saved.wait(kRunMs / 100);
     return saved.count() == runs;
   }
@@ -111,10 +111,11 @@ class TestGallery : public QObject {
     }
     auto w = openWindow();
     QVERIFY(w);
-    QTRY_COMPARE_WITH_TIMEOUT(w->historyPanel()->count(), 1, 10000);
-    QVERIFY(w->historyPanel()->itemText(0).contains("a red"));
+    QTRY_COMPARE_WITH_TIMEOUT(child<adtree::ui::HistoryPanel>(*w, "historyPanel")->count(), 1,
+                              10000);
+    QVERIFY(child<adtree::ui::HistoryPanel>(*w, "historyPanel")->itemText(0).contains("a red"));
     // A click on the thumbnail reads the run file back: the same tokens, the replay.
-    auto* view = w->historyPanel()->view();
+    auto* view = child<adtree::ui::HistoryPanel>(*w, "historyPanel")->view();
     const QRect cell = view->visualRect(w->history()->index(0));
     QTest::mouseClick(view->viewport(), Qt::LeftButton, {}, cell.center());
     QTRY_VERIFY(w->shownRecord() != nullptr);
@@ -129,11 +130,11 @@ class TestGallery : public QObject {
     QVERIFY(w);
     QVERIFY(generateAndSave(*w, 1));
     QCOMPARE(visibleFiles(dir).size(), 2);
-    auto* view = w->historyPanel()->view();
-    w->historyPanel()->setCurrent(w->history()->idAt(0));
+    auto* view = child<adtree::ui::HistoryPanel>(*w, "historyPanel")->view();
+    child<adtree::ui::HistoryPanel>(*w, "historyPanel")->setCurrent(w->history()->idAt(0));
     view->setFocus();
     QTest::keyClick(view, Qt::Key_Delete);
-    QCOMPARE(w->historyPanel()->count(), 0);
+    QCOMPARE(child<adtree::ui::HistoryPanel>(*w, "historyPanel")->count(), 0);
     QCOMPARE(visibleFiles(dir).size(), 0);
   }
 
@@ -143,10 +144,10 @@ class TestGallery : public QObject {
     const QString dir = freshGallery();
     auto w = openWindow();
     QVERIFY(w);
-    w->countBox()->setValue(3);
+    child<QSpinBox>(*w, "countBox")->setValue(3);
     QStringList formats;  // the progress bar's text as each job ends
     connect(w.get(), &MainWindow::generationEnded, w.get(),
-            [&] { formats << w->progressBar()->format(); });
+            [&] { formats << child<QProgressBar>(*w, "progressBar")->format(); });
     QVERIFY(generateAndSave(*w, 3));
     QCOMPARE(pictures(dir).size(), 3);
     QList<quint64> seeds;
@@ -165,11 +166,12 @@ class TestGallery : public QObject {
     freshGallery();
     auto w = openWindow();
     QVERIFY(w);
-    w->countBox()->setValue(3);
+    child<QSpinBox>(*w, "countBox")->setValue(3);
     QSignalSpy ended(w.get(), &MainWindow::generationEnded);
-    QTest::mouseClick(w->generateButton(), Qt::LeftButton);  // seeds 21 (runs), 22, 23 wait
+    QTest::mouseClick(child<QPushButton>(*w, "generateButton"),
+                      Qt::LeftButton);  // seeds 21 (runs), 22, 23 wait
     QCOMPARE(w->queue()->pending(), 2);
-    auto* panel = w->queuePanel();
+    auto* panel = child<adtree::ui::QueuePanel>(*w, "queuePanel");
     // Rows: 0 running (21), 1 = 22, 2 = 23. Move 23 up, then cancel 22 (now row 2).
     panel->selectRow(2);
     QTest::mouseClick(panel->upButton(), Qt::LeftButton);
@@ -183,7 +185,7 @@ class TestGallery : public QObject {
     QCOMPARE(w->queue()->rowCount(), 0);
     QCOMPARE(w->history()->find(w->history()->idAt(0))->seed, quint64(23));
     QCOMPARE(w->history()->find(w->history()->idAt(1))->seed, quint64(21));
-    QCOMPARE(w->historyPanel()->count(), 2);
+    QCOMPARE(child<adtree::ui::HistoryPanel>(*w, "historyPanel")->count(), 2);
   }
 
   // Past the size limit the oldest pictures go first, the newest always stays, and it is said.
@@ -194,11 +196,11 @@ class TestGallery : public QObject {
     QVERIFY(generateAndSave(*w, 1));
     const QString first = pictures(dir).first();
     w->gallery()->setMaxBytes(1);  // smaller than any picture: only the newest can stay
-    w->seedBox()->setValue(30);
+    child<QSpinBox>(*w, "seedBox")->setValue(30);
     QVERIFY(generateAndSave(*w, 1));
     QCOMPARE(pictures(dir).size(), 1);
     QVERIFY(pictures(dir).first() != first);
-    QCOMPARE(w->historyPanel()->count(), 1);
+    QCOMPARE(child<adtree::ui::HistoryPanel>(*w, "historyPanel")->count(), 1);
   }
 
   // A PNG from the gallery dropped on the window restores prompt, seed, method and settings;
@@ -211,8 +213,8 @@ class TestGallery : public QObject {
     QVERIFY(generateAndSave(*w, 1));
     const auto tokens = w->shownRecord()->tokens;
     selectMethod(*w, "ar");
-    w->promptEdit()->setText("something else");
-    w->seedBox()->setValue(99);
+    child<adtree::ui::PromptEdit>(*w, "promptEdit")->setText("something else");
+    child<QSpinBox>(*w, "seedBox")->setValue(99);
     QMimeData mime;
     mime.setUrls({QUrl::fromLocalFile(dir + "/" + pictures(dir).first())});
     QDragEnterEvent enter(QPoint(50, 50), Qt::CopyAction, &mime, Qt::LeftButton, {});
@@ -220,9 +222,9 @@ class TestGallery : public QObject {
     QVERIFY(enter.isAccepted());
     QDropEvent drop(QPointF(50, 50), Qt::CopyAction, &mime, Qt::LeftButton, {});
     QApplication::sendEvent(w.get(), &drop);
-    QCOMPARE(w->promptEdit()->text(), QString("a red"));
-    QCOMPARE(w->seedBox()->value(), 21);
-    QCOMPARE(w->methodBox()->currentData().toString(), QString("dynamic"));
+    QCOMPARE(child<adtree::ui::PromptEdit>(*w, "promptEdit")->text(), QString("a red"));
+    QCOMPARE(child<QSpinBox>(*w, "seedBox")->value(), 21);
+    QCOMPARE(child<QComboBox>(*w, "methodBox")->currentData().toString(), QString("dynamic"));
     QVERIFY(generateAndSave(*w, 1));
     QCOMPARE(w->shownRecord()->tokens, tokens);
   }
@@ -239,12 +241,12 @@ class TestGallery : public QObject {
     auto w = openWindow();
     QVERIFY(w);
     QSignalSpy ended(w.get(), &MainWindow::generationEnded);
-    QTest::mouseClick(w->generateButton(), Qt::LeftButton);
+    QTest::mouseClick(child<QPushButton>(*w, "generateButton"), Qt::LeftButton);
     QVERIFY(ended.wait(kRunMs));
     QTRY_VERIFY_WITH_TIMEOUT(visibleErrorDialog(w.get()) != nullptr, 10000);
     auto* box = visibleErrorDialog(w.get());
     QVERIFY(box->text().contains("not-a-folder"));
-    QCOMPARE(w->historyPanel()->count(), 1);
+    QCOMPARE(child<adtree::ui::HistoryPanel>(*w, "historyPanel")->count(), 1);
     QVERIFY(w->shownRecord() && w->shownRecord()->stats);
     QVERIFY(w->history()->galleryBase(w->history()->idAt(0)).isEmpty());
     closeErrorDialogs(w.get());
@@ -256,13 +258,14 @@ class TestGallery : public QObject {
     freshGallery();
     auto w = openWindow();
     QVERIFY(w);
-    w->promptEdit()->setText("a zebraword");
-    w->countBox()->setValue(5);
+    child<adtree::ui::PromptEdit>(*w, "promptEdit")->setText("a zebraword");
+    child<QSpinBox>(*w, "countBox")->setValue(5);
     QSignalSpy ended(w.get(), &MainWindow::generationEnded);
-    QTest::mouseClick(w->generateButton(), Qt::LeftButton);
-    w->promptEdit()->setText("a red");
-    w->countBox()->setValue(1);
-    QTest::mouseClick(w->generateButton(), Qt::LeftButton);  // queued behind the batch
+    QTest::mouseClick(child<QPushButton>(*w, "generateButton"), Qt::LeftButton);
+    child<adtree::ui::PromptEdit>(*w, "promptEdit")->setText("a red");
+    child<QSpinBox>(*w, "countBox")->setValue(1);
+    QTest::mouseClick(child<QPushButton>(*w, "generateButton"),
+                      Qt::LeftButton);  // queued behind the batch
     QTRY_COMPARE_WITH_TIMEOUT(ended.count(), 2, kRunMs);
     QTest::qWait(500);
     QCOMPARE(ended.count(), 2);

@@ -39,6 +39,7 @@
 #include "ui/stall_meter.h"
 #include "util/threads.h"
 
+using adtree::testing::child;
 using adtree::testing::kLoadMs;
 using adtree::testing::kRunMs;
 using adtree::testing::openWindowOn;
@@ -57,16 +58,18 @@ class GuiTest : public QObject {
   // A window with `dir` loaded, shown, the seed fixed.
   std::unique_ptr<MainWindow> openWindow(const QString& dir) {
     auto w = openWindowOn(dir, 7);
-    if (w) w->promptEdit()->clear();  // the last session's prompt comes back from QSettings
+    if (w)
+      child<adtree::ui::PromptEdit>(*w, "promptEdit")
+          ->clear();  // the last session's prompt comes back from QSettings
     return w;
   }
 
   // Types the prompt, presses Generate, waits for the run to end; returns how it ended.
   QString runOnce(MainWindow& w, const QString& prompt) {
-    w.promptEdit()->clear();
-    QTest::keyClicks(w.promptEdit(), prompt);
+    child<adtree::ui::PromptEdit>(w, "promptEdit")->clear();
+    QTest::keyClicks(child<adtree::ui::PromptEdit>(w, "promptEdit"), prompt);
     QSignalSpy ended(&w, &MainWindow::generationEnded);
-    QTest::mouseClick(w.generateButton(), Qt::LeftButton);
+    QTest::mouseClick(child<QPushButton>(w, "generateButton"), Qt::LeftButton);
     if (!ended.wait(kRunMs)) return "timeout";
     return ended.first().first().toString();
   }
@@ -106,8 +109,8 @@ class GuiTest : public QObject {
     w.openModel(dir, "tiny");
     QVERIFY(ready.wait(kLoadMs));
     QVERIFY(QFile::exists(dir + "/model.json"));
-    QVERIFY(w.bannerLabel()->isVisible());  // a random model says so
-    QVERIFY(w.bannerLabel()->text().contains("Random model"));
+    QVERIFY(child<QLabel>(w, "randomModelBanner")->isVisible());  // a random model says so
+    QVERIFY(child<QLabel>(w, "randomModelBanner")->text().contains("Random model"));
   }
 
   void generateFillsImageMapsAndPlots() {
@@ -118,20 +121,23 @@ class GuiTest : public QObject {
     if (app) app->startTiming();
     QCOMPARE(runOnce(*w, "a red cat"), QString("finished"));
     const int cells = 16 * 16;
-    QCOMPARE(w->imageView()->validCells(), cells);
-    QCOMPARE(w->imageView()->image().size(), QSize(64, 64));
+    QCOMPARE(child<adtree::ui::ImageView>(*w, "imageView")->validCells(), cells);
+    QCOMPARE(child<adtree::ui::ImageView>(*w, "imageView")->image().size(), QSize(64, 64));
     for (int m = 0; m < RunState::MapCount; ++m) {
-      QCOMPARE(w->heatmaps()->filledCells(RunState::Map(m)), cells);
+      QCOMPARE(child<adtree::ui::HeatmapPanel>(*w, "heatmapPanel")->filledCells(RunState::Map(m)),
+               cells);
     }
-    QCOMPARE(w->plots()->tokensPerStepPoints(), cells);  // AR: one token per step
-    QVERIFY(w->plots()->treeShapePoints() > 0);
-    QVERIFY(w->plots()->speedPoints() > 0);
-    QCOMPARE(w->plots()->histogramBars(), 1);  // every AR step commits 1 token
-    QVERIFY(w->progressLabel()->text().contains("τ"));
+    QCOMPARE(child<adtree::ui::PlotPanel>(*w, "plotPanel")->tokensPerStepPoints(),
+             cells);  // AR: one token per step
+    QVERIFY(child<adtree::ui::PlotPanel>(*w, "plotPanel")->treeShapePoints() > 0);
+    QVERIFY(child<adtree::ui::PlotPanel>(*w, "plotPanel")->speedPoints() > 0);
+    QCOMPARE(child<adtree::ui::PlotPanel>(*w, "plotPanel")->histogramBars(),
+             1);  // every AR step commits 1 token
+    QVERIFY(child<QLabel>(*w, "progressText")->text().contains("τ"));
     QVERIFY(w->shownRecord() && w->shownRecord()->stats);
     QCOMPARE(w->shownRecord()->tokens.size(), size_t(cells));
-    QVERIFY(w->generateButton()->isEnabled());
-    QVERIFY(!w->cancelButton()->isEnabled());
+    QVERIFY(child<QPushButton>(*w, "generateButton")->isEnabled());
+    QVERIFY(!child<QPushButton>(*w, "cancelButton")->isEnabled());
     if (app) {
       app->stopTiming();
       // CPU time of the longest GUI event: our own work, immune to a busy machine's scheduling.
@@ -147,15 +153,16 @@ class GuiTest : public QObject {
     auto w = openWindow(tiny_);
     QVERIFY(w);
     selectMethod(*w, "pjd");
-    auto r = w->settingsPanel()->request(adtree::decode::Method::Pjd,
-                                         adtree::decode::Acceptance::Lossless, 0);
+    auto r = child<adtree::ui::SettingsPanel>(*w, "settingsPanel")
+                 ->request(adtree::decode::Method::Pjd, adtree::decode::Acceptance::Lossless, 0);
     r.method.pjd.row_offset = 2;
-    w->settingsPanel()->setRequest(r);
+    child<adtree::ui::SettingsPanel>(*w, "settingsPanel")->setRequest(r);
     QCOMPARE(runOnce(*w, "a red cat"), QString("finished"));
     const int cells = 16 * 16;
-    QCOMPARE(w->imageView()->validCells(), cells);
+    QCOMPARE(child<adtree::ui::ImageView>(*w, "imageView")->validCells(), cells);
     for (int m = 0; m < RunState::MapCount; ++m) {
-      QCOMPARE(w->heatmaps()->filledCells(RunState::Map(m)), cells);
+      QCOMPARE(child<adtree::ui::HeatmapPanel>(*w, "heatmapPanel")->filledCells(RunState::Map(m)),
+               cells);
     }
     const auto* rec = w->shownRecord();
     QVERIFY(rec && rec->stats);
@@ -178,7 +185,8 @@ class GuiTest : public QObject {
     selectMethod(*w, "adt");
     // The tree policy's own maps (N fixed): on this CPU the cost rule may draft little or nothing
     // from a random head; it is run below.
-    auto* rule = w->settingsPanel()->findChild<QComboBox*>("adt.budget_rule");
+    auto* rule = child<adtree::ui::SettingsPanel>(*w, "settingsPanel")
+                     ->findChild<QComboBox*>("adt.budget_rule");
     QVERIFY(rule);
     rule->setCurrentText("fixed");
     const QString how = runOnce(*w, "a red");
@@ -190,7 +198,8 @@ class GuiTest : public QObject {
     QCOMPARE(how, QString("finished"));
     const int cells = 4 * 4;
     for (int m = 0; m < RunState::MapCount; ++m) {
-      QCOMPARE(w->heatmaps()->filledCells(RunState::Map(m)), cells);
+      QCOMPARE(child<adtree::ui::HeatmapPanel>(*w, "heatmapPanel")->filledCells(RunState::Map(m)),
+               cells);
     }
     // Cells drafted by a tree show its depth, within the default ADT bounds; 0 marks a token
     // sampled outside any tree (the first one, straight from the prefill).
@@ -207,20 +216,23 @@ class GuiTest : public QObject {
     // AR-sized steps leave depth 0.
     rule->setCurrentText("cost");
     // The worth of a guess left for the next step reaches the request and the saved state.
-    auto* worth = w->settingsPanel()->findChild<QDoubleSpinBox*>("adt.leftover");
+    auto* worth = child<adtree::ui::SettingsPanel>(*w, "settingsPanel")
+                      ->findChild<QDoubleSpinBox*>("adt.leftover");
     QVERIFY(worth);
     QCOMPARE(worth->value(), adtree::decode::AdtSettings{}.leftover);
     worth->setValue(0.3);
-    const auto req = w->settingsPanel()->request(adtree::decode::Method::Adt,
-                                                 adtree::decode::Acceptance::Lossless, 1);
+    const auto req =
+        child<adtree::ui::SettingsPanel>(*w, "settingsPanel")
+            ->request(adtree::decode::Method::Adt, adtree::decode::Acceptance::Lossless, 1);
     QCOMPARE(req.method.adt.leftover, 0.3);
-    const QString saved = w->settingsPanel()->saveState();
+    const QString saved = child<adtree::ui::SettingsPanel>(*w, "settingsPanel")->saveState();
     worth->setValue(0.0);
-    w->settingsPanel()->restoreState(saved);
+    child<adtree::ui::SettingsPanel>(*w, "settingsPanel")->restoreState(saved);
     QCOMPARE(worth->value(), 0.3);
     QCOMPARE(runOnce(*w, "a red"), QString("finished"));
     for (int m = 0; m < RunState::MapCount; ++m) {
-      QCOMPARE(w->heatmaps()->filledCells(RunState::Map(m)), cells);
+      QCOMPARE(child<adtree::ui::HeatmapPanel>(*w, "heatmapPanel")->filledCells(RunState::Map(m)),
+               cells);
     }
     for (double d : w->run().map(RunState::TreeDepth)) QVERIFY(d >= 0 && d <= 8);
   }
@@ -232,7 +244,7 @@ class GuiTest : public QObject {
     auto w = openWindow(micro_);
     QVERIFY(w);
     selectMethod(*w, "adt");
-    auto* panel = w->settingsPanel();
+    auto* panel = child<adtree::ui::SettingsPanel>(*w, "settingsPanel");
     const adtree::decode::ModelLimits limits{w->model()->codebook_size,
                                              w->model()->grid_h * w->model()->grid_w};
     const auto m =
@@ -271,9 +283,10 @@ class GuiTest : public QObject {
     QVERIFY(w);
     selectMethod(*w, "ar");
     QCOMPARE(runOnce(*w, "a red"), QString("finished"));
-    auto* view = w->imageView();
+    auto* view = child<adtree::ui::ImageView>(*w, "imageView");
     QTest::mouseMove(view, view->rect().center());
-    auto* info = w->heatmaps()->findChild<QLabel*>("hoverInfo");
+    auto* info =
+        child<adtree::ui::HeatmapPanel>(*w, "heatmapPanel")->findChild<QLabel*>("hoverInfo");
     QVERIFY(info);
     QTRY_VERIFY_WITH_TIMEOUT(info->text().contains("Cell (row"), 2000);
     QVERIFY(info->text().contains("top-1 probability"));
@@ -282,7 +295,7 @@ class GuiTest : public QObject {
   void promptCompletesFromTheVocabulary() {
     auto w = openWindow(micro_);
     QVERIFY(w);
-    auto* p = w->promptEdit();
+    auto* p = child<adtree::ui::PromptEdit>(*w, "promptEdit");
     p->clear();
     p->setFocus();
     QTest::keyClicks(p, "a re");
@@ -299,12 +312,12 @@ class GuiTest : public QObject {
     auto w = openWindow(tiny_);
     QVERIFY(w);
     selectMethod(*w, "ar");
-    QTest::keyClicks(w->promptEdit(), "a blue dog");
+    QTest::keyClicks(child<adtree::ui::PromptEdit>(*w, "promptEdit"), "a blue dog");
     QSignalSpy ended(w.get(), &MainWindow::generationEnded);
     QTest::keyClick(w.get(), Qt::Key_Return, Qt::ControlModifier);  // Ctrl+Return generates
     QVERIFY(w->isRunning());
     QTRY_VERIFY_WITH_TIMEOUT(w->run().committed() >= 10, kRunMs);
-    QVERIFY(w->cancelButton()->isEnabled());
+    QVERIFY(child<QPushButton>(*w, "cancelButton")->isEnabled());
     QElapsedTimer t;
     t.start();
     QTest::keyClick(w.get(), Qt::Key_Escape);  // Esc cancels
@@ -313,7 +326,7 @@ class GuiTest : public QObject {
     qInfo("cancel to cancelled on screen: %lld ms", t.elapsed());
     QVERIFY(w->run().committed() < 256);
     QVERIFY(!w->isRunning());
-    QVERIFY(w->generateButton()->isEnabled());
+    QVERIFY(child<QPushButton>(*w, "generateButton")->isEnabled());
     // The app keeps working after a cancel.
     QCOMPARE(runOnce(*w, "a red cat"), QString("finished"));
   }
@@ -322,8 +335,8 @@ class GuiTest : public QObject {
     auto w = openWindow(tiny_);
     QVERIFY(w);
     selectMethod(*w, "ar");
-    QTest::keyClicks(w->promptEdit(), "a green tree");
-    QTest::mouseClick(w->generateButton(), Qt::LeftButton);
+    QTest::keyClicks(child<adtree::ui::PromptEdit>(*w, "promptEdit"), "a green tree");
+    QTest::mouseClick(child<QPushButton>(*w, "generateButton"), Qt::LeftButton);
     QTRY_VERIFY_WITH_TIMEOUT(w->run().committed() >= 5, kRunMs);
     QElapsedTimer t;
     t.start();
@@ -347,7 +360,7 @@ class GuiTest : public QObject {
     auto w = openWindow(classes);
     QVERIFY(w);
     QVERIFY(!w->findChild<QPushButton*>("promptFileButton")->isVisible());
-    QVERIFY(w->promptEdit()->placeholderText().contains("class"));
+    QVERIFY(child<adtree::ui::PromptEdit>(*w, "promptEdit")->placeholderText().contains("class"));
     selectMethod(*w, "ar");
     QCOMPARE(runOnce(*w, "7"), QString("finished"));
 
@@ -361,7 +374,8 @@ class GuiTest : public QObject {
     w->openModel(emb_model);
     QVERIFY(ready.wait(kLoadMs));
     QVERIFY(w->findChild<QPushButton*>("promptFileButton")->isVisible());
-    QVERIFY(w->promptEdit()->placeholderText().contains("embedding"));
+    QVERIFY(
+        child<adtree::ui::PromptEdit>(*w, "promptEdit")->placeholderText().contains("embedding"));
     const QString file = tmp_.filePath("prompt.safetensors");
     adtree::io::write_safetensors(file.toStdString(),
                                   {{"caption_embedding", at::randn({3, e.cap_dim})},
@@ -381,10 +395,10 @@ class GuiTest : public QObject {
     auto w = openWindow(tiny_);
     QVERIFY(w);
     selectMethod(*w, "ar");
-    QTest::keyClicks(w->promptEdit(), "a red cat");
+    QTest::keyClicks(child<adtree::ui::PromptEdit>(*w, "promptEdit"), "a red cat");
     QSignalSpy ended(w.get(), &MainWindow::generationEnded);
     QSignalSpy ready(w.get(), &MainWindow::modelReady);
-    QTest::mouseClick(w->generateButton(), Qt::LeftButton);
+    QTest::mouseClick(child<QPushButton>(*w, "generateButton"), Qt::LeftButton);
     QTRY_VERIFY_WITH_TIMEOUT(w->run().committed() >= 5, kRunMs);
     w->openModel(micro_);
     QVERIFY(ended.wait(kRunMs));
@@ -401,11 +415,11 @@ class GuiTest : public QObject {
     auto w = openWindow(tiny_);
     QVERIFY(w);
     selectMethod(*w, "adt");
-    QTest::keyClicks(w->promptEdit(), "a red cat");
+    QTest::keyClicks(child<adtree::ui::PromptEdit>(*w, "promptEdit"), "a red cat");
     std::mt19937 rng(5);
     for (int i = 0; i < 30; ++i) {
       QSignalSpy ended(w.get(), &MainWindow::generationEnded);
-      QTest::mouseClick(w->generateButton(), Qt::LeftButton);
+      QTest::mouseClick(child<QPushButton>(*w, "generateButton"), Qt::LeftButton);
       QVERIFY(w->isRunning());
       QTest::qWait(int(rng() % 40));
       QTest::keyClick(w.get(), Qt::Key_Escape);
@@ -413,7 +427,7 @@ class GuiTest : public QObject {
       QTest::qWait(5);  // a second terminal event would arrive here
       QCOMPARE(ended.count(), 1);
       QVERIFY(!w->isRunning());
-      QVERIFY(w->generateButton()->isEnabled());
+      QVERIFY(child<QPushButton>(*w, "generateButton")->isEnabled());
     }
     QCOMPARE(runOnce(*w, "a blue dog"), QString("finished"));
     QCOMPARE(w->run().committed(), 256);
@@ -446,7 +460,7 @@ class GuiTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT((box = visibleErrorDialog(w.get())) != nullptr, 2000);
     QVERIFY(box->informativeText().contains("xylophone"));
     box->close();
-    QVERIFY(w->generateButton()->isEnabled());
+    QVERIFY(child<QPushButton>(*w, "generateButton")->isEnabled());
   }
 
   // PathSpec's own knobs reach the request, and the lossy note shows exactly when it is lossy.
@@ -454,7 +468,7 @@ class GuiTest : public QObject {
     auto w = openWindow(micro_);
     QVERIFY(w);
     selectMethod(*w, "pathspec");
-    auto* panel = w->settingsPanel();
+    auto* panel = child<adtree::ui::SettingsPanel>(*w, "settingsPanel");
     auto* paths = panel->findChild<QSpinBox*>("jacobi.paths");
     auto* length = panel->findChild<QSpinBox*>("jacobi.path_length");
     auto* relax = panel->findChild<QDoubleSpinBox*>("jacobi.path_relax");
@@ -484,15 +498,15 @@ class GuiTest : public QObject {
     {
       auto w = openWindow(micro_);
       QVERIFY(w);
-      w->promptEdit()->setText("a happy sun");
+      child<adtree::ui::PromptEdit>(*w, "promptEdit")->setText("a happy sun");
       selectMethod(*w, "sjd");
-      w->seedBox()->setValue(1234);
+      child<QSpinBox>(*w, "seedBox")->setValue(1234);
       w->close();
     }
     MainWindow w2;
-    QCOMPARE(w2.promptEdit()->text(), QString("a happy sun"));
-    QCOMPARE(w2.methodBox()->currentData().toString(), QString("sjd"));
-    QCOMPARE(w2.seedBox()->value(), 1234);
+    QCOMPARE(child<adtree::ui::PromptEdit>(w2, "promptEdit")->text(), QString("a happy sun"));
+    QCOMPARE(child<QComboBox>(w2, "methodBox")->currentData().toString(), QString("sjd"));
+    QCOMPARE(child<QSpinBox>(w2, "seedBox")->value(), 1234);
     QVERIFY(QSettings().value("model/recent").toStringList().contains(micro_));
   }
 
@@ -504,14 +518,14 @@ class GuiTest : public QObject {
       auto w = openWindow(micro_);
       QVERIFY(w);
       selectMethod(*w, "adt");
-      auto* relax = w->relaxBox();
+      auto* relax = child<QComboBox>(*w, "relaxBox");
       QVERIFY(relax->isEnabled());
       relax->setCurrentIndex(relax->findData("cascade"));
-      auto r = w->settingsPanel()->request(adtree::decode::Method::Adt,
-                                           adtree::decode::Acceptance::Cascade, 0);
+      auto r = child<adtree::ui::SettingsPanel>(*w, "settingsPanel")
+                   ->request(adtree::decode::Method::Adt, adtree::decode::Acceptance::Cascade, 0);
       QCOMPARE(r.method.acceptance, adtree::decode::Acceptance::Cascade);
       r.method.cascade.tau_c = 0.3;
-      w->settingsPanel()->setRequest(r);
+      child<adtree::ui::SettingsPanel>(*w, "settingsPanel")->setRequest(r);
       QCOMPARE(runOnce(*w, "a red"), QString("finished"));
       const auto* rec = w->shownRecord();
       QVERIFY(rec);
@@ -532,7 +546,7 @@ class GuiTest : public QObject {
       w->close();
     }
     MainWindow w2;
-    QCOMPARE(w2.relaxBox()->currentData().toString(), QString("cascade"));
+    QCOMPARE(child<QComboBox>(w2, "relaxBox")->currentData().toString(), QString("cascade"));
     adtree::ui::PresetStore().remove("cascade adt");
   }
 
@@ -542,21 +556,24 @@ class GuiTest : public QObject {
       auto w = openWindow(micro_);
       QVERIFY(w);
       selectMethod(*w, "dynamic");
-      auto r = w->settingsPanel()->request(adtree::decode::Method::Dynamic,
-                                           adtree::decode::Acceptance::Lossless, 0);
+      auto r =
+          child<adtree::ui::SettingsPanel>(*w, "settingsPanel")
+              ->request(adtree::decode::Method::Dynamic, adtree::decode::Acceptance::Lossless, 0);
       r.sampling.temperature = 0.7;
       r.method.dynamic_tree.width = 7;
-      w->settingsPanel()->setRequest(r);
+      child<adtree::ui::SettingsPanel>(*w, "settingsPanel")->setRequest(r);
       w->savePreset("cool dynamic");
       selectMethod(*w, "sjd");
-      auto other = w->settingsPanel()->request(adtree::decode::Method::Sjd,
-                                               adtree::decode::Acceptance::Lossless, 0);
+      auto other =
+          child<adtree::ui::SettingsPanel>(*w, "settingsPanel")
+              ->request(adtree::decode::Method::Sjd, adtree::decode::Acceptance::Lossless, 0);
       other.sampling.temperature = 1.3;
-      w->settingsPanel()->setRequest(other);
+      child<adtree::ui::SettingsPanel>(*w, "settingsPanel")->setRequest(other);
       QVERIFY(w->applyPreset("cool dynamic"));
-      QCOMPARE(w->methodBox()->currentData().toString(), QString("dynamic"));
-      const auto back = w->settingsPanel()->request(adtree::decode::Method::Dynamic,
-                                                    adtree::decode::Acceptance::Lossless, 0);
+      QCOMPARE(child<QComboBox>(*w, "methodBox")->currentData().toString(), QString("dynamic"));
+      const auto back =
+          child<adtree::ui::SettingsPanel>(*w, "settingsPanel")
+              ->request(adtree::decode::Method::Dynamic, adtree::decode::Acceptance::Lossless, 0);
       QCOMPARE(back.sampling.temperature, 0.7);
       QCOMPARE(back.method.dynamic_tree.width, int64_t(7));
       QVERIFY(!w->applyPreset("no such preset"));
@@ -565,7 +582,7 @@ class GuiTest : public QObject {
     MainWindow w2;
     QVERIFY(adtree::ui::PresetStore().names().contains("cool dynamic"));
     QVERIFY(w2.applyPreset("cool dynamic"));
-    QCOMPARE(w2.settingsPanel()
+    QCOMPARE(child<adtree::ui::SettingsPanel>(w2, "settingsPanel")
                  ->request(adtree::decode::Method::Dynamic, adtree::decode::Acceptance::Lossless, 0)
                  .sampling.temperature,
              0.7);

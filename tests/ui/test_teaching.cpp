@@ -44,6 +44,7 @@
 #include "ui/tree_view.h"
 #include "util/threads.h"
 
+using adtree::testing::child;
 using adtree::testing::closeErrorDialogs;
 using adtree::testing::kLoadMs;
 using adtree::testing::kRunMs;
@@ -64,16 +65,18 @@ class TeachingTest : public QObject {
   // draft little on this CPU from the random head (test_gui runs it).
   std::unique_ptr<MainWindow> openWindow() {
     auto w = openWindowOn(micro_, 11);
-    auto* rule = w ? w->settingsPanel()->findChild<QComboBox*>("adt.budget_rule") : nullptr;
+    auto* rule = w ? child<adtree::ui::SettingsPanel>(*w, "settingsPanel")
+                         ->findChild<QComboBox*>("adt.budget_rule")
+                   : nullptr;
     if (rule) rule->setCurrentText("fixed");
     return w;
   }
 
   QString runOnce(MainWindow& w, const QString& method, const QString& prompt = "a red") {
     selectMethod(w, method);
-    w.promptEdit()->setText(prompt);
+    child<adtree::ui::PromptEdit>(w, "promptEdit")->setText(prompt);
     QSignalSpy ended(&w, &MainWindow::generationEnded);
-    QTest::mouseClick(w.generateButton(), Qt::LeftButton);
+    QTest::mouseClick(child<QPushButton>(w, "generateButton"), Qt::LeftButton);
     if (!ended.wait(kRunMs)) return "timeout";
     return ended.first().first().toString();
   }
@@ -97,9 +100,9 @@ class TeachingTest : public QObject {
   void replayScrubsStepsAndDrawsEachTree() {
     auto w = openWindow();
     QVERIFY(w);
-    QVERIFY(w->traceAction()->isChecked());  // traces are on by default in the GUI
+    QVERIFY(child<QAction>(*w, "traceAction")->isChecked());  // traces are on by default in the GUI
     QCOMPARE(runOnce(*w, "adt"), QString("finished"));
-    auto* replay = w->replayPanel();
+    auto* replay = child<adtree::ui::ReplayPanel>(*w, "replayPanel");
     const int steps = w->run().steps();
     QVERIFY(steps > 1);
     QCOMPARE(replay->steps(), steps);
@@ -108,8 +111,8 @@ class TeachingTest : public QObject {
 
     replay->setStep(0);  // the prefill: one token, no tree
     QCOMPARE(w->run().committed(), 1);
-    QCOMPARE(w->heatmaps()->filledCells(RunState::Depth), 1);
-    QCOMPARE(w->imageView()->committed(), 1);
+    QCOMPARE(child<adtree::ui::HeatmapPanel>(*w, "heatmapPanel")->filledCells(RunState::Depth), 1);
+    QCOMPARE(child<adtree::ui::ImageView>(*w, "imageView")->committed(), 1);
     QCOMPARE(replay->treeView()->nodeItems(), 0);
     QVERIFY(replay->treeView()->caption().contains("AR step"));
 
@@ -118,7 +121,8 @@ class TeachingTest : public QObject {
     QVERIFY(rec);
     const auto& st = rec->stats->steps[1];
     QCOMPARE(w->run().committed(), int(st.cum_tokens));
-    QCOMPARE(w->heatmaps()->filledCells(RunState::Depth), int(st.cum_tokens));
+    QCOMPARE(child<adtree::ui::HeatmapPanel>(*w, "heatmapPanel")->filledCells(RunState::Depth),
+             int(st.cum_tokens));
     auto* tree = replay->treeView();
     QCOMPARE(tree->nodeItems(), int(st.drafted) + 1);
     QCOMPARE(tree->acceptedItems(),
@@ -136,7 +140,7 @@ class TeachingTest : public QObject {
     QTest::keyClick(replay->slider(), Qt::Key_End);
     QCOMPARE(replay->step(), steps - 1);
     QCOMPARE(w->run().committed(), 16);
-    QCOMPARE(w->heatmaps()->filledCells(RunState::Depth), 16);
+    QCOMPARE(child<adtree::ui::HeatmapPanel>(*w, "heatmapPanel")->filledCells(RunState::Depth), 16);
   }
 
   // Clicking a cell of the image (or a map) shows the target distribution there.
@@ -144,11 +148,11 @@ class TeachingTest : public QObject {
     auto w = openWindow();
     QVERIFY(w);
     QCOMPARE(runOnce(*w, "dynamic"), QString("finished"));
-    auto* view = w->imageView();
+    auto* view = child<adtree::ui::ImageView>(*w, "imageView");
     const int cell = 5;  // row 1, col 1 of the 4 x 4 grid
     QTest::mouseClick(view, Qt::LeftButton, {}, view->cellRect(cell).center().toPoint());
     QCOMPARE(w->inspectedCell(), cell);
-    auto* dist = w->distributionView();
+    auto* dist = child<adtree::ui::DistributionView>(*w, "distributionView");
     QVERIFY(dist->barCount() > 0);
     QVERIFY2(dist->headline().contains("(1, 1)"), qPrintable(dist->headline()));
     const auto* c = w->run().cellTrace(cell);
@@ -157,11 +161,12 @@ class TeachingTest : public QObject {
     QCOMPARE(dist->candidateRows(), int(c->cand_tokens.size()));
     QVERIFY(dist->headline().contains(c->top1 >= 0.5f ? "simple" : "complex"));
     // A map click picks the same cell.
-    auto* map = w->heatmaps()->plot(RunState::Top1);
+    auto* map = child<adtree::ui::HeatmapPanel>(*w, "heatmapPanel")->plot(RunState::Top1);
     QPoint at;
     for (int y = 0; y < map->height() && at.isNull(); y += 2) {
       for (int x = 0; x < map->width(); x += 2) {
-        if (w->heatmaps()->cellAt(RunState::Top1, QPointF(x, y)) == 10) {
+        if (child<adtree::ui::HeatmapPanel>(*w, "heatmapPanel")
+                ->cellAt(RunState::Top1, QPointF(x, y)) == 10) {
           at = QPoint(x, y);
           break;
         }
@@ -178,21 +183,26 @@ class TeachingTest : public QObject {
     QVERIFY(w);
     QCOMPARE(runOnce(*w, "ar"), QString("finished"));
     const auto first_tokens = w->run().tokens();
-    const QImage first_image = w->imageView()->image();
+    const QImage first_image = child<adtree::ui::ImageView>(*w, "imageView")->image();
     QCOMPARE(runOnce(*w, "adt", "a blue"), QString("finished"));
-    QCOMPARE(w->historyPanel()->count(), 2);
-    QCOMPARE(w->histogramPanel()->runCount(), 2);
-    QVERIFY(w->historyPanel()->itemText(0).contains("adt"));  // newest first
-    const int first_id = w->history()->idAt(1);               // newest first: the AR run is second
-    w->historyPanel()->select(first_id);
+    QCOMPARE(child<adtree::ui::HistoryPanel>(*w, "historyPanel")->count(), 2);
+    QCOMPARE(child<adtree::ui::HistogramPanel>(*w, "histogramPanel")->runCount(), 2);
+    QVERIFY(child<adtree::ui::HistoryPanel>(*w, "historyPanel")
+                ->itemText(0)
+                .contains("adt"));               // newest first
+    const int first_id = w->history()->idAt(1);  // newest first: the AR run is second
+    child<adtree::ui::HistoryPanel>(*w, "historyPanel")->select(first_id);
     QCOMPARE(w->shownRecord()->id, first_id);
     QCOMPARE(w->run().method(), adtree::decode::Method::Ar);
     QCOMPARE(w->run().tokens(), first_tokens);
-    QCOMPARE(w->imageView()->image(), first_image);
-    QCOMPARE(w->replayPanel()->steps(), 16);  // AR: one step per token
-    QCOMPARE(w->histogramPanel()->currentRun(), first_id);
-    QCOMPARE(w->histogramPanel()->lengthBars(), 1);  // AR commits 1 token per step
-    QCOMPARE(w->histogramPanel()->rankBars(), 0);    // and accepts no draft token
+    QCOMPARE(child<adtree::ui::ImageView>(*w, "imageView")->image(), first_image);
+    QCOMPARE(child<adtree::ui::ReplayPanel>(*w, "replayPanel")->steps(),
+             16);  // AR: one step per token
+    QCOMPARE(child<adtree::ui::HistogramPanel>(*w, "histogramPanel")->currentRun(), first_id);
+    QCOMPARE(child<adtree::ui::HistogramPanel>(*w, "histogramPanel")->lengthBars(),
+             1);  // AR commits 1 token per step
+    QCOMPARE(child<adtree::ui::HistogramPanel>(*w, "histogramPanel")->rankBars(),
+             0);  // and accepts no draft token
   }
 
   // A run saved to one file opens again, with its tokens, picture, steps and trees.
@@ -205,13 +215,13 @@ class TeachingTest : public QObject {
     const QString path = tmp_.filePath("one.adtrun.json");
     QVERIFY(w->saveRunFile(path));
     QVERIFY(w->openRunFile(path));
-    QCOMPARE(w->historyPanel()->count(), 2);
+    QCOMPARE(child<adtree::ui::HistoryPanel>(*w, "historyPanel")->count(), 2);
     const auto* back = w->shownRecord();
     QCOMPARE(back->tokens, tokens);
     QCOMPARE(back->image, image);
     QCOMPARE(back->stats->traces.size(), back->stats->steps.size());
-    w->replayPanel()->setStep(1);
-    QVERIFY(w->replayPanel()->treeView()->nodeItems() > 1);
+    child<adtree::ui::ReplayPanel>(*w, "replayPanel")->setStep(1);
+    QVERIFY(child<adtree::ui::ReplayPanel>(*w, "replayPanel")->treeView()->nodeItems() > 1);
 
     // The CLI's statistics file (no picture) opens too.
     QFile f(path);
@@ -230,7 +240,7 @@ class TeachingTest : public QObject {
     QCOMPARE(w->shownRecord()->tokens, tokens);
 
     // Broken files: a clear error, and nothing in the history changes.
-    const int before = w->historyPanel()->count();
+    const int before = child<adtree::ui::HistoryPanel>(*w, "historyPanel")->count();
     const QString bad = tmp_.filePath("bad.adtrun.json");
     QFile b(bad);
     QVERIFY(b.open(QIODevice::WriteOnly));
@@ -254,11 +264,11 @@ class TeachingTest : public QObject {
     closeErrorDialogs(w.get());
     QVERIFY(!w->openRunFile(tmp_.filePath("missing.adtrun.json")));
     closeErrorDialogs(w.get());
-    QCOMPARE(w->historyPanel()->count(), before);
+    QCOMPARE(child<adtree::ui::HistoryPanel>(*w, "historyPanel")->count(), before);
 
     // Dropped from a file manager: a run file opens as a run, a directory as a model.
     QVERIFY(w->openDropped(path));
-    QCOMPARE(w->historyPanel()->count(), before + 1);
+    QCOMPARE(child<adtree::ui::HistoryPanel>(*w, "historyPanel")->count(), before + 1);
     QSignalSpy ready(w.get(), &MainWindow::modelReady);
     QVERIFY(w->openDropped(micro_));
     QVERIFY(ready.wait(kLoadMs));
@@ -275,35 +285,36 @@ class TeachingTest : public QObject {
     QVERIFY(out.mkpath("."));
     QVERIFY(w->exportImage(out.filePath("img.png"), 4));
     QImage img(out.filePath("img.png"));
-    QCOMPARE(img.size(), w->imageView()->image().size() * 4);
+    QCOMPARE(img.size(), child<adtree::ui::ImageView>(*w, "imageView")->image().size() * 4);
     // The exported PNG carries its settings; dropping it restores prompt, seed, method and
     // settings, and the same seed then makes the same picture.
     QVERIFY(img.text("adtree-settings").contains("method_settings"));
     const QVector<qint64> made = w->run().tokens();
-    w->promptEdit()->setText("a blue");
-    w->seedBox()->setValue(w->seedBox()->value() + 1);
-    w->methodBox()->setCurrentIndex(w->methodBox()->findData("ar"));
+    child<adtree::ui::PromptEdit>(*w, "promptEdit")->setText("a blue");
+    child<QSpinBox>(*w, "seedBox")->setValue(child<QSpinBox>(*w, "seedBox")->value() + 1);
+    child<QComboBox>(*w, "methodBox")
+        ->setCurrentIndex(child<QComboBox>(*w, "methodBox")->findData("ar"));
     QVERIFY(w->openDropped(out.filePath("img.png")));
-    QCOMPARE(w->methodBox()->currentData().toString(), QString("adt"));
+    QCOMPARE(child<QComboBox>(*w, "methodBox")->currentData().toString(), QString("adt"));
     QSignalSpy again(w.get(), &adtree::ui::MainWindow::generationFinished);
     w->generate();
     QVERIFY(again.wait(kRunMs));
     QCOMPARE(w->run().tokens(), made);
     // The switch off: no settings in the file, and dropping it says so instead of guessing.
-    w->pngSettingsAction()->setChecked(false);
+    child<QAction>(*w, "pngSettingsAction")->setChecked(false);
     QVERIFY(w->exportImage(out.filePath("plain.png"), 1));
     QVERIFY(QImage(out.filePath("plain.png")).text("adtree-settings").isEmpty());
     QVERIFY(!w->openDropped(out.filePath("plain.png")));
     auto* box = visibleErrorDialog(w.get());
     QVERIFY(box && box->text().contains("carries no ADT-Tree Studio settings"));
     closeErrorDialogs(w.get());
-    w->pngSettingsAction()->setChecked(true);
+    child<QAction>(*w, "pngSettingsAction")->setChecked(true);
     // Ctrl+C on the picture (Edit > Copy Image) puts it on the clipboard, 4x with crisp pixels.
     QGuiApplication::clipboard()->clear();
-    w->imageView()->setFocus();
-    QTest::keyClick(w->imageView(), Qt::Key_C, Qt::ControlModifier);
+    child<adtree::ui::ImageView>(*w, "imageView")->setFocus();
+    QTest::keyClick(child<adtree::ui::ImageView>(*w, "imageView"), Qt::Key_C, Qt::ControlModifier);
     const QImage copied = QGuiApplication::clipboard()->image();
-    QCOMPARE(copied.size(), w->imageView()->image().size() * 4);
+    QCOMPARE(copied.size(), child<adtree::ui::ImageView>(*w, "imageView")->image().size() * 4);
     QCOMPARE(copied.convertToFormat(QImage::Format_RGB888),
              img.convertToFormat(QImage::Format_RGB888));
     QVERIFY(w->exportMaps(out.path(), "run"));
@@ -324,7 +335,7 @@ class TeachingTest : public QObject {
     QCOMPARE(lines.size(), 1 + 16);
     QVERIFY(lines[0].startsWith("cell,row,col,token,depth,top1"));
     QCOMPARE(lines[6].split(',').size(), lines[0].split(',').size());
-    w->replayPanel()->setStep(1);
+    child<adtree::ui::ReplayPanel>(*w, "replayPanel")->setStep(1);
     QVERIFY(w->exportTree(out.filePath("tree.svg")));
     QFile svg(out.filePath("tree.svg"));
     QVERIFY(svg.open(QIODevice::ReadOnly));
@@ -343,7 +354,7 @@ class TeachingTest : public QObject {
   void compareChecksIdentityAndShowsDifferences() {
     auto w = openWindow();
     QVERIFY(w);
-    w->promptEdit()->setText("a red");
+    child<adtree::ui::PromptEdit>(*w, "promptEdit")->setText("a red");
     auto* c = w->compareWindow();
     c->show();
     QVERIFY(c->greedyBox()->isChecked());
@@ -391,21 +402,21 @@ class TeachingTest : public QObject {
     QVERIFY2(c->result(1)->label.contains("static+cascade"), qPrintable(c->result(1)->label));
     QVERIFY(c->identityLabel()->text().contains("No token-identity check"));
     // The main window's runs are untouched by the comparison's jobs.
-    QCOMPARE(w->historyPanel()->count(), 0);
+    QCOMPARE(child<adtree::ui::HistoryPanel>(*w, "historyPanel")->count(), 0);
   }
 
   // With traces off the run still works; the tree and distributions say why they are missing.
   void withoutTracesReplayStillScrubs() {
     auto w = openWindow();
     QVERIFY(w);
-    w->traceAction()->setChecked(false);
+    child<QAction>(*w, "traceAction")->setChecked(false);
     QCOMPARE(runOnce(*w, "adt"), QString("finished"));
     QVERIFY(!w->run().hasTraces());
-    w->replayPanel()->setStep(1);
-    QCOMPARE(w->replayPanel()->treeView()->nodeItems(), 0);
+    child<adtree::ui::ReplayPanel>(*w, "replayPanel")->setStep(1);
+    QCOMPARE(child<adtree::ui::ReplayPanel>(*w, "replayPanel")->treeView()->nodeItems(), 0);
     QVERIFY(w->run().committed() < 16);
     w->inspectCell(3);
-    QCOMPARE(w->distributionView()->barCount(), 0);
+    QCOMPARE(child<adtree::ui::DistributionView>(*w, "distributionView")->barCount(), 0);
   }
 };
 
