@@ -21,7 +21,6 @@
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
-#include <QSignalBlocker>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QStatusBar>
@@ -39,6 +38,7 @@
 #include "ui/exports.h"
 #include "ui/formatting.h"
 #include "ui/gallery.h"
+#include "ui/gallery_menu.h"
 #include "ui/heatmap_panel.h"
 #include "ui/histogram_panel.h"
 #include "ui/history_panel.h"
@@ -47,11 +47,13 @@
 #include "ui/job_queue.h"
 #include "ui/method_names.h"
 #include "ui/model_card.h"
+#include "ui/model_status.h"
 #include "ui/plot_panel.h"
 #include "ui/png_settings.h"
 #include "ui/prompt_bar.h"
 #include "ui/prompt_edit.h"
 #include "ui/queue_panel.h"
+#include "ui/recent_models.h"
 #include "ui/replay_panel.h"
 #include "ui/run_history.h"
 #include "ui/run_library.h"
@@ -113,26 +115,14 @@ void MainWindow::buildUi() {
   v->setContentsMargins(8, 6, 8, 4);
   v->setSpacing(6);
 
-  banner_ = new QLabel(central);
-  banner_->setObjectName("randomModelBanner");
-  banner_->setWordWrap(true);
-  banner_->setTextFormat(Qt::RichText);
-  banner_->setStyleSheet(
-      "QLabel#randomModelBanner { background: #fff4ce; color: #5c4400; "
-      "border: 1px solid #e0c060; border-radius: 4px; padding: 5px 8px; }");
-  banner_->setVisible(false);
-  v->addWidget(banner_);
+  model_status_ = new ModelStatus(central, statusBar());
+  v->addWidget(model_status_->banner());
   bar_ = new PromptBar(central);
   v->addWidget(bar_);
   view_ = new RunView(central);
   v->addWidget(view_, 1);
   setCentralWidget(central);
   buildDocks();
-
-  model_label_ = new QLabel(this);
-  device_label_ = new QLabel(this);
-  statusBar()->addPermanentWidget(model_label_);
-  statusBar()->addPermanentWidget(device_label_);
 }
 
 void MainWindow::buildDocks() {
@@ -276,11 +266,8 @@ void MainWindow::loadSettings() {
   settings_->loadSettings(s);
   devices_->loadSettings(s);
   library_->loadSettings();
-  {
-    const QSignalBlocker quiet(act_gallery_);  // its handler saves settings: not while loading
-    act_gallery_->setChecked(gallery()->enabled());
-  }
-  updateRecentMenu();
+  gallery_menu_->showEnabled();
+  recent_->refresh();
   onMethodChanged();
 }
 
@@ -329,21 +316,7 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
   qs.setValue("model/last", dir_key);
 
   const QString dir = QString::fromStdString(info.dir);
-  banner_->setVisible(info.random_weights);
-  if (info.random_weights) {
-    banner_->setText(tr("<b>Random model “%1”</b>: its weights are random numbers, so it draws "
-                        "noise (the pipeline and the statistics are real). Open a trained model "
-                        "with <i>File ▸ Open Model</i>.")
-                         .arg(QString::fromStdString(info.name).toHtmlEscaped()));
-  }
-  model_label_->setText(tr("Model: <b>%1</b> · %2×%3 tokens · %4 params")
-                            .arg(QString::fromStdString(info.name).toHtmlEscaped())
-                            .arg(info.grid_w)
-                            .arg(info.grid_h)
-                            .arg(formatParams(info.gpt_params)));
-  model_label_->setToolTip(QDir::toNativeSeparators(dir));
-  device_label_->setText(QStringLiteral("%1 · %2").arg(
-      QString::fromStdString(info.device).toUpper(), QString::fromStdString(info.dtype)));
+  model_status_->show(info);
   if (!isRunning()) {
     // Colour scales already span what the current settings can produce, not a placeholder 0..1.
     MapRanges ranges;
@@ -357,7 +330,7 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
   status(tr("Loaded %1 in %2 ms").arg(QDir::toNativeSeparators(dir)).arg(int(loaded.load_ms)),
          8000);
   // Every model a user opened is worth a shortcut, except the automatic random fallback.
-  if (QDir(dir) != QDir(randomModelDir())) addRecent(dir);
+  if (QDir(dir) != QDir(randomModelDir())) recent_->add(dir);
   setWindowTitle(tr("ADT-Tree Studio — %1").arg(QString::fromStdString(info.name)));
   if (compare_) compare_->setModel(info);
   setBusyUi();

@@ -31,14 +31,17 @@ class DistributionView;
 class EngineBridge;
 class Exports;
 class Gallery;
+class GalleryMenu;
 class HeatmapPanel;
 class HistogramPanel;
 class HistoryPanel;
 class JobQueue;
+class ModelStatus;
 class PlotPanel;
 class PromptBar;
 class PromptEdit;
 class QueuePanel;
+class RecentModels;
 class ReplayPanel;
 class RunHistory;
 class RunLibrary;
@@ -146,14 +149,11 @@ class MainWindow : public QMainWindow {
   void connectUi();
   void connectHistory();
   void createActions();
-  void createGalleryMenu(QMenu* menu);
   void connectBridge();
   void connectLibrary();
   void loadSettings();
   void saveSettings() const;
-  void updateRecentMenu();
   void fillPresetsMenu();
-  void addRecent(const QString& dir);
   void setBusyUi();
   void startNext();
   void endRun(const QString& how, const QString& status);
@@ -185,7 +185,6 @@ class MainWindow : public QMainWindow {
   double last_job_ms_ = 0, last_decode_cpu_ms_ = 0;
 
   // Widgets
-  QLabel* banner_ = nullptr;
   PromptBar* bar_ = nullptr;
   RunView* view_ = nullptr;
   SettingsPanel* settings_ = nullptr;
@@ -201,8 +200,6 @@ class MainWindow : public QMainWindow {
   int shown_id_ = 0;
   int inspected_cell_ = -1;
   bool first_layout_ = false;  // no saved layout: size the docks when first shown
-  QLabel* model_label_ = nullptr;
-  QLabel* device_label_ = nullptr;
   // Actions: every command with a shortcut lives here (STYLE.md).
   QAction* act_open_ = nullptr;
   QAction* act_generate_ = nullptr;
@@ -210,7 +207,6 @@ class MainWindow : public QMainWindow {
   QAction* act_save_image_ = nullptr;
   QAction* act_copy_image_ = nullptr;
   QAction* act_png_settings_ = nullptr;
-  QAction* act_gallery_ = nullptr;
   QAction* act_save_stats_ = nullptr;
   QAction* act_save_csv_ = nullptr;
   QAction* act_save_maps_ = nullptr;
@@ -220,7 +216,9 @@ class MainWindow : public QMainWindow {
   QAction* act_step_back_ = nullptr;
   QAction* act_step_fwd_ = nullptr;
   DeviceMenu* devices_ = nullptr;
-  QMenu* recent_menu_ = nullptr;
+  RecentModels* recent_ = nullptr;
+  GalleryMenu* gallery_menu_ = nullptr;
+  ModelStatus* model_status_ = nullptr;
   QMenu* presets_menu_ = nullptr;
 };
 

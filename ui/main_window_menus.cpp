@@ -3,7 +3,6 @@
 #include <QAction>
 #include <QCheckBox>
 #include <QComboBox>
-#include <QDesktopServices>
 #include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
@@ -12,31 +11,26 @@
 #include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QSettings>
 #include <QSpinBox>
-#include <QUrl>
 
 #include "ui/compare_window.h"
 #include "ui/device_menu.h"
 #include "ui/engine_bridge.h"
 #include "ui/error_dialog.h"
 #include "ui/exports.h"
-#include "ui/gallery.h"
+#include "ui/gallery_menu.h"
 #include "ui/image_view.h"
 #include "ui/main_window.h"
 #include "ui/model_card.h"
 #include "ui/presets.h"
 #include "ui/prompt_bar.h"
+#include "ui/recent_models.h"
 #include "ui/replay_panel.h"
 #include "ui/run_library.h"
 #include "ui/run_view.h"
 #include "ui/settings_panel.h"
 
 namespace adtree::ui {
-
-namespace {
-constexpr int kMaxRecent = 8;
-}
 
 PromptEdit* MainWindow::promptEdit() const {
   return bar_->prompt();
@@ -68,7 +62,8 @@ void MainWindow::createActions() {
   });
   act_open_->setShortcut(QKeySequence::Open);
   act_open_->setToolTip(tr("Open a model directory (model.json, gpt/vq.safetensors, text.json)"));
-  recent_menu_ = file->addMenu(tr("Open &Recent"));
+  recent_ = new RecentModels(file->addMenu(tr("Open &Recent")), this);
+  connect(recent_, &RecentModels::openRequested, this, [this](const QString& d) { openModel(d); });
   file->addSeparator();
   file->addAction(tr("Open R&un…"), this,
                   [this] {
@@ -178,7 +173,7 @@ void MainWindow::createActions() {
   for (auto* d : {replay_dock_, inspector_dock_, histogram_dock_, history_dock_, queue_dock_}) {
     view->addAction(d->toggleViewAction());
   }
-  createGalleryMenu(view->addMenu(tr("&Gallery")));
+  gallery_menu_ = new GalleryMenu(view->addMenu(tr("&Gallery")), library_, this);
   view->addSeparator();
   ImageView* image = view_->image();
   auto* fit = view->addAction(tr("Zoom to &Fit"), image, [image] { image->setZoom(0); });
@@ -200,51 +195,6 @@ void MainWindow::createActions() {
                           "adjacency-adaptive draft trees (ADT-Tree).<br><br>Hover the image or a "
                           "map to inspect a token; every knob has a tooltip."));
   });
-}
-
-void MainWindow::createGalleryMenu(QMenu* menu) {
-  act_gallery_ = menu->addAction(tr("&Keep Finished Pictures in the Gallery"));
-  act_gallery_->setObjectName("galleryAction");
-  act_gallery_->setCheckable(true);
-  act_gallery_->setToolTip(tr("Save every finished picture with its run file, across sessions"));
-  connect(act_gallery_, &QAction::toggled, library_, &RunLibrary::setGalleryEnabled);
-  menu->addAction(tr("Open the Gallery &Folder"), this, [this] {
-    QDir().mkpath(gallery()->dir());
-    QDesktopServices::openUrl(QUrl::fromLocalFile(gallery()->dir()));
-  });
-  menu->addAction(tr("Choose the Gallery Folder…"), this, [this] {
-    const QString dir =
-        QFileDialog::getExistingDirectory(this, tr("Gallery folder"), gallery()->dir());
-    if (!dir.isEmpty()) setGalleryDir(dir);
-  });
-  menu->addAction(tr("Gallery Size &Limit…"), this, [this] {
-    bool ok = false;
-    const int mb = QInputDialog::getInt(
-        this, tr("Gallery size limit"),
-        tr("Largest size of the gallery folder in MB; the oldest pictures are removed first "
-           "when a new one would pass it:"),
-        int(gallery()->maxBytes() >> 20), 1, 1 << 20, 64, &ok);
-    if (ok) library_->setGalleryLimitMb(mb);
-  });
-}
-
-void MainWindow::updateRecentMenu() {
-  recent_menu_->clear();
-  const QStringList recent = QSettings().value("model/recent").toStringList();
-  for (const auto& dir : recent) {
-    recent_menu_->addAction(QDir::toNativeSeparators(dir), this, [this, dir] { openModel(dir); });
-  }
-  recent_menu_->setEnabled(!recent.isEmpty());
-}
-
-void MainWindow::addRecent(const QString& dir) {
-  QSettings s;
-  QStringList recent = s.value("model/recent").toStringList();
-  recent.removeAll(dir);
-  recent.prepend(dir);
-  while (recent.size() > kMaxRecent) recent.removeLast();
-  s.setValue("model/recent", recent);
-  updateRecentMenu();
 }
 
 void MainWindow::savePreset(const QString& name) {
