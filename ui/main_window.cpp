@@ -1,33 +1,22 @@
 #include "ui/main_window.h"
 
 #include <QAction>
-#include <QCheckBox>
 #include <QClipboard>
 #include <QCloseEvent>
-#include <QComboBox>
-#include <QCursor>
 #include <QDir>
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileInfo>
-#include <QFontDatabase>
 #include <QGuiApplication>
-#include <QHBoxLayout>
 #include <QLabel>
 #include <QMimeData>
-#include <QProgressBar>
-#include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
-#include <QSpinBox>
-#include <QSplitter>
 #include <QStatusBar>
-#include <QToolTip>
 #include <QVBoxLayout>
 
-#include "decode/method.h"
 #include "engine/engine.h"
 #include "ui/compare_window.h"
 #include "ui/default_model.h"
@@ -36,22 +25,16 @@
 #include "ui/engine_bridge.h"
 #include "ui/error_dialog.h"
 #include "ui/exports.h"
-#include "ui/formatting.h"
 #include "ui/gallery.h"
 #include "ui/gallery_menu.h"
-#include "ui/heatmap_panel.h"
 #include "ui/histogram_panel.h"
 #include "ui/history_panel.h"
-#include "ui/image_convert.h"
 #include "ui/image_view.h"
 #include "ui/job_queue.h"
 #include "ui/method_names.h"
-#include "ui/model_card.h"
 #include "ui/model_status.h"
-#include "ui/plot_panel.h"
 #include "ui/png_settings.h"
 #include "ui/prompt_bar.h"
-#include "ui/prompt_edit.h"
 #include "ui/queue_panel.h"
 #include "ui/recent_models.h"
 #include "ui/replay_panel.h"
@@ -59,6 +42,7 @@
 #include "ui/run_library.h"
 #include "ui/run_view.h"
 #include "ui/settings_panel.h"
+#include "ui/status_text.h"
 #include "ui/tree_view.h"
 
 namespace adtree::ui {
@@ -449,14 +433,10 @@ void MainWindow::onFinished(const engine::JobFinished& f) {
   view_->finish(f);
   last_job_ms_ = f.elapsed_ms;
   last_decode_cpu_ms_ = f.decode_cpu_ms;
-  QString rule;               // the acceptance rule the run used, said in the status line
-  double ar_estimate_ms = 0;  // plain AR's time on this machine, where the run knows it
-  bool ran_as_ar = false;     // ADT-Tree's cost rule found that no tree can pay here
+  std::optional<decode::RunSettings> settings;  // what ran, for the status line
   try {
     RunRecord r = recordFromFinished(f);
-    rule = QString::fromStdString(r.stats->settings.verify);
-    ar_estimate_ms = r.stats->settings.ar_estimate_ms;
-    ran_as_ar = !r.stats->settings.ran_as_ar.empty();
+    settings = r.stats->settings;
     shown_id_ = library_->addFinished(r);
     r.id = shown_id_;
     history_panel_->setCurrent(r.id);  // marked as the one on screen, without re-showing it
@@ -467,20 +447,7 @@ void MainWindow::onFinished(const engine::JobFinished& f) {
   }
   replay_->setRun(run());
   onReplayStep(replay_->step());
-  const auto& s = f.summary;
-  const QString vs_ar =
-      ran_as_ar ? tr(", ran as AR: no tree can pay on this machine")
-      : ar_estimate_ms > 0 && s.wall_ms > 0
-          ? tr(", %1x the speed of AR (estimated)").arg(ar_estimate_ms / s.wall_ms, 0, 'f', 2)
-          : QString();
-  endRun("finished", tr("Done: %1 tokens in %2 (%3 tokens/s), τ = %4, %5 steps%6%7")
-                         .arg(s.tokens)
-                         .arg(formatSeconds(f.elapsed_ms / 1000.0))
-                         .arg(s.tokens_per_s, 0, 'f', 0)
-                         .arg(s.tau, 0, 'f', 2)
-                         .arg(s.steps)
-                         .arg(rule.isEmpty() ? QString() : tr(", %1 verification").arg(rule))
-                         .arg(vs_ar));
+  endRun("finished", finishedStatus(f, settings ? &*settings : nullptr));
   Q_EMIT generationFinished();
 }
 

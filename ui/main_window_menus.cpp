@@ -1,8 +1,6 @@
 // MainWindow's menus and the commands that live only there (recent models, presets, gallery
 // options): the wiring of actions, kept apart from the window's layout and run handling.
 #include <QAction>
-#include <QCheckBox>
-#include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
@@ -11,11 +9,9 @@
 #include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
-#include <QSpinBox>
 
 #include "ui/compare_window.h"
 #include "ui/device_menu.h"
-#include "ui/engine_bridge.h"
 #include "ui/error_dialog.h"
 #include "ui/exports.h"
 #include "ui/gallery_menu.h"
