@@ -220,6 +220,12 @@ void CompareWindow::setSide(int side, const QString& methodKey, decode::Acceptan
   setSide(side, decode::method_from_string(methodKey.toStdString()), relax);
 }
 
+void CompareWindow::startAgainstAr(decode::Method method, decode::Acceptance relax,
+                                   const decode::DecodeRequest* settings) {
+  setSide(0, decode::Method::Ar, decode::Acceptance::Lossless);
+  setSide(1, method, settings ? relax : decode::Acceptance::Lossless, settings);
+}
+
 void CompareWindow::runBoth() {
   if (running() || !model_ || prompt_.isEmpty()) return;
   decode::DecodeRequest req[2];

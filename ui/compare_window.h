@@ -45,6 +45,10 @@ class CompareWindow : public QWidget {
                const decode::DecodeRequest* settings = nullptr);
   // The same with the method's key, as a script names it on the command line.
   void setSide(int side, const QString& methodKey, decode::Acceptance relax);
+  // A's AR against B's configuration: the first question a user asks. Without settings, B's
+  // method runs lossless with its defaults.
+  void startAgainstAr(decode::Method method, decode::Acceptance relax,
+                      const decode::DecodeRequest* settings);
   // Shows two finished runs (e.g. from the history) without running anything.
   void showRecords(const RunRecord& a, const RunRecord& b);
 

@@ -1,14 +1,12 @@
 #include "ui/main_window.h"
 
 #include <QAction>
-#include <QClipboard>
 #include <QCloseEvent>
 #include <QDir>
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileInfo>
-#include <QGuiApplication>
 #include <QLabel>
 #include <QMimeData>
 #include <QScrollArea>
@@ -29,6 +27,7 @@
 #include "ui/gallery_menu.h"
 #include "ui/histogram_panel.h"
 #include "ui/history_panel.h"
+#include "ui/image_convert.h"
 #include "ui/image_view.h"
 #include "ui/job_queue.h"
 #include "ui/method_names.h"
@@ -183,8 +182,7 @@ void MainWindow::connectHistory() {
   });
   connect(history_panel_, &HistoryPanel::copyRequested, this, [this](int id) {
     if (const RunRecord* r = history()->find(id); r && !r->image.isNull()) {
-      QGuiApplication::clipboard()->setImage(
-          r->image.scaled(r->image.size() * 4, Qt::IgnoreAspectRatio, Qt::FastTransformation));
+      copyToClipboard(r->image);
       status(tr("Copied the picture of run #%1 to the clipboard").arg(id), 3000);
     }
   });
@@ -292,13 +290,7 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
   loading_dir_.clear();
   bar_->setModel(info);
   view_->image()->setTokenColors(info.token_colors);
-  // The same model as last time keeps the user's sampling; another model brings its own defaults.
-  const QString dir_key = QDir(QString::fromStdString(info.dir)).absolutePath();
-  QSettings qs;
-  settings_->setModel(info.default_sampling, info.codebook_size, info.grid_h * info.grid_w,
-                      qs.value("model/last").toString() != dir_key);
-  qs.setValue("model/last", dir_key);
-
+  settings_->setLoadedModel(info);
   const QString dir = QString::fromStdString(info.dir);
   model_status_->show(info);
   if (!isRunning()) {
@@ -642,9 +634,7 @@ bool MainWindow::exportTree(const QString& path) {
 bool MainWindow::copyImage() {
   const QImage& pic = view_->picture();
   if (pic.isNull()) return false;
-  // 4x with nearest neighbour: a 64 x 64 picture pasted elsewhere stays crisp and visible.
-  QGuiApplication::clipboard()->setImage(
-      pic.scaled(pic.size() * 4, Qt::IgnoreAspectRatio, Qt::FastTransformation));
+  copyToClipboard(pic);
   status(tr("Copied the picture to the clipboard"), 3000);
   return true;
 }
@@ -709,14 +699,13 @@ CompareWindow* MainWindow::compareWindow() {
   if (!compare_) {
     compare_ = new CompareWindow(bridge_, this);
     if (model_) compare_->setModel(*model_);
-    // Start from the main window's configuration against AR: the first question a user asks.
-    compare_->setSide(0, decode::Method::Ar, decode::Acceptance::Lossless);
+    std::optional<decode::DecodeRequest> req;
     try {
-      const auto req = settings_->request(bar_->method(), bar_->acceptance(), 0);
-      compare_->setSide(1, bar_->method(), bar_->acceptance(), &req);
+      req = settings_->request(bar_->method(), bar_->acceptance(), 0);
     } catch (const std::exception&) {
-      compare_->setSide(1, bar_->method(), decode::Acceptance::Lossless);
+      // Invalid settings: the method alone, with its defaults.
     }
+    compare_->startAgainstAr(bar_->method(), bar_->acceptance(), req ? &*req : nullptr);
   }
   compare_->setPrompt(bar_->promptText());
   compare_->setSeed(bar_->seed());

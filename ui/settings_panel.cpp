@@ -2,6 +2,7 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDir>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QLabel>
@@ -254,6 +255,14 @@ void SettingsPanel::setModel(const decode::SamplingParams& defaultSampling, qint
   top_k_->setValue(int(p.top_k));
   top_p_->setValue(p.top_p);
   Q_EMIT changed();
+}
+
+void SettingsPanel::setLoadedModel(const engine::ModelInfo& info) {
+  const QString dirKey = QDir(QString::fromStdString(info.dir)).absolutePath();
+  QSettings qs;
+  setModel(info.default_sampling, info.codebook_size, info.grid_h * info.grid_w,
+           qs.value("model/last").toString() != dirKey);
+  qs.setValue("model/last", dirKey);
 }
 
 // The rows' upper ends from the model's codebook and image size (the table's model bounds).

@@ -15,6 +15,7 @@
 #include "decode/method.h"
 #include "decode/sampling.h"
 #include "decode/setting.h"
+#include "engine/events.h"
 
 class QSpinBox;
 class QLabel;
@@ -41,6 +42,9 @@ class SettingsPanel : public QWidget {
   // becomes what Reset returns to, and replaces the current sampling when applyDefaults is set.
   void setModel(const decode::SamplingParams& defaultSampling, qint64 vocabSize, qint64 imageTokens,
                 bool applyDefaults);
+  // The same for a loaded model: the same model as last time (model/last) keeps the user's
+  // sampling; another model brings its own defaults.
+  void setLoadedModel(const engine::ModelInfo& info);
   // The request the widgets describe (method, acceptance rule and seed come from the caller).
   decode::DecodeRequest request(decode::Method method, decode::Acceptance relax,
                                 quint64 seed) const;
