@@ -9,8 +9,6 @@
 #include <QFileInfo>
 #include <QLabel>
 #include <QMimeData>
-#include <QScrollArea>
-#include <QScrollBar>
 #include <QSettings>
 #include <QStatusBar>
 #include <QVBoxLayout>
@@ -111,15 +109,8 @@ void MainWindow::buildUi() {
 void MainWindow::buildDocks() {
   settings_ = new SettingsPanel;
   settings_->setObjectName("settingsPanel");  // the compare window has two more, unnamed
-  auto* scroll = new QScrollArea;
-  scroll->setWidget(settings_);
-  scroll->setWidgetResizable(true);
-  scroll->setFrameShape(QFrame::NoFrame);
-  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
-  // Wide enough for every label and field without a horizontal scroll bar.
-  scroll->setMinimumWidth(settings_->sizeHint().width() +
-                          scroll->verticalScrollBar()->sizeHint().width() + 4);
-  settings_dock_ = addDock(tr("Settings"), "settingsDock", scroll, Qt::LeftDockWidgetArea);
+  settings_dock_ =
+      addDock(tr("Settings"), "settingsDock", settings_->inScrollArea(), Qt::LeftDockWidgetArea);
 
   // The teaching and research views (GUI.md "Beyond a single run"): docks, so a class can show
   // just the replay and the tree, and a researcher can float the inspector next to the maps.

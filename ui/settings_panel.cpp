@@ -7,6 +7,8 @@
 #include <QFormLayout>
 #include <QLabel>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSignalBlocker>
 #include <QSpinBox>
@@ -322,6 +324,16 @@ QString SettingsPanel::saveState() const {
   const auto r = request(method_, relax_, 0);
   nlohmann::json j = {{"method_settings", r.method.to_json()}, {"sampling", r.sampling.to_json()}};
   return QString::fromStdString(j.dump());
+}
+
+QWidget* SettingsPanel::inScrollArea() {
+  auto* scroll = new QScrollArea;
+  scroll->setWidget(this);
+  scroll->setWidgetResizable(true);
+  scroll->setFrameShape(QFrame::NoFrame);
+  scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+  scroll->setMinimumWidth(sizeHint().width() + scroll->verticalScrollBar()->sizeHint().width() + 4);
+  return scroll;
 }
 
 void SettingsPanel::loadSettings(const QSettings& s) {

@@ -53,6 +53,9 @@ class SettingsPanel : public QWidget {
   // Persistence through QSettings: the method settings and sampling as one JSON string.
   QString saveState() const;
   void restoreState(const QString& json);
+  // The panel in a scroll area (a new parent) that scrolls only vertically, wide enough for every
+  // label and field.
+  QWidget* inScrollArea();
   void loadSettings(const QSettings& s);  // run/settings
   void saveSettings(QSettings& s) const;
 
