@@ -9,6 +9,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
+#include "ui/method_names.h"
 #include "ui/plot_style.h"
 #include "ui/qcp.h"
 
@@ -250,6 +251,19 @@ bool DistributionView::logScale() const {
 }
 QString DistributionView::headline() const {
   return headline_->text();
+}
+
+QString DistributionView::showCell(const RunState& rs, int cell) {
+  if (const auto* c = rs.cellTrace(cell); c && rs.filled(cell)) {
+    setCell(*c, rs.gridW(), method_label(rs.method()));
+    return {};
+  }
+  clear();
+  if (!rs.filled(cell))
+    return tr("Cell (%1, %2) is not generated yet.").arg(cell / rs.gridW()).arg(cell % rs.gridW());
+  return tr(
+      "This run has no step traces (Run ▸ Record Step Traces), so the distribution at a "
+      "cell was not kept.");
 }
 
 }  // namespace adtree::ui

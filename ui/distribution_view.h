@@ -8,6 +8,7 @@
 #include <QWidget>
 
 #include "decode/trace.h"
+#include "ui/run_state.h"
 
 class QCheckBox;
 class QCustomPlot;
@@ -28,6 +29,9 @@ class DistributionView : public QWidget {
   // words, for the headline.
   void setCell(const decode::CellTrace& c, int gridW, const QString& method);
   void clear();
+  // Cell `cell` of a run: its distribution, or (cleared) the reason there is none to show, which
+  // the caller says in the status line; an empty string when it is shown.
+  QString showCell(const RunState& run, int cell);
 
   // For tests: bars drawn (the top-N), candidate table rows, the y axis mode and the headline.
   int barCount() const;

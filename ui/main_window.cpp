@@ -538,22 +538,11 @@ void MainWindow::onReplayStep(int step) {
 }
 
 void MainWindow::inspectCell(int cell) {
-  const RunState& rs = run();
-  if (cell < 0 || cell >= rs.cells()) return;
+  if (cell < 0 || cell >= run().cells()) return;
   inspected_cell_ = cell;
   inspector_dock_->show();
   inspector_dock_->raise();
-  if (const auto* c = rs.cellTrace(cell); c && rs.filled(cell)) {
-    inspector_->setCell(*c, rs.gridW(), method_label(rs.method()));
-  } else {
-    inspector_->clear();
-    status(!rs.filled(cell) ? tr("Cell (%1, %2) is not generated yet.")
-                                  .arg(cell / rs.gridW())
-                                  .arg(cell % rs.gridW())
-                            : tr("This run has no step traces (Run ▸ Record Step Traces), so "
-                                 "the distribution at a cell was not kept."),
-           6000);
-  }
+  if (const QString why = inspector_->showCell(run(), cell); !why.isEmpty()) status(why, 6000);
 }
 
 void MainWindow::raiseDock(const QString& name) {
