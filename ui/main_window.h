@@ -153,7 +153,6 @@ class MainWindow : public QMainWindow {
   void connectLibrary();
   void loadSettings();
   void saveSettings() const;
-  void fillPresetsMenu();
   void setBusyUi();
   void startNext();
   void endRun(const QString& how, const QString& status);
@@ -219,7 +218,6 @@ class MainWindow : public QMainWindow {
   RecentModels* recent_ = nullptr;
   GalleryMenu* gallery_menu_ = nullptr;
   ModelStatus* model_status_ = nullptr;
-  QMenu* presets_menu_ = nullptr;
 };
 
 }  // namespace adtree::ui

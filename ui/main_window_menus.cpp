@@ -19,6 +19,7 @@
 #include "ui/main_window.h"
 #include "ui/model_card.h"
 #include "ui/presets.h"
+#include "ui/presets_menu.h"
 #include "ui/prompt_bar.h"
 #include "ui/recent_models.h"
 #include "ui/replay_panel.h"
@@ -115,8 +116,8 @@ void MainWindow::createActions() {
             .trimmed();
     if (ok && !name.isEmpty()) savePreset(name);
   });
-  presets_menu_ = edit->addMenu(tr("P&resets"));
-  connect(presets_menu_, &QMenu::aboutToShow, this, &MainWindow::fillPresetsMenu);
+  connect(new PresetsMenu(edit->addMenu(tr("P&resets")), this), &PresetsMenu::applyRequested, this,
+          &MainWindow::applyPreset);
 
   auto* run = menuBar()->addMenu(tr("&Run"));
   act_generate_ = run->addAction(tr("&Generate"), this, &MainWindow::generate);
@@ -208,16 +209,6 @@ bool MainWindow::applyPreset(const QString& name) {
   settings_->restoreState(p->settings);
   status(tr("Applied the preset “%1”").arg(name), 3000);
   return true;
-}
-
-void MainWindow::fillPresetsMenu() {
-  presets_menu_->clear();
-  const QStringList names = PresetStore().names();
-  for (const auto& n : names) presets_menu_->addAction(n, this, [this, n] { applyPreset(n); });
-  if (names.isEmpty()) presets_menu_->addAction(tr("(none saved yet)"))->setEnabled(false);
-  auto* del = presets_menu_->addMenu(tr("&Delete"));
-  del->setEnabled(!names.isEmpty());
-  for (const auto& n : names) del->addAction(n, this, [n] { PresetStore().remove(n); });
 }
 
 }  // namespace adtree::ui
