@@ -70,12 +70,6 @@ MainWindow::MainWindow(double previewIntervalMs, QWidget* parent) : QMainWindow(
 const RunState& MainWindow::run() const {
   return view_->run();
 }
-HeatmapPanel* MainWindow::heatmaps() const {
-  return view_->heatmaps();
-}
-PlotPanel* MainWindow::plots() const {
-  return view_->plots();
-}
 RunHistory* MainWindow::history() const {
   return library_->history();
 }

@@ -71,18 +71,9 @@ class MainWindow : public QMainWindow {
   double lastJobMs() const { return last_job_ms_; }
   double lastDecodeCpuMs() const { return last_decode_cpu_ms_; }
 
-  // The widgets a script drives (app/adtree-studio/scripted_run.cpp); tests find every widget
-  // by its objectName instead.
-  PromptEdit* promptEdit() const;
-  QComboBox* methodBox() const;
-  QComboBox* relaxBox() const;
-  QSpinBox* seedBox() const;
-  QCheckBox* randomSeedBox() const;
-  QSpinBox* countBox() const;
-  HeatmapPanel* heatmaps() const;
-  PlotPanel* plots() const;
-  ReplayPanel* replayPanel() const { return replay_; }
-  CompareWindow* compareWindow();  // created on first use
+  // The compare window, created on first use (scripts and the Run menu open it); every other
+  // widget is found by its objectName.
+  CompareWindow* compareWindow();
 
   // The runs (this session's and the gallery's), the queue, the gallery.
   RunHistory* history() const;

@@ -29,25 +29,6 @@
 
 namespace adtree::ui {
 
-PromptEdit* MainWindow::promptEdit() const {
-  return bar_->prompt();
-}
-QComboBox* MainWindow::methodBox() const {
-  return bar_->methodBox();
-}
-QComboBox* MainWindow::relaxBox() const {
-  return bar_->relaxBox();
-}
-QSpinBox* MainWindow::seedBox() const {
-  return bar_->seedBox();
-}
-QCheckBox* MainWindow::randomSeedBox() const {
-  return bar_->randomSeedBox();
-}
-QSpinBox* MainWindow::countBox() const {
-  return bar_->countBox();
-}
-
 void MainWindow::createActions() {
   auto* file = menuBar()->addMenu(tr("&File"));
   act_open_ = file->addAction(tr("&Open Model…"), this, [this] {
@@ -83,7 +64,7 @@ void MainWindow::createActions() {
   });
   act_save_image_->setShortcut(QKeySequence::Save);
   act_save_maps_ = exp->addAction(tr("&Maps as PNG…"), this,
-                                  [this] { exports_->askMaps(heatmaps(), shownRecord()); });
+                                  [this] { exports_->askMaps(view_->heatmaps(), shownRecord()); });
   act_save_stats_ = exp->addAction(tr("Statistics as &JSON…"), this, [this] {
     if (const auto* r = shownRecord()) exports_->askStatsJson(*r);
   });

@@ -27,11 +27,6 @@ class PromptBar : public QWidget {
   PromptEdit* prompt() const { return prompt_; }
   QPushButton* generateButton() const { return generate_; }
   QPushButton* cancelButton() const { return cancel_; }
-  QComboBox* methodBox() const { return method_; }
-  QComboBox* relaxBox() const { return relax_; }
-  QSpinBox* seedBox() const { return seed_; }
-  QCheckBox* randomSeedBox() const { return random_seed_; }
-  QSpinBox* countBox() const { return count_; }
 
   QString methodKey() const;
   decode::Method method() const;

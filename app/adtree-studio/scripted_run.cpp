@@ -7,6 +7,7 @@
 #include <QTimer>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 
 #include "ui/compare_window.h"
 #include "ui/heatmap_panel.h"
@@ -19,6 +20,18 @@ namespace adtree::studio {
 namespace {
 
 // One scripted session: its state lives as long as the event loop that run_scripted() runs.
+// A widget of the window by its objectName, as the GUI tests find them: a renamed widget stops the
+// script with a message instead of a null pointer.
+template <class T>
+T* named(QObject& window, const char* name) {
+  auto* w = window.findChild<T*>(name);
+  if (!w) {
+    std::fprintf(stderr, "adtree-studio: the window has no %s (scripted run)\n", name);
+    std::exit(2);
+  }
+  return w;
+}
+
 class ScriptedRun {
  public:
   ScriptedRun(ui::TimedApplication& app, ui::MainWindow& w, const QCommandLineParser& cli,
@@ -67,13 +80,16 @@ class ScriptedRun {
     QObject::connect(
         &w_, &ui::MainWindow::modelReady, &w_,
         [this] {
-          w_.promptEdit()->setText(cli_.value(o_.run));
-          if (!choose(w_.methodBox(), o_.method) || !choose(w_.relaxBox(), o_.relax)) return;
+          named<ui::PromptEdit>(w_, "promptEdit")->setText(cli_.value(o_.run));
+          if (!choose(named<QComboBox>(w_, "methodBox"), o_.method) ||
+              !choose(named<QComboBox>(w_, "relaxBox"), o_.relax))
+            return;
           if (cli_.isSet(o_.seed)) {
-            w_.randomSeedBox()->setChecked(false);
-            w_.seedBox()->setValue(cli_.value(o_.seed).toInt());
+            named<QCheckBox>(w_, "randomSeedBox")->setChecked(false);
+            named<QSpinBox>(w_, "seedBox")->setValue(cli_.value(o_.seed).toInt());
           }
-          w_.countBox()->setValue(cli_.isSet(o_.count) ? cli_.value(o_.count).toInt() : 1);
+          named<QSpinBox>(w_, "countBox")
+              ->setValue(cli_.isSet(o_.count) ? cli_.value(o_.count).toInt() : 1);
           start();
         },
         Qt::SingleShotConnection);
@@ -89,7 +105,8 @@ class ScriptedRun {
     if (queue_.isEmpty()) return;
     QObject::connect(&w_, &ui::MainWindow::generationFinished, &w_, [this] {
       if (queue_.isEmpty()) return;
-      w_.methodBox()->setCurrentIndex(w_.methodBox()->findData(queue_.takeFirst()));
+      named<QComboBox>(w_, "methodBox")
+          ->setCurrentIndex(named<QComboBox>(w_, "methodBox")->findData(queue_.takeFirst()));
       QTimer::singleShot(200, &w_, [this] { w_.generate(); });
     });
   }
@@ -103,7 +120,8 @@ class ScriptedRun {
       if (!queue_.isEmpty()) return;  // after the last of --methods
       // The cell first: a replayed step hides the cells committed after it.
       if (cli_.isSet(o_.inspect)) w_.inspectCell(cli_.value(o_.inspect).toInt());
-      if (cli_.isSet(o_.replay)) w_.replayPanel()->setStep(cli_.value(o_.replay).toInt());
+      if (cli_.isSet(o_.replay))
+        named<ui::ReplayPanel>(w_, "replayPanel")->setStep(cli_.value(o_.replay).toInt());
       if (cli_.isSet(o_.dock)) w_.raiseDock(cli_.value(o_.dock));
       if (cli_.isSet(o_.compare)) {
         auto* c = w_.compareWindow();
@@ -148,7 +166,8 @@ class ScriptedRun {
         how.toUtf8().constData(), total_ms, w_.lastJobMs(), decode_ms, w_.lastDecodeCpuMs(),
         meter_.maxGapMs(), meter_.quantileMs(0.99), meter_.ticks(), app_.maxEventCpuMs(),
         app_.maxEventWallMs(), app_.totalCpuMs(), app_.slowestReceiver().toUtf8().constData(),
-        app_.slowestEventType(), w_.heatmaps()->replotCostMs(), w_.plots()->replotCostMs());
+        app_.slowestEventType(), named<ui::HeatmapPanel>(w_, "heatmapPanel")->replotCostMs(),
+        named<ui::PlotPanel>(w_, "plotPanel")->replotCostMs());
     std::fflush(stdout);
   }
 
