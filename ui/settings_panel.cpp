@@ -6,6 +6,7 @@
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
@@ -141,6 +142,11 @@ QWidget* SettingsPanel::makeEditor(const decode::Setting& s) {
     connect(w, &QCheckBox::toggled, this, &SettingsPanel::updateEnabled);
     return w;
   }
+  if (s.type == SettingType::Text) {  // a file name (none has a row yet)
+    auto* w = new QLineEdit(this);
+    connect(w, &QLineEdit::editingFinished, this, &SettingsPanel::updateEnabled);
+    return w;
+  }
   auto* w = new QComboBox(this);
   for (const auto& c : s.choices) w->addItem(QString::fromStdString(c));
   connect(w, &QComboBox::currentIndexChanged, this, &SettingsPanel::updateEnabled);
@@ -156,8 +162,9 @@ decode::SettingValue SettingsPanel::valueOf(const Row& r) const {
       return static_cast<QDoubleSpinBox*>(r.editor)->value();
     case SettingType::Bool:
       return static_cast<QCheckBox*>(r.editor)->isChecked();
-    case SettingType::Choice:
     case SettingType::Text:
+      return static_cast<QLineEdit*>(r.editor)->text().toStdString();
+    case SettingType::Choice:
       break;
   }
   return static_cast<QComboBox*>(r.editor)->currentText().toStdString();
@@ -175,8 +182,10 @@ void SettingsPanel::setValueOf(const Row& r, const decode::SettingValue& v) {
     case SettingType::Bool:
       static_cast<QCheckBox*>(r.editor)->setChecked(std::get<bool>(v));
       return;
-    case SettingType::Choice:
     case SettingType::Text:
+      static_cast<QLineEdit*>(r.editor)->setText(QString::fromStdString(std::get<std::string>(v)));
+      return;
+    case SettingType::Choice:
       static_cast<QComboBox*>(r.editor)->setCurrentText(
           QString::fromStdString(std::get<std::string>(v)));
       return;
