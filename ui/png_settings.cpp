@@ -85,17 +85,14 @@ PngRestore readPngRestore(const QString& path) {
   }
   PngRestore r;
   try {
-    r.request.method = decode::MethodSettings::from_json(ms);
-    r.request.sampling = decode::SamplingParams::from_json(j->value("sampling", nlohmann::json()),
-                                                           r.request.sampling);
+    const auto p = decode::read_picture_settings(*j);
+    r.request = p.request;
+    r.prompt = QString::fromStdString(p.prompt);
+    r.modelHash = p.model_hash;
   } catch (const std::exception& e) {
     return failed(QObject::tr("Unreadable settings"),
                   QObject::tr("The settings in %1 cannot be read.").arg(path), e.what());
   }
-  r.request.seed = j->value("seed", uint64_t(0));
-  r.prompt = QString::fromStdString(j->value("prompt", std::string()));
-  const auto model = j->value("model", nlohmann::json::object());
-  r.modelHash = model.is_object() ? model.value("hash", std::string()) : "";
   return r;
 }
 

@@ -67,7 +67,7 @@ decode::SamplingParams sampling_from(const Args& a, const model::ModelBundle& m)
 }
 
 namespace {
-nlohmann::json settings_from_png(const std::string& path) {
+decode::PictureSettings settings_from_png(const std::string& path) {
 #ifdef ADTREE_HAVE_IMAGING
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path + ": cannot read the PNG (missing or unreadable)");
@@ -90,11 +90,10 @@ nlohmann::json settings_from_png(const std::string& path) {
     throw Error(path + ": its adtree settings are not valid JSON");
   }
   try {
-    decode::check_picture_settings(j);
+    return decode::read_picture_settings(j);
   } catch (const Error& e) {
     throw Error(path + ": its adtree " + e.what());
   }
-  return j;
 #else
   throw Error(path + ": this build has no image support (OpenCV was not found at build time)");
 #endif
@@ -151,9 +150,8 @@ void generate_one(const Args& a, const model::ModelBundle& m, const std::string&
 }
 
 // --from-png without --model: the model the PNG was made with, where it still is.
-std::string model_of_png(const nlohmann::json& from) {
-  if (!from.contains("model") || !from["model"].is_object()) return {};
-  std::string dir = from["model"].value("dir", std::string());
+std::string model_of_png(const decode::PictureSettings& from) {
+  std::string dir = from.model_dir;
   if (!dir.empty() && !std::filesystem::is_directory(dir)) {
     std::cerr << "adtree generate: the PNG's model " << dir
               << " is not here; using the default model\n";
@@ -163,9 +161,8 @@ std::string model_of_png(const nlohmann::json& from) {
 }
 
 // A PNG from other weights than the ones loaded makes another picture from the same seed: say so.
-void warn_if_other_weights(const nlohmann::json& from, const model::ModelBundle& m) {
-  if (!from.contains("model") || !from["model"].is_object()) return;
-  const std::string was = from["model"].value("hash", std::string());
+void warn_if_other_weights(const decode::PictureSettings& from, const model::ModelBundle& m) {
+  const std::string& was = from.model_hash;
   if (!was.empty() && !m.hash.empty() && was != m.hash) {
     std::cerr << "adtree generate: the PNG was made with other weights (" << was.substr(0, 19)
               << "...) than " << m.dir << " (" << m.hash.substr(0, 19)
@@ -207,26 +204,22 @@ int cmd_generate(int argc, char** argv) {
   const auto from =
       a.given("from-png") ? std::optional(settings_from_png(a.str("from-png"))) : std::nullopt;
   std::string prompt = a.given("class") ? a.str("class") : a.str("prompt");
-  if (prompt.empty() && from) prompt = from->value("prompt", std::string());
+  if (prompt.empty() && from) prompt = from->prompt;
   if (prompt.empty()) throw Error("give a prompt with --prompt TEXT (or --class for c2i models)");
   const int64_t scale = a.integer("scale");
   if (scale < 1 || scale > 64) throw Error("--scale must be in 1..64");
-  const auto seed =
-      from && !a.given("seed") ? from->value("seed", uint64_t(0)) : a.non_negative("seed");
+  const auto seed = from && !a.given("seed") ? from->request.seed : a.non_negative("seed");
 #ifndef ADTREE_HAVE_IMAGING
   throw Error("this build has no image output (OpenCV was not found at build time)");
 #endif
 
   auto m = load_model(a, true, from ? model_of_png(*from) : std::string());
   decode::DecodeRequest req;
-  req.method = from ? decode::MethodSettings::from_json(
-                          from->value("method_settings", nlohmann::json::object()))
-                    : method_from(a, method_or_default(a, m.drafter != nullptr));
+  req.method =
+      from ? from->request.method : method_from(a, method_or_default(a, m.drafter != nullptr));
   req.trace.enabled = a.flag_set("trace");
   if (from) warn_if_other_weights(*from, m);
-  req.sampling = from ? decode::SamplingParams::from_json(from->value("sampling", nlohmann::json()),
-                                                          decode::SamplingParams{})
-                      : sampling_from(a, m);
+  req.sampling = from ? from->request.sampling : sampling_from(a, m);
   for (int64_t i = 0; i < count; ++i) {
     req.seed = seed + uint64_t(i);
     generate_one(a, m, prompt, req, numbered(a.str("out"), req.seed, count),

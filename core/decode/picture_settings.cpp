@@ -43,4 +43,20 @@ void check_picture_settings(const nlohmann::json& j) {
   need(j["model"], "hash", string, "model.hash", "a string");
 }
 
+PictureSettings read_picture_settings(const nlohmann::json& j) {
+  check_picture_settings(j);
+  PictureSettings p;
+  if (j.contains("method_settings"))
+    p.request.method = MethodSettings::from_json(j["method_settings"]);
+  if (j.contains("sampling"))
+    p.request.sampling = SamplingParams::from_json(j["sampling"], p.request.sampling);
+  p.request.seed = j.value("seed", uint64_t(0));
+  p.prompt = j.value("prompt", std::string());
+  if (j.contains("model")) {
+    p.model_dir = j["model"].value("dir", std::string());
+    p.model_hash = j["model"].value("hash", std::string());
+  }
+  return p;
+}
+
 }  // namespace adtree::decode

@@ -20,4 +20,14 @@ nlohmann::json picture_settings(const RunStats& stats, const std::string& app, d
 // method_settings and sampling, where present, have the types picture_settings writes.
 void check_picture_settings(const nlohmann::json& j);
 
+// A picture's settings read back, typed: the one reader behind `adtree generate --from-png` and a
+// picture dropped on the studio.
+struct PictureSettings {
+  DecodeRequest request;  // method settings, sampling, seed
+  std::string prompt;
+  std::string model_dir, model_hash;  // empty where the picture does not say
+};
+// check_picture_settings, then the fields; throws adtree::Error naming what is wrong.
+PictureSettings read_picture_settings(const nlohmann::json& j);
+
 }  // namespace adtree::decode

@@ -38,12 +38,22 @@ std::unique_ptr<LanternRule> lantern_for(const model::ModelBundle& model, const 
 }
 }  // namespace
 
+void check_request(const model::ModelBundle& model, const DecodeRequest& request) {
+  const auto& g = model.gpt_config;
+  validate_settings(request.method, request.sampling, g.vocab_size, g.image_tokens());
+  if (request.method.needs_drafter() && !model.drafter) {
+    throw Error("method '" + to_string(request.method.method) +
+                "' needs a draft head, and this model has none (drafter.safetensors); use ar or a "
+                "Jacobi method");
+  }
+}
+
 DecodeResult run_decode(const model::ModelBundle& model, const model::Condition& cond,
                         const DecodeRequest& request, const StepCallback& on_step,
                         const std::atomic<bool>* cancel) {
   const auto& g = model.gpt_config;
   const auto& m = request.method;
-  validate_settings(m, request.sampling, g.vocab_size, g.image_tokens());
+  check_request(model, request);
   DecodeResult res;
   if (m.method == Method::Ar) {
     if (m.acceptance == Acceptance::Lantern)
@@ -51,11 +61,6 @@ DecodeResult run_decode(const model::ModelBundle& model, const model::Condition&
     res = generate_ar(*model.gpt, cond, request.sampling, request.seed, on_step, cancel,
                       request.trace);
   } else if (m.needs_drafter()) {
-    if (!model.drafter) {
-      throw Error("method '" + to_string(m.method) +
-                  "' needs a draft head, and this model has none " +
-                  "(drafter.safetensors); use ar or a Jacobi method");
-    }
     const int64_t batch = request.sampling.uses_cfg() ? 2 : 1;
     SpecOptions opts;
     opts.budget = m.dynamic_tree.budget;  // ADT keeps the dynamic tree's N (SPEC_DECODING.md 5)
@@ -109,13 +114,7 @@ DecodeResult run_decode(const model::ModelBundle& model, const model::Condition&
 
 RunSettings prepare_run(const model::ModelBundle& model, const DecodeRequest& request,
                         const std::string& prompt, const model::LoadOptions& where) {
-  const auto& g = model.gpt_config;
-  validate_settings(request.method, request.sampling, g.vocab_size, g.image_tokens());
-  if (request.method.needs_drafter() && !model.drafter) {
-    throw Error("method '" + to_string(request.method.method) +
-                "' needs a draft head, and this model has none (drafter.safetensors); use ar or a "
-                "Jacobi method");
-  }
+  check_request(model, request);
   RunSettings run;
   run.request = request;
   run.prompt = prompt;

@@ -16,6 +16,10 @@ inline constexpr const char* kNoTreePays =
     "no block of drafts costs less per token than a one-token step on this cost curve, so no tree "
     "can pay: ADT-Tree ran as AR";
 
+// The checks every entry point makes before a generation: the settings and sampling against the
+// model (validate_settings), and a draft head where the method needs one. Throws adtree::Error.
+void check_request(const model::ModelBundle& model, const DecodeRequest& request);
+
 // `cond` is the batch [cond; uncond] when the sampling uses CFG (model::make_condition does that).
 // Throws adtree::Error for invalid settings or a method the model cannot run (no drafter).
 DecodeResult run_decode(const model::ModelBundle& model, const model::Condition& cond,

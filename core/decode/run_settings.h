@@ -13,8 +13,8 @@
 namespace adtree::decode {
 
 struct RunSettings {
-  // What was asked. The trace options are not part of it: they change what is recorded, not the
-  // picture.
+  // What was asked. The request's trace options are not written to JSON: they change what is
+  // recorded, not the picture.
   DecodeRequest request;
   std::string prompt;
   std::string model_dir, model_name, model_hash;  // hash: "sha256:..." (model::ModelBundle)

@@ -4,21 +4,15 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "decode/method.h"
 #include "util/error.h"
 #include "util/json_int.h"
+#include "util/number_text.h"
 
 namespace adtree::decode {
 
 namespace {
-
-std::string number_text(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
 
 std::string or_list(const std::vector<std::string>& words) {
   std::string list;
@@ -74,10 +68,6 @@ Setting& Setting::names(std::vector<std::pair<std::string, double>> n) {
 }
 Setting& Setting::reads(std::vector<Method> m, Condition c) {
   methods = std::move(m);
-  condition = c;
-  return *this;
-}
-Setting& Setting::when(Condition c) {
   condition = c;
   return *this;
 }

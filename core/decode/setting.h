@@ -54,7 +54,6 @@ struct Setting {
   Setting& bool_words(std::string on, std::string off);  // Bool: its words on the command line
   Setting& names(std::vector<std::pair<std::string, double>> named);  // "auto" = 0
   Setting& reads(std::vector<Method> methods, Condition when = Condition::Always);
-  Setting& when(Condition c);
   Setting& studio(std::string section_id, std::string row_label, double step = 1, int decimals = 0);
   Setting& studio_top(double hi);             // the form's upper end where the range has none
   Setting& studio_special(std::string text);  // the form's text for the lowest value

@@ -13,16 +13,11 @@
 #include "decode/run.h"
 #include "model/conditioning.h"
 #include "util/error.h"
+#include "util/number_text.h"
 
 namespace adtree::research {
 
 namespace {
-
-std::string num(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
 
 // Applies one axis value to every point so far: the cartesian product, axis by axis.
 template <typename T, typename F>
@@ -64,7 +59,7 @@ std::vector<SweepPoint> expand(const SweepGrid& g) {
   // unchanged, and the duplicates that makes are removed below.
   axis(pts, g.temperature, [](SweepPoint& p, double t) {
     p.sampling.temperature = t;
-    add_label(p, "T=" + num(t));
+    add_label(p, "T=" + number_text(t));
   });
   for (const auto& s : decode::method_settings_table()) {
     const auto it = g.axes.find(s.key);
@@ -156,13 +151,16 @@ nlohmann::json make_row(const SweepPoint& p, const std::string& prompt, uint64_t
 
 namespace {
 
-// Every point checked before the first (long) run.
+// Every point checked before the first (long) run, named by its label.
 void check_points(const model::ModelBundle& model, const std::vector<SweepPoint>& points) {
   for (const auto& p : points) {
-    decode::validate_settings(p.method, p.sampling, model.gpt_config.vocab_size,
-                              model.gpt_config.image_tokens());
-    if (p.method.needs_drafter() && !model.drafter) {
-      throw Error("'" + p.label + "' needs a draft head, and this model has none");
+    decode::DecodeRequest r;
+    r.method = p.method;
+    r.sampling = p.sampling;
+    try {
+      decode::check_request(model, r);
+    } catch (const Error& e) {
+      throw Error("'" + p.label + "': " + e.what());
     }
   }
 }
