@@ -10,7 +10,9 @@
 #include "ui/error_dialog.h"
 #include "ui/heatmap_panel.h"
 #include "ui/png_settings.h"
+#include "ui/replay_panel.h"
 #include "ui/run_state.h"
+#include "ui/run_view.h"
 #include "ui/tree_view.h"
 
 namespace adtree::ui {
@@ -24,7 +26,8 @@ bool writeText(const QString& path, const QByteArray& data, QString* why) {
 }
 }  // namespace
 
-Exports::Exports(QWidget* parent, Status status) : parent_(parent), status_(std::move(status)) {}
+Exports::Exports(QWidget* parent, Source source, Status status)
+    : parent_(parent), source_(std::move(source)), status_(std::move(status)) {}
 
 bool Exports::writeOrReport(const QString& path, const std::function<bool(QString*)>& write,
                             const QString& saved, bool quiet) {
@@ -38,13 +41,14 @@ bool Exports::writeOrReport(const QString& path, const std::function<bool(QStrin
   return true;
 }
 
-bool Exports::image(const QImage& img, const RunRecord* r, const QString& path, int scale,
-                    bool withSettings) {
+bool Exports::image(const QString& path, int scale) {
+  const QImage& img = source_.view->picture();
   if (img.isNull()) return false;
+  const RunRecord* r = source_.shown();
   scale = std::clamp(scale, 1, 64);
   QImage big = img.scaled(img.size() * scale, Qt::IgnoreAspectRatio, Qt::FastTransformation);
   // How it was made, in the PNG's text chunk "adtree-settings" (the CLI writes the same key).
-  if (r && r->stats && withSettings) big = withPngSettings(big, *r);
+  if (r && r->stats && source_.pngSettings()) big = withPngSettings(big, *r);
   return writeOrReport(
       path,
       [&](QString* why) {
@@ -56,7 +60,8 @@ bool Exports::image(const QImage& img, const RunRecord* r, const QString& path, 
       QObject::tr("Saved %1 (%2×%3)").arg(path).arg(big.width()).arg(big.height()));
 }
 
-bool Exports::maps(HeatmapPanel* maps, const QString& dir, const QString& prefix) {
+bool Exports::maps(const QString& dir, const QString& prefix) {
+  HeatmapPanel* heatmaps = source_.view->heatmaps();
   static const char* kNames[RunState::MapCount] = {"depth", "top1", "accept-length", "tree-depth",
                                                    "tree-width"};
   QStringList written;
@@ -65,7 +70,7 @@ bool Exports::maps(HeatmapPanel* maps, const QString& dir, const QString& prefix
     const bool ok = writeOrReport(
         path,
         [&](QString* why) {
-          if (maps->saveMapPng(RunState::Map(m), path)) return true;
+          if (heatmaps->saveMapPng(RunState::Map(m), path)) return true;
           *why = QObject::tr("the folder is not writable, or the disk is full");
           return false;
         },
@@ -77,30 +82,37 @@ bool Exports::maps(HeatmapPanel* maps, const QString& dir, const QString& prefix
   return true;
 }
 
-bool Exports::statsJson(const RunRecord& r, const QString& path) {
-  const QByteArray text = QByteArray::fromStdString(ui::statsJson(r).dump(1) + "\n");
+bool Exports::statsJson(const QString& path) {
+  const RunRecord* r = source_.shown();
+  if (!r) return false;
+  const QByteArray text = QByteArray::fromStdString(ui::statsJson(*r).dump(1) + "\n");
   return writeOrReport(path, [&](QString* why) { return writeText(path, text, why); });
 }
 
-bool Exports::statsCsv(const RunRecord& r, const QString& path) {
-  const QByteArray text = cellsCsv(r).toUtf8();
+bool Exports::statsCsv(const QString& path) {
+  const RunRecord* r = source_.shown();
+  if (!r) return false;
+  const QByteArray text = cellsCsv(*r).toUtf8();
   return writeOrReport(path, [&](QString* why) { return writeText(path, text, why); });
 }
 
-bool Exports::tree(TreeView* tree, const QString& path) {
+bool Exports::tree(const QString& path) {
+  TreeView* view = source_.replay->treeView();
   const bool svg = path.endsWith(".svg", Qt::CaseInsensitive);
   return writeOrReport(path, [&](QString* why) {
-    if (svg ? tree->saveSvg(path) : tree->savePng(path)) return true;
+    if (svg ? view->saveSvg(path) : view->savePng(path)) return true;
     *why = QObject::tr("the folder is not writable, or the disk is full");
     return false;
   });
 }
 
-bool Exports::runFile(const RunRecord& r, const QString& path) {
-  return writeOrReport(path, [&](QString* why) { return saveRunFile(r, path, why); });
+bool Exports::runFile(const QString& path) {
+  const RunRecord* r = source_.shown();
+  return r && writeOrReport(path, [&](QString* why) { return saveRunFile(*r, path, why); });
 }
 
-void Exports::askImage(const QImage& img, const RunRecord* r, bool withSettings) {
+void Exports::askImage() {
+  const QImage& img = source_.view->picture();
   if (img.isNull()) return;
   bool ok = false;
   // Small images are worth enlarging with crisp pixels for slides; offer the common factors.
@@ -117,44 +129,50 @@ void Exports::askImage(const QImage& img, const RunRecord* r, bool withSettings)
   const QString path = QFileDialog::getSaveFileName(parent_, QObject::tr("Export image"),
                                                     QDir::home().filePath("adtree.png"),
                                                     QObject::tr("PNG images (*.png)"));
-  if (!path.isEmpty()) image(img, r, path, pick.toInt(), withSettings);
+  if (!path.isEmpty()) image(path, pick.toInt());
 }
 
-void Exports::askMaps(HeatmapPanel* m, const RunRecord* r) {
+void Exports::askMaps() {
   const QString dir = QFileDialog::getExistingDirectory(
       parent_, QObject::tr("Export the maps into a folder"), QDir::homePath());
   if (dir.isEmpty()) return;
-  maps(m, dir, r ? QStringLiteral("adtree-run-%1").arg(r->id) : QStringLiteral("adtree"));
+  const RunRecord* r = source_.shown();
+  maps(dir, r ? QStringLiteral("adtree-run-%1").arg(r->id) : QStringLiteral("adtree"));
 }
 
-void Exports::askStatsJson(const RunRecord& r) {
+void Exports::askStatsJson() {
+  if (!source_.shown()) return;
   const QString path = QFileDialog::getSaveFileName(parent_, QObject::tr("Save statistics"),
                                                     QDir::home().filePath("adtree-stats.json"),
                                                     QObject::tr("JSON (*.json)"));
-  if (!path.isEmpty()) statsJson(r, path);
+  if (!path.isEmpty()) statsJson(path);
 }
 
-void Exports::askStatsCsv(const RunRecord& r) {
+void Exports::askStatsCsv() {
+  if (!source_.shown()) return;
   const QString path = QFileDialog::getSaveFileName(parent_, QObject::tr("Save statistics as CSV"),
                                                     QDir::home().filePath("adtree-cells.csv"),
                                                     QObject::tr("CSV (*.csv)"));
-  if (!path.isEmpty()) statsCsv(r, path);
+  if (!path.isEmpty()) statsCsv(path);
 }
 
-void Exports::askTree(TreeView* t, int step) {
+void Exports::askTree() {
+  const int step = source_.replay->step();
   const QString path = QFileDialog::getSaveFileName(
       parent_, QObject::tr("Export the draft tree"),
       QDir::home().filePath(QStringLiteral("adtree-tree-step-%1.svg").arg(step)),
       QObject::tr("SVG (*.svg);;PNG (*.png)"));
-  if (!path.isEmpty()) tree(t, path);
+  if (!path.isEmpty()) tree(path);
 }
 
-void Exports::askRunFile(const RunRecord& r) {
+void Exports::askRunFile() {
+  const RunRecord* r = source_.shown();
+  if (!r) return;
   const QString path = QFileDialog::getSaveFileName(
       parent_, QObject::tr("Save run"),
-      QDir::home().filePath(QStringLiteral("adtree-run-%1.adtrun.json").arg(r.id)),
+      QDir::home().filePath(QStringLiteral("adtree-run-%1.adtrun.json").arg(r->id)),
       QObject::tr("ADT-Tree runs (*.adtrun.json)"));
-  if (!path.isEmpty()) runFile(r, path);
+  if (!path.isEmpty()) runFile(path);
 }
 
 }  // namespace adtree::ui

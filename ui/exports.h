@@ -14,30 +14,37 @@ class QWidget;
 
 namespace adtree::ui {
 
-class HeatmapPanel;
-class TreeView;
+class ReplayPanel;
+class RunView;
 
 class Exports {
  public:
   using Status = std::function<void(const QString& message, int timeoutMs)>;
-  Exports(QWidget* parent, Status status);
+  // What the exports read: the run on screen (null = none), its view and replay, and whether
+  // exported PNGs carry their settings (Edit > Write Settings into Exported PNGs).
+  struct Source {
+    std::function<const RunRecord*()> shown;
+    RunView* view = nullptr;
+    ReplayPanel* replay = nullptr;
+    std::function<bool()> pngSettings;
+  };
+  Exports(QWidget* parent, Source source, Status status);
 
-  // The writes (tests and scripts call them directly).
-  bool image(const QImage& img, const RunRecord* r, const QString& path, int scale,
-             bool withSettings);
-  bool maps(HeatmapPanel* maps, const QString& dir, const QString& prefix);
-  bool statsJson(const RunRecord& r, const QString& path);
-  bool statsCsv(const RunRecord& r, const QString& path);
-  bool tree(TreeView* tree, const QString& path);  // .svg or .png by suffix
-  bool runFile(const RunRecord& r, const QString& path);
+  // The writes (tests and scripts call them directly); false when there is nothing to write.
+  bool image(const QString& path, int scale);
+  bool maps(const QString& dir, const QString& prefix);
+  bool statsJson(const QString& path);
+  bool statsCsv(const QString& path);
+  bool tree(const QString& path);  // .svg or .png by suffix
+  bool runFile(const QString& path);
 
-  // The same behind their file dialogs.
-  void askImage(const QImage& img, const RunRecord* r, bool withSettings);
-  void askMaps(HeatmapPanel* maps, const RunRecord* r);
-  void askStatsJson(const RunRecord& r);
-  void askStatsCsv(const RunRecord& r);
-  void askTree(TreeView* tree, int step);
-  void askRunFile(const RunRecord& r);
+  // The same behind their file dialogs (the File menu's commands).
+  void askImage();
+  void askMaps();
+  void askStatsJson();
+  void askStatsCsv();
+  void askTree();
+  void askRunFile();
 
  private:
   // Runs `write` (false + *why on failure): an error dialog on failure, else `saved` (or
@@ -46,6 +53,7 @@ class Exports {
                      const QString& saved = {}, bool quiet = false);
 
   QWidget* parent_;
+  Source source_;
   Status status_;
 };
 

@@ -77,8 +77,8 @@ void JobQueue::finishRunning() {
   if (!running_) return;
   beginRemoveRows({}, 0, 0);
   running_.reset();
+  if (pending_.isEmpty()) begun_ = 0;  // before the signal: views read begun() in it
   endRemoveRows();
-  if (pending_.isEmpty()) begun_ = 0;
 }
 
 int JobQueue::rowOfPending(int ticket) const {

@@ -3,7 +3,6 @@
 #include <QAction>
 #include <QCloseEvent>
 #include <QDir>
-#include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileInfo>
@@ -22,12 +21,12 @@
 #include "ui/error_dialog.h"
 #include "ui/exports.h"
 #include "ui/gallery.h"
-#include "ui/gallery_menu.h"
 #include "ui/histogram_panel.h"
 #include "ui/history_panel.h"
 #include "ui/image_convert.h"
 #include "ui/image_view.h"
 #include "ui/job_queue.h"
+#include "ui/main_actions.h"
 #include "ui/method_names.h"
 #include "ui/model_status.h"
 #include "ui/png_settings.h"
@@ -56,9 +55,15 @@ MainWindow::MainWindow(double previewIntervalMs, QWidget* parent) : QMainWindow(
   bridge_ = new EngineBridge(opts, this);
   library_ = new RunLibrary(this);
   queue_ = new JobQueue(this);
-  exports_ = std::make_unique<Exports>(this, [this](const QString& m, int ms) { status(m, ms); });
   buildUi();
-  createActions();
+  const auto status = [this](const QString& m, int ms) { this->status(m, ms); };
+  exports_ = std::make_unique<Exports>(
+      this,
+      Exports::Source{[this] { return shownRecord(); }, view_, docks_.replay,
+                      [this] { return actions_->pngSettingsOn(); }},
+      status);
+  actions_ = new MainActions({this, exports_.get(), view_, docks_.replay, bar_, docks_.settings,
+                              library_, docks_.toggleActions(), status});
   connectUi();
   connectHistory();
   connectBridge();
@@ -97,49 +102,7 @@ void MainWindow::buildUi() {
   view_ = new RunView(central);
   v->addWidget(view_, 1);
   setCentralWidget(central);
-  buildDocks();
-}
-
-void MainWindow::buildDocks() {
-  settings_ = new SettingsPanel;
-  settings_->setObjectName("settingsPanel");  // the compare window has two more, unnamed
-  settings_dock_ =
-      addDock(tr("Settings"), "settingsDock", settings_->inScrollArea(), Qt::LeftDockWidgetArea);
-
-  // The teaching and research views (GUI.md "Beyond a single run"): docks, so a class can show
-  // just the replay and the tree, and a researcher can float the inspector next to the maps.
-  // All under the maps: the replay strip, and beside it the inspector, histograms, history and
-  // queue as tabs, so the image and maps keep the window's full width.
-  replay_ = new ReplayPanel;
-  replay_dock_ =
-      addDock(tr("Replay and draft tree"), "replayDock", replay_, Qt::BottomDockWidgetArea);
-  inspector_ = new DistributionView;
-  inspector_dock_ =
-      addDock(tr("Token distribution"), "inspectorDock", inspector_, Qt::BottomDockWidgetArea);
-  splitDockWidget(replay_dock_, inspector_dock_, Qt::Horizontal);
-  histograms_ = new HistogramPanel;
-  histogram_dock_ =
-      addDock(tr("Acceptance histograms"), "histogramDock", histograms_, Qt::BottomDockWidgetArea);
-  history_panel_ = new HistoryPanel(library_->history());
-  history_dock_ =
-      addDock(tr("History and gallery"), "historyDock", history_panel_, Qt::BottomDockWidgetArea);
-  queue_panel_ = new QueuePanel(queue_);
-  queue_dock_ = addDock(tr("Queue"), "queueDock", queue_panel_, Qt::BottomDockWidgetArea);
-  tabifyDockWidget(inspector_dock_, histogram_dock_);
-  tabifyDockWidget(histogram_dock_, history_dock_);
-  tabifyDockWidget(history_dock_, queue_dock_);
-  inspector_dock_->raise();
-}
-
-QDockWidget* MainWindow::addDock(const QString& title, const QString& name, QWidget* w,
-                                 Qt::DockWidgetArea area) {
-  auto* d = new QDockWidget(title, this);
-  d->setObjectName(name);
-  d->setWidget(w);
-  d->setFeatures(QDockWidget::DockWidgetClosable | QDockWidget::DockWidgetMovable |
-                 QDockWidget::DockWidgetFloatable);
-  addDockWidget(area, d);
-  return d;
+  docks_ = MainDocks::build(this, library_->history(), queue_);
 }
 
 void MainWindow::connectUi() {
@@ -148,30 +111,27 @@ void MainWindow::connectUi() {
   connect(bar_, &PromptBar::methodChanged, this, &MainWindow::onMethodChanged);
   connect(view_, &RunView::cellHovered, view_, &RunView::hover);
   connect(view_, &RunView::cellClicked, this, &MainWindow::inspectCell);
-  connect(replay_, &ReplayPanel::stepChanged, this, &MainWindow::onReplayStep);
-  connect(replay_->treeView(), &TreeView::cellActivated, this, &MainWindow::inspectCell);
-  connect(queue_panel_, &QueuePanel::cancelRunningRequested, this, &MainWindow::cancel);
-  for (auto sig : {&QAbstractItemModel::rowsInserted, &QAbstractItemModel::rowsRemoved}) {
-    connect(queue_, sig, this, &MainWindow::updateQueueText);
-  }
-  connect(queue_, &QAbstractItemModel::modelReset, this, &MainWindow::updateQueueText);
+  connect(docks_.replay, &ReplayPanel::stepChanged, this, &MainWindow::onReplayStep);
+  connect(docks_.replay->treeView(), &TreeView::cellActivated, this, &MainWindow::inspectCell);
+  connect(docks_.queue, &QueuePanel::cancelRunningRequested, this, &MainWindow::cancel);
+  view_->followQueue(queue_);
 }
 
 // The History panel's commands on a picture.
 void MainWindow::connectHistory() {
-  connect(history_panel_, &HistoryPanel::runSelected, this, &MainWindow::showHistoryRun);
-  connect(history_panel_, &HistoryPanel::deleteRequested, this, &MainWindow::deleteRuns);
-  connect(history_panel_, &HistoryPanel::revealRequested, this, [this](int id) {
+  connect(docks_.history, &HistoryPanel::runSelected, this, &MainWindow::showHistoryRun);
+  connect(docks_.history, &HistoryPanel::deleteRequested, this, &MainWindow::deleteRuns);
+  connect(docks_.history, &HistoryPanel::revealRequested, this, [this](int id) {
     if (!library_->reveal(id))
       status(tr("This run is not in the gallery (the gallery is off, or its save failed)."), 5000);
   });
-  connect(history_panel_, &HistoryPanel::copyRequested, this, [this](int id) {
+  connect(docks_.history, &HistoryPanel::copyRequested, this, [this](int id) {
     if (const RunRecord* r = history()->find(id); r && !r->image.isNull()) {
       copyToClipboard(r->image);
       status(tr("Copied the picture of run #%1 to the clipboard").arg(id), 3000);
     }
   });
-  connect(history_panel_, &HistoryPanel::compareRequested, this, [this](int a, int b) {
+  connect(docks_.history, &HistoryPanel::compareRequested, this, [this](int a, int b) {
     QString error;
     const auto pair = library_->loadPair(a, b, &error);
     if (!pair) return;
@@ -195,9 +155,9 @@ void MainWindow::connectBridge() {
 }
 
 void MainWindow::connectLibrary() {
-  connect(library_, &RunLibrary::removed, histograms_, &HistogramPanel::removeRun);
+  connect(library_, &RunLibrary::removed, docks_.histograms, &HistogramPanel::removeRun);
   connect(library_, &RunLibrary::saved, this, &MainWindow::gallerySaved);
-  connect(library_, &RunLibrary::noteChanged, history_panel_, &HistoryPanel::setGalleryNote);
+  connect(library_, &RunLibrary::noteChanged, docks_.history, &HistoryPanel::setGalleryNote);
   connect(library_, &RunLibrary::capped, this, [this](int count, int limitMb) {
     status(tr("The gallery is over its %1 MB limit: removed the %2 oldest picture(s).")
                .arg(limitMb)
@@ -228,13 +188,9 @@ void MainWindow::loadSettings() {
   first_layout_ = !restoreState(s.value("window/state").toByteArray());
   view_->loadSettings(s);
   bar_->loadSettings(s);
-  act_trace_->setChecked(s.value("run/trace", true).toBool());
-  act_png_settings_->setChecked(s.value("export/pngSettings", true).toBool());
-  settings_->loadSettings(s);
-  devices_->loadSettings(s);
+  docks_.settings->loadSettings(s);
   library_->loadSettings();
-  gallery_menu_->showEnabled();
-  recent_->refresh();
+  actions_->loadSettings(s);
   onMethodChanged();
 }
 
@@ -244,10 +200,8 @@ void MainWindow::saveSettings() const {
   s.setValue("window/state", saveState());
   view_->saveSettings(s);
   bar_->saveSettings(s);
-  s.setValue("run/trace", act_trace_->isChecked());
-  s.setValue("export/pngSettings", act_png_settings_->isChecked());
-  settings_->saveSettings(s);
-  devices_->saveSettings(s);
+  docks_.settings->saveSettings(s);
+  actions_->saveSettings(s);
   library_->saveSettings();
 }
 
@@ -265,7 +219,8 @@ void MainWindow::openModel(const QString& dir, const QString& createRandom) {
   loading_dir_ = dir;
   if (!model_) view_->setPlaceholder(tr("Loading model…"));
   status(tr("Loading %1…").arg(QDir::toNativeSeparators(dir)));
-  bridge_->loadModel(dir, devices_->device(), devices_->dtype(), createRandom);
+  bridge_->loadModel(dir, actions_->devices()->device(), actions_->devices()->dtype(),
+                     createRandom);
   setBusyUi();
 }
 
@@ -275,23 +230,19 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
   loading_dir_.clear();
   bar_->setModel(info);
   view_->image()->setTokenColors(info.token_colors);
-  settings_->setLoadedModel(info);
+  docks_.settings->setLoadedModel(info);
   const QString dir = QString::fromStdString(info.dir);
   model_status_->show(info);
   if (!isRunning()) {
     // Colour scales already span what the current settings can produce, not a placeholder 0..1.
-    MapRanges ranges;
-    try {
-      ranges = ranges_for(settings_->request(bar_->method(), decode::Acceptance::Lossless, 0));
-    } catch (const std::exception&) {
-      // Invalid settings: the scales stay at their defaults until the next run says otherwise.
-    }
-    view_->showEmpty(info, ranges);
+    // Invalid settings: the scales stay at their defaults until the next run says otherwise.
+    const auto req = docks_.settings->validRequest(bar_->method(), decode::Acceptance::Lossless);
+    view_->showEmpty(info, req ? ranges_for(*req) : MapRanges{});
   }
   status(tr("Loaded %1 in %2 ms").arg(QDir::toNativeSeparators(dir)).arg(int(loaded.load_ms)),
          8000);
   // Every model a user opened is worth a shortcut, except the automatic random fallback.
-  if (QDir(dir) != QDir(randomModelDir())) recent_->add(dir);
+  if (QDir(dir) != QDir(randomModelDir())) actions_->recent()->add(dir);
   setWindowTitle(tr("ADT-Tree Studio — %1").arg(QString::fromStdString(info.name)));
   if (compare_) compare_->setModel(info);
   setBusyUi();
@@ -302,8 +253,8 @@ void MainWindow::onLoadFailed(const QString& dir, const QString& message) {
   loading_dir_.clear();
   if (model_) {
     // The menus show what is loaded, not the device or precision that just failed.
-    devices_->showLoaded(QString::fromStdString(model_->device).section(':', 0, 0),
-                         QString::fromStdString(model_->dtype));
+    actions_->devices()->showLoaded(QString::fromStdString(model_->device).section(':', 0, 0),
+                                    QString::fromStdString(model_->dtype));
   }
   setBusyUi();
   QString keep = model_ ? tr("Still using %1.").arg(QString::fromStdString(model_->name))
@@ -321,25 +272,14 @@ void MainWindow::onLoadFailed(const QString& dir, const QString& message) {
 // ---- running ----------------------------------------------------------------------------------
 
 void MainWindow::onMethodChanged() {
-  settings_->setMethod(bar_->method(), bar_->acceptance());
+  docks_.settings->setMethod(bar_->method(), bar_->acceptance());
 }
 
 void MainWindow::setBusyUi() {
-  const bool loading = !loading_dir_.isEmpty();
-  const bool can_generate = model_.has_value() && !loading;
+  const bool can_generate = model_.has_value() && loading_dir_.isEmpty();
   bar_->setBusy(can_generate, isRunning());
-  act_generate_->setEnabled(can_generate);
-  act_cancel_->setEnabled(isRunning());
-  const bool shown = shownRecord() != nullptr && !isRunning();
-  act_save_image_->setEnabled(!view_->picture().isNull() && !isRunning());
-  act_copy_image_->setEnabled(!view_->picture().isNull() && !isRunning());
-  act_save_stats_->setEnabled(shown);
-  act_save_csv_->setEnabled(shown);
-  act_save_maps_->setEnabled(shown);
-  act_save_run_->setEnabled(shown);
-  act_save_tree_->setEnabled(shown && run().hasTraces());
-  act_step_back_->setEnabled(shown);
-  act_step_fwd_->setEnabled(shown);
+  actions_->setState({can_generate, isRunning(), shownRecord() != nullptr,
+                      !view_->picture().isNull(), run().hasTraces()});
 }
 
 void MainWindow::generate() {
@@ -354,13 +294,13 @@ void MainWindow::generate() {
   job.method = bar_->method();
   job.seed = bar_->nextSeed();
   try {
-    job.request = settings_->request(job.method, bar_->acceptance(), job.seed);
+    job.request = docks_.settings->request(job.method, bar_->acceptance(), job.seed);
   } catch (const std::exception& e) {
     showError(this, tr("Invalid settings"), tr("The settings do not form a valid request."),
               e.what());
     return;
   }
-  job.request.trace.enabled = act_trace_->isChecked();
+  job.request.trace.enabled = actions_->traceOn();
   const int count = bar_->count();
   queue_->enqueueBatch(job, count);
   if (isRunning()) {
@@ -392,8 +332,8 @@ void MainWindow::onJobStarted(const engine::JobStarted& s) {
   if (s.job != current_job_) return;
   shown_id_ = 0;
   inspected_cell_ = -1;
-  inspector_->clear();
-  replay_->clearRun(tr("Replay is available when the run has finished."));
+  docks_.inspector->clear();
+  docks_.replay->clearRun(tr("Replay is available when the run has finished."));
   view_->start(s, pending_ranges_);
 }
 
@@ -416,14 +356,14 @@ void MainWindow::onFinished(const engine::JobFinished& f) {
     settings = r.stats->settings;
     shown_id_ = library_->addFinished(r);
     r.id = shown_id_;
-    history_panel_->setCurrent(r.id);  // marked as the one on screen, without re-showing it
-    histograms_->setRun(r.id, histogramOf(r));
+    docks_.history->setCurrent(r.id);  // marked as the one on screen, without re-showing it
+    docks_.histograms->setRun(r.id, histogramOf(r));
   } catch (const std::exception& e) {
     // The run is on screen either way; only its history entry and replay are missing.
     status(tr("The run's statistics could not be read back: %1").arg(e.what()), 10000);
   }
-  replay_->setRun(run());
-  onReplayStep(replay_->step());
+  docks_.replay->setRun(run());
+  onReplayStep(docks_.replay->step());
   endRun("finished", finishedStatus(f, settings ? &*settings : nullptr));
   Q_EMIT generationFinished();
 }
@@ -450,21 +390,12 @@ void MainWindow::onCancelled(engine::JobId job, qint64 tokens) {
 void MainWindow::endRun(const QString& how, const QString& message) {
   current_job_ = 0;
   queue_->finishRunning();
-  updateQueueText();
   view_->end();
   status(message, how == "finished" ? 0 : 10000);
   setBusyUi();
   Q_EMIT generationEnded(how);
   // The next waiting job, from the event loop: listeners of generationEnded see this run first.
   QTimer::singleShot(0, this, &MainWindow::startNext);
-}
-
-// The job and the queue on the progress bar: "job 2 of 5" while a batch or a queue runs.
-void MainWindow::updateQueueText() {
-  view_->setQueueText(
-      queue_->total() > 1
-          ? tr(" · job %1 of %2").arg(std::max(1, queue_->begun())).arg(queue_->total())
-          : QString());
 }
 
 void MainWindow::status(const QString& message, int timeoutMs) {
@@ -498,11 +429,11 @@ void MainWindow::showRecord(const RunRecord& r) {
   view_->showRecord(r, ranges_for(r.stats->settings.request));
   last_job_ms_ = r.elapsedMs;
   inspected_cell_ = -1;
-  inspector_->clear();
-  replay_->setRun(run());
-  onReplayStep(replay_->step());
-  history_panel_->setCurrent(r.id);
-  histograms_->setRun(r.id, histogramOf(r));
+  docks_.inspector->clear();
+  docks_.replay->setRun(run());
+  onReplayStep(docks_.replay->step());
+  docks_.history->setCurrent(r.id);
+  docks_.histograms->setRun(r.id, histogramOf(r));
   status(tr("Showing run #%1: “%2”, %3").arg(r.id).arg(r.prompt, r.summaryLine()), 8000);
   setBusyUi();
 }
@@ -527,29 +458,20 @@ void MainWindow::onReplayStep(int step) {
   const RunRecord* rec = shownRecord();
   const decode::StepRecord* sr =
       rec && step < int(rec->stats->steps.size()) ? &rec->stats->steps[size_t(step)] : nullptr;
-  replay_->showTrace(run().trace(step), sr);
+  docks_.replay->showTrace(run().trace(step), sr);
   setBusyUi();
 }
 
 void MainWindow::inspectCell(int cell) {
   if (cell < 0 || cell >= run().cells()) return;
   inspected_cell_ = cell;
-  inspector_dock_->show();
-  inspector_dock_->raise();
-  if (const QString why = inspector_->showCell(run(), cell); !why.isEmpty()) status(why, 6000);
+  docks_.raise("inspector");
+  if (const QString why = docks_.inspector->showCell(run(), cell); !why.isEmpty())
+    status(why, 6000);
 }
 
 void MainWindow::raiseDock(const QString& name) {
-  QDockWidget* d = name == "inspector"    ? inspector_dock_
-                   : name == "histograms" ? histogram_dock_
-                   : name == "history"    ? history_dock_
-                   : name == "queue"      ? queue_dock_
-                   : name == "replay"     ? replay_dock_
-                   : name == "settings"   ? settings_dock_
-                                          : nullptr;
-  if (!d) return;
-  d->show();
-  d->raise();
+  docks_.raise(name);
 }
 
 // ---- files: runs, drops, exports --------------------------------------------------------------
@@ -575,34 +497,6 @@ bool MainWindow::openRunFile(const QString& path) {
   const int id = library_->addOpened(*r);
   showRecord(*history()->find(id));
   return true;
-}
-
-bool MainWindow::saveRunFile(const QString& path) {
-  const RunRecord* r = shownRecord();
-  return r && exports_->runFile(*r, path);
-}
-
-bool MainWindow::exportImage(const QString& path, int scale) {
-  return exports_->image(view_->picture(), shownRecord(), path, scale,
-                         act_png_settings_->isChecked());
-}
-
-bool MainWindow::exportMaps(const QString& dir, const QString& prefix) {
-  return exports_->maps(view_->heatmaps(), dir, prefix);
-}
-
-bool MainWindow::exportStatsJson(const QString& path) {
-  const RunRecord* r = shownRecord();
-  return r && exports_->statsJson(*r, path);
-}
-
-bool MainWindow::exportStatsCsv(const QString& path) {
-  const RunRecord* r = shownRecord();
-  return r && exports_->statsCsv(*r, path);
-}
-
-bool MainWindow::exportTree(const QString& path) {
-  return exports_->tree(replay_->treeView(), path);
 }
 
 bool MainWindow::copyImage() {
@@ -649,7 +543,7 @@ bool MainWindow::restoreFromPng(const QString& path) {
   }
   bar_->setMethod(p.request.method.method);
   bar_->setAcceptance(p.request.method.acceptance);
-  settings_->setRequest(p.request);
+  docks_.settings->setRequest(p.request);
   bar_->setPromptText(p.prompt);
   bar_->setFixedSeed(p.request.seed);
   // A picture of the gallery brings its whole run back too: picture, maps and replay.
@@ -673,12 +567,8 @@ CompareWindow* MainWindow::compareWindow() {
   if (!compare_) {
     compare_ = new CompareWindow(bridge_, this);
     if (model_) compare_->setModel(*model_);
-    std::optional<decode::DecodeRequest> req;
-    try {
-      req = settings_->request(bar_->method(), bar_->acceptance(), 0);
-    } catch (const std::exception&) {
-      // Invalid settings: the method alone, with its defaults.
-    }
+    // Invalid settings: the method alone, with its defaults.
+    const auto req = docks_.settings->validRequest(bar_->method(), bar_->acceptance());
     compare_->startAgainstAr(bar_->method(), bar_->acceptance(), req ? &*req : nullptr);
   }
   compare_->setPrompt(bar_->promptText());
@@ -690,11 +580,7 @@ void MainWindow::showEvent(QShowEvent* e) {
   QMainWindow::showEvent(e);
   if (!first_layout_) return;
   first_layout_ = false;
-  // First start, at the window's real size: the replay strip and the inspector share the bottom
-  // third and leave the image, maps and plots the rest.
-  resizeDocks({replay_dock_, inspector_dock_}, {width() * 55 / 100, width() * 45 / 100},
-              Qt::Horizontal);
-  resizeDocks({replay_dock_}, {std::max(220, height() * 30 / 100)}, Qt::Vertical);
+  docks_.sizeForFirstShow(this);
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {

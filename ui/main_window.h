@@ -12,42 +12,23 @@
 
 #include "decode/method.h"
 #include "engine/events.h"
+#include "ui/main_docks.h"
 #include "ui/run_record.h"
 #include "ui/run_state.h"
-
-class QAction;
-class QCheckBox;
-class QComboBox;
-class QDockWidget;
-class QLabel;
-class QMenu;
-class QSpinBox;
 
 namespace adtree::ui {
 
 class CompareWindow;
-class DeviceMenu;
-class DistributionView;
 class EngineBridge;
 class Exports;
 class Gallery;
-class GalleryMenu;
-class HeatmapPanel;
-class HistogramPanel;
-class HistoryPanel;
 class JobQueue;
+class MainActions;
 class ModelStatus;
-class PlotPanel;
 class PromptBar;
-class PromptEdit;
-class QueuePanel;
-class RecentModels;
-class ReplayPanel;
 class RunHistory;
 class RunLibrary;
 class RunView;
-class SettingsPanel;
-struct QueuedJob;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
@@ -90,19 +71,12 @@ class MainWindow : public QMainWindow {
   // A dropped path: a directory opens as a model, a PNG restores its settings, a file opens as a
   // run (drag and drop calls this).
   bool openDropped(const QString& path);
-  bool saveRunFile(const QString& path);
-  bool exportImage(const QString& path, int scale);
+  // File > Export and Save Run: each write with and without its file dialog.
+  Exports* exports() const { return exports_.get(); }
   // Edit > Copy Image (Ctrl+C): the picture on screen to the clipboard; false if there is none.
   bool copyImage();
-  // Edit > Presets: the method, LANTERN switch and settings under a name (ui/presets.h).
-  void savePreset(const QString& name);
-  bool applyPreset(const QString& name);  // false (and a status message) if it cannot be read
   // A PNG exported with its settings (dropped on the window): prompt, seed, method, settings.
   bool restoreFromPng(const QString& path);
-  bool exportMaps(const QString& dir, const QString& prefix);
-  bool exportStatsJson(const QString& path);
-  bool exportStatsCsv(const QString& path);
-  bool exportTree(const QString& path);  // .svg or .png by suffix
   // Shows history entry `id` (as a click in the gallery does).
   void showHistoryRun(int id);
   // Deletes history entries and, for gallery entries, their files.
@@ -136,10 +110,8 @@ class MainWindow : public QMainWindow {
 
  private:
   void buildUi();
-  void buildDocks();
   void connectUi();
   void connectHistory();
-  void createActions();
   void connectBridge();
   void connectLibrary();
   void loadSettings();
@@ -147,13 +119,10 @@ class MainWindow : public QMainWindow {
   void setBusyUi();
   void startNext();
   void endRun(const QString& how, const QString& status);
-  void updateQueueText();
   void onMethodChanged();
   void status(const QString& message, int timeoutMs = 0);
   void onReplayStep(int step);
   void showRecord(const RunRecord& r);
-  QDockWidget* addDock(const QString& title, const QString& name, QWidget* w,
-                       Qt::DockWidgetArea area);
 
   void onModelLoaded(const engine::ModelLoaded& loaded);
   void onLoadFailed(const QString& dir, const QString& message);
@@ -177,38 +146,13 @@ class MainWindow : public QMainWindow {
   // Widgets
   PromptBar* bar_ = nullptr;
   RunView* view_ = nullptr;
-  SettingsPanel* settings_ = nullptr;
-  QDockWidget* settings_dock_ = nullptr;
-  ReplayPanel* replay_ = nullptr;
-  DistributionView* inspector_ = nullptr;
-  HistoryPanel* history_panel_ = nullptr;
-  HistogramPanel* histograms_ = nullptr;
-  QueuePanel* queue_panel_ = nullptr;
+  MainDocks docks_;
+  MainActions* actions_ = nullptr;
+  ModelStatus* model_status_ = nullptr;
   CompareWindow* compare_ = nullptr;
-  QDockWidget *replay_dock_ = nullptr, *inspector_dock_ = nullptr, *history_dock_ = nullptr,
-              *histogram_dock_ = nullptr, *queue_dock_ = nullptr;
   int shown_id_ = 0;
   int inspected_cell_ = -1;
   bool first_layout_ = false;  // no saved layout: size the docks when first shown
-  // Actions: every command with a shortcut lives here (STYLE.md).
-  QAction* act_open_ = nullptr;
-  QAction* act_generate_ = nullptr;
-  QAction* act_cancel_ = nullptr;
-  QAction* act_save_image_ = nullptr;
-  QAction* act_copy_image_ = nullptr;
-  QAction* act_png_settings_ = nullptr;
-  QAction* act_save_stats_ = nullptr;
-  QAction* act_save_csv_ = nullptr;
-  QAction* act_save_maps_ = nullptr;
-  QAction* act_save_tree_ = nullptr;
-  QAction* act_save_run_ = nullptr;
-  QAction* act_trace_ = nullptr;
-  QAction* act_step_back_ = nullptr;
-  QAction* act_step_fwd_ = nullptr;
-  DeviceMenu* devices_ = nullptr;
-  RecentModels* recent_ = nullptr;
-  GalleryMenu* gallery_menu_ = nullptr;
-  ModelStatus* model_status_ = nullptr;
 };
 
 }  // namespace adtree::ui

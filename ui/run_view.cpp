@@ -15,6 +15,7 @@
 #include "ui/heatmap_panel.h"
 #include "ui/image_convert.h"
 #include "ui/image_view.h"
+#include "ui/job_queue.h"
 #include "ui/plot_panel.h"
 
 namespace adtree::ui {
@@ -183,9 +184,17 @@ bool RunView::showStep(int step) {
   return true;
 }
 
-void RunView::setQueueText(const QString& text) {
-  queue_text_ = text;
-  progress_->setFormat(tr("%v / %m tokens") + queue_text_);
+void RunView::followQueue(const JobQueue* queue) {
+  const auto update = [this, queue] {
+    queue_text_ = queue->total() > 1
+                      ? tr(" · job %1 of %2").arg(std::max(1, queue->begun())).arg(queue->total())
+                      : QString();
+    progress_->setFormat(tr("%v / %m tokens") + queue_text_);
+  };
+  for (auto sig : {&QAbstractItemModel::rowsInserted, &QAbstractItemModel::rowsRemoved}) {
+    connect(queue, sig, this, update);
+  }
+  connect(queue, &QAbstractItemModel::modelReset, this, update);
 }
 
 void RunView::onFrame() {

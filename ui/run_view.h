@@ -21,6 +21,7 @@ class QSplitter;
 namespace adtree::ui {
 
 class HeatmapPanel;
+class JobQueue;
 class ImageView;
 class PlotPanel;
 
@@ -52,7 +53,8 @@ class RunView : public QWidget {
   // there is nothing to replay (no finished run).
   bool showStep(int step);
   // " · job 2 of 5" after the token count while a batch or a queue runs (empty: none).
-  void setQueueText(const QString& text);
+  // "job 2 of 5" on the progress bar while a batch or a queue runs, kept current from the queue.
+  void followQueue(const JobQueue* queue);
   void updateProgress();
   void hover(int cell);
 

@@ -287,6 +287,15 @@ void SettingsPanel::fitToModel() {
   }
 }
 
+std::optional<decode::DecodeRequest> SettingsPanel::validRequest(decode::Method method,
+                                                                 decode::Acceptance relax) const {
+  try {
+    return request(method, relax, 0);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 decode::DecodeRequest SettingsPanel::request(decode::Method method, decode::Acceptance relax,
                                              quint64 seed) const {
   decode::DecodeRequest r;

@@ -8,8 +8,8 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
-
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "decode/method.h"
@@ -48,6 +48,10 @@ class SettingsPanel : public QWidget {
   // The request the widgets describe (method, acceptance rule and seed come from the caller).
   decode::DecodeRequest request(decode::Method method, decode::Acceptance relax,
                                 quint64 seed) const;
+  // The same, or nothing when the settings do not form a valid request (for what can fall back on
+  // defaults: the maps' colour scales before a run, the compare window's first settings).
+  std::optional<decode::DecodeRequest> validRequest(decode::Method method,
+                                                    decode::Acceptance relax) const;
   void setRequest(const decode::DecodeRequest& request);
   void resetToDefaults();
   // Persistence through QSettings: the method settings and sampling as one JSON string.

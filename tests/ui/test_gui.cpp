@@ -34,6 +34,7 @@
 #include "ui/main_window.h"
 #include "ui/plot_panel.h"
 #include "ui/presets.h"
+#include "ui/presets_menu.h"
 #include "ui/prompt_edit.h"
 #include "ui/settings_panel.h"
 #include "ui/stall_meter.h"
@@ -534,14 +535,14 @@ class GuiTest : public QObject {
       QCOMPARE(ms.acceptance, adtree::decode::Acceptance::Cascade);
       QCOMPARE(ms.cascade.tau_c, 0.3);
       QVERIFY(!rec->stats->settings.lossless);
-      w->savePreset("cascade adt");
+      child<adtree::ui::PresetsMenu>(*w, "presetsMenu")->save("cascade adt");
       selectMethod(*w, "sjd");
       QVERIFY(!relax->isEnabled());
       QCOMPARE(runOnce(*w, "a red"), QString("finished"));
       QVERIFY2(!w->shownRecord()->label.contains("cascade"), qPrintable(w->shownRecord()->label));
       selectMethod(*w, "adt");
       relax->setCurrentIndex(relax->findData("lossless"));
-      QVERIFY(w->applyPreset("cascade adt"));
+      QVERIFY(child<adtree::ui::PresetsMenu>(*w, "presetsMenu")->apply("cascade adt"));
       QCOMPARE(relax->currentData().toString(), QString("cascade"));
       w->close();
     }
@@ -562,26 +563,26 @@ class GuiTest : public QObject {
       r.sampling.temperature = 0.7;
       r.method.dynamic_tree.width = 7;
       child<adtree::ui::SettingsPanel>(*w, "settingsPanel")->setRequest(r);
-      w->savePreset("cool dynamic");
+      child<adtree::ui::PresetsMenu>(*w, "presetsMenu")->save("cool dynamic");
       selectMethod(*w, "sjd");
       auto other =
           child<adtree::ui::SettingsPanel>(*w, "settingsPanel")
               ->request(adtree::decode::Method::Sjd, adtree::decode::Acceptance::Lossless, 0);
       other.sampling.temperature = 1.3;
       child<adtree::ui::SettingsPanel>(*w, "settingsPanel")->setRequest(other);
-      QVERIFY(w->applyPreset("cool dynamic"));
+      QVERIFY(child<adtree::ui::PresetsMenu>(*w, "presetsMenu")->apply("cool dynamic"));
       QCOMPARE(child<QComboBox>(*w, "methodBox")->currentData().toString(), QString("dynamic"));
       const auto back =
           child<adtree::ui::SettingsPanel>(*w, "settingsPanel")
               ->request(adtree::decode::Method::Dynamic, adtree::decode::Acceptance::Lossless, 0);
       QCOMPARE(back.sampling.temperature, 0.7);
       QCOMPARE(back.method.dynamic_tree.width, int64_t(7));
-      QVERIFY(!w->applyPreset("no such preset"));
+      QVERIFY(!child<adtree::ui::PresetsMenu>(*w, "presetsMenu")->apply("no such preset"));
       w->close();
     }
     MainWindow w2;
     QVERIFY(adtree::ui::PresetStore().names().contains("cool dynamic"));
-    QVERIFY(w2.applyPreset("cool dynamic"));
+    QVERIFY(child<adtree::ui::PresetsMenu>(w2, "presetsMenu")->apply("cool dynamic"));
     QCOMPARE(child<adtree::ui::SettingsPanel>(w2, "settingsPanel")
                  ->request(adtree::decode::Method::Dynamic, adtree::decode::Acceptance::Lossless, 0)
                  .sampling.temperature,

@@ -31,6 +31,7 @@
 #include "model/random_model.h"
 #include "ui/compare_window.h"
 #include "ui/distribution_view.h"
+#include "ui/exports.h"
 #include "ui/heatmap_panel.h"
 #include "ui/histogram_panel.h"
 #include "ui/history_panel.h"
@@ -213,7 +214,7 @@ class TeachingTest : public QObject {
     const auto tokens = w->shownRecord()->tokens;
     const QImage image = w->shownRecord()->image;
     const QString path = tmp_.filePath("one.adtrun.json");
-    QVERIFY(w->saveRunFile(path));
+    QVERIFY(w->exports()->runFile(path));
     QVERIFY(w->openRunFile(path));
     QCOMPARE(child<adtree::ui::HistoryPanel>(*w, "historyPanel")->count(), 2);
     const auto* back = w->shownRecord();
@@ -283,7 +284,7 @@ class TeachingTest : public QObject {
     QCOMPARE(runOnce(*w, "adt"), QString("finished"));
     QDir out(tmp_.filePath("export"));
     QVERIFY(out.mkpath("."));
-    QVERIFY(w->exportImage(out.filePath("img.png"), 4));
+    QVERIFY(w->exports()->image(out.filePath("img.png"), 4));
     QImage img(out.filePath("img.png"));
     QCOMPARE(img.size(), child<adtree::ui::ImageView>(*w, "imageView")->image().size() * 4);
     // The exported PNG carries its settings; dropping it restores prompt, seed, method and
@@ -302,7 +303,7 @@ class TeachingTest : public QObject {
     QCOMPARE(w->run().tokens(), made);
     // The switch off: no settings in the file, and dropping it says so instead of guessing.
     child<QAction>(*w, "pngSettingsAction")->setChecked(false);
-    QVERIFY(w->exportImage(out.filePath("plain.png"), 1));
+    QVERIFY(w->exports()->image(out.filePath("plain.png"), 1));
     QVERIFY(QImage(out.filePath("plain.png")).text("adtree-settings").isEmpty());
     QVERIFY(!w->openDropped(out.filePath("plain.png")));
     auto* box = visibleErrorDialog(w.get());
@@ -317,18 +318,18 @@ class TeachingTest : public QObject {
     QCOMPARE(copied.size(), child<adtree::ui::ImageView>(*w, "imageView")->image().size() * 4);
     QCOMPARE(copied.convertToFormat(QImage::Format_RGB888),
              img.convertToFormat(QImage::Format_RGB888));
-    QVERIFY(w->exportMaps(out.path(), "run"));
+    QVERIFY(w->exports()->maps(out.path(), "run"));
     for (const char* n : {"depth", "top1", "accept-length", "tree-depth", "tree-width"}) {
       QImage map(out.filePath(QStringLiteral("run-%1.png").arg(n)));
       QVERIFY2(!map.isNull() && map.width() >= 320, n);
     }
-    QVERIFY(w->exportStatsJson(out.filePath("stats.json")));
+    QVERIFY(w->exports()->statsJson(out.filePath("stats.json")));
     QFile js(out.filePath("stats.json"));
     QVERIFY(js.open(QIODevice::ReadOnly));
     const auto stats = QJsonDocument::fromJson(js.readAll()).object();
     QVERIFY(stats.contains("traces"));
     QVERIFY(stats["settings"].toObject().contains("method_settings"));  // reproducible
-    QVERIFY(w->exportStatsCsv(out.filePath("cells.csv")));
+    QVERIFY(w->exports()->statsCsv(out.filePath("cells.csv")));
     QFile csv(out.filePath("cells.csv"));
     QVERIFY(csv.open(QIODevice::ReadOnly));
     const auto lines = QString::fromUtf8(csv.readAll()).split('\n', Qt::SkipEmptyParts);
@@ -336,17 +337,17 @@ class TeachingTest : public QObject {
     QVERIFY(lines[0].startsWith("cell,row,col,token,depth,top1"));
     QCOMPARE(lines[6].split(',').size(), lines[0].split(',').size());
     child<adtree::ui::ReplayPanel>(*w, "replayPanel")->setStep(1);
-    QVERIFY(w->exportTree(out.filePath("tree.svg")));
+    QVERIFY(w->exports()->tree(out.filePath("tree.svg")));
     QFile svg(out.filePath("tree.svg"));
     QVERIFY(svg.open(QIODevice::ReadOnly));
     QVERIFY(svg.readAll().contains("<svg"));
-    QVERIFY(w->exportTree(out.filePath("tree.png")));
+    QVERIFY(w->exports()->tree(out.filePath("tree.png")));
     QVERIFY(!QImage(out.filePath("tree.png")).isNull());
     // An unwritable place: a readable error, no crash.
-    QVERIFY(!w->exportStatsCsv("/nonexistent-dir/cells.csv"));
+    QVERIFY(!w->exports()->statsCsv("/nonexistent-dir/cells.csv"));
     QVERIFY(visibleErrorDialog(w.get()));
     closeErrorDialogs(w.get());
-    QVERIFY(!w->exportImage("/nonexistent-dir/img.png", 2));
+    QVERIFY(!w->exports()->image("/nonexistent-dir/img.png", 2));
     closeErrorDialogs(w.get());
   }
 

@@ -1,0 +1,207 @@
+#include "ui/main_actions.h"
+
+#include <QAction>
+#include <QDir>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QSettings>
+
+#include "ui/compare_window.h"
+#include "ui/device_menu.h"
+#include "ui/error_dialog.h"
+#include "ui/exports.h"
+#include "ui/gallery_menu.h"
+#include "ui/image_view.h"
+#include "ui/main_window.h"
+#include "ui/model_card.h"
+#include "ui/presets_menu.h"
+#include "ui/prompt_bar.h"
+#include "ui/recent_models.h"
+#include "ui/replay_panel.h"
+#include "ui/run_view.h"
+
+namespace adtree::ui {
+
+MainActions::MainActions(const Parts& parts) : QObject(parts.window), parts_(parts) {
+  QMenuBar* bar = parts.window->menuBar();
+  fileMenu(bar);
+  editMenu(bar);
+  runMenu(bar);
+  modelMenu(bar);
+  viewMenu(bar);
+  helpMenu(bar);
+}
+
+void MainActions::setState(const State& s) {
+  generate_->setEnabled(s.canGenerate);
+  cancel_->setEnabled(s.running);
+  const bool picture = s.picture && !s.running, shown = s.shown && !s.running;
+  for (QAction* a : {save_image_, copy_image_}) a->setEnabled(picture);
+  for (QAction* a : {save_stats_, save_csv_, save_maps_, save_run_, step_back_, step_forward_}) {
+    a->setEnabled(shown);
+  }
+  save_tree_->setEnabled(shown && s.traces);
+}
+
+bool MainActions::traceOn() const {
+  return trace_->isChecked();
+}
+bool MainActions::pngSettingsOn() const {
+  return png_settings_->isChecked();
+}
+
+void MainActions::loadSettings(const QSettings& s) {
+  trace_->setChecked(s.value("run/trace", true).toBool());
+  png_settings_->setChecked(s.value("export/pngSettings", true).toBool());
+  devices_->loadSettings(s);
+  gallery_menu_->showEnabled();
+  recent_->refresh();
+}
+
+void MainActions::saveSettings(QSettings& s) const {
+  s.setValue("run/trace", trace_->isChecked());
+  s.setValue("export/pngSettings", png_settings_->isChecked());
+  devices_->saveSettings(s);
+}
+
+void MainActions::fileMenu(QMenuBar* bar) {
+  MainWindow* w = parts_.window;
+  auto* file = bar->addMenu(tr("&File"));
+  auto* open = file->addAction(tr("&Open Model…"), w, [w] {
+    const QString start =
+        w->model() ? QFileInfo(QString::fromStdString(w->model()->dir)).path() : QDir::homePath();
+    const QString dir = QFileDialog::getExistingDirectory(w, tr("Open a model directory"), start);
+    if (!dir.isEmpty()) w->openModel(dir);
+  });
+  open->setShortcut(QKeySequence::Open);
+  open->setToolTip(tr("Open a model directory (model.json, gpt/vq.safetensors, text.json)"));
+  recent_ = new RecentModels(file->addMenu(tr("Open &Recent")), this);
+  connect(recent_, &RecentModels::openRequested, w, [w](const QString& d) { w->openModel(d); });
+  file->addSeparator();
+  file->addAction(tr("Open R&un…"), w,
+                  [w] {
+                    const QString path =
+                        QFileDialog::getOpenFileName(w, tr("Open a run"), QDir::homePath(),
+                                                     tr("ADT-Tree runs (*.adtrun.json *.json)"));
+                    if (!path.isEmpty()) w->openRunFile(path);
+                  })
+      ->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
+  save_run_ = file->addAction(tr("Save Ru&n…"), w, [this] { parts_.exports->askRunFile(); });
+  save_run_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
+  save_run_->setToolTip(
+      tr("One file with the settings, tokens, per-step records, trees and the "
+         "picture: reopen it here, share it, or reproduce it from its settings"));
+  exportMenu(file);
+  file->addSeparator();
+  file->addAction(tr("&Quit"), w, &QWidget::close)->setShortcut(QKeySequence::Quit);
+}
+
+void MainActions::exportMenu(QMenu* file) {
+  Exports* ex = parts_.exports;
+  auto* menu = file->addMenu(tr("&Export"));
+  save_image_ = menu->addAction(tr("&Image as PNG…"), this, [ex] { ex->askImage(); });
+  save_image_->setShortcut(QKeySequence::Save);
+  save_maps_ = menu->addAction(tr("&Maps as PNG…"), this, [ex] { ex->askMaps(); });
+  save_stats_ = menu->addAction(tr("Statistics as &JSON…"), this, [ex] { ex->askStatsJson(); });
+  save_csv_ = menu->addAction(tr("Statistics as &CSV…"), this, [ex] { ex->askStatsCsv(); });
+  save_tree_ = menu->addAction(tr("Draft &Tree as SVG or PNG…"), this, [ex] { ex->askTree(); });
+}
+
+void MainActions::editMenu(QMenuBar* bar) {
+  MainWindow* w = parts_.window;
+  auto* edit = bar->addMenu(tr("&Edit"));
+  copy_image_ = edit->addAction(tr("&Copy Image"), w, [w] { w->copyImage(); });
+  copy_image_->setShortcut(QKeySequence::Copy);  // a focused text field keeps Ctrl+C for text
+  copy_image_->setToolTip(tr("Copy the picture, upscaled 4x with crisp pixels"));
+  png_settings_ = edit->addAction(tr("Write Settings into &Exported PNGs"));
+  png_settings_->setObjectName("pngSettingsAction");
+  png_settings_->setCheckable(true);
+  png_settings_->setToolTip(
+      tr("Keep the prompt, seed and every setting inside exported "
+         "pictures; drop such a picture on the window to restore them"));
+  edit->addSeparator();
+  new PresetsMenu(edit, parts_.bar, parts_.settings, parts_.status, this);
+}
+
+void MainActions::runMenu(QMenuBar* bar) {
+  MainWindow* w = parts_.window;
+  auto* run = bar->addMenu(tr("&Run"));
+  generate_ = run->addAction(tr("&Generate"), w, &MainWindow::generate);
+  generate_->setShortcuts(
+      {QKeySequence(Qt::CTRL | Qt::Key_Return), QKeySequence(Qt::CTRL | Qt::Key_Enter)});
+  cancel_ = run->addAction(tr("&Cancel"), w, &MainWindow::cancel);
+  cancel_->setShortcut(QKeySequence(Qt::Key_Escape));
+  run->addSeparator();
+  run->addAction(tr("C&ompare Two Configurations…"), w,
+                 [w] {
+                   auto* c = w->compareWindow();
+                   c->show();
+                   c->raise();
+                   c->activateWindow();
+                 })
+      ->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_K));
+  trace_ = run->addAction(tr("Record Step &Traces"));
+  trace_->setObjectName("traceAction");
+  trace_->setCheckable(true);
+  trace_->setChecked(true);
+  trace_->setToolTip(
+      tr("Keep every step's draft tree and target distributions for replay and "
+         "the token inspector (a few hundred kB per run)"));
+  run->addSeparator();
+  ReplayPanel* replay = parts_.replay;
+  step_back_ = run->addAction(tr("Replay: Previous Step"), replay, &ReplayPanel::stepBack);
+  step_back_->setShortcut(QKeySequence(Qt::ALT | Qt::Key_Left));
+  step_forward_ = run->addAction(tr("Replay: Next Step"), replay, &ReplayPanel::stepForward);
+  step_forward_->setShortcut(QKeySequence(Qt::ALT | Qt::Key_Right));
+}
+
+void MainActions::modelMenu(QMenuBar* bar) {
+  MainWindow* w = parts_.window;
+  auto* model = bar->addMenu(tr("&Model"));
+  devices_ = new DeviceMenu(model, this);
+  connect(devices_, &DeviceMenu::changed, w, [w] {
+    if (w->model()) w->openModel(QString::fromStdString(w->model()->dir));
+  });
+  model->addSeparator();
+  model->addAction(tr("Model &Card…"), w, [w] {
+    if (w->model()) {
+      showModelCard(w, *w->model());
+    } else {
+      showError(w, tr("No model"), tr("No model is loaded."));
+    }
+  });
+  model->addAction(tr("Open the &Default Model"), w, &MainWindow::openDefaultModel);
+}
+
+void MainActions::viewMenu(QMenuBar* bar) {
+  auto* view = bar->addMenu(tr("&View"));
+  view->addActions(parts_.dockToggles);
+  gallery_menu_ = new GalleryMenu(view->addMenu(tr("&Gallery")), parts_.library, parts_.window);
+  view->addSeparator();
+  ImageView* image = parts_.view->image();
+  auto* fit = view->addAction(tr("Zoom to &Fit"), image, [image] { image->setZoom(0); });
+  fit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
+  auto zoomBy = [image](int delta) {
+    const int now = image->zoom() == 0 ? int(image->effectiveScale()) : image->zoom();
+    image->setZoom(std::max(1, now + delta));
+  };
+  view->addAction(tr("Zoom &In"), image, [zoomBy] { zoomBy(+1); })
+      ->setShortcut(QKeySequence::ZoomIn);
+  view->addAction(tr("Zoom &Out"), image, [zoomBy] { zoomBy(-1); })
+      ->setShortcut(QKeySequence::ZoomOut);
+}
+
+void MainActions::helpMenu(QMenuBar* bar) {
+  MainWindow* w = parts_.window;
+  bar->addMenu(tr("&Help"))->addAction(tr("&About"), w, [w] {
+    QMessageBox::about(w, tr("About ADT-Tree Studio"),
+                       tr("<b>ADT-Tree Studio</b> 0.1<br>Image generation with visual "
+                          "autoregressive models, accelerated by speculative decoding on "
+                          "adjacency-adaptive draft trees (ADT-Tree).<br><br>Hover the image or a "
+                          "map to inspect a token; every knob has a tooltip."));
+  });
+}
+
+}  // namespace adtree::ui
