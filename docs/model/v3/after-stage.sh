@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What follows a finished GPT stage of the v3 model, chained so that no core idles between the
 # steps: the GPT's prompt fidelity on the card's 192 training prompts (AR sampling, so the head
-# does not change it), a draft head warm-started from the stage-1 head on this stage's own samples,
+# does not change it), a draft head trained for what is verified (head-verified.sh), warm-started
+# from the shipped head on this stage's own samples,
 # the model directory (fp16, the GPT in shards), the 48-prompt and unseen grids, and the bench.
 # Each step is skipped when its output exists, so the script can be started again.
 # Usage, from the repository root: docs/model/v3/after-stage.sh STAGE [RUN_FOLDER, default out/v3]
@@ -9,6 +10,7 @@
 set -euo pipefail
 S=${1:?usage: after-stage.sh STAGE [RUN_FOLDER]}
 A=$PWD/build/release/bin/adtree
+H=$(cd "$(dirname "$0")" && pwd)
 cd "${2:-out/v3}"
 log() { echo "[$(date +%H:%M:%S)] $*"; }
 D=emoji64.safetensors
@@ -16,13 +18,11 @@ D=emoji64.safetensors
 log "$S: fidelity of the GPT alone, 192 training prompts"
 [[ -d model-$S-gpt ]] || $A train assemble --vq runs/vq --gpt runs/$S --data $D --out model-$S-gpt --dtype fp16
 [[ -f fid-$S/fidelity.json ]] || $A train fidelity --model model-$S-gpt --data $D --prompts 192 --cfg 3 --out fid-$S > fid-$S.log 2>&1
-log "$S: draft head, warm-started from runs/drafter"
+log "$S: draft head for what is verified, warm-started from the shipped head (head-verified.sh)"
 if [[ ! -f runs/drafter-$S/drafter.safetensors ]]; then
-  R=(); [[ -f runs/drafter-$S/checkpoint.safetensors ]] && R=(--resume)
-  nice -n 10 $A train drafter --data $D --gpt runs/$S --init-from runs/drafter --out runs/drafter-$S \
-    --steps ${HEAD_STEPS:-2000} --batch 8 --lr 1e-3 --seed 0 --log-every 20 --threads 2 --matmul ${MATMUL:-bf16} \
-    --config '{"self_samples":1024,"self_eval_samples":128,"eval_every":1000,"eval_images":128,"warmup":100,"checkpoint_every":100}' \
-    "${R[@]}" > runs/drafter-$S-train.log 2>&1 || { log "drafter failed"; exit 1; }
+  [[ -f runs/$S/tokens.safetensors ]] || cp runs/gpt2/tokens.safetensors runs/$S/
+  GPT=runs/$S FROM=runs/drafter-verified OUT=runs/drafter-$S NICE=10 \
+    bash "$H/head-verified.sh" "$PWD" > runs/drafter-$S-train.log 2>&1 || { log "drafter failed"; exit 1; }
 fi
 log "$S: assemble"
 [[ -d model-$S ]] || $A train assemble --vq runs/vq --gpt runs/$S --drafter runs/drafter-$S --data $D \
