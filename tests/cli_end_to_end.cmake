@@ -206,6 +206,28 @@ if(NOT bench_runs EQUAL 4 OR NOT second STREQUAL "adt" OR NOT third EQUAL 1 OR N
   message(FATAL_ERROR "bench order: ${bench_runs} runs, second ${second}, third's round ${third}")
 endif()
 run_fails("--seeds and --rounds need at least 1" ${ADTREE} bench --model ${WORK}/model --rounds 0)
+# bench-picture: the whole picture both ways, each split into its phases, and the load.
+run_ok(${ADTREE} bench-picture --model ${WORK}/model --prompts "a red cat" --seeds 2 --previews 1
+       --json ${WORK}/picture.json)
+file(READ "${WORK}/picture.json" pj)
+string(JSON pictures LENGTH "${pj}" pictures)
+string(JSON last_way GET "${pj}" pictures 3 path)
+string(JSON engine_decode GET "${pj}" pictures 3 final_decode_ms)
+string(JSON cli_tokens GET "${pj}" summary cli tokens_ms)
+string(JSON load_ms GET "${pj}" load ms)
+string(JSON ratio GET "${pj}" summary engine_over_cli)
+if(NOT pictures EQUAL 4 OR NOT last_way STREQUAL "engine" OR NOT engine_decode GREATER 0
+   OR NOT cli_tokens GREATER 0 OR NOT load_ms GREATER 0 OR NOT ratio GREATER 0)
+  message(FATAL_ERROR "bench-picture: ${pj}")
+endif()
+run_fails("--ways must name cli, engine or both" ${ADTREE} bench-picture --model ${WORK}/model --ways none)
+run_fails("unknown VQ decoder precision 'fp8'" ${ADTREE} generate --model ${WORK}/model --prompt cat
+          --vq-dtype fp8 --out ${WORK}/fp8.png)
+foreach(p fp32 bf16)
+  run_ok(${ADTREE} generate --model ${WORK}/model --prompt cat --vq-dtype ${p} --out ${WORK}/vq-${p}.png --quiet)
+endforeach()
+run_fails("--vq must be small or llamagen, got 'huge'" ${ADTREE} model random --config micro --vq huge
+          --out ${WORK}/vq-huge)
 run_ok(${ADTREE} info --model ${WORK}/model)
 run_ok(${ADTREE} generate --help)
 

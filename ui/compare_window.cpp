@@ -216,10 +216,6 @@ void CompareWindow::setSide(int side, decode::Method method, decode::Acceptance 
   settings_[side]->setMethod(method, relaxOf(relax_[side]));
 }
 
-void CompareWindow::setSide(int side, const QString& methodKey, decode::Acceptance relax) {
-  setSide(side, decode::method_from_string(methodKey.toStdString()), relax);
-}
-
 void CompareWindow::startAgainstAr(decode::Method method, decode::Acceptance relax,
                                    const decode::DecodeRequest* settings) {
   setSide(0, decode::Method::Ar, decode::Acceptance::Lossless);

@@ -43,8 +43,6 @@ class CompareWindow : public QWidget {
   // Side 0 (A) or 1 (B): its method, acceptance rule and settings.
   void setSide(int side, decode::Method method, decode::Acceptance relax,
                const decode::DecodeRequest* settings = nullptr);
-  // The same with the method's key, as a script names it on the command line.
-  void setSide(int side, const QString& methodKey, decode::Acceptance relax);
   // A's AR against B's configuration: the first question a user asks. Without settings, B's
   // method runs lossless with its defaults.
   void startAgainstAr(decode::Method method, decode::Acceptance relax,

@@ -125,7 +125,7 @@ class ScriptedRun {
       if (cli_.isSet(o_.dock)) w_.raiseDock(cli_.value(o_.dock));
       if (cli_.isSet(o_.compare)) {
         auto* c = w_.compareWindow();
-        c->setSide(0, "ar", decode::Acceptance::Lossless);
+        c->setSide(0, decode::Method::Ar, decode::Acceptance::Lossless);
         c->show();
         c->runBoth();
       }

@@ -2,6 +2,7 @@
 
 #include <iostream>
 #include <sstream>
+#include <stdexcept>
 
 #include "util/error.h"
 
@@ -10,15 +11,22 @@ namespace adtree::cli {
 Args::Args(std::string command, std::string summary)
     : command_(std::move(command)), summary_(std::move(summary)) {}
 
+// A second option of one name would silently replace the first (a verb's own option and a shared
+// group's): a programming error, caught on every run of the verb, so its tests catch it.
+void Args::declare(const std::string& name) {
+  if (opts_.count(name)) throw std::logic_error("option --" + name + " is declared twice");
+  order_.push_back(name);
+}
+
 Args& Args::option(const std::string& name, const std::string& metavar, const std::string& help,
                    const std::string& def) {
-  order_.push_back(name);
+  declare(name);
   opts_[name] = Opt{metavar, help, def, false};
   return *this;
 }
 
 Args& Args::flag(const std::string& name, const std::string& help) {
-  order_.push_back(name);
+  declare(name);
   opts_[name] = Opt{"", help, "", true};
   return *this;
 }

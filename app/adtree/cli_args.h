@@ -30,6 +30,7 @@ class Args {
   std::string usage() const;
 
  private:
+  void declare(const std::string& name);
   struct Opt {
     std::string metavar, help, def;
     bool is_flag = false;

@@ -136,9 +136,7 @@ BenchModel load_bench_model(const Args& a) {
                               "random-" + config);
     model_dir = tmp.string();
   }
-  model::LoadOptions opts;
-  opts.device = a.str("device");
-  opts.dtype = a.str("dtype");
+  model::LoadOptions opts = load_options(a);
   opts.load_vq = true;  // LANTERN's neighbour table comes from the codebook
   BenchModel bm{model::load_model_dir(model_dir, opts), ""};
   if (!tmp.empty()) std::filesystem::remove_all(tmp);

@@ -28,7 +28,19 @@ std::string default_model_dir() {
 void add_model_options(Args& a) {
   a.option("model", "DIR", "model directory (default: $ADTREE_MODEL or the shipped model)")
       .option("device", "DEV", "cpu, cuda or cuda:N", "cpu")
-      .option("dtype", "TYPE", "fp32, bf16 or fp16 (GPU)", "fp32");
+      .option("dtype", "TYPE", "fp32, bf16 or fp16 (GPU)", "fp32")
+      .option("vq-dtype", "TYPE",
+              "picture decoder on the CPU: auto (bf16 where the CPU has AVX512-BF16, else fp32), "
+              "fp32 or bf16",
+              "auto");
+}
+
+model::LoadOptions load_options(const Args& a) {
+  model::LoadOptions o;
+  o.device = a.str("device");
+  o.dtype = a.str("dtype");
+  o.vq_dtype = a.str("vq-dtype");
+  return o;
 }
 
 void add_sampling_options(Args& a) {
@@ -48,9 +60,7 @@ model::ModelBundle load_model(const Args& a, bool load_vq, const std::string& fa
         "no model given and no shipped model found: pass --model DIR (make one with "
         "'adtree model random --out DIR')");
   }
-  model::LoadOptions opts;
-  opts.device = a.str("device");
-  opts.dtype = a.str("dtype");
+  model::LoadOptions opts = load_options(a);
   opts.load_vq = load_vq;
   return model::load_model_dir(dir, opts);
 }
@@ -111,16 +121,15 @@ std::string numbered(const std::string& path, uint64_t seed, int64_t count) {
 void generate_one(const Args& a, const model::ModelBundle& m, const std::string& prompt,
                   const decode::DecodeRequest& req, const std::string& out,
                   const std::string& stats_path, int64_t scale) {
-  model::LoadOptions where;
-  where.device = a.str("device");
-  where.dtype = a.str("dtype");
+  const model::LoadOptions where = load_options(a);
   const auto run = decode::prepare_run(m, req, prompt, where);
   auto cond = model::make_condition(*m.gpt, m.vocab, prompt, req.sampling.uses_cfg());
   auto res = decode::run_decode(m, cond, run);
 
   const auto& g = m.gpt_config;
   auto idx = at::tensor(res.tokens, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);
-  auto img = model::VqModel::to_bytes(m.vq->decode(idx.to(m.gpt->device()), g.grid_h, g.grid_w))[0];
+  auto img = model::VqModel::to_bytes(
+      model::decode_picture(m, idx.to(m.gpt->device()), g.grid_h, g.grid_w))[0];
 #ifdef ADTREE_HAVE_IMAGING
   const std::string settings =
       a.flag_set("no-metadata")

@@ -21,6 +21,10 @@ int cmd_model(int argc, char** argv) {
       .option("vocab", "N", "codebook size (GPT vocabulary)", "1024")
       .option("grid", "N", "token grid side", "16")
       .option("cond", "KIND", "caption (t2i-words) or class (c2i)", "caption")
+      .option("vq", "SHAPE",
+              "VQ tokenizer: small (4 pixels per token, for tests) or llamagen (LlamaGen's VQ-16: "
+              "16 pixels per token, 72M parameters, for whole-picture benchmarks)",
+              "small")
       .option("seed", "N", "initialisation seed", "0")
       .option("name", "TEXT", "model name", "random");
   if (!a.parse(argc - 1, argv + 1)) return 0;
@@ -37,7 +41,13 @@ int cmd_model(int argc, char** argv) {
   }
   if (a.given("vocab") || a.str("config") != "micro") g.vocab_size = a.integer("vocab");
   if (a.given("grid") || a.str("config") != "micro") g.grid_h = g.grid_w = a.integer("grid");
-  const auto vq = model::small_vq_config(g.vocab_size, g.grid_h);
+  auto vq = model::small_vq_config(g.vocab_size, g.grid_h);
+  if (a.str("vq") == "llamagen") {
+    vq = model::VqConfig{};  // its defaults are LlamaGen's VQ-16
+    vq.codebook_size = g.vocab_size;
+  } else if (a.str("vq") != "small") {
+    throw Error("--vq must be small or llamagen, got '" + a.str("vq") + "'");
+  }
   model::write_random_model(a.str("out"), g, vq, a.non_negative("seed"), a.str("name"));
   std::cout << "wrote random model '" << a.str("name") << "' (" << a.str("config") << ", " << g.dim
             << "x" << g.n_layer << ", grid " << g.grid_h << ", vocab " << g.vocab_size << ") to "

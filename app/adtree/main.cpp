@@ -9,19 +9,21 @@
 
 namespace {
 void print_usage() {
-  std::cout << "Usage: adtree <command> [OPTIONS]\n\n"
-               "Image generation with visual autoregressive models and speculative decoding.\n\n"
-               "Commands:\n"
-               "  generate   generate an image from a prompt (PNG + statistics JSON)\n"
-               "  bench      measure decoding speed (JSON + table)\n"
-               "  info       show a model's card, sizes and memory\n"
-               "  model      make model directories (model random)\n"
-               "  convert    convert released LlamaGen checkpoints into a model directory\n"
-               "  data       build training datasets (data emoji)\n"
-               "  train      train models (train vq|gpt|drafter, assemble, fidelity)\n"
-               "  soak       many generations through the engine: memory and hang check\n"
-               "  sweep      ablation grids of decoding settings (JSONL rows, shards, merge)\n\n"
-               "Run 'adtree <command> --help' for a command's options.\n";
+  std::cout
+      << "Usage: adtree <command> [OPTIONS]\n\n"
+         "Image generation with visual autoregressive models and speculative decoding.\n\n"
+         "Commands:\n"
+         "  generate       generate an image from a prompt (PNG + statistics JSON)\n"
+         "  bench          measure decoding speed (JSON + table)\n"
+         "  bench-picture  the whole picture: load, prefill, tokens, VQ decode, previews\n"
+         "  info           show a model's card, sizes and memory\n"
+         "  model          make model directories (model random)\n"
+         "  convert        convert released LlamaGen checkpoints into a model directory\n"
+         "  data           build training datasets (data emoji)\n"
+         "  train          train models (train vq|gpt|drafter, assemble, fidelity)\n"
+         "  soak           many generations through the engine: memory and hang check\n"
+         "  sweep          ablation grids of decoding settings (JSONL rows, shards, merge)\n\n"
+         "Run 'adtree <command> --help' for a command's options.\n";
 }
 }  // namespace
 
@@ -45,6 +47,7 @@ int main(int argc, char** argv) {
     if (verb == "info") return adtree::cli::cmd_info(argc - 2, argv + 2);
     if (verb == "model") return adtree::cli::cmd_model(argc - 2, argv + 2);
     if (verb == "bench") return adtree::cli::cmd_bench(argc - 2, argv + 2);
+    if (verb == "bench-picture") return adtree::cli::cmd_bench_picture(argc - 2, argv + 2);
     if (verb == "data") return adtree::cli::cmd_data(argc - 2, argv + 2);
     if (verb == "train") return adtree::cli::cmd_train(argc - 2, argv + 2);
     if (verb == "soak") return adtree::cli::cmd_soak(argc - 2, argv + 2);

@@ -147,7 +147,7 @@ RgbImage decode_prefix(const model::ModelBundle& m, const std::vector<int64_t>& 
                  .unsqueeze(0)
                  .to(m.gpt->device());
   const auto& g = m.gpt_config;
-  return to_rgb(model::VqModel::to_bytes(m.vq->decode(idx, g.grid_h, g.grid_w))[0]);
+  return to_rgb(model::VqModel::to_bytes(model::decode_picture(m, idx, g.grid_h, g.grid_w))[0]);
 }
 
 // Approximate colour of every code: the codebook laid out as square grids, VQ-decoded, each cell's
@@ -167,7 +167,8 @@ std::vector<uint8_t> token_palette(const model::ModelBundle& m, double budget_ms
     const int64_t chunk = side * side, n = std::min(chunk, v - start);
     const auto t0 = Clock::now();
     auto idx = at::arange(start, start + n, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);
-    auto img = model::VqModel::to_bytes(m.vq->decode(idx.to(m.gpt->device()), side, side))[0];
+    auto img =
+        model::VqModel::to_bytes(model::decode_picture(m, idx.to(m.gpt->device()), side, side))[0];
     auto mean = img.to(at::kFloat).reshape({side, f, side, f, 3}).mean({1, 3}).reshape({chunk, 3});
     auto bytes = mean.narrow(0, 0, n).round().clamp(0, 255).to(at::kByte).contiguous();
     std::copy(bytes.data_ptr<uint8_t>(), bytes.data_ptr<uint8_t>() + n * 3,

@@ -4,14 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <fstream>
-#include <mutex>
 #include <ostream>
 
 #include "decode/setting.h"
 #include "engine/engine.h"
+#include "engine/event_queue.h"
 #include "model/conditioning.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -19,34 +17,6 @@
 
 namespace adtree::engine {
 namespace {
-
-// Events of the worker thread, handed to the soak loop in order.
-class EventQueue {
- public:
-  void push(Event e) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      q_.push_back(std::move(e));
-    }
-    cv_.notify_one();
-  }
-  // The next event, or false after `timeout_s` without one.
-  bool pop(Event& out, double timeout_s) {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                      [&] { return !q_.empty(); })) {
-      return false;
-    }
-    out = std::move(q_.front());
-    q_.pop_front();
-    return true;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Event> q_;
-};
 
 size_t pick(Rng& rng, size_t n) {
   return size_t(rng.uniform() * double(n)) % n;

@@ -53,6 +53,7 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
   if (!fs::is_directory(dir)) throw Error(dir + ": not a model directory (it does not exist)");
   const auto device = parse_device(opts.device);
   auto dtype = parse_dtype(opts.dtype);
+  const VqPrecision vq_precision = vq_precision_from_string(opts.vq_dtype);
   if (device.is_cpu() && dtype == at::kHalf) {
     throw Error("fp16 is not supported on the CPU; use fp32 or bf16");
   }
@@ -159,8 +160,17 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
     // The decoder runs in fp32 on the CPU whatever the GPT's dtype: it is run once per preview.
     for (auto& [k, t] : vw) moved.emplace(k, t.to(device, device.is_cpu() ? at::kFloat : dtype));
     b.vq = std::make_shared<const VqModel>(b.vq_config, std::move(moved));
+    if (device.is_cpu()) {
+      b.vq_decoder = std::make_shared<const VqDecoder>(b.vq, vq_precision);
+    }
   }
   return b;
+}
+
+at::Tensor decode_picture(const ModelBundle& m, const at::Tensor& indices, int64_t h, int64_t w) {
+  if (m.vq_decoder) return m.vq_decoder->decode(indices, h, w);
+  if (!m.vq) throw Error("this model was loaded without its VQ decoder");
+  return m.vq->decode(indices, h, w);
 }
 
 }  // namespace adtree::model

@@ -12,6 +12,7 @@
 #include "model/drafter.h"
 #include "model/gpt.h"
 #include "model/vq.h"
+#include "model/vq_decoder.h"
 
 namespace adtree::model {
 
@@ -19,6 +20,9 @@ struct LoadOptions {
   std::string device = "cpu";  // "cpu" | "cuda" | "cuda:N"
   std::string dtype = "fp32";  // "fp32" | "bf16" | "fp16"
   bool load_vq = true;
+  // The picture decoder's precision on the CPU (model/vq_decoder.h): "auto" (bf16 where the CPU
+  // has AVX512-BF16, else fp32), "fp32" or "bf16".
+  std::string vq_dtype = "auto";
 };
 
 struct ModelBundle {
@@ -31,6 +35,8 @@ struct ModelBundle {
   VqConfig vq_config;
   std::shared_ptr<const Gpt> gpt;
   std::shared_ptr<const VqModel> vq;  // null when !load_vq
+  // The fast picture decoder on the CPU (null on CUDA or when !load_vq): use decode_picture.
+  std::shared_ptr<const VqDecoder> vq_decoder;
   Vocabulary vocab;
   TensorMap drafter_weights;  // empty without drafter.safetensors
   // The EAGLE head (null without drafter.safetensors). It refers to *gpt, which the bundle owns.
@@ -42,5 +48,9 @@ at::Device parse_device(const std::string& name);
 at::ScalarType parse_dtype(const std::string& name);
 
 ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts = {});
+
+// The pictures of `indices` [B, n] on an h x w grid (as VqModel::decode): through vq_decoder where
+// the bundle has one, else the reference decoder. Throws adtree::Error without a VQ.
+at::Tensor decode_picture(const ModelBundle& m, const at::Tensor& indices, int64_t h, int64_t w);
 
 }  // namespace adtree::model

@@ -391,6 +391,10 @@ at::Tensor VqModel::quantize(const at::Tensor& latents) const {
 }
 
 at::Tensor VqModel::decode(const at::Tensor& indices, int64_t h, int64_t w) const {
+  return decode_latents(latents_of(indices, h, w));
+}
+
+at::Tensor VqModel::latents_of(const at::Tensor& indices, int64_t h, int64_t w) const {
   check_rank(indices, 2, "decode", "of indices [B, n]");
   if (h <= 0 || w <= 0) {
     throw Error("VQ decode: grid size must be positive, got " + std::to_string(h) + "x" +
@@ -420,9 +424,7 @@ at::Tensor VqModel::decode(const at::Tensor& indices, int64_t h, int64_t w) cons
     cells = at::cat({cells, at::zeros({b, h * w - n, cfg_.codebook_dim}, codebook.options())}, 1);
   }
   // get_codebook_entry(channel_first=True): cells are row-major, channels moved to dim 1.
-  const at::Tensor zq =
-      cells.reshape({b, h, w, cfg_.codebook_dim}).permute({0, 3, 1, 2}).contiguous();
-  return decode_latents(zq);
+  return cells.reshape({b, h, w, cfg_.codebook_dim}).permute({0, 3, 1, 2}).contiguous();
 }
 
 at::Tensor VqModel::decode_latents(const at::Tensor& zq) const {

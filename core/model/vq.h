@@ -48,6 +48,9 @@ class VqModel {
   // indices [B, n] with n <= h*w (a raster-order prefix of the grid) -> images [B, 3, h*f, w*f],
   // about [-1, 1], NOT clamped. Cells not yet generated get a zero latent; callers mask them.
   at::Tensor decode(const at::Tensor& indices, int64_t h, int64_t w) const;
+  // What decode feeds the decoder: the checked indices' normalised codes as latents
+  // [B, codebook_dim, h, w], zeros past the prefix (VqDecoder decodes the same latents).
+  at::Tensor latents_of(const at::Tensor& indices, int64_t h, int64_t w) const;
   // Codebook rows after L2 normalisation [codebook_size, codebook_dim].
   at::Tensor normalized_codebook() const;
   // Decoder from quantised latents [B, codebook_dim, h, w] (used by decode and by training).

@@ -5,6 +5,8 @@
 set -euo pipefail
 FROM=$1 TO=$2 STEPS=$3 SEED=$4
 shift 4
+# A stage reads its VQ codes from the folder it starts from; every stage has the same codes.
+[[ -f runs/$FROM/tokens.safetensors ]] || cp runs/gpt2/tokens.safetensors "runs/$FROM/"
 exec nice -n "${NICE:-10}" ../../build/release/bin/adtree train gpt --data emoji64.safetensors --vq runs/vq \
   --init-from "runs/$FROM" --out "runs/$TO" --steps "$STEPS" --batch 16 --lr 3e-4 --seed "$SEED" \
   --log-every 10 --threads 2 --matmul "${MATMUL:-bf16}" \
