@@ -21,7 +21,7 @@ int cmd_sweep(int argc, char** argv);
 int cmd_convert(int argc, char** argv);
 
 // Shared option groups, so every verb spells them the same way.
-void add_model_options(Args& a);     // --model --device --dtype --vq-dtype
+void add_model_options(Args& a);                 // --model --device --dtype --vq-dtype
 model::LoadOptions load_options(const Args& a);  // from --device --dtype --vq-dtype
 void add_sampling_options(Args& a);  // --cfg --cfg-interval --temperature --top-k --top-p
 // --method and every tree / ADT / LANTERN setting (list: --method takes a comma list).
