@@ -3,6 +3,7 @@
 // lossless method on the real trained weights (not only on the random test models).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -57,6 +58,29 @@ TEST(ShippedModel, EveryMethodGeneratesAFullImage) {
     auto img = m.vq->decode(codes, m.gpt_config.grid_h, m.gpt_config.grid_w);
     EXPECT_EQ(img.size(-1), 64) << method;
     EXPECT_TRUE(img.isfinite().all().item<bool>()) << method;
+  }
+}
+
+// The picture decoder the CLI and the studio run (model/vq_decoder.h) against the reference, on
+// the shipped model's trained tokenizer and a real picture's tokens: fp32 gives the same bytes
+// (rounding aside), bf16 stays within the distance docs/PERFORMANCE.md states.
+TEST(ShippedModel, FastPictureDecoderMatchesTheReference) {
+  const auto& m = shipped();
+  auto cond = model::make_condition(*m.gpt, m.vocab, "red apple noto", true);
+  const auto res = decode::run_decode(m, cond, request("ar", 1.0, 3));
+  const auto codes = at::tensor(res.tokens, at::kLong).view({1, -1});
+  const int64_t h = m.gpt_config.grid_h, w = m.gpt_config.grid_w;
+  const auto ref = model::VqModel::to_bytes(m.vq->decode(codes, h, w)).to(at::kInt);
+  for (auto p : {model::VqPrecision::Fp32, model::VqPrecision::Bf16}) {
+    const model::VqDecoder dec(m.vq, p);
+    const auto got = model::VqModel::to_bytes(dec.decode(codes, h, w)).to(at::kInt);
+    const auto diff = (got - ref).abs();
+    const int max = diff.max().item<int>();
+    const float mean = diff.to(at::kFloat).mean().item<float>();
+    std::printf("%s decoder: bytes differ by at most %d, %.3f on average\n",
+                model::to_string(p).c_str(), max, mean);
+    EXPECT_LE(max, p == model::VqPrecision::Fp32 ? 1 : 4) << model::to_string(p);
+    EXPECT_LE(mean, p == model::VqPrecision::Fp32 ? 0.01f : 0.5f) << model::to_string(p);
   }
 }
 

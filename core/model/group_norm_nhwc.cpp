@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -145,8 +146,10 @@ ADTREE_GN_VARIANT(avx2, __attribute__((target("avx2,fma"))))
 ADTREE_GN_VARIANT(portable, )
 #undef ADTREE_GN_VARIANT
 
-enum class Isa { Portable, Avx2, Avx512 };
-Isa isa() {
+enum class Isa { Portable = 0, Avx2 = 1, Avx512 = 2 };
+std::atomic<int> g_forced{-1};
+
+Isa widest_isa() {
   static const Isa i = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                                __builtin_cpu_supports("avx512vl")
                            ? Isa::Avx512
@@ -154,6 +157,11 @@ Isa isa() {
                            ? Isa::Avx2
                            : Isa::Portable;
   return i;
+}
+
+Isa isa() {
+  const int forced = g_forced.load(std::memory_order_relaxed);
+  return forced < 0 ? widest_isa() : Isa(std::min(forced, int(widest_isa())));
 }
 
 template <typename T>
@@ -213,6 +221,10 @@ void norm_image(const T* x, T* y, int64_t pixels, int64_t c, int64_t groups, con
 }
 
 }  // namespace
+
+void force_group_norm_kernel(int kernel) {
+  g_forced.store(kernel < 0 ? -1 : std::min(kernel, 2), std::memory_order_relaxed);
+}
 
 at::Tensor group_norm_nhwc(const at::Tensor& x, int64_t groups, const at::Tensor& weight,
                            const at::Tensor& bias, double eps, bool silu) {

@@ -15,4 +15,8 @@ namespace adtree::model {
 at::Tensor group_norm_nhwc(const at::Tensor& x, int64_t groups, const at::Tensor& weight,
                            const at::Tensor& bias, double eps, bool silu);
 
+// Which compiled loops run: 0 portable, 1 AVX2, 2 AVX-512, -1 the widest this CPU has (the
+// default). Tests force each one the CPU can run, so all three are checked on one machine.
+void force_group_norm_kernel(int kernel);
+
 }  // namespace adtree::model
