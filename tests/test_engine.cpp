@@ -12,8 +12,10 @@
 #include <thread>
 
 #include "engine/engine.h"
+#include "engine/preview_schedule.h"
 #include "engine/soak.h"
 #include "model/gpt_config.h"
+#include "model/model_dir.h"
 #include "model/random_model.h"
 #include "util/error.h"
 
@@ -260,6 +262,46 @@ TEST_F(EngineTest, PreviewsAreThrottled) {
   EXPECT_GE(count<JobPreview>(ev), 1);
   EXPECT_LE(count<JobPreview>(ev), 2);
   EXPECT_TRUE(std::get<JobPreview>(ev[ev.size() - 2]).final);
+}
+
+// engine/preview_schedule.h: a cheap decoder shows the first step at once and then one preview
+// per interval; a costly one (LlamaGen's VQ-16 takes about 1.3 s on two cores) waits six times
+// its cost, first preview included, so the preview thread never takes more than a sixth.
+TEST(PreviewSchedule, CostlyDecodersWaitSixTimesTheirCostFirstPreviewIncluded) {
+  EXPECT_EQ(adtree::engine::first_preview_delay_ms(100, 10), 0);
+  EXPECT_EQ(adtree::engine::preview_gap_ms(100, 10), 100);
+  EXPECT_EQ(adtree::engine::preview_gap_ms(100, 1300), 7800);
+  EXPECT_EQ(adtree::engine::first_preview_delay_ms(100, 1300), 7700);
+}
+
+// The load's choice of picture decoder reaches the engine's pictures: fp32 decodes the reference's
+// bytes; an unknown precision fails the load with the known names.
+TEST_F(EngineTest, PictureDecoderPrecisionIsTheLoadsChoice) {
+  Engine e(rec.listener());
+  LoadRequest r;
+  r.dir = model_dir();
+  r.vq_dtype = "fp32";
+  e.load_model(r);
+  ASSERT_TRUE(rec.wait_load());
+  ASSERT_TRUE(std::holds_alternative<ModelLoaded>(rec.events().back()));
+  const JobId id = e.submit(job());
+  ASSERT_TRUE(rec.wait_terminal(id));
+  const auto events = rec.of_job(id);  // a copy: `done` refers into it
+  const auto& done = std::get<JobFinished>(events.back());
+  const auto m = adtree::model::load_model_dir(model_dir());
+  const auto codes = at::tensor(done.tokens, at::kLong).view({1, -1});
+  const auto ref = adtree::model::VqModel::to_bytes(m.vq->decode(codes, 16, 16))[0];
+  const auto got = at::from_blob(const_cast<uint8_t*>(done.image.pixels.data()),
+                                 {done.image.height, done.image.width, 3}, at::kByte);
+  EXPECT_LE((got.to(at::kInt) - ref.to(at::kInt)).abs().max().item<int>(), 1);
+  rec.clear();
+  r.vq_dtype = "fp8";
+  e.load_model(r);
+  ASSERT_TRUE(rec.wait_load());
+  const auto ev = rec.events();
+  const auto* f = std::get_if<LoadFailed>(&ev.back());
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->message.find("auto, fp32, bf16"), std::string::npos) << f->message;
 }
 
 TEST_F(EngineTest, PreviewsCanBeTurnedOff) {

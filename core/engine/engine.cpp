@@ -22,6 +22,7 @@
 #endif
 
 #include "decode/run.h"
+#include "engine/preview_schedule.h"
 #include "model/model_dir.h"
 #include "model/random_model.h"
 #include "util/clock.h"
@@ -156,8 +157,11 @@ RgbImage decode_prefix(const model::ModelBundle& m, const std::vector<int64_t>& 
 // small decode times the decoder cheaply, so a large tokenizer (LlamaGen's VQ-16: 16384 codes, a
 // wide decoder) gives up at once, while larger grids amortise the per-op cost for small ones.
 // Empty when the codes left, at the latest grid's cost per code, would take longer than
-// `budget_ms` (10x that while the grids are still small).
-std::vector<uint8_t> token_palette(const model::ModelBundle& m, double budget_ms) {
+// `budget_ms` (10x that while the grids are still small). *ms_per_cell: the decoder's cost per
+// token cell measured on the way (an upper bound from the small first grid), which the previews
+// plan with before their first decode.
+std::vector<uint8_t> token_palette(const model::ModelBundle& m, double budget_ms,
+                                   double* ms_per_cell) {
   if (!m.vq) return {};
   const int64_t v = m.vq_config.codebook_size;
   const int64_t f = m.vq_config.downsample_factor();
@@ -176,6 +180,7 @@ std::vector<uint8_t> token_palette(const model::ModelBundle& m, double budget_ms
     start += n;
     // The small first grids overstate the cost per code (fixed per-op cost, first-call warm-up):
     // they give up only when far over budget; the full-size grid decides exactly.
+    *ms_per_cell = ms_since(t0) / double(chunk);
     const double left_ms = ms_since(t0) / double(n) * double(v - start);
     if (left_ms > budget_ms && (side == 32 || left_ms > 10.0 * budget_ms)) return {};
     side = std::min<int64_t>(side * 2, 32);
@@ -219,10 +224,15 @@ class PreviewWorker {
     result_.reset();
     return r;
   }
-  // How long the last preview decode took (ms), 0 before the first.
+  // How long the last preview decode took (ms); `estimate_ms` before the first one of a model.
   double last_cost_ms() {
     std::lock_guard<std::mutex> lk(mu_);
     return last_cost_ms_;
+  }
+  // A newly loaded model: the cost of its previews as the load measured it.
+  void set_cost_estimate(double estimate_ms) {
+    std::lock_guard<std::mutex> lk(mu_);
+    last_cost_ms_ = estimate_ms;
   }
   // Waits for a decode in flight (at most one preview's time) and drops its result: a job ends.
   void settle() {
@@ -363,11 +373,14 @@ struct Engine::Impl {
       model::LoadOptions lo;
       lo.device = req.device;
       lo.dtype = req.dtype;
+      lo.vq_dtype = req.vq_dtype;
       auto m = std::make_shared<model::ModelBundle>(model::load_model_dir(req.dir, lo));
       if (!m->vq) throw Error(req.dir + ": the model has no VQ decoder, so it cannot draw images");
       emit(LoadProgress{req.dir, "Computing token colours", 0.9});
       auto info = describe(*m, req);
-      info.token_colors = token_palette(*m, opts.palette_budget_ms);
+      double ms_per_cell = 0;
+      info.token_colors = token_palette(*m, opts.palette_budget_ms, &ms_per_cell);
+      previews->set_cost_estimate(ms_per_cell * double(m->gpt_config.image_tokens()));
       bundle = std::move(m);
       bundle_request = req;
       emit(ModelLoaded{std::move(info), ms_since(t0)});
@@ -409,7 +422,10 @@ struct Engine::Impl {
       // PJD commits on several rows at once.
       std::vector<int64_t> grid(size_t(g.image_tokens()), -1);
       tokens.reserve(size_t(g.image_tokens()));
-      auto next_preview = Clock::now();  // the first committed step is shown at once
+      // engine/preview_schedule.h: the first preview waits for a costly decoder.
+      const auto after_ms = [](double ms) { return std::chrono::microseconds(int64_t(ms * 1000)); };
+      auto next_preview = Clock::now() + after_ms(first_preview_delay_ms(opts.preview_interval_ms,
+                                                                         previews->last_cost_ms()));
       auto on_step = [&](const decode::StepEvent& ev) {
         for (size_t i = 0; i < ev.tokens.size(); ++i) {
           const int64_t c = ev.record.cell(i);
@@ -423,11 +439,8 @@ struct Engine::Impl {
         if (auto p = previews->take(t.id)) emit(std::move(*p));
         if (int64_t(tokens.size()) >= g.image_tokens() || Clock::now() < next_preview) return;
         if (previews->request(m, t.id, tokens)) {
-          // At most one per interval, and the preview thread busy at most ~15% of the time: on a
-          // 2-core machine a busier one slows the decoding thread (docs/GUI.md). Front ends paint
-          // new tokens in their code's colour in between (ModelInfo::token_colors).
-          const double wait = std::max(opts.preview_interval_ms, 6 * previews->last_cost_ms());
-          next_preview = Clock::now() + std::chrono::microseconds(int64_t(wait * 1000));
+          next_preview = Clock::now() + after_ms(preview_gap_ms(opts.preview_interval_ms,
+                                                                previews->last_cost_ms()));
         }
       };
       decode::DecodeResult res;

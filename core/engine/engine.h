@@ -22,8 +22,9 @@ namespace adtree::engine {
 
 struct LoadRequest {
   std::string dir;
-  std::string device = "cpu";  // "cpu" | "cuda" | "cuda:N"
-  std::string dtype = "fp32";  // "fp32" | "bf16" | "fp16"
+  std::string device = "cpu";     // "cpu" | "cuda" | "cuda:N"
+  std::string dtype = "fp32";     // "fp32" | "bf16" | "fp16"
+  std::string vq_dtype = "auto";  // the picture decoder on the CPU (model::LoadOptions::vq_dtype)
   // When `dir` holds no model.json, first write a randomly initialised model of this GPT size there
   // ("tiny", ...; empty = never). Lets a first start work with no trained model installed.
   std::string create_random = "";

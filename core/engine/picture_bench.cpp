@@ -111,7 +111,7 @@ EnginePictures time_engine_pictures(
   EventQueue events;
   Engine engine([&](Event e) { events.push(std::move(e)); }, eo);
   EnginePictures out;
-  engine.load_model({dir, opts.device, opts.dtype});
+  engine.load_model({dir, opts.device, opts.dtype, opts.vq_dtype});
   for (Event e;;) {
     if (!events.pop(e, timeout_s)) throw Error("picture bench: the model did not load in time");
     if (auto* ok = std::get_if<ModelLoaded>(&e)) {
