@@ -12,6 +12,7 @@
 #include "io/safetensors.h"
 #include "io/safetensors_shards.h"
 #include "model/model_dir.h"
+#include "model/params.h"
 #include "model/random_model.h"
 #include "util/error.h"
 
@@ -193,6 +194,32 @@ TEST(ModelDir, NonFiniteWeightsAreClearErrors) {
     EXPECT_NE(msg.find(path + ": tensor '" + name + "' holds non-finite values"), std::string::npos)
         << msg;
   }
+}
+
+// The value check reads the raw bits of every stored float type (and falls back to libtorch for
+// views): a NaN or infinity anywhere in fp32, fp64, bf16 or fp16 weights, the last element
+// included.
+TEST(ModelDir, NonFiniteValuesAreFoundInEveryFloatType) {
+  const std::vector<adtree::model::ParamSpec> spec{{"w", {3, 5}, adtree::model::Init::Zeros, 0.0}};
+  for (auto dtype : {at::kFloat, at::kDouble, at::kBFloat16, at::kHalf}) {
+    for (double bad :
+         {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::infinity()}) {
+      for (int64_t at_index : {int64_t(0), int64_t(14)}) {
+        auto t = at::zeros({3, 5}, dtype);
+        EXPECT_TRUE(adtree::model::check_params(spec, {{"w", t}}).empty());
+        t.view({-1})[at_index] = bad;
+        const auto problems = adtree::model::check_params(spec, {{"w", t}});
+        ASSERT_EQ(problems.size(), 1u) << dtype << " " << bad << " at " << at_index;
+        EXPECT_NE(problems[0].find("non-finite"), std::string::npos) << problems[0];
+      }
+    }
+    // The largest finite value is finite.
+    auto big = at::full({3, 5}, dtype == at::kHalf ? 65504.0 : 3.0e38, dtype);
+    EXPECT_TRUE(adtree::model::check_params(spec, {{"w", big}}).empty()) << dtype;
+  }
+  auto view = at::zeros({5, 3}).t();  // not contiguous
+  view[2][4] = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(adtree::model::check_params(spec, {{"w", view}}).size(), 1u);
 }
 
 TEST(ModelDir, ConfigMismatchesAreListedTogether) {
