@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "io/mapped_pages.h"
 #include "util/error.h"
 
 namespace fs = std::filesystem;
@@ -159,6 +160,27 @@ nlohmann::json header_of(const std::string& bytes, uint64_t* header_len = nullpt
 
 // ---------------------------------------------------------------------------------------------
 // Round trips
+
+// io/mapped_pages.h: a mapped tensor's pages leave the resident set and come back with the same
+// values; a tensor outside any file mapping is left alone (madvise would zero its pages).
+TEST_F(SafetensorsTest, ReleasedMappedPagesKeepTheirValues) {
+  const auto big = at::arange(0, 1 << 20, at::kFloat);  // 4 MiB: many whole pages
+  adtree::io::write_safetensors(path("big.safetensors"), {{"w", big}, {"b", at::ones({3})}});
+  {
+    auto mapped = adtree::io::map_safetensors(path("big.safetensors"));
+    EXPECT_TRUE(mapped.at("w").equal(big));  // every page touched
+    EXPECT_TRUE(adtree::io::release_mapped_pages(mapped.at("w")));
+    EXPECT_TRUE(mapped.at("w").equal(big));  // faulted back in from the file
+    EXPECT_FALSE(adtree::io::release_mapped_pages(mapped.at("b")));  // no whole page inside
+  }
+  const auto copy = big.clone();
+  EXPECT_FALSE(adtree::io::release_mapped_pages(copy));
+  EXPECT_TRUE(copy.equal(big));
+  // The file's mapping is gone with its tensors: their old addresses are no longer released.
+  auto again = adtree::io::map_safetensors(path("big.safetensors")).at("w").clone();
+  EXPECT_FALSE(adtree::io::release_mapped_pages(again));
+  EXPECT_TRUE(again.equal(big));
+}
 
 TEST_F(SafetensorsTest, RoundTripOfEveryDtypeIsBitExact) {
   const auto tensors = every_dtype();

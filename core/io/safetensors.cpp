@@ -16,6 +16,7 @@
 #include <tuple>
 #include <utility>
 
+#include "io/mapped_pages.h"
 #include "util/error.h"
 
 // Tensor bytes are copied verbatim between the file (little-endian by specification) and memory.
@@ -332,9 +333,13 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
       throw Error("Cannot map safetensors file " + quoted(path) + ": " + errno_text(err) + ".");
     }
     map_ = static_cast<const uint8_t*>(m);
+    register_mapping(map_, file_size_);
     parse();
   } catch (...) {
-    if (map_ != nullptr) ::munmap(const_cast<uint8_t*>(map_), file_size_);
+    if (map_ != nullptr) {
+      unregister_mapping(map_);
+      ::munmap(const_cast<uint8_t*>(map_), file_size_);
+    }
     if (fd_ >= 0) ::close(fd_);
     map_ = nullptr;
     fd_ = -1;
@@ -435,7 +440,10 @@ void SafetensorsReader::parse() {
 
 SafetensorsReader::~SafetensorsReader() {
   if (fd_ < 0) return;  // a borrowed buffer
-  if (map_ != nullptr) ::munmap(const_cast<uint8_t*>(map_), file_size_);
+  if (map_ != nullptr) {
+    unregister_mapping(map_);
+    ::munmap(const_cast<uint8_t*>(map_), file_size_);
+  }
   ::close(fd_);
 }
 

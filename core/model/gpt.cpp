@@ -181,16 +181,21 @@ DecoderLayer make_layer(const TensorMap& w, const std::string& prefix, int64_t d
     // Fewer ops per step (decoding a small model is dominated by per-op overhead at q = 1):
     // one GEMM for w1 and w3, and the attention scale folded into the q rows of wqkv (RoPE is
     // linear, so scaling before the rotation equals scaling the scores).
-    L.w13 = at::cat({L.w1, L.w3}, 0).contiguous();
-    L.wqkv = L.wqkv.clone();
-    L.wqkv.narrow(0, 0, dim).mul_(1.0 / std::sqrt(double(head_dim)));
-    L.q_prescaled = true;
-    L.p_wqkv = pack_inference_weight(L.wqkv);
-    L.p_wo = pack_inference_weight(L.wo);
-    L.p_w13 = pack_inference_weight(L.w13);
-    L.p_w2 = pack_inference_weight(L.w2);
-    if (L.attn_norm.defined()) L.attn_norm32 = L.attn_norm.to(at::kFloat).contiguous();
-    L.ffn_norm32 = L.ffn_norm.to(at::kFloat).contiguous();
+    at::Tensor w13 = at::cat({L.w1, L.w3}, 0).contiguous();
+    at::Tensor wqkv = L.wqkv.clone();
+    wqkv.narrow(0, 0, dim).mul_(1.0 / std::sqrt(double(head_dim)));
+    L.p_wqkv = pack_inference_weight(wqkv);
+    if (L.p_wqkv.defined()) {
+      // The lean path: the fused and scaled matrices live only in their packed panels.
+      L.p_wo = pack_inference_weight(L.wo);
+      L.p_w13 = pack_inference_weight(w13);
+      L.p_w2 = pack_inference_weight(L.w2);
+      L.packed_q_prescaled = true;
+      if (L.attn_norm.defined()) L.attn_norm32 = L.attn_norm.to(at::kFloat).contiguous();
+      L.ffn_norm32 = L.ffn_norm.to(at::kFloat).contiguous();
+    } else {
+      L.w13 = w13, L.wqkv = wqkv, L.q_prescaled = true;
+    }
   }
   return L;
 }

@@ -28,12 +28,17 @@ at::Tensor swiglu(const at::Tensor& x, const at::Tensor& w1, const at::Tensor& w
 // head reuses the same layer code without the input norm (attn_norm undefined).
 struct DecoderLayer {
   at::Tensor attn_norm, wqkv, wo, ffn_norm, w1, w2, w3;
-  at::Tensor w13;            // inference only: w1 | w3 fused
-  bool q_prescaled = false;  // inference only: wqkv's q rows carry the 1/sqrt(head_dim) scale
-  // Inference on an fp32 or bf16 CPU model only: the same matrices packed for the lean path
-  // (fp32 or bf16 panels, as the weights), and the norm weights in fp32 (the same tensors in an
-  // fp32 model), since the lean path's norms run on fp32 rows whatever the weights' dtype.
+  // Inference off the CPU only: w1 | w3 fused, and wqkv's q rows carrying the 1/sqrt(head_dim)
+  // scale (q_prescaled), so a libtorch step has fewer ops.
+  at::Tensor w13;
+  bool q_prescaled = false;
+  // Inference on an fp32 or bf16 CPU model only: the matrices packed for the lean path (fp32 or
+  // bf16 panels, as the weights; w1 | w3 fused and the q rows prescaled, packed_q_prescaled), and
+  // the norm weights in fp32 (the same tensors in an fp32 model), since the lean path's norms run
+  // on fp32 rows whatever the weights' dtype. No unpacked copy is kept: the reference path reads
+  // the stored matrices (docs/PERFORMANCE.md, "The whole picture": memory).
   PackedWeight p_wqkv, p_wo, p_w13, p_w2;
+  bool packed_q_prescaled = false;
   at::Tensor attn_norm32, ffn_norm32;
 };
 // Handles to "<prefix>attention.wqkv.weight" etc. in `w` (attention_norm optional).

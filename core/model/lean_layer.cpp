@@ -58,7 +58,7 @@ void set_lean_enabled(bool on) {
 }
 
 bool lean_applies(const DecoderLayer& L, const at::Tensor& x, const KvCache* cache) {
-  if (!lean_enabled() || !L.q_prescaled || !L.ffn_norm32.defined()) return false;
+  if (!lean_enabled() || !L.packed_q_prescaled || !L.ffn_norm32.defined()) return false;
   if (!L.p_wqkv.defined() || !L.p_wo.defined() || !L.p_w13.defined() || !L.p_w2.defined()) {
     return false;
   }

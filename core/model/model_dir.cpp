@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "io/file_hash.h"
+#include "io/mapped_pages.h"
 #include "io/safetensors_shards.h"
 #include "util/error.h"
 
@@ -45,6 +46,27 @@ TensorMap read_all(const std::string& path, std::vector<std::string>& problems) 
 void add_problems(const std::string& file, const std::vector<std::string>& found,
                   std::vector<std::string>& problems) {
   for (const auto& f : found) problems.push_back(file + ": " + f);
+}
+}  // namespace
+
+namespace {
+// What the CPU path reads after a load is its own copies: the packed panels of the GPT's and the
+// head's matrices, the picture decoder's weights; the value check touched every page of the files.
+// Handing those pages back (io/mapped_pages.h) keeps resident memory near what inference reads.
+// Nothing here has written to them, and a later read (the reference path, the encoder in
+// training) faults them back in.
+void release_copied_files(const ModelBundle& b, const TensorMap& gpt, const TensorMap& vq) {
+  if (b.gpt->lean_ready()) {
+    for (const auto& [name, t] : gpt) {
+      if (name != "tok_embeddings.weight") io::release_mapped_pages(t);
+    }
+    for (const auto& [name, t] : b.drafter_weights) io::release_mapped_pages(t);
+  }
+  if (b.vq_decoder) {
+    for (const auto& [name, t] : vq) {
+      if (name != "quantize.embedding.weight") io::release_mapped_pages(t);
+    }
+  }
 }
 }  // namespace
 
@@ -164,6 +186,7 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
       b.vq_decoder = std::make_shared<const VqDecoder>(b.vq, vq_precision);
     }
   }
+  release_copied_files(b, gw, vw);
   return b;
 }
 
