@@ -99,9 +99,9 @@ int cmd_bench_picture(int argc, char** argv) {
     const auto load = engine::time_load(dir, where, &m);
     out["load"] = load.to_json();
     std::cout << "model " << dir << ", " << worker_threads() << " thread(s)\nload " << load.ms
-              << " ms, resident " << load.rss_mib << " MiB (weights " << load.weights_mib
-              << " MiB), page faults " << load.minor_faults << " minor, " << load.major_faults
-              << " major\n";
+              << " ms, resident " << load.rss_mib << " MiB (peak " << load.peak_rss_mib
+              << ", weights " << load.weights_mib << " MiB), page faults " << load.minor_faults
+              << " minor, " << load.major_faults << " major\n";
     decode::DecodeRequest req;
     req.method = method_from(a, a.given("method") ? a.str("method") : "ar");
     req.sampling = sampling_from(a, m);

@@ -48,6 +48,7 @@ void fill_from_stats(const decode::RunStats& s, PictureTiming& t) {
 nlohmann::json LoadTiming::to_json() const {
   return {{"ms", ms},
           {"rss_mib", rss_mib},
+          {"peak_rss_mib", peak_rss_mib},
           {"weights_mib", weights_mib},
           {"rss_over_weights", weights_mib > 0 ? rss_mib / weights_mib : 0.0},
           {"minor_faults", minor_faults},
@@ -76,6 +77,7 @@ LoadTiming time_load(const std::string& dir, const model::LoadOptions& opts,
   t.ms = ms_since(t0);
   const rusage after = usage_now();
   t.rss_mib = resident_mib();
+  t.peak_rss_mib = double(after.ru_maxrss) / 1024.0;
   t.weights_mib = safetensors_mib(dir);
   t.minor_faults = after.ru_minflt - before.ru_minflt;
   t.major_faults = after.ru_majflt - before.ru_majflt;

@@ -16,6 +16,7 @@ namespace adtree::engine {
 struct LoadTiming {
   double ms = 0;
   double rss_mib = 0;        // resident after the load
+  double peak_rss_mib = 0;   // the process's peak so far (the load's, in a fresh process)
   double weights_mib = 0;    // the model's .safetensors files on disk
   int64_t minor_faults = 0;  // page faults during the load (getrusage)
   int64_t major_faults = 0;

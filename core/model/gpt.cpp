@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "io/mapped_pages.h"
 #include "model/lean_kernels.h"
 #include "model/lean_layer.h"
 #include "model/small_gemm.h"
@@ -86,7 +87,11 @@ Gpt::Gpt(GptConfig cfg, const TensorMap& weights, at::Device device, at::ScalarT
       rope_(Rope2d(cfg_.head_dim(), cfg_.cond_tokens(), cfg_.grid_h, cfg_.rope_base).to(device)) {
   cfg_.validate();
   require_params(gpt_param_specs(cfg_), weights, "GPT weights");
-  for (const auto& [name, t] : weights) w_.emplace(name, t.to(device_, dtype_));
+  for (const auto& [name, t] : weights) {
+    const at::Tensor& stored = w_.emplace(name, t.to(device_, dtype_)).first->second;
+    // A converted copy (bf16 from an fp32 file, or on a GPU): the file's pages are read no more.
+    if (!stored.is_same(t)) io::release_mapped_pages(t);
+  }
   for (int64_t i = 0; i < cfg_.n_layer; ++i) {
     layers_.push_back(make_layer(w_, layer_name(i, ""), cfg_.dim, cfg_.head_dim(), inference_));
   }
@@ -191,6 +196,10 @@ DecoderLayer make_layer(const TensorMap& w, const std::string& prefix, int64_t d
       L.p_w13 = pack_inference_weight(w13);
       L.p_w2 = pack_inference_weight(L.w2);
       L.packed_q_prescaled = true;
+      // Read only by the reference path from now on: their mapped pages go back (they fault in
+      // again if that path runs), so packing a large model one layer at a time keeps the load's
+      // peak near the packed size.
+      for (const auto* t : {&L.wqkv, &L.wo, &L.w1, &L.w2, &L.w3}) io::release_mapped_pages(*t);
       if (L.attn_norm.defined()) L.attn_norm32 = L.attn_norm.to(at::kFloat).contiguous();
       L.ffn_norm32 = L.ffn_norm.to(at::kFloat).contiguous();
     } else {

@@ -55,6 +55,12 @@ namespace {
 // Handing those pages back (io/mapped_pages.h) keeps resident memory near what inference reads.
 // Nothing here has written to them, and a later read (the reference path, the encoder in
 // training) faults them back in.
+// The value check reads every page once; the parts are read again as they are built, one at a
+// time, so the load's peak stays near the weights instead of the files plus their copies.
+void release_all(const TensorMap& w) {
+  for (const auto& [name, t] : w) io::release_mapped_pages(t);
+}
+
 void release_copied_files(const ModelBundle& b, const TensorMap& gpt, const TensorMap& vq) {
   if (b.gpt->lean_ready()) {
     for (const auto& [name, t] : gpt) {
@@ -113,12 +119,14 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
   const std::string gpath = dir + "/gpt.safetensors", vpath = dir + "/vq.safetensors";
   auto gw = read_all(gpath, problems);
   if (!gw.empty()) add_problems(gpath, check_params(gpt_param_specs(g), gw), problems);
+  release_all(gw);
   TensorMap vw;
   if (opts.load_vq) {
     vw = read_all(vpath, problems);
     if (!vw.empty()) {
       const bool enc = vw.count("encoder.conv_in.weight") > 0;
       add_problems(vpath, check_params(vq_param_specs(b.vq_config, enc), vw), problems);
+      release_all(vw);
     }
   }
   const std::string tpath = dir + "/text.json";
@@ -152,6 +160,7 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
       b.drafter_weights = read_all(dpath, problems);
       if (!b.drafter_weights.empty()) {
         add_problems(dpath, check_params(drafter_param_specs(g), b.drafter_weights), problems);
+        release_all(b.drafter_weights);
       }
     }
   }

@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 
+#include "io/mapped_pages.h"
 #include "model/group_norm_nhwc.h"
 #include "util/error.h"
 
@@ -47,6 +48,9 @@ VqDecoder::VqDecoder(std::shared_ptr<const VqModel> vq, VqPrecision precision)
     at::Tensor c = norm ? t.to(at::kFloat).contiguous() : t.to(dtype_);
     if (c.dim() == 4) c = c.contiguous(kChannelsLast);
     w_.emplace(name, c.contiguous(c.dim() == 4 ? kChannelsLast : at::MemoryFormat::Contiguous));
+    // The file's pages of this tensor are read no more (VqModel keeps a handle: they fault back
+    // in if the reference decoder runs), so the load's peak holds one copy, not two.
+    if (!w_.at(name).is_same(t)) io::release_mapped_pages(t);
   }
 }
 
