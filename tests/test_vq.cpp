@@ -10,6 +10,7 @@
 #include <string>
 
 #include "model/vq.h"
+#include "small_vq.h"
 #include "util/error.h"
 
 using adtree::model::Init;
@@ -22,15 +23,7 @@ namespace vqd = adtree::model::detail;
 namespace {
 
 VqConfig small_config() {
-  VqConfig c;
-  c.codebook_size = 64;
-  c.codebook_dim = 8;
-  c.ch = 32;
-  c.ch_mult = {1, 2, 2};
-  c.z_channels = 32;
-  c.num_res_blocks = 2;
-  c.norm_groups = 8;
-  return c;
+  return adtree::testing::small_vq_config();
 }
 
 VqModel small_model(bool with_encoder = true, uint64_t seed = 1) {

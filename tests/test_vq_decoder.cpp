@@ -10,6 +10,7 @@
 #include "model/group_norm_nhwc.h"
 #include "model/params.h"
 #include "model/vq_decoder.h"
+#include "small_vq.h"
 #include "util/error.h"
 
 namespace {
@@ -83,15 +84,7 @@ TEST(GroupNormNhwc, RejectsWhatItCannotRead) {
 }
 
 VqConfig small_config() {
-  VqConfig c;
-  c.codebook_size = 64;
-  c.codebook_dim = 8;
-  c.ch = 32;
-  c.ch_mult = {1, 2, 2};
-  c.z_channels = 32;
-  c.num_res_blocks = 2;
-  c.norm_groups = 8;
-  return c;
+  return adtree::testing::small_vq_config();
 }
 
 std::shared_ptr<const VqModel> small_vq(uint64_t seed) {

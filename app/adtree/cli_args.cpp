@@ -8,6 +8,15 @@
 
 namespace adtree::cli {
 
+std::vector<std::string> split_list(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, sep);) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
 Args::Args(std::string command, std::string summary)
     : command_(std::move(command)), summary_(std::move(summary)) {}
 

@@ -8,6 +8,9 @@
 
 namespace adtree::cli {
 
+// The non-empty items of a `sep`-separated option value ("ar,adt", "a red cat;rocket").
+std::vector<std::string> split_list(const std::string& s, char sep = ',');
+
 class Args {
  public:
   Args(std::string command, std::string summary);

@@ -35,16 +35,6 @@ namespace adtree::cli {
 
 namespace {
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, sep)) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 // Sustained read bandwidth of one pass over a buffer far larger than the caches (GB/s).
 double measure_bandwidth_gbs() {
   c10::InferenceMode guard;
@@ -153,7 +143,7 @@ struct BenchPlan {
 
 BenchPlan read_bench_plan(const Args& a, const model::ModelBundle& m) {
   BenchPlan plan;
-  plan.prompts = split(a.str("prompts"), ';');
+  plan.prompts = split_list(a.str("prompts"), ';');
   if (plan.prompts.empty()) {
     const auto& e = m.vocab.entries();
     for (size_t i = 0; i < std::min<size_t>(2, e.size()); ++i)
@@ -189,7 +179,7 @@ nlohmann::json time_forward_blocks(const Args& a, const model::ModelBundle& m, i
                                    int reps, const model::Condition& cond) {
   const auto& g = m.gpt_config;
   nlohmann::json blocks = nlohmann::json::array();
-  for (const auto& s : split(a.str("blocks"), ',')) {
+  for (const auto& s : split_list(a.str("blocks"), ',')) {
     const int64_t q = std::stoll(s);
     // Positions must stay inside the image: prefix + q <= image tokens.
     const int64_t prefix = std::min<int64_t>(128, g.image_tokens() - q);
@@ -238,7 +228,7 @@ void time_cost_curve(const Args& a, const model::ModelBundle& m, int64_t batch,
 // AR first, as the baseline every speed-up is measured against.
 std::vector<std::string> method_names(const Args& a, const model::ModelBundle& m) {
   std::vector<std::string> names{"ar"};
-  for (const auto& mth : split(method_or_default(a, m.drafter != nullptr), ',')) {
+  for (const auto& mth : split_list(method_or_default(a, m.drafter != nullptr), ',')) {
     if (mth != "ar") names.push_back(mth);
   }
   return names;

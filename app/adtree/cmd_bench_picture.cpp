@@ -17,15 +17,6 @@ namespace adtree::cli {
 
 namespace {
 
-std::vector<std::string> split_prompts(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string p; std::getline(ss, p, ';');) {
-    if (!p.empty()) out.push_back(p);
-  }
-  return out;
-}
-
 double median_of(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -105,7 +96,7 @@ int cmd_bench_picture(int argc, char** argv) {
     decode::DecodeRequest req;
     req.method = method_from(a, a.given("method") ? a.str("method") : "ar");
     req.sampling = sampling_from(a, m);
-    auto prompts = split_prompts(a.str("prompts"));
+    auto prompts = split_list(a.str("prompts"), ';');
     if (prompts.empty() && !m.vocab.entries().empty()) prompts.push_back(m.vocab.entries()[0]);
     if (prompts.empty()) throw Error("--prompts: this model has no vocabulary to pick from");
     for (const auto& p : prompts) {

@@ -71,15 +71,6 @@ int run_shell(const std::string& cmd) {
   return rc;
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 // Fetches and unpacks one package into the cache (once); returns the extracted package folder.
 std::string fetch_package(const std::string& set, const fs::path& cache) {
   const std::string package = "emoji-datasource-" + set;

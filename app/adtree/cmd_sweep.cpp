@@ -14,19 +14,10 @@ namespace adtree::cli {
 
 namespace {
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, sep);) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 std::vector<double> reals(const Args& a, const std::string& name) {
   std::vector<double> out;
   if (!a.given(name)) return out;
-  for (const auto& v : split(a.str(name), ',')) {
+  for (const auto& v : split_list(a.str(name), ',')) {
     try {
       size_t used = 0;
       const double d = std::stod(v, &used);
@@ -40,7 +31,7 @@ std::vector<double> reals(const Args& a, const std::string& name) {
 }
 
 std::vector<std::string> words(const Args& a, const std::string& name) {
-  return a.given(name) ? split(a.str(name), ',') : std::vector<std::string>{};
+  return a.given(name) ? split_list(a.str(name), ',') : std::vector<std::string>{};
 }
 
 int cmd_merge(int argc, char** argv) {
@@ -105,14 +96,14 @@ void declare_sweep_options(Args& a) {
 // The grid's axes, each value typed and range-checked, so a typo fails before any run.
 research::SweepGrid read_grid(const Args& a) {
   research::SweepGrid g;
-  g.methods = split(a.str("method"), ',');
+  g.methods = split_list(a.str("method"), ',');
   g.base = method_from(a, g.methods.empty() ? "adt" : g.methods.front());
   g.temperature = reals(a, "temperatures");
   for (const auto& s : decode::method_settings_table()) {
     if (s.sweep_flag.empty() || !a.given(s.sweep_flag)) continue;
     auto& values = g.axes[s.key];
     try {
-      for (const auto& word : split(a.str(s.sweep_flag), ',')) {
+      for (const auto& word : split_list(a.str(s.sweep_flag), ',')) {
         values.push_back(s.parse(word));
         s.check(values.back(), {});
       }
@@ -125,7 +116,7 @@ research::SweepGrid read_grid(const Args& a) {
 
 research::SweepOptions read_options(const Args& a) {
   research::SweepOptions o;
-  o.prompts = a.given("prompts") ? split(a.str("prompts"), ';')
+  o.prompts = a.given("prompts") ? split_list(a.str("prompts"), ';')
                                  : std::vector<std::string>{"grinning face noto", "red apple noto",
                                                             "rocket twemoji", "blue heart twemoji"};
   o.seeds = a.integer("seeds");
