@@ -2,6 +2,7 @@
 // Measures whole generations (tokens/s, ms per step), the cost of one target forward by query-block
 // size q, the memory-bandwidth floor of a step (weight bytes / measured bandwidth) and peak RSS.
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
