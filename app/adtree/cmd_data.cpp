@@ -45,6 +45,7 @@ void print_data_usage() {
                "Run 'adtree data emoji --help' or 'adtree data codes --help' for the options.\n";
 }
 
+#ifdef ADTREE_HAVE_IMAGING  // the npm download feeds the picture builder only
 std::string default_cache_dir() {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   if (xdg != nullptr && *xdg != '\0') return std::string(xdg) + "/adtree-studio/npm";
@@ -137,7 +138,6 @@ std::string fetch_package(const std::string& set, const fs::path& cache) {
   return (dir / "package").string();
 }
 
-#ifdef ADTREE_HAVE_IMAGING
 void print_summary(const io::Dataset& d, const std::string& out) {
   const auto& c = d.info["counts"];
   std::map<std::string, int64_t> per_style;
