@@ -26,14 +26,8 @@ IN=${IN:-third_party/train-inputs}
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 WORK=${WORK:-$ROOT/$BUILD/stages}
-mkdir -p "$OUT" "$WORK/runs"
-OUT=$(cd "$OUT" && pwd)
-t0=$SECONDS
-step() { echo "== $* ($((SECONDS - t0)) s)" | tee -a "$OUT/run.log"; }
-[[ -f $IN/codes.safetensors && -f $IN/vq/vq.safetensors ]] || {
-  echo "train-stages.sh: no inputs in $IN (run tools/gpu-train-inputs.sh on a CPU machine)" >&2
-  exit 1
-}
+mkdir -p "$WORK/runs"
+source bench/gpu/train-common.sh
 if [[ ! -x $BUILD/bin/adtree ]]; then
   step "configure and build"
   DEVICE=$DEVICE BUILD=$BUILD bench/gpu/build.sh "$OUT"

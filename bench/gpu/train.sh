@@ -17,14 +17,7 @@ JOBS=${JOBS:-$(nproc)}
 BUILD=${BUILD:-build/gpu}
 IN=${IN:-third_party/train-inputs}
 cd "$(dirname "$0")/../.."
-mkdir -p "$OUT"
-OUT=$(cd "$OUT" && pwd)
-t0=$SECONDS
-step() { echo "== $* ($((SECONDS - t0)) s)" | tee -a "$OUT/run.log"; }
-[[ -f $IN/codes.safetensors && -f $IN/vq/vq.safetensors ]] || {
-  echo "train.sh: no inputs in $IN (run tools/gpu-train-inputs.sh on a CPU machine)" >&2
-  exit 1
-}
+source bench/gpu/train-common.sh
 
 step "configure and build ($JOBS jobs)"
 DEVICE=$DEVICE JOBS=$JOBS BUILD=$BUILD bench/gpu/build.sh "$OUT"
