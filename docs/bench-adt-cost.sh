@@ -7,7 +7,7 @@
 #   docs/bench-adt-cost.sh [OLD]
 set -euo pipefail
 B=build/release/bin/adtree
-M=resources/models/emoji
+M=${ADTREE_MODEL:-resources/models/emoji-v3}  # the default model of 2026-12-03
 P="red apple noto;grinning face twemoji;rocket noto;dog face twemoji"
 H="man beard noto;teacher twemoji;man pouting noto;man facepalming twemoji"
 export ADTREE_THREADS=2

@@ -33,6 +33,7 @@ for f in ./usr/bin/adtree ./usr/bin/adtree-studio \
          ./usr/share/adtree-studio/models/emoji/gpt-00001-of-00002.safetensors \
          ./usr/share/adtree-studio/models/emoji/gpt-00002-of-00002.safetensors \
          ./usr/share/adtree-studio/models/emoji-v2/gpt.safetensors \
+         ./usr/share/adtree-studio/models/emoji-v3/gpt-00001-of-00002.safetensors \
          ./usr/share/applications/io.github.adtreestudio.AdtreeStudio.desktop \
          ./usr/share/metainfo/io.github.adtreestudio.AdtreeStudio.metainfo.xml \
          ./usr/share/icons/hicolor/scalable/apps/adtree-studio.svg \

@@ -97,7 +97,7 @@ TEST(ShippedModel, GreedyIsTokenIdenticalToArForEveryLosslessMethod) {
 }
 
 TEST(ShippedModel, EveryModelInTheResourcesLoads) {
-  // The default model and the earlier ones kept for the research docs (emoji-v1, emoji-v2) all
+  // The default model and the earlier ones kept for the research docs (emoji-v1 to emoji-v3) all
   // ship in the package, so each must load, carry its head and name itself as its folder does.
   const auto root = std::filesystem::path(ADTREE_SHIPPED_MODEL).parent_path();
   std::set<std::string> models;
@@ -111,7 +111,7 @@ TEST(ShippedModel, EveryModelInTheResourcesLoads) {
     EXPECT_EQ(res.tokens.size(), 256u) << e.path();
     models.insert(e.path().filename().string());
   }
-  for (const char* name : {"emoji", "emoji-v1", "emoji-v2"}) {
+  for (const char* name : {"emoji", "emoji-v1", "emoji-v2", "emoji-v3"}) {
     EXPECT_EQ(models.count(name), 1u) << name << " is missing from " << root;
   }
 }

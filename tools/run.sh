@@ -2,7 +2,8 @@
 # One command from a fresh Debian 12 machine to the app: set up, build, start the GUI (or, without a
 # display or with ADTREE_CLI=1, generate an image with the CLI).
 # The shipped model (resources/models/emoji) is the default; $ADTREE_MODEL picks another. Without
-# it (a partial checkout) a randomly initialised tiny model is made, which draws noise.
+# it (a partial checkout) a randomly initialised tiny model is made, which draws noise. The default
+# prompt is one the shipped model draws on every seed tried (its card, "Example prompts").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/build.sh
@@ -22,6 +23,6 @@ if [[ -x "$STUDIO" && ( -n "${DISPLAY:-}" || -n "${WAYLAND_DISPLAY:-}" ) && "${A
   exec "$STUDIO" "$MODEL"
 fi
 mkdir -p out
-"$ADTREE" generate --model "$MODEL" --prompt "${1:-red apple noto}" --seed "${2:-0}" \
+"$ADTREE" generate --model "$MODEL" --prompt "${1:-cat face noto}" --seed "${2:-0}" \
   --out out/adtree.png --stats out/adtree-stats.json --scale 4
 echo "image: $(pwd)/out/adtree.png   statistics: $(pwd)/out/adtree-stats.json"

@@ -12,7 +12,11 @@ MODEL=${1:-resources/models/emoji}
 # The teaching views: docs/teaching.md quotes numbers read off them, on the model they were taken
 # with, emoji-v2 (the default model until 2026-12-02). The PJD and CASCADE views use it too.
 TEACH_MODEL=${TEACH_MODEL:-resources/models/emoji-v2}
-PROMPT=${2:-grinning face noto}
+# The main views show the studio's first example prompt, one the default model draws on every
+# seed tried (its card, "Example prompts"); the teaching views keep the prompt their numbers were
+# read with.
+PROMPT=${2:-cat face noto}
+TEACH_PROMPT=${TEACH_PROMPT:-grinning face noto}
 APP=build/release/bin/adtree-studio
 OUT=docs/screenshots
 mkdir -p "$OUT"
@@ -58,7 +62,7 @@ teach() {  # W H NAME WAIT ARGS...
   export DISPLAY=:97
   rm -rf "$XDG_CONFIG_HOME"
   # Each view in its own gallery folder: the history shows this run's pictures only.
-  "$APP" --size "${W}x${H}" "$TEACH_MODEL" --gallery "$tmp/g-$name-$W" --run "$PROMPT" \
+  "$APP" --size "${W}x${H}" "$TEACH_MODEL" --gallery "$tmp/g-$name-$W" --run "$TEACH_PROMPT" \
     --seed "${SEED:-3}" "$@" >>"$tmp/app.log" 2>&1 &
   ap=$!
   sleep "$wait"
@@ -82,7 +86,7 @@ gallery() {  # W H
   ap=$!
   sleep "$((${FIN_S:-8} * 2))"
   kill "$ap"; wait "$ap" 2>/dev/null || true
-  "$APP" --size "${W}x${H}" "$MODEL" --gallery "$gal" --run "red apple noto" --method adt \
+  "$APP" --size "${W}x${H}" "$MODEL" --gallery "$gal" --run "santa claus noto" --method adt \
     --seed 8 --show-dock history >>"$tmp/app.log" 2>&1 &
   ap=$!
   sleep "${FIN_S:-8}"

@@ -13,7 +13,9 @@
 #include <QStandardItemModel>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <limits>
+#include <set>
 
 #include "decode/method_table.h"
 #include "ui/method_names.h"
@@ -23,10 +25,30 @@
 namespace adtree::ui {
 
 namespace {
-QString wordsHint() {
+// Prompts the shipped model draws well on every seed tried (its MODEL_CARD.md, "Example prompts"),
+// so that the first picture a person sees shows the subject.
+const char* const kExamplePrompts[] = {"cat face noto", "santa claus noto", "red apple twemoji"};
+
+// The first example whose words the model knows; empty for other models (random ones in tests).
+QString examplePrompt(const engine::ModelInfo& info) {
+  const std::set<std::string> known(info.vocabulary.begin(), info.vocabulary.end());
+  for (const char* example : kExamplePrompts) {
+    const auto words = QString(example).split(' ');
+    if (std::all_of(words.begin(), words.end(),
+                    [&](const QString& w) { return known.count(w.toStdString()) > 0; }))
+      return example;
+  }
+  return {};
+}
+
+QString wordsHint(const QString& example) {
+  if (example.isEmpty())
+    return QObject::tr(
+        "Describe the image in words from the model's vocabulary (Tab/arrows pick a completion)");
   return QObject::tr(
-      "Describe the image, e.g. \"red apple noto\" (words from the model's vocabulary; "
-      "Tab/arrows pick a completion)");
+             "Describe the image, e.g. \"%1\" (words from the model's vocabulary; "
+             "Tab/arrows pick a completion)")
+      .arg(example);
 }
 }  // namespace
 
@@ -40,7 +62,7 @@ PromptBar::PromptBar(QWidget* parent) : QWidget(parent) {
   row1->setSpacing(6);
   prompt_ = new PromptEdit(this);
   prompt_->setObjectName("promptEdit");
-  prompt_->setPlaceholderText(wordsHint());
+  prompt_->setPlaceholderText(wordsHint({}));
   prompt_->setToolTip(
       tr("The prompt: words the model knows (completion lists them as you type) "
          "or, for class models, one class name.\nReturn or Ctrl+Return generates."));
@@ -233,7 +255,11 @@ void PromptBar::setModel(const engine::ModelInfo& info) {
         tr("A class: name, synonym or number, e.g. \"golden retriever\" "
            "or 207 (Tab/arrows pick a completion)"));
   } else {
-    prompt_->setPlaceholderText(wordsHint());
+    const QString example = examplePrompt(info);
+    prompt_->setPlaceholderText(wordsHint(example));
+    // An empty prompt (a first start) gets the example, so Generate at once draws something
+    // recognisable.
+    if (prompt_->text().isEmpty()) prompt_->setText(example);
   }
   // Methods the model cannot run are shown but disabled, with the reason.
   auto* items = qobject_cast<QStandardItemModel*>(method_->model());

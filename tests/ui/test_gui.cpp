@@ -35,6 +35,7 @@
 #include "ui/plot_panel.h"
 #include "ui/presets.h"
 #include "ui/presets_menu.h"
+#include "ui/prompt_bar.h"
 #include "ui/prompt_edit.h"
 #include "ui/settings_panel.h"
 #include "ui/stall_meter.h"
@@ -307,6 +308,31 @@ class GuiTest : public QObject {
     QCOMPARE(p->text(), QString("a red "));
     QTest::keyClicks(p, "xylophone");
     QCOMPARE(p->unknownWords(), QStringList{"xylophone"});
+  }
+
+  // A first start on the shipped model: the prompt holds an example it draws well (its card's
+  // "Example prompts"), so Generate at once shows the subject; a typed prompt is kept, and a model
+  // without the example's words gets no example.
+  void promptStartsWithAnExampleTheModelKnows() {
+    adtree::engine::ModelInfo emoji;
+    emoji.vocabulary = {"apple", "cat", "face", "noto", "red", "twemoji"};
+    adtree::ui::PromptBar bar;
+    bar.setModel(emoji);
+    QCOMPARE(bar.promptText(), QString("cat face noto"));
+    auto* edit = bar.findChild<adtree::ui::PromptEdit*>("promptEdit");
+    QVERIFY(edit->placeholderText().contains("\"cat face noto\""));
+    bar.setPromptText("red apple twemoji");
+    bar.setModel(emoji);
+    QCOMPARE(bar.promptText(), QString("red apple twemoji"));
+
+    adtree::engine::ModelInfo other;
+    other.vocabulary = {"a", "cat", "red"};
+    adtree::ui::PromptBar fresh;
+    fresh.setModel(other);
+    QVERIFY(fresh.promptText().isEmpty());
+    QVERIFY(!fresh.findChild<adtree::ui::PromptEdit*>("promptEdit")
+                 ->placeholderText()
+                 .contains("e.g."));
   }
 
   void cancelMidRun() {
