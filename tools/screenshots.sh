@@ -24,6 +24,24 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export XDG_CONFIG_HOME=$tmp/config XDG_DATA_HOME=$tmp/data XDG_RUNTIME_DIR=$tmp/runtime
 
+# Pixels of the progress bar's fill (its blue) in the top band of a shot.
+bar_fill() {  # FILE W
+  convert "$1" -crop "${2}x160+0+0" +repage -fuzz 8% -fill black +opaque "rgb(55,158,223)" \
+    -fill white -opaque "rgb(55,158,223)" -format '%[fx:round(mean*w*h)]' info:
+}
+
+# The mid-generation shot: a run lasts about a second on two cores, too short to catch with one
+# sleep, so a burst of frames from MID_S on, and the one whose bar is nearest half the finished
+# shot's fill is kept.
+pick_mid() {  # W H
+  local full best=
+  full=$(bar_fill "$OUT/finished-adt-${1}x${2}.png" "$1")
+  best=$(for f in "$tmp"/mid-*.png; do echo "$(($(bar_fill "$f" "$1") * 2 - full)) $f"; done |
+         sed 's/^-//' | sort -n | head -1 | cut -d' ' -f2)
+  cp "$best" "$OUT/running-adt-${1}x${2}.png"
+  rm -f "$tmp"/mid-*.png
+}
+
 shoot() {  # W H
   local W=$1 H=$2 xp ap
   Xvfb :97 -screen 0 "${W}x${H}x24" -nolisten tcp >/dev/null 2>&1 &
@@ -39,10 +57,11 @@ shoot() {  # W H
   "$APP" --size "${W}x${H}" "$MODEL" --gallery "$tmp/g-main-$W" --run "$PROMPT" --method adt \
     --seed "${SEED:-3}" >>"$tmp/app.log" 2>&1 &
   ap=$!
-  sleep "${MID_S:-2.4}"
-  import -window root "$OUT/running-adt-${W}x${H}.png"
+  sleep "${MID_S:-2}"
+  for i in $(seq 10 $((10 + ${MID_FRAMES:-14}))); do import -window root "$tmp/mid-$i.png"; done
   sleep "${FIN_S:-8}"
   import -window root "$OUT/finished-adt-${W}x${H}.png"
+  pick_mid "$W" "$H"
   # Hover a cell of the picture (the image view is left of centre, in the upper half).
   local hx=$((W * 35 / 100)) hy=$((H * 3 / 10))
   xdotool mousemove "$hx" "$hy"; sleep 0.3; xdotool mousemove $((hx + 3)) "$hy"; sleep 1.5
@@ -86,6 +105,8 @@ gallery() {  # W H
   ap=$!
   sleep "$((${FIN_S:-8} * 2))"
   kill "$ap"; wait "$ap" 2>/dev/null || true
+  # Without a window manager a restored geometry lands 20 px low: each launch starts afresh.
+  rm -rf "$XDG_CONFIG_HOME"
   "$APP" --size "${W}x${H}" "$MODEL" --gallery "$gal" --run "santa claus noto" --method adt \
     --seed 8 --show-dock history >>"$tmp/app.log" 2>&1 &
   ap=$!
