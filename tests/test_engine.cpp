@@ -14,6 +14,7 @@
 #include "engine/engine.h"
 #include "engine/preview_schedule.h"
 #include "engine/soak.h"
+#include "engine/token_palette.h"
 #include "model/gpt_config.h"
 #include "model/model_dir.h"
 #include "model/random_model.h"
@@ -185,16 +186,72 @@ TEST_F(EngineTest, LoadReportsTheModelCard) {
       << "the tiny codebook is cheap";
 }
 
-TEST_F(EngineTest, TokenColoursAreSkippedWhenTheCodebookIsTooCostlyToDecode) {
+// A codebook too costly to decode at load (LlamaGen's VQ-16; here any decoder, with a zero budget):
+// the load sends no colours, the engine builds them while idle, between jobs, sends them as
+// TokenColors and caches them per model hash; the next load reads the cache, and a damaged cache is
+// rebuilt.
+TEST_F(EngineTest, TokenColoursTooCostlyAtLoadAreBuiltWhileIdleAndCached) {
+  auto colours_event = [](const std::vector<Event>& ev) -> const TokenColors* {
+    for (const auto& e : ev)
+      if (const auto* c = std::get_if<TokenColors>(&e)) return c;
+    return nullptr;
+  };
+  auto loaded = [](const std::vector<Event>& ev) -> const ModelInfo& {
+    for (const auto& e : ev)
+      if (const auto* m = std::get_if<ModelLoaded>(&e)) return m->info;
+    throw std::runtime_error("no ModelLoaded");
+  };
   EngineOptions opts;
   opts.palette_budget_ms = 0.0;  // any decoder is too slow for this budget
-  Engine e(rec.listener(), opts);
-  e.load_model({model_dir()});
-  ASSERT_TRUE(rec.wait_load());
-  const auto ev = rec.events();  // a copy: the info below refers into it
-  const auto& info = std::get<ModelLoaded>(ev.back()).info;
-  EXPECT_TRUE(info.token_colors.empty());
-  EXPECT_GT(info.codebook_size, 0);  // the model itself loaded
+  opts.palette_cache_root = dir_ + "/palette-cache";
+  std::vector<uint8_t> built;
+  fs::path cache;
+  {
+    Engine e(rec.listener(), opts);
+    e.load_model({model_dir()});
+    ASSERT_TRUE(rec.wait_load());
+    const JobId id = e.submit(job());  // a job during the build runs whole; the build goes on after
+    ASSERT_TRUE(rec.wait([&](const auto& ev) { return colours_event(ev) != nullptr; }));
+    ASSERT_TRUE(rec.wait_terminal(id));
+    const auto ev = rec.events();
+    const auto& info = loaded(ev);
+    EXPECT_TRUE(info.token_colors.empty());
+    EXPECT_TRUE(std::holds_alternative<JobFinished>(rec.of_job(id).back()));
+    expect_well_formed(ev);
+    const auto* c = colours_event(ev);
+    EXPECT_EQ(c->dir, model_dir());
+    built = c->colors;
+    ASSERT_EQ(built.size(), size_t(info.codebook_size * 3));
+    cache = palette_cache_path(info.hash, opts.palette_cache_root);
+  }
+  // The same colours as the load's own decode (the same grids).
+  rec.clear();
+  {
+    Engine eager(rec.listener());
+    eager.load_model({model_dir()});
+    ASSERT_TRUE(rec.wait_load());
+    EXPECT_EQ(loaded(rec.events()).token_colors, built);
+  }
+  if (cache.empty()) GTEST_SKIP() << "no model hash in this build: nothing is cached";
+  EXPECT_EQ(read_cached_palette(cache, int64_t(built.size() / 3)), built);
+  rec.clear();
+  {
+    Engine e(rec.listener(), opts);
+    e.load_model({model_dir()});
+    ASSERT_TRUE(rec.wait_load());
+    EXPECT_EQ(loaded(rec.events()).token_colors, built) << "read from the cache";
+    EXPECT_FALSE(rec.wait([&](const auto& ev) { return colours_event(ev) != nullptr; }, 300ms));
+  }
+  fs::resize_file(cache, 10);  // damaged: ignored and rebuilt
+  rec.clear();
+  {
+    Engine e(rec.listener(), opts);
+    e.load_model({model_dir()});
+    ASSERT_TRUE(rec.wait_load());
+    EXPECT_TRUE(loaded(rec.events()).token_colors.empty());
+    ASSERT_TRUE(rec.wait([&](const auto& ev) { return colours_event(ev) != nullptr; }));
+  }
+  EXPECT_EQ(read_cached_palette(cache, int64_t(built.size() / 3)), built);
 }
 
 TEST_F(EngineTest, LoadsTheShippedTrainedModelWithItsLicenceRecords) {

@@ -196,6 +196,11 @@ void CompareWindow::setModel(const engine::ModelInfo& info) {
   updateBusy();
 }
 
+void CompareWindow::setTokenColors(const std::vector<uint8_t>& colors) {
+  if (model_) model_->token_colors = colors;
+  for (auto* image : image_) image->setTokenColors(colors);
+}
+
 void CompareWindow::setPrompt(const QString& prompt) {
   prompt_ = prompt;
   prompt_label_->setText(prompt.isEmpty() ? tr("<i>Type a prompt in the main window first.</i>")

@@ -38,6 +38,7 @@ class CompareWindow : public QWidget {
 
   // The loaded model: bounds the settings and sizes the image views.
   void setModel(const engine::ModelInfo& info);
+  void setTokenColors(const std::vector<uint8_t>& colors);  // built after the load
   void setPrompt(const QString& prompt);
   void setSeed(quint64 seed);
   // Side 0 (A) or 1 (B): its method, acceptance rule and settings.

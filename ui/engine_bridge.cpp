@@ -125,6 +125,8 @@ void EngineBridge::drain() {
             Q_EMIT modelLoaded(x);
           } else if constexpr (std::is_same_v<T, engine::LoadFailed>) {
             Q_EMIT loadFailed(QString::fromStdString(x.dir), QString::fromStdString(x.message));
+          } else if constexpr (std::is_same_v<T, engine::TokenColors>) {
+            Q_EMIT tokenColorsArrived(QString::fromStdString(x.dir), x.colors);
           } else if constexpr (std::is_same_v<T, engine::JobStarted>) {
             Q_EMIT jobStarted(x);
           } else if constexpr (std::is_same_v<T, engine::JobPreview>) {

@@ -48,6 +48,8 @@ class EngineBridge : public QObject {
   void loadProgress(const QString& dir, const QString& stage, double fraction);
   void modelLoaded(const adtree::engine::ModelLoaded& loaded);
   void loadFailed(const QString& dir, const QString& message);
+  // The loaded model's token colours, built after its load (engine::TokenColors).
+  void tokenColorsArrived(const QString& dir, const std::vector<uint8_t>& colors);
   void jobStarted(const adtree::engine::JobStarted& started);
   void stepsArrived(const std::vector<adtree::engine::JobStep>& steps);
   void previewArrived(const adtree::engine::JobPreview& preview);

@@ -146,6 +146,7 @@ void MainWindow::connectBridge() {
           [this](const QString&, const QString& stage, double) { status(stage + "…"); });
   connect(bridge_, &EngineBridge::modelLoaded, this, &MainWindow::onModelLoaded);
   connect(bridge_, &EngineBridge::loadFailed, this, &MainWindow::onLoadFailed);
+  connect(bridge_, &EngineBridge::tokenColorsArrived, this, &MainWindow::onTokenColors);
   connect(bridge_, &EngineBridge::jobStarted, this, &MainWindow::onJobStarted);
   connect(bridge_, &EngineBridge::stepsArrived, this, &MainWindow::onSteps);
   connect(bridge_, &EngineBridge::previewArrived, this, &MainWindow::onPreview);
@@ -222,6 +223,16 @@ void MainWindow::openModel(const QString& dir, const QString& createRandom) {
   bridge_->loadModel(dir, actions_->devices()->device(), actions_->devices()->dtype(),
                      createRandom);
   setBusyUi();
+}
+
+// A large tokenizer's colours, decoded while the engine was idle after the load: tokens are
+// painted in them from now on instead of hatched until the preview.
+void MainWindow::onTokenColors(const QString& dir, const std::vector<uint8_t>& colors) {
+  if (!model_ || QString::fromStdString(model_->dir) != dir) return;  // another model since
+  model_->token_colors = colors;
+  view_->image()->setTokenColors(colors);
+  if (compare_) compare_->setTokenColors(colors);
+  status(tr("Token colours ready: each token is painted in its code's colour as it comes"), 5000);
 }
 
 void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {

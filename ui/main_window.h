@@ -125,6 +125,7 @@ class MainWindow : public QMainWindow {
   void showRecord(const RunRecord& r);
 
   void onModelLoaded(const engine::ModelLoaded& loaded);
+  void onTokenColors(const QString& dir, const std::vector<uint8_t>& colors);
   void onLoadFailed(const QString& dir, const QString& message);
   void onJobStarted(const engine::JobStarted& s);
   void onSteps(const std::vector<engine::JobStep>& steps);

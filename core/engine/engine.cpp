@@ -23,6 +23,7 @@
 
 #include "decode/run.h"
 #include "engine/preview_schedule.h"
+#include "engine/token_palette.h"
 #include "model/model_dir.h"
 #include "model/random_model.h"
 #include "util/clock.h"
@@ -35,7 +36,7 @@ JobId job_of(const Event& e) {
       [](const auto& ev) -> JobId {
         using T = std::decay_t<decltype(ev)>;
         if constexpr (std::is_same_v<T, LoadProgress> || std::is_same_v<T, ModelLoaded> ||
-                      std::is_same_v<T, LoadFailed>) {
+                      std::is_same_v<T, LoadFailed> || std::is_same_v<T, TokenColors>) {
           return 0;
         } else {
           return ev.job;
@@ -149,43 +150,6 @@ RgbImage decode_prefix(const model::ModelBundle& m, const std::vector<int64_t>& 
                  .to(m.gpt->device());
   const auto& g = m.gpt_config;
   return to_rgb(model::VqModel::to_bytes(model::decode_picture(m, idx, g.grid_h, g.grid_w))[0]);
-}
-
-// Approximate colour of every code: the codebook laid out as square grids, VQ-decoded, each cell's
-// pixels averaged. Neighbouring codes bleed a little into each cell; good enough to paint a token
-// before the real preview arrives. The grids start at 4x4 codes and double up to 32x32: the first,
-// small decode times the decoder cheaply, so a large tokenizer (LlamaGen's VQ-16: 16384 codes, a
-// wide decoder) gives up at once, while larger grids amortise the per-op cost for small ones.
-// Empty when the codes left, at the latest grid's cost per code, would take longer than
-// `budget_ms` (10x that while the grids are still small). *ms_per_cell: the decoder's cost per
-// token cell measured on the way (an upper bound from the small first grid), which the previews
-// plan with before their first decode.
-std::vector<uint8_t> token_palette(const model::ModelBundle& m, double budget_ms,
-                                   double* ms_per_cell) {
-  if (!m.vq) return {};
-  const int64_t v = m.vq_config.codebook_size;
-  const int64_t f = m.vq_config.downsample_factor();
-  std::vector<uint8_t> out(size_t(v * 3));
-  int64_t side = 4;
-  for (int64_t start = 0; start < v;) {
-    const int64_t chunk = side * side, n = std::min(chunk, v - start);
-    const auto t0 = Clock::now();
-    auto idx = at::arange(start, start + n, at::TensorOptions().dtype(at::kLong)).unsqueeze(0);
-    auto img =
-        model::VqModel::to_bytes(model::decode_picture(m, idx.to(m.gpt->device()), side, side))[0];
-    auto mean = img.to(at::kFloat).reshape({side, f, side, f, 3}).mean({1, 3}).reshape({chunk, 3});
-    auto bytes = mean.narrow(0, 0, n).round().clamp(0, 255).to(at::kByte).contiguous();
-    std::copy(bytes.data_ptr<uint8_t>(), bytes.data_ptr<uint8_t>() + n * 3,
-              out.begin() + start * 3);
-    start += n;
-    // The small first grids overstate the cost per code (fixed per-op cost, first-call warm-up):
-    // they give up only when far over budget; the full-size grid decides exactly.
-    *ms_per_cell = ms_since(t0) / double(chunk);
-    const double left_ms = ms_since(t0) / double(n) * double(v - start);
-    if (left_ms > budget_ms && (side == 32 || left_ms > 10.0 * budget_ms)) return {};
-    side = std::min<int64_t>(side * 2, 32);
-  }
-  return out;
 }
 
 // Decodes preview images on a thread of its own for the job running on the worker. The worker asks
@@ -317,6 +281,7 @@ struct Engine::Impl {
   // Worker-only state: nothing but the worker reads or writes it, so it needs no lock.
   std::shared_ptr<const model::ModelBundle> bundle;
   LoadRequest bundle_request;
+  std::optional<PaletteBuild> palette;  // the loaded model's token colours, built while idle
 
   void emit(Event e) {
     if (!listener) return;
@@ -337,8 +302,13 @@ struct Engine::Impl {
       Task t;
       {
         std::unique_lock<std::mutex> lk(mu);
-        cv.wait(lk, [&] { return stopping || !queue.empty(); });
-        if (queue.empty()) return;  // stopping and drained
+        cv.wait(lk, [&] { return stopping || !queue.empty() || palette; });
+        if (queue.empty() && stopping) return;  // stopping and drained
+        if (queue.empty()) {
+          lk.unlock();
+          palette_step();  // idle: one grid of the token colours
+          continue;
+        }
         t = std::move(queue.front());
         queue.pop_front();
         if (stopping && t.is_load) continue;  // nobody waits for a model any more
@@ -358,8 +328,24 @@ struct Engine::Impl {
     }
   }
 
+  // One grid of the background palette; at the end it is cached and sent. A failure costs only
+  // the colours (hatched cells until the previews).
+  void palette_step() {
+    try {
+      c10::InferenceMode guard;
+      palette->step();
+      if (!palette->done()) return;
+      write_cached_palette(palette->cache(), palette->colours());
+      emit(TokenColors{palette->dir(), palette->colours()});
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "adtree engine: token colours failed: %s\n", e.what());
+    }
+    palette.reset();
+  }
+
   void run_load(const LoadRequest& req) {
     const auto t0 = Clock::now();
+    palette.reset();  // the previous model's colours are of no use any more
     try {
       c10::InferenceMode guard;
       if (!req.create_random.empty() &&
@@ -381,6 +367,12 @@ struct Engine::Impl {
       double ms_per_cell = 0;
       info.token_colors = token_palette(*m, opts.palette_budget_ms, &ms_per_cell);
       previews->set_cost_estimate(ms_per_cell * double(m->gpt_config.image_tokens()));
+      if (info.token_colors.empty()) {
+        // Too costly to decode now: from the cache, else built while the engine is idle.
+        const auto cache = palette_cache_path(m->hash, opts.palette_cache_root);
+        info.token_colors = read_cached_palette(cache, m->vq_config.codebook_size);
+        if (info.token_colors.empty() && opts.background_palette) palette.emplace(m, req.dir, cache);
+      }
       bundle = std::move(m);
       bundle_request = req;
       emit(ModelLoaded{std::move(info), ms_since(t0)});

@@ -42,9 +42,12 @@ struct EngineOptions {
   // thread is busy at most ~15% of the time. Their results are emitted by
   // the decoding thread at its next step, keeping every event of a job on one thread, in order.
   double preview_interval_ms = 100;
-  // Token colours (ModelInfo::token_colors) are skipped when decoding the codebook would take
-  // longer.
+  // Token colours (ModelInfo::token_colors) are decoded at load when that takes at most this long;
+  // otherwise they come from the cache, or are decoded while the engine is idle and sent as a
+  // TokenColors event (engine/token_palette.h).
   double palette_budget_ms = 3000;
+  std::string palette_cache_root;  // the cache's root folder; empty: $XDG_CACHE_HOME or ~/.cache
+  bool background_palette = true;  // false: no idle-time build (benches that time jobs alone)
 };
 
 // Called on the worker thread for every event, in order. Keep it short (copy and post); it must not

@@ -44,9 +44,9 @@ struct ModelInfo {
   std::vector<std::string> vocabulary;      // completion list: words, or class names and synonyms
   decode::SamplingParams default_sampling;  // model.json "sampling" (its author's choice)
   std::string license;                      // one line: weights / data licences
-  // Approximate colour of every code (codebook_size x RGB), from one VQ decode of the codebook at
-  // load: lets a front end paint each token the moment it is committed, before the next preview.
-  // Empty when the codebook is too costly to decode on this device.
+  // Approximate colour of every code (codebook_size x RGB), from VQ decodes of the codebook: lets a
+  // front end paint each token the moment it is committed, before the next preview. Empty when the
+  // codebook is too costly to decode at load and not cached yet: a TokenColors event follows.
   std::vector<uint8_t> token_colors;
 };
 
@@ -63,6 +63,12 @@ struct ModelLoaded {
 struct LoadFailed {
   std::string dir;
   std::string message;  // complete sentences naming the file and the problem
+};
+// The token colours of the loaded model from `dir`, built in the background after a ModelLoaded
+// whose token_colors were empty (a large codebook); between jobs, never inside one.
+struct TokenColors {
+  std::string dir;
+  std::vector<uint8_t> colors;
 };
 
 // One generation job, in order: Started, then Step/Preview interleaved, then exactly one of
@@ -114,8 +120,8 @@ struct JobCancelled {
   int64_t tokens_done = 0;
 };
 
-using Event = std::variant<LoadProgress, ModelLoaded, LoadFailed, JobStarted, JobStep, JobPreview,
-                           JobFinished, JobFailed, JobCancelled>;
+using Event = std::variant<LoadProgress, ModelLoaded, LoadFailed, TokenColors, JobStarted, JobStep,
+                           JobPreview, JobFinished, JobFailed, JobCancelled>;
 
 // The job an event belongs to (0 for model-loading events).
 JobId job_of(const Event& e);

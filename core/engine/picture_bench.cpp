@@ -108,6 +108,7 @@ EnginePictures time_engine_pictures(
     const std::vector<std::pair<std::string, decode::DecodeRequest>>& jobs,
     double preview_interval_ms, double timeout_s) {
   EngineOptions eo;
+  eo.background_palette = false;  // the jobs alone are timed
   eo.previews = preview_interval_ms > 0;
   if (eo.previews) eo.preview_interval_ms = preview_interval_ms;
   EventQueue events;
