@@ -371,7 +371,8 @@ struct Engine::Impl {
         // Too costly to decode now: from the cache, else built while the engine is idle.
         const auto cache = palette_cache_path(m->hash, opts.palette_cache_root);
         info.token_colors = read_cached_palette(cache, m->vq_config.codebook_size);
-        if (info.token_colors.empty() && opts.background_palette) palette.emplace(m, req.dir, cache);
+        if (info.token_colors.empty() && opts.background_palette)
+          palette.emplace(m, req.dir, cache);
       }
       bundle = std::move(m);
       bundle_request = req;

@@ -26,8 +26,7 @@ int64_t colour_grid(const model::ModelBundle& m, int64_t start, int64_t side,
       model::VqModel::to_bytes(model::decode_picture(m, idx.to(m.gpt->device()), side, side))[0];
   auto mean = img.to(at::kFloat).reshape({side, f, side, f, 3}).mean({1, 3}).reshape({chunk, 3});
   auto bytes = mean.narrow(0, 0, n).round().clamp(0, 255).to(at::kByte).contiguous();
-  std::copy(bytes.data_ptr<uint8_t>(), bytes.data_ptr<uint8_t>() + n * 3,
-            out.begin() + start * 3);
+  std::copy(bytes.data_ptr<uint8_t>(), bytes.data_ptr<uint8_t>() + n * 3, out.begin() + start * 3);
   return n;
 }
 
@@ -67,7 +66,8 @@ std::vector<uint8_t> read_cached_palette(const fs::path& file, int64_t codebook_
   std::error_code ec;
   if (file.empty() || fs::file_size(file, ec) != uint64_t(codebook_size * 3) || ec) return {};
   std::ifstream in(file, std::ios::binary);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
   if (int64_t(bytes.size()) != codebook_size * 3) return {};
   return bytes;
 }

@@ -1,7 +1,7 @@
 // Token colours (ModelInfo::token_colors): the approximate colour of every code of a model's
 // tokenizer, so a front end paints each token the moment it is committed, before the next preview.
 // Small codebooks are decoded at load; a large one (LlamaGen's VQ-16: 16,384 codes, a wide decoder,
-// about 90 s on two cores) is decoded in the background, a small grid at a time while the engine
+// about 50 s on two cores) is decoded in the background, a small grid at a time while the engine
 // has nothing else to do, and cached per model hash so that this happens once per model.
 #pragma once
 #include <cstdint>

@@ -1,5 +1,9 @@
 #include "model/model_dir.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <filesystem>
 
 #include "io/file_hash.h"
@@ -61,17 +65,21 @@ void release_all(const TensorMap& w) {
   for (const auto& [name, t] : w) io::release_mapped_pages(t);
 }
 
-void release_copied_files(const ModelBundle& b, const TensorMap& gpt, const TensorMap& vq) {
-  if (b.gpt->lean_ready()) {
-    for (const auto& [name, t] : gpt) {
-      if (name != "tok_embeddings.weight") io::release_mapped_pages(t);
-    }
-    for (const auto& [name, t] : b.drafter_weights) io::release_mapped_pages(t);
+// The pages of mapped files whose contents the lean path or the fast picture decoder have copied
+// (packed panels, channels-last or bf16 weights): the kernel may drop them, and they fault back in
+// if the reference path reads them.
+void release_copied_gpt(const ModelBundle& b, const TensorMap& gpt) {
+  if (!b.gpt->lean_ready()) return;
+  for (const auto& [name, t] : gpt) {
+    if (name != "tok_embeddings.weight") io::release_mapped_pages(t);
   }
-  if (b.vq_decoder) {
-    for (const auto& [name, t] : vq) {
-      if (name != "quantize.embedding.weight") io::release_mapped_pages(t);
-    }
+  for (const auto& [name, t] : b.drafter_weights) io::release_mapped_pages(t);
+}
+
+void release_copied_vq(const ModelBundle& b, const TensorMap& vq) {
+  if (!b.vq_decoder) return;
+  for (const auto& [name, t] : vq) {
+    if (name != "quantize.embedding.weight") io::release_mapped_pages(t);
   }
 }
 }  // namespace
@@ -181,11 +189,10 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
   }
   files.push_back(tpath);
   b.hash = io::sha256_files_cached(files);
-  b.gpt = std::make_shared<const Gpt>(g, gw, device, dtype);
-  if (!b.drafter_weights.empty()) {
-    b.drafter = std::make_shared<const Drafter>(*b.gpt, b.drafter_weights, /*inference=*/true,
-                                                drafter_norm_eps);
-  }
+  // The picture decoder first, its file's pages handed back at once: the GPT's packed panels are
+  // a full copy of its matrices in fp32, and the peak of the load is whatever else is resident
+  // beside them (GPT-B + VQ-16: 1.45x the weights with the decoder converted last,
+  // docs/PERFORMANCE.md).
   if (opts.load_vq) {
     TensorMap moved;
     // The decoder runs in fp32 on the CPU whatever the GPT's dtype: it is run once per preview.
@@ -194,8 +201,17 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
     if (device.is_cpu()) {
       b.vq_decoder = std::make_shared<const VqDecoder>(b.vq, vq_precision);
     }
+    release_copied_vq(b, vw);
   }
-  release_copied_files(b, gw, vw);
+  b.gpt = std::make_shared<const Gpt>(g, gw, device, dtype);
+  if (!b.drafter_weights.empty()) {
+    b.drafter = std::make_shared<const Drafter>(*b.gpt, b.drafter_weights, /*inference=*/true,
+                                                drafter_norm_eps);
+  }
+  release_copied_gpt(b, gw);
+#ifdef __GLIBC__
+  malloc_trim(0);  // the conversions' temporaries, freed between the kept copies, back to the OS
+#endif
   return b;
 }
 
