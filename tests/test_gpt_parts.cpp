@@ -7,6 +7,7 @@
 
 #include "model/drafter.h"
 #include "model/gpt.h"
+#include "model/pack_rows.h"
 #include "model/packed_gemm.h"
 #include "model/params.h"
 #include "model/rope2d.h"
@@ -186,6 +187,28 @@ TEST(PackedGemm, MatchesDoublePrecisionForEveryTile) {
 // rows strided inside a qkv row against keys packed by pack_rows (a key count that ends inside a
 // panel), and P @ V read from the value rows in place into output rows strided inside a wider
 // row, whose other columns stay untouched.
+// The load packs w1 and w3 as one matrix and wqkv with its q rows scaled straight from the stored
+// tensors: the same panels, byte for byte, as packing their concatenation with the rows scaled by
+// a tensor's mul_ (what the load did before), in fp32 and bf16, odd sizes included.
+TEST(PackRows, StackedAndScaledRowsPackAsTheirConcatenation) {
+  const double scale = 1.0 / std::sqrt(5.0);
+  for (const auto dtype : {at::kFloat, at::kBFloat16}) {
+    SCOPED_TRACE(c10::toString(dtype));
+    const auto a = at::randn({21, 13}).to(dtype), b = at::randn({7, 13}).to(dtype);
+    auto cat = at::cat({a, b}, 0).contiguous();
+    cat.narrow(0, 0, 9).mul_(scale);
+    const auto want = pack_inference_weight(cat);
+    const auto got = pack_rows({a, b}, 9, float(scale));
+    ASSERT_TRUE(got.defined());
+    EXPECT_EQ(got.n_out, 28);
+    EXPECT_EQ(got.in, 13);
+    EXPECT_TRUE(at::equal(got.panels, want.panels));
+    EXPECT_TRUE(at::equal(pack_rows({a}).panels, pack_inference_weight(a).panels));
+  }
+  EXPECT_FALSE(pack_rows({at::randn({4, 4}), at::randn({4, 5})}).defined()) << "one width";
+  EXPECT_FALSE(pack_rows({at::randn({4, 4}, at::kDouble)}).defined()) << "fp32 or bf16 only";
+}
+
 TEST(PackedGemm, StridedViewsAsTheAttentionUsesThem) {
   using namespace adtree::model;
   at::manual_seed(5);

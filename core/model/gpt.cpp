@@ -8,6 +8,7 @@
 #include "io/mapped_pages.h"
 #include "model/lean_kernels.h"
 #include "model/lean_layer.h"
+#include "model/pack_rows.h"
 #include "model/small_gemm.h"
 #include "util/device_sync.h"
 #include "util/error.h"
@@ -186,15 +187,14 @@ DecoderLayer make_layer(const TensorMap& w, const std::string& prefix, int64_t d
     // Fewer ops per step (decoding a small model is dominated by per-op overhead at q = 1):
     // one GEMM for w1 and w3, and the attention scale folded into the q rows of wqkv (RoPE is
     // linear, so scaling before the rotation equals scaling the scores).
-    at::Tensor w13 = at::cat({L.w1, L.w3}, 0).contiguous();
-    at::Tensor wqkv = L.wqkv.clone();
-    wqkv.narrow(0, 0, dim).mul_(1.0 / std::sqrt(double(head_dim)));
-    L.p_wqkv = pack_inference_weight(wqkv);
+    const double scale = 1.0 / std::sqrt(double(head_dim));
+    L.p_wqkv = pack_rows({L.wqkv}, dim, float(scale));
     if (L.p_wqkv.defined()) {
-      // The lean path: the fused and scaled matrices live only in their packed panels.
-      L.p_wo = pack_inference_weight(L.wo);
-      L.p_w13 = pack_inference_weight(w13);
-      L.p_w2 = pack_inference_weight(L.w2);
+      // The lean path: the fused and scaled matrices live only in their packed panels, packed
+      // straight from the stored ones (no concatenated or scaled copy to allocate and fault in).
+      L.p_wo = pack_rows({L.wo});
+      L.p_w13 = pack_rows({L.w1, L.w3});
+      L.p_w2 = pack_rows({L.w2});
       L.packed_q_prescaled = true;
       // Read only by the reference path from now on: their mapped pages go back (they fault in
       // again if that path runs), so packing a large model one layer at a time keeps the load's
@@ -203,7 +203,10 @@ DecoderLayer make_layer(const TensorMap& w, const std::string& prefix, int64_t d
       if (L.attn_norm.defined()) L.attn_norm32 = L.attn_norm.to(at::kFloat).contiguous();
       L.ffn_norm32 = L.ffn_norm.to(at::kFloat).contiguous();
     } else {
-      L.w13 = w13, L.wqkv = wqkv, L.q_prescaled = true;
+      L.w13 = at::cat({L.w1, L.w3}, 0).contiguous();
+      L.wqkv = L.wqkv.clone();
+      L.wqkv.narrow(0, 0, dim).mul_(scale);
+      L.q_prescaled = true;
     }
   }
   return L;

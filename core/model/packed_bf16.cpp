@@ -6,6 +6,8 @@
 #include <cstring>
 #include <vector>
 
+#include "model/pack_rows.h"
+
 namespace adtree::model {
 
 namespace {
@@ -186,19 +188,9 @@ float widen(uint32_t bf16) {
 }  // namespace
 
 PackedWeight pack_weight_bf16(const at::Tensor& w) {
-  PackedWeight pw;
-  if (!w.defined() || w.dim() != 2 || !w.device().is_cpu() ||
-      (w.scalar_type() != at::kFloat && w.scalar_type() != at::kBFloat16)) {
-    return pw;
-  }
-  pw.n_out = w.size(0);
-  pw.in = w.size(1);
-  const int64_t n_panels = (pw.n_out + kPanelWidth - 1) / kPanelWidth, pairs = (pw.in + 1) / 2;
-  // [n_out padded, 2 pairs] -> [panels, 16, pairs, 2] -> [panels, pairs, 16, 2]
-  auto padded = at::zeros({n_panels * kPanelWidth, 2 * pairs}, w.options().dtype(at::kBFloat16));
-  padded.narrow(0, 0, pw.n_out).narrow(1, 0, pw.in).copy_(w);
-  pw.panels = padded.view({n_panels, kPanelWidth, pairs, 2}).permute({0, 2, 1, 3}).contiguous();
-  return pw;
+  if (!w.defined() || (w.scalar_type() != at::kFloat && w.scalar_type() != at::kBFloat16))
+    return {};
+  return pack_rows({w.to(at::kBFloat16)});
 }
 
 void packed_gemm_bf16(const float* x, int64_t rows, const PackedWeight& w, const float* bias,

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "model/pack_rows.h"
 #include "model/packed_bf16.h"
 #include "util/error.h"
 #include "util/worker_pool.h"
@@ -214,22 +215,11 @@ PanelsFn panels_fn(CpuKernel k) {
 }  // namespace
 
 PackedWeight pack_weight(const at::Tensor& w) {
-  PackedWeight pw;
-  if (!w.defined() || w.dim() != 2 || w.scalar_type() != at::kFloat || !w.device().is_cpu()) {
-    return pw;
-  }
-  pw.n_out = w.size(0);
-  pw.in = w.size(1);
-  const int64_t n_panels = (pw.n_out + kPanelWidth - 1) / kPanelWidth;
-  // [n_out padded, in] -> [panels, 16, in] -> [panels, in, 16]
-  auto padded = at::zeros({n_panels * kPanelWidth, pw.in}, w.options());
-  padded.narrow(0, 0, pw.n_out).copy_(w);
-  pw.panels = padded.view({n_panels, kPanelWidth, pw.in}).transpose(1, 2).contiguous();
-  return pw;
+  return w.defined() && w.scalar_type() == at::kFloat ? pack_rows({w}) : PackedWeight{};
 }
 
 PackedWeight pack_inference_weight(const at::Tensor& w) {
-  return w.defined() && w.scalar_type() == at::kBFloat16 ? pack_weight_bf16(w) : pack_weight(w);
+  return pack_rows({w});
 }
 
 CpuKernel packed_kernel() {
