@@ -16,6 +16,7 @@
 #include "train/gpt_trainer.h"
 #include "train/vq_trainer.h"
 #include "util/error.h"
+#include "util/resource_paths.h"
 #include "util/rng.h"
 #ifdef ADTREE_HAVE_IMAGING
 #include "imaging/emoji_dataset.h"
@@ -47,14 +48,12 @@ void print_data_usage() {
 
 #ifdef ADTREE_HAVE_IMAGING  // the npm download feeds the picture builder only
 std::string default_cache_dir() {
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  if (xdg != nullptr && *xdg != '\0') return std::string(xdg) + "/adtree-studio/npm";
-  const char* home = std::getenv("HOME");
-  if (home == nullptr || *home == '\0') {
+  const std::string root = util::user_cache_dir();
+  if (root.empty()) {
     throw Error(
         "cannot find a cache folder ($HOME and $XDG_CACHE_HOME are unset): pass --cache DIR");
   }
-  return std::string(home) + "/.cache/adtree-studio/npm";
+  return root + "/npm";
 }
 
 std::string shell_quote(const std::string& s) {

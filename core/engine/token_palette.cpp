@@ -9,6 +9,7 @@
 
 #include "model/vq.h"
 #include "util/clock.h"
+#include "util/resource_paths.h"
 
 namespace adtree::engine {
 
@@ -52,14 +53,10 @@ std::vector<uint8_t> token_palette(const model::ModelBundle& m, double budget_ms
 fs::path palette_cache_path(const std::string& model_hash, const std::string& cache_root) {
   const std::string prefix = "sha256:";
   if (model_hash.rfind(prefix, 0) != 0 || model_hash.size() <= prefix.size()) return {};
-  fs::path root = cache_root;
-  if (root.empty()) {
-    const char* xdg = std::getenv("XDG_CACHE_HOME");
-    const char* home = std::getenv("HOME");
-    root = xdg && *xdg ? fs::path(xdg) : home && *home ? fs::path(home) / ".cache" : fs::path();
-    if (root.empty()) return {};
-  }
-  return root / "adtree-studio" / "palettes" / (model_hash.substr(prefix.size()) + ".rgb");
+  const fs::path root = cache_root.empty() ? fs::path(util::user_cache_dir())
+                                           : fs::path(cache_root) / "adtree-studio";
+  if (root.empty()) return {};
+  return root / "palettes" / (model_hash.substr(prefix.size()) + ".rgb");
 }
 
 std::vector<uint8_t> read_cached_palette(const fs::path& file, int64_t codebook_size) {
@@ -77,19 +74,11 @@ bool write_cached_palette(const fs::path& file, const std::vector<uint8_t>& colo
   std::error_code ec;
   fs::create_directories(file.parent_path(), ec);
   const fs::path tmp = file.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(colours.data()), std::streamsize(colours.size()));
-    out.close();
-    if (!out) {
-      fs::remove(tmp, ec);
-      std::fprintf(stderr, "adtree engine: cannot cache token colours in %s\n",
-                   file.string().c_str());
-      return false;
-    }
-  }
-  fs::rename(tmp, file, ec);
-  if (ec) {
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(colours.data()), std::streamsize(colours.size()));
+  out.close();
+  if (out) fs::rename(tmp, file, ec);
+  if (!out || ec) {
     fs::remove(tmp, ec);
     std::fprintf(stderr, "adtree engine: cannot cache token colours in %s\n",
                  file.string().c_str());

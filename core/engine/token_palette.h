@@ -30,7 +30,7 @@ std::vector<uint8_t> token_palette(const model::ModelBundle& m, double budget_ms
                                    double* ms_per_cell);
 
 // Where a model's palette is cached: <cache_root>/adtree-studio/palettes/<hex>.rgb for a hash
-// "sha256:<hex>". cache_root empty: $XDG_CACHE_HOME, else ~/.cache. Empty path when the model has
+// "sha256:<hex>". cache_root empty: util::user_cache_dir(). Empty path when the model has
 // no hash (a build without libcrypto) or there is no cache folder: nothing is cached then.
 std::filesystem::path palette_cache_path(const std::string& model_hash,
                                          const std::string& cache_root = "");

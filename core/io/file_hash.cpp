@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "util/error.h"
+#include "util/resource_paths.h"
 #ifdef ADTREE_HAVE_OPENSSL
 #include <openssl/evp.h>
 #endif
@@ -67,12 +68,8 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path cache_file() {
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  const char* home = std::getenv("HOME");
-  const fs::path root = xdg && *xdg     ? fs::path(xdg)
-                        : home && *home ? fs::path(home) / ".cache"
-                                        : "";
-  return root.empty() ? fs::path() : root / "adtree-studio" / "model-hashes.json";
+  const fs::path root = util::user_cache_dir();
+  return root.empty() ? fs::path() : root / "model-hashes.json";
 }
 
 // What the cache trusts: every file's absolute path, size and modification time. Empty while a

@@ -8,6 +8,14 @@ namespace fs = std::filesystem;
 
 namespace adtree::util {
 
+std::string user_cache_dir() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && *xdg) return (fs::path(xdg) / "adtree-studio").string();
+  const char* home = std::getenv("HOME");
+  if (home && *home) return (fs::path(home) / ".cache" / "adtree-studio").string();
+  return "";
+}
+
 std::string executable_dir() {
   std::error_code ec;
   const auto exe = fs::read_symlink("/proc/self/exe", ec);

@@ -18,6 +18,11 @@ std::vector<std::string> shipped_model_candidates(const std::string& name = "emo
 // The first candidate holding a model.json, or "" when no shipped model is installed.
 std::string find_shipped_model(const std::string& name = "emoji");
 
+// The program's cache folder (XDG base directories): $XDG_CACHE_HOME/adtree-studio, else
+// ~/.cache/adtree-studio; "" when neither variable is set. Model hashes, token colours and npm
+// packages are kept under it.
+std::string user_cache_dir();
+
 // A data file shipped under share/adtree-studio/ (e.g. "imagenet/classes.json"): $ADTREE_DATA_DIR
 // first, then next to the executable; "" when neither has it.
 std::string find_data_file(const std::string& relative);
