@@ -300,3 +300,34 @@ run_fails("no tensor 'tok_embeddings.weight'" ${ADTREE} convert --gpt ${WORK}/c2
           --n-head 2 --grid 4 --out ${WORK}/converted3)
 run_fails("unknown class 'zebra'" ${ADTREE} generate --model ${WORK}/converted --prompt zebra
           --out ${WORK}/z.png)
+
+# A LlamaGen t2i-shaped model with the tiny random T5 that `model random --cond t5` writes beside it
+# (docs/llamagen.md): typed prompts are encoded in C++, the run says so, and its stats record it.
+run_ok(${ADTREE} model random --config micro --cond t5 --out ${WORK}/t2i --seed 5)
+execute_process(COMMAND ${ADTREE} generate --model ${WORK}/t2i --prompt "A red cat" --seed 1
+                --out ${WORK}/t2i.png --stats ${WORK}/t2i.json
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(FIND "${out}" "prompt encoded by T5" pos)
+if(NOT rc EQUAL 0 OR pos EQUAL -1)
+  message(FATAL_ERROR "generate on a T5 model: rc ${rc}\n${out}\n${err}")
+endif()
+file(READ "${WORK}/t2i.json" stats)
+string(JSON n GET "${stats}" settings prompt_tokens)
+if(n LESS 2)
+  message(FATAL_ERROR "t2i.json records ${n} prompt tokens")
+endif()
+set(long "")
+foreach(i RANGE 12)
+  string(APPEND long "the happy yellow star ")
+endforeach()
+execute_process(COMMAND ${ADTREE} generate --model ${WORK}/t2i --t5 ${WORK}/t2i/t5 --prompt "${long}"
+                --out ${WORK}/t2i-long.png --quiet
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(FIND "${err}" "T5 pieces past them were dropped" pos)
+if(NOT rc EQUAL 0 OR pos EQUAL -1)
+  message(FATAL_ERROR "a long prompt: rc ${rc}, expected the truncation warning\n${err}")
+endif()
+run_fails("a T5 text encoder is for LlamaGen t2i" ${ADTREE} generate --model ${WORK}/model
+          --t5 ${WORK}/t2i/t5 --prompt "a red cat" --out ${WORK}/no.png)
+run_fails("spiece.model" ${ADTREE} generate --model ${WORK}/t2i --t5 ${WORK}/model --prompt "a cat"
+          --out ${WORK}/no.png)

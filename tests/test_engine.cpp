@@ -203,7 +203,7 @@ TEST_F(EngineTest, TokenColoursTooCostlyAtLoadAreBuiltWhileIdleAndCached) {
   };
   EngineOptions opts;
   opts.palette_budget_ms = 0.0;  // any decoder is too slow for this budget
-  opts.palette_cache_root = dir_ + "/palette-cache";
+  opts.cache_root = dir_ + "/palette-cache";
   std::vector<uint8_t> built;
   fs::path cache;
   {
@@ -222,7 +222,7 @@ TEST_F(EngineTest, TokenColoursTooCostlyAtLoadAreBuiltWhileIdleAndCached) {
     EXPECT_EQ(c->dir, model_dir());
     built = c->colors;
     ASSERT_EQ(built.size(), size_t(info.codebook_size * 3));
-    cache = palette_cache_path(info.hash, opts.palette_cache_root);
+    cache = palette_cache_path(info.hash, opts.cache_root);
   }
   // The same colours as the load's own decode (the same grids).
   rec.clear();

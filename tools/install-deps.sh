@@ -20,6 +20,8 @@ PKGS=(
   appstream desktop-file-utils                          # validate the metainfo and desktop entry
   nodejs npm                                            # `npm pack` fetches the emoji training data
   python3-torch                                         # LlamaGen converter + parity reference (tests)
+  libsentencepiece-dev                                  # T5's tokenizer: typed prompts for LlamaGen t2i models
+  python3-sentencepiece                                 # the T5 reference fixtures and tokenizer parity (tests)
 )
 # Fuzzing (tools/fuzz.sh) needs clang and its libFuzzer runtime; CI does not fuzz, so on request.
 if [[ "${ADTREE_FUZZ_DEPS:-0}" == 1 ]]; then

@@ -22,12 +22,13 @@ EngineBridge::~EngineBridge() {
 }
 
 void EngineBridge::loadModel(const QString& dir, const QString& device, const QString& dtype,
-                             const QString& createRandom) {
+                             const QString& createRandom, const QString& textEncoder) {
   engine::LoadRequest r;
   r.dir = dir.toStdString();
   r.device = device.toStdString();
   r.dtype = dtype.toStdString();
   r.create_random = createRandom.toStdString();
+  r.text_encoder = textEncoder.toStdString();
   engine_->load_model(std::move(r));
 }
 

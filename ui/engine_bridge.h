@@ -35,8 +35,9 @@ class EngineBridge : public QObject {
   ~EngineBridge() override;  // shuts the engine down (joins the worker) before anything else
 
   // createRandom: a GPT size to write a random model with when `dir` has no model.json.
+  // textEncoder: a T5 directory for a t2i-embeddings model's typed prompts (others ignore it).
   void loadModel(const QString& dir, const QString& device, const QString& dtype,
-                 const QString& createRandom = {});
+                 const QString& createRandom = {}, const QString& textEncoder = {});
   engine::JobId submit(const QString& prompt, const decode::DecodeRequest& request);
   void cancel(engine::JobId id);
   // Stops the engine (cancel + join, about one decoding step); the bridge emits nothing afterwards.

@@ -21,6 +21,7 @@
 #include "ui/recent_models.h"
 #include "ui/replay_panel.h"
 #include "ui/run_view.h"
+#include "ui/text_encoder_menu.h"
 
 namespace adtree::ui {
 
@@ -56,6 +57,7 @@ void MainActions::loadSettings(const QSettings& s) {
   trace_->setChecked(s.value("run/trace", true).toBool());
   png_settings_->setChecked(s.value("export/pngSettings", true).toBool());
   devices_->loadSettings(s);
+  text_encoder_->loadSettings(s);
   gallery_menu_->showEnabled();
   recent_->refresh();
 }
@@ -64,6 +66,7 @@ void MainActions::saveSettings(QSettings& s) const {
   s.setValue("run/trace", trace_->isChecked());
   s.setValue("export/pngSettings", png_settings_->isChecked());
   devices_->saveSettings(s);
+  text_encoder_->saveSettings(s);
 }
 
 void MainActions::fileMenu(QMenuBar* bar) {
@@ -163,6 +166,12 @@ void MainActions::modelMenu(QMenuBar* bar) {
   devices_ = new DeviceMenu(model, this);
   connect(devices_, &DeviceMenu::changed, w, [w] {
     if (w->model()) w->openModel(QString::fromStdString(w->model()->dir));
+  });
+  text_encoder_ = new TextEncoderMenu(model, w, this);
+  // Only a t2i-embeddings model reads it: another model needs no reload.
+  connect(text_encoder_, &TextEncoderMenu::changed, w, [w] {
+    if (w->model() && w->model()->prompt_is_file)
+      w->openModel(QString::fromStdString(w->model()->dir));
   });
   model->addSeparator();
   model->addAction(tr("Model &Card…"), w, [w] {

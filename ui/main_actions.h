@@ -17,6 +17,7 @@ class QSettings;
 namespace adtree::ui {
 
 class DeviceMenu;
+class TextEncoderMenu;
 class Exports;
 class GalleryMenu;
 class MainWindow;
@@ -55,6 +56,7 @@ class MainActions : public QObject {
   bool traceOn() const;        // Run > Record Step Traces
   bool pngSettingsOn() const;  // Edit > Write Settings into Exported PNGs
   DeviceMenu* devices() const { return devices_; }
+  TextEncoderMenu* textEncoder() const { return text_encoder_; }
   RecentModels* recent() const { return recent_; }
 
   // run/trace, export/pngSettings, the device menu; refreshes the gallery and recent menus (after
@@ -78,6 +80,7 @@ class MainActions : public QObject {
           *save_tree_ = nullptr;
   QAction *save_run_ = nullptr, *trace_ = nullptr, *step_back_ = nullptr, *step_forward_ = nullptr;
   DeviceMenu* devices_ = nullptr;
+  TextEncoderMenu* text_encoder_ = nullptr;
   RecentModels* recent_ = nullptr;
   GalleryMenu* gallery_menu_ = nullptr;
 };

@@ -39,6 +39,7 @@
 #include "ui/run_view.h"
 #include "ui/settings_panel.h"
 #include "ui/status_text.h"
+#include "ui/text_encoder_menu.h"
 #include "ui/tree_view.h"
 
 namespace adtree::ui {
@@ -220,8 +221,8 @@ void MainWindow::openModel(const QString& dir, const QString& createRandom) {
   loading_dir_ = dir;
   if (!model_) view_->setPlaceholder(tr("Loading model…"));
   status(tr("Loading %1…").arg(QDir::toNativeSeparators(dir)));
-  bridge_->loadModel(dir, actions_->devices()->device(), actions_->devices()->dtype(),
-                     createRandom);
+  bridge_->loadModel(dir, actions_->devices()->device(), actions_->devices()->dtype(), createRandom,
+                     actions_->textEncoder()->dir());
   setBusyUi();
 }
 
@@ -250,8 +251,12 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
     const auto req = docks_.settings->validRequest(bar_->method(), decode::Acceptance::Lossless);
     view_->showEmpty(info, req ? ranges_for(*req) : MapRanges{});
   }
-  status(tr("Loaded %1 in %2 ms").arg(QDir::toNativeSeparators(dir)).arg(int(loaded.load_ms)),
-         8000);
+  QString loaded_text =
+      tr("Loaded %1 in %2 ms").arg(QDir::toNativeSeparators(dir)).arg(int(loaded.load_ms));
+  if (info.packed_from_cache) loaded_text += tr(" (packed weights from the cache)");
+  if (!info.cache_warning.empty())
+    loaded_text += " — " + QString::fromStdString(info.cache_warning);
+  status(loaded_text, 8000);
   // Every model a user opened is worth a shortcut, except the automatic random fallback.
   if (QDir(dir) != QDir(randomModelDir())) actions_->recent()->add(dir);
   setWindowTitle(tr("ADT-Tree Studio — %1").arg(QString::fromStdString(info.name)));

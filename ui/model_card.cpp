@@ -23,7 +23,10 @@ QString modelCardHtml(const engine::ModelInfo& m) {
   row(QObject::tr("Draft head"),
       m.has_drafter ? QObject::tr("yes") : QObject::tr("no (AR and Jacobi methods only)"));
   row(QObject::tr("Vocabulary"),
-      m.prompt_is_file
+      m.prompt_is_file && !m.text_encoder.empty()
+          ? QObject::tr("typed captions, encoded by T5 (%1), or caption-embedding files")
+                .arg(q(m.text_encoder))
+      : m.prompt_is_file
           ? QObject::tr("none: prompts are caption-embedding files")
           : QString::number(m.vocabulary_size) +
                 (m.vocabulary_is_classes ? QObject::tr(" classes") : QObject::tr(" words")));

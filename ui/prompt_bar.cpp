@@ -247,9 +247,14 @@ void PromptBar::setModel(const engine::ModelInfo& info) {
   for (const auto& w : info.vocabulary) vocab << QString::fromStdString(w);
   prompt_->setVocabulary(vocab, info.vocabulary_is_classes);
   file_->setVisible(info.prompt_is_file);
-  if (info.prompt_is_file) {
+  if (info.prompt_is_file && !info.text_encoder.empty()) {
     prompt_->setPlaceholderText(
-        tr("Path of a caption-embedding file (.safetensors; Embedding… picks one)"));
+        tr("A caption, e.g. \"a red double-decker bus on a rainy street\" (T5 encodes it), or "
+           "a caption-embedding file (Embedding…)"));
+  } else if (info.prompt_is_file) {
+    prompt_->setPlaceholderText(
+        tr("Path of a caption-embedding file (.safetensors; Embedding… picks one), or choose "
+           "Model > Text Encoder to type captions"));
   } else if (info.vocabulary_is_classes) {
     prompt_->setPlaceholderText(
         tr("A class: name, synonym or number, e.g. \"golden retriever\" "

@@ -18,19 +18,29 @@ QString versusAr(const decode::RunSettings& s, double wallMs) {
   }
   return {};
 }
+
+// A typed prompt's encoding by T5: its cost is part of what the user waited for.
+QString promptEncoding(const decode::RunSettings& s) {
+  if (s.text_encoder.empty()) return {};
+  return QObject::tr(", prompt: %1 T5 tokens in %2 ms%3")
+      .arg(s.prompt_tokens)
+      .arg(s.prompt_encode_ms, 0, 'f', 0)
+      .arg(s.prompt_truncated ? QObject::tr(" (truncated)") : QString());
+}
 }  // namespace
 
 QString finishedStatus(const engine::JobFinished& f, const decode::RunSettings* settings) {
   const auto& s = f.summary;
   const QString rule = settings ? QString::fromStdString(settings->verify) : QString();
-  return QObject::tr("Done: %1 tokens in %2 (%3 tokens/s), τ = %4, %5 steps%6%7")
+  return QObject::tr("Done: %1 tokens in %2 (%3 tokens/s), τ = %4, %5 steps%6%7%8")
       .arg(s.tokens)
       .arg(formatSeconds(f.elapsed_ms / 1000.0))
       .arg(s.tokens_per_s, 0, 'f', 0)
       .arg(s.tau, 0, 'f', 2)
       .arg(s.steps)
       .arg(rule.isEmpty() ? QString() : QObject::tr(", %1 verification").arg(rule))
-      .arg(settings ? versusAr(*settings, s.wall_ms) : QString());
+      .arg(settings ? versusAr(*settings, s.wall_ms) : QString())
+      .arg(settings ? promptEncoding(*settings) : QString());
 }
 
 }  // namespace adtree::ui

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "decode/ar_sampler.h"
 #include "io/file_write.h"
+#include "model/prompt_condition.h"
 #include "util/error.h"
 
 namespace adtree::cli {
@@ -59,7 +60,7 @@ int bench_dtype_kl(const Args& a) {
   const auto sp = sampling_from(a, ref);
   double kl_sum = 0, kl_max = 0, agree = 0, positions = 0;
   for (const auto& prompt : prompts_of(a, ref)) {
-    const auto cond = model::make_condition(*ref.gpt, ref.vocab, prompt, sp.uses_cfg());
+    const auto cond = model::condition_for_prompt(ref, prompt, sp.uses_cfg());
     for (int64_t seed = 0; seed < a.integer("seeds"); ++seed) {
       const auto tokens = decode::generate_ar(*ref.gpt, cond, sp, uint64_t(seed)).tokens;
       const auto p = mixed_logits(*ref.gpt, cond, tokens, sp).to(at::kDouble).log_softmax(-1);

@@ -6,6 +6,7 @@
 
 #include "bench_forward.h"
 #include "decode/run.h"
+#include "model/prompt_condition.h"
 #include "util/error.h"
 
 namespace adtree::cli {
@@ -49,7 +50,7 @@ BenchRuns run_generations(const model::ModelBundle& m, const std::vector<BenchMe
   for (int64_t round = 0; round < rounds; ++round) {
     for (const auto& prompt : prompts) {
       const auto cond =
-          model::make_condition(*m.gpt, m.vocab, prompt, methods[0].request.sampling.uses_cfg());
+          model::condition_for_prompt(m, prompt, methods[0].request.sampling.uses_cfg());
       for (int64_t seed = 0; seed < seeds; ++seed) {
         double ar_wall = 0;
         for (const auto& bm : methods) {

@@ -25,6 +25,7 @@
 #include "decode/step_cost.h"
 #include "io/file_write.h"
 #include "model/drafter.h"
+#include "model/prompt_condition.h"
 #include "model/random_model.h"
 #include "util/clock.h"
 #include "util/device_sync.h"
@@ -348,7 +349,7 @@ int cmd_bench(int argc, char** argv) {
   nlohmann::json out = describe_setup(a, bm, params);
   const int64_t weight_bytes = streamed_weight_bytes(m);
 
-  auto cond = model::make_condition(*m.gpt, m.vocab, plan.prompts[0], params.uses_cfg());
+  auto cond = model::condition_for_prompt(m, plan.prompts[0], params.uses_cfg());
   nlohmann::json blocks = time_forward_blocks(a, m, batch, plan.reps, cond);
   out["forward_by_block"] = blocks;
   nlohmann::json head_levels = time_head_levels(m, batch, plan.reps, blocks);

@@ -32,7 +32,10 @@ void add_model_options(Args& a) {
       .option("vq-dtype", "TYPE",
               "picture decoder on the CPU: auto (bf16 where the CPU has AVX512-BF16, else fp32), "
               "fp32 or bf16",
-              "auto");
+              "auto")
+      .option("t5", "DIR",
+              "T5 text encoder for a LlamaGen t2i model (a Hugging Face flan-t5-xl directory): "
+              "typed prompts instead of caption-embedding files");
 }
 
 model::LoadOptions load_options(const Args& a) {
@@ -40,6 +43,7 @@ model::LoadOptions load_options(const Args& a) {
   o.device = a.str("device");
   o.dtype = a.str("dtype");
   o.vq_dtype = a.str("vq-dtype");
+  if (a.given("t5")) o.text_encoder = a.str("t5");
   return o;
 }
 
@@ -62,7 +66,14 @@ model::ModelBundle load_model(const Args& a, bool load_vq, const std::string& fa
   }
   model::LoadOptions opts = load_options(a);
   opts.load_vq = load_vq;
-  return model::load_model_dir(dir, opts);
+  auto m = model::load_model_dir(dir, opts);
+  if (!opts.text_encoder.empty() && m.manifest.kind != "t2i-embeddings") {
+    throw Error("--t5: " + dir + " is a " + m.manifest.kind +
+                " model; a T5 text encoder is for LlamaGen t2i (t2i-embeddings) models");
+  }
+  if (!m.pack_cache_warning.empty())
+    std::cerr << "adtree: warning: " << m.pack_cache_warning << "\n";
+  return m;
 }
 
 decode::SamplingParams sampling_from(const Args& a, const model::ModelBundle& m) {
@@ -122,8 +133,8 @@ void generate_one(const Args& a, const model::ModelBundle& m, const std::string&
                   const decode::DecodeRequest& req, const std::string& out,
                   const std::string& stats_path, int64_t scale) {
   const model::LoadOptions where = load_options(a);
-  const auto run = decode::prepare_run(m, req, prompt, where);
-  auto cond = model::make_condition(*m.gpt, m.vocab, prompt, req.sampling.uses_cfg());
+  auto run = decode::prepare_run(m, req, prompt, where);
+  const auto cond = decode::prepare_condition(m, run);
   auto res = decode::run_decode(m, cond, run);
 
   const auto& g = m.gpt_config;
@@ -143,6 +154,11 @@ void generate_one(const Args& a, const model::ModelBundle& m, const std::string&
     j["tokens"] = res.tokens;
     io::write_file(stats_path, j.dump(1) + "\n", "the statistics file");
   }
+  if (res.stats.settings.prompt_truncated) {
+    std::cerr << "adtree: warning: the prompt is longer than the model's "
+              << res.stats.settings.prompt_tokens
+              << " caption tokens; T5 pieces past them were dropped\n";
+  }
   if (!a.flag_set("quiet")) {
     const auto& s = res.stats.summary;
     std::cout << "wrote " << std::filesystem::absolute(out).string() << " (" << img.size(1) * scale
@@ -151,6 +167,11 @@ void generate_one(const Args& a, const model::ModelBundle& m, const std::string&
               << " tokens/s), tau " << s.tau << ", method " << res.stats.method << ", verify "
               << res.stats.settings.verify << "\n";
     if (!res.stats.settings.ran_as_ar.empty()) std::cout << res.stats.settings.ran_as_ar << "\n";
+    const auto& rs = res.stats.settings;
+    if (!rs.text_encoder.empty()) {
+      std::cout << "prompt encoded by T5 (" << rs.text_encoder << "): " << rs.prompt_tokens
+                << " tokens in " << rs.prompt_encode_ms << " ms\n";
+    }
     const double ar_ms = res.stats.settings.ar_estimate_ms;
     if (ar_ms > 0 && s.wall_ms > 0)
       std::cout << ar_ms / s.wall_ms << "x the speed of AR (estimated from this machine's timed "

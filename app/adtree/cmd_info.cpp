@@ -70,6 +70,7 @@ int cmd_info(int argc, char** argv) {
                      {"kv_cache_cfg", kv_bytes},
                      {"gpt_packed_for_cpu", m.gpt->packed_bytes()}}},
                    {"load_seconds", load_s},
+                   {"packed_from_cache", m.pack_cache_hit},
                    {"peak_rss_bytes", peak_rss},
                    {"device", a.str("device")},
                    {"dtype", a.str("dtype")},
@@ -107,7 +108,8 @@ int cmd_info(int argc, char** argv) {
                                           : "not in this build (or ADTREE_GRAPHS=0)")
             << "\n"
             << "  loading       " << std::fixed << std::setprecision(2) << load_s
-            << " s, peak resident memory " << mib(double(peak_rss)) << "\n"
+            << " s, peak resident memory " << mib(double(peak_rss))
+            << (m.pack_cache_hit ? ", packed weights from the cache" : "") << "\n"
             << "  sampling      " << m.manifest.sampling.dump() << "\n"
             << "  licence       " << m.manifest.license.dump() << "\n";
   return 0;

@@ -20,7 +20,10 @@ int cmd_model(int argc, char** argv) {
       .option("out", "DIR", "directory to create")
       .option("vocab", "N", "codebook size (GPT vocabulary)", "1024")
       .option("grid", "N", "token grid side", "16")
-      .option("cond", "KIND", "caption (t2i-words) or class (c2i)", "caption")
+      .option("cond", "KIND",
+              "caption (t2i-words: a word table), t5 (t2i-embeddings, LlamaGen's t2i: captions "
+              "encoded by a tiny random T5 written beside it, in t5/) or class (c2i)",
+              "caption")
       .option("vq", "SHAPE",
               "VQ tokenizer: small (4 pixels per token, for tests) or llamagen (LlamaGen's VQ-16: "
               "16 pixels per token, 72M parameters, for whole-picture benchmarks)",
@@ -30,7 +33,8 @@ int cmd_model(int argc, char** argv) {
   if (!a.parse(argc - 1, argv + 1)) return 0;
   if (!a.given("out")) throw Error("give the directory to create with --out DIR");
   auto g = model::GptConfig::preset(a.str("config"));
-  const auto cond = model::cond_kind_from_string(a.str("cond"));
+  const bool t5 = a.str("cond") == "t5";
+  const auto cond = t5 ? model::CondKind::Caption : model::cond_kind_from_string(a.str("cond"));
   if (cond != g.cond) {
     g.cond = cond;
     if (cond == model::CondKind::Caption) {
@@ -38,6 +42,13 @@ int cmd_model(int argc, char** argv) {
     } else {
       g.num_classes = 100;
     }
+  }
+  // LlamaGen's t2i sizes read 120 rows of flan-t5-xl (width 2048); a small model 16 rows of its
+  // own width (a test prompt's pieces fit, and a long one shows the truncation).
+  if (t5) {
+    g.num_words = 0;
+    g.cond_len = g.dim >= 768 ? 120 : 16;
+    if (g.dim >= 768) g.cap_dim = 2048;
   }
   if (a.given("vocab") || a.str("config") != "micro") g.vocab_size = a.integer("vocab");
   if (a.given("grid") || a.str("config") != "micro") g.grid_h = g.grid_w = a.integer("grid");
@@ -48,7 +59,8 @@ int cmd_model(int argc, char** argv) {
   } else if (a.str("vq") != "small") {
     throw Error("--vq must be small or llamagen, got '" + a.str("vq") + "'");
   }
-  model::write_random_model(a.str("out"), g, vq, a.non_negative("seed"), a.str("name"));
+  model::write_random_model(a.str("out"), g, vq, a.non_negative("seed"), a.str("name"),
+                            t5 ? "t5" : "");
   std::cout << "wrote random model '" << a.str("name") << "' (" << a.str("config") << ", " << g.dim
             << "x" << g.n_layer << ", grid " << g.grid_h << ", vocab " << g.vocab_size << ") to "
             << a.str("out") << "\n";

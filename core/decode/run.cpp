@@ -12,6 +12,7 @@
 #include "decode/spec_decoder.h"
 #include "decode/step_cost.h"
 #include "decode/tree_builder.h"
+#include "model/prompt_condition.h"
 #include "util/error.h"
 #include "util/threads.h"
 
@@ -127,6 +128,19 @@ RunSettings prepare_run(const model::ModelBundle& model, const DecodeRequest& re
   return run;
 }
 
+model::Condition prepare_condition(const model::ModelBundle& model, RunSettings& run) {
+  model::PromptEncoding enc;
+  auto cond = model::condition_for_prompt(model, run.prompt, run.request.sampling.uses_cfg(), &enc);
+  if (enc.typed) {
+    run.text_encoder = model.text_encoder->dir();
+    run.text_encoder_hash = model.text_encoder->hash();
+    run.prompt_tokens = enc.tokens;
+    run.prompt_truncated = enc.truncated;
+    run.prompt_encode_ms = enc.ms;
+  }
+  return cond;
+}
+
 DecodeResult run_decode(const model::ModelBundle& model, const model::Condition& cond,
                         const RunSettings& run, const StepCallback& on_step,
                         const std::atomic<bool>* cancel) {
@@ -139,6 +153,11 @@ DecodeResult run_decode(const model::ModelBundle& model, const model::Condition&
   s.device = run.device;
   s.dtype = run.dtype;
   s.threads = run.threads;
+  s.text_encoder = run.text_encoder;
+  s.text_encoder_hash = run.text_encoder_hash;
+  s.prompt_tokens = run.prompt_tokens;
+  s.prompt_truncated = run.prompt_truncated;
+  s.prompt_encode_ms = run.prompt_encode_ms;
   return res;
 }
 

@@ -33,6 +33,10 @@ DecodeResult run_decode(const model::ModelBundle& model, const model::Condition&
 RunSettings prepare_run(const model::ModelBundle& model, const DecodeRequest& request,
                         const std::string& prompt, const model::LoadOptions& where);
 
+// The prompt's condition for prepared settings (model/prompt_condition.h), with how a typed prompt
+// was encoded recorded in `run` (text encoder, its hash, tokens, truncation, time).
+model::Condition prepare_condition(const model::ModelBundle& model, RunSettings& run);
+
 // run_decode on prepared settings: the result's settings carry the prompt, model and device too.
 DecodeResult run_decode(const model::ModelBundle& model, const model::Condition& cond,
                         const RunSettings& run, const StepCallback& on_step = {},

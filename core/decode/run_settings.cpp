@@ -27,6 +27,13 @@ nlohmann::json RunSettings::to_json() const {
                       {"fixed_shapes", fixed_shapes},
                       {"graphs", graphs}};
   if (threads > 0) j["threads"] = threads;
+  if (!text_encoder.empty()) {
+    j["text_encoder"] = text_encoder;
+    j["text_encoder_hash"] = text_encoder_hash;
+    j["prompt_tokens"] = prompt_tokens;
+    j["prompt_truncated"] = prompt_truncated;
+    j["prompt_encode_ms"] = prompt_encode_ms;
+  }
   if (!ran_as_ar.empty()) j["ran_as_ar"] = ran_as_ar;
   if (ar_estimate_ms > 0) j["ar_estimate_ms"] = ar_estimate_ms;
   return j;
@@ -55,6 +62,11 @@ RunSettings RunSettings::from_json(const nlohmann::json& j) {
   s.device = json_field(j, "device", s.device);
   s.dtype = json_field(j, "dtype", s.dtype);
   s.threads = json_int(j, "threads", s.threads);
+  s.text_encoder = json_field(j, "text_encoder", s.text_encoder);
+  s.text_encoder_hash = json_field(j, "text_encoder_hash", s.text_encoder_hash);
+  s.prompt_tokens = json_int(j, "prompt_tokens", s.prompt_tokens);
+  s.prompt_truncated = json_field(j, "prompt_truncated", s.prompt_truncated);
+  s.prompt_encode_ms = json_field(j, "prompt_encode_ms", s.prompt_encode_ms);
   s.verify = json_field(j, "verify", s.verify);
   s.budget = json_int(j, "budget", s.budget);
   s.lantern = json_field(j, "lantern", s.lantern);

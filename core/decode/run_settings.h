@@ -20,6 +20,12 @@ struct RunSettings {
   std::string model_dir, model_name, model_hash;  // hash: "sha256:..." (model::ModelBundle)
   std::string device = "cpu", dtype = "fp32";
   int64_t threads = 0;  // worker threads of a CLI run (0: not recorded)
+  // A typed prompt a T5 encoder turned into the caption (t2i-embeddings models): its directory
+  // and hash, and how the encoding went (model/prompt_condition.h); empty otherwise.
+  std::string text_encoder, text_encoder_hash;
+  int64_t prompt_tokens = 0;
+  bool prompt_truncated = false;
+  double prompt_encode_ms = 0;
 
   // What the run did.
   std::string verify;  // the rule it used: greedy, coupled, sampled, deterministic, maximal

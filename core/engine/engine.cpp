@@ -113,11 +113,14 @@ ModelInfo describe(const model::ModelBundle& m, const LoadRequest& req) {
   info.gpt_shape = std::to_string(g.dim) + " x " + std::to_string(g.n_layer) + " (" +
                    std::to_string(g.n_head) + " heads)";
   info.has_drafter = !m.drafter_weights.empty();
+  info.packed_from_cache = m.pack_cache_hit;
+  info.cache_warning = m.pack_cache_warning;
   const auto& prov = m.manifest.provenance;
   info.random_weights =
       prov.is_object() && prov.value("tool", std::string()) == "adtree model random";
   info.vocabulary_is_classes = m.vocab.kind() == model::Vocabulary::Kind::Classes;
   info.prompt_is_file = g.cond == model::CondKind::Caption && g.num_words == 0;
+  if (m.text_encoder) info.text_encoder = m.text_encoder->dir();
   info.vocabulary_size = info.prompt_is_file ? 0 : m.vocab.size();
   info.vocabulary = info.vocabulary_is_classes ? m.vocab.class_prompts() : m.vocab.entries();
   try {
@@ -360,6 +363,8 @@ struct Engine::Impl {
       lo.device = req.device;
       lo.dtype = req.dtype;
       lo.vq_dtype = req.vq_dtype;
+      lo.cache_root = opts.cache_root;
+      lo.text_encoder = req.text_encoder;
       auto m = std::make_shared<model::ModelBundle>(model::load_model_dir(req.dir, lo));
       if (!m->vq) throw Error(req.dir + ": the model has no VQ decoder, so it cannot draw images");
       emit(LoadProgress{req.dir, "Computing token colours", 0.9});
@@ -369,7 +374,7 @@ struct Engine::Impl {
       previews->set_cost_estimate(ms_per_cell * double(m->gpt_config.image_tokens()));
       if (info.token_colors.empty()) {
         // Too costly to decode now: from the cache, else built while the engine is idle.
-        const auto cache = palette_cache_path(m->hash, opts.palette_cache_root);
+        const auto cache = palette_cache_path(m->hash, opts.cache_root);
         info.token_colors = read_cached_palette(cache, m->vq_config.codebook_size);
         if (info.token_colors.empty() && opts.background_palette)
           palette.emplace(m, req.dir, cache);
@@ -404,8 +409,8 @@ struct Engine::Impl {
       model::LoadOptions where;
       where.device = bundle_request.device;
       where.dtype = bundle_request.dtype;
-      const auto run = decode::prepare_run(*m, req, t.job.prompt, where);
-      auto cond = model::make_condition(*m->gpt, m->vocab, t.job.prompt, req.sampling.uses_cfg());
+      auto run = decode::prepare_run(*m, req, t.job.prompt, where);
+      const auto cond = decode::prepare_condition(*m, run);
 
       const int64_t f = m->vq_config.downsample_factor();
       emit(JobStarted{t.id, t.job.prompt, decode::to_string(req.method.method), req.seed, g.grid_h,

@@ -28,6 +28,9 @@ struct LoadRequest {
   // When `dir` holds no model.json, first write a randomly initialised model of this GPT size there
   // ("tiny", ...; empty = never). Lets a first start work with no trained model installed.
   std::string create_random = "";
+  // A T5 directory for a LlamaGen t2i model's typed prompts (model::LoadOptions::text_encoder);
+  // other models ignore it, so a front end may pass the one it remembers with every load.
+  std::string text_encoder = "";
 };
 
 struct GenerateJob {
@@ -46,7 +49,8 @@ struct EngineOptions {
   // otherwise they come from the cache, or are decoded while the engine is idle and sent as a
   // TokenColors event (engine/token_palette.h).
   double palette_budget_ms = 3000;
-  std::string palette_cache_root;  // the cache's root folder; empty: $XDG_CACHE_HOME or ~/.cache
+  // The cache's root folder (token colours, packed weights); empty: $XDG_CACHE_HOME or ~/.cache.
+  std::string cache_root;
   bool background_palette = true;  // false: no idle-time build (benches that time jobs alone)
 };
 

@@ -40,6 +40,8 @@ struct ModelInfo {
   // What a prompt is: words of the vocabulary, a class (name, synonym or number), or the path of a
   // caption-embedding file (t2i-embeddings models such as a converted LlamaGen t2i).
   bool prompt_is_file = false;
+  // The T5 directory that encodes typed prompts for such a model (empty: files only).
+  std::string text_encoder;
   int64_t vocabulary_size = 0;              // words or classes the model knows
   std::vector<std::string> vocabulary;      // completion list: words, or class names and synonyms
   decode::SamplingParams default_sampling;  // model.json "sampling" (its author's choice)
@@ -48,6 +50,10 @@ struct ModelInfo {
   // front end paint each token the moment it is committed, before the next preview. Empty when the
   // codebook is too costly to decode at load and not cached yet: a TokenColors event follows.
   std::vector<uint8_t> token_colors;
+  // The lean path's packed weights came from the disk cache (model/pack_cache.h); and why they
+  // could not be cached, when that failed (the model loaded all the same).
+  bool packed_from_cache = false;
+  std::string cache_warning;
 };
 
 // Model loading (Engine::load_model), in order: LoadProgress* then ModelLoaded or LoadFailed.

@@ -9,7 +9,7 @@
 #include "engine/engine.h"
 #include "engine/event_queue.h"
 #include "engine/soak.h"
-#include "model/conditioning.h"
+#include "model/prompt_condition.h"
 #include "model/vq.h"
 #include "util/clock.h"
 #include "util/error.h"
@@ -90,7 +90,7 @@ PictureTiming time_cli_picture(const model::ModelBundle& m, const model::LoadOpt
   PictureTiming t{"cli", prompt, request.seed};
   const auto t0 = Clock::now();
   const auto run = decode::prepare_run(m, request, prompt, where);
-  const auto cond = model::make_condition(*m.gpt, m.vocab, prompt, request.sampling.uses_cfg());
+  const auto cond = model::condition_for_prompt(m, prompt, request.sampling.uses_cfg());
   const auto res = decode::run_decode(m, cond, run);
   fill_from_stats(res.stats, t);
   const auto t1 = Clock::now();

@@ -22,6 +22,7 @@ nlohmann::json Manifest::to_json() const {
                    {"license", license},
                    {"provenance", provenance}};
   if (!drafter.is_null()) j["drafter"] = drafter;
+  if (!text_encoder.empty()) j["text_encoder"] = text_encoder;
   return j;
 }
 
@@ -110,6 +111,13 @@ Manifest Manifest::parse(const std::string& text, const std::string& path) {
   m.license = j.value("license", nlohmann::json());
   m.provenance = j.value("provenance", nlohmann::json());
   if (j.contains("description") && j["description"].is_string()) m.description = j["description"];
+  if (j.contains("text_encoder")) {
+    if (j["text_encoder"].is_string() && m.kind == "t2i-embeddings")
+      m.text_encoder = j["text_encoder"];
+    else
+      problems.push_back(
+          "'text_encoder' must be a T5 directory's path, for a t2i-embeddings model");
+  }
   if (!problems.empty()) {
     std::string msg = path + ": invalid manifest:";
     for (const auto& p : problems) msg += "\n  - " + p;

@@ -19,6 +19,9 @@ struct Manifest {
   nlohmann::json license;           // licence of weights and training data
   nlohmann::json provenance;        // how the weights were made (or converted)
   std::string description;
+  // t2i-embeddings models: the T5 directory that encodes typed prompts (relative to the model
+  // directory, or absolute); "" when the user names one (--t5, Model > Text Encoder).
+  std::string text_encoder;
 
   // Reads <dir>/model.json; throws adtree::Error naming the file and every structural problem.
   static Manifest load(const std::string& dir);

@@ -509,7 +509,7 @@ std::map<std::string, at::Tensor> map_safetensors(const std::string& path) {
 }
 
 void write_safetensors(const std::string& path, const std::map<std::string, at::Tensor>& tensors,
-                       const std::map<std::string, std::string>& metadata) {
+                       const std::map<std::string, std::string>& metadata, size_t data_alignment) {
   std::vector<std::pair<std::string, at::Tensor>> cpu;  // in name order (std::map order)
   json header = json::object();
   uint64_t offset = 0;
@@ -541,8 +541,10 @@ void write_safetensors(const std::string& path, const std::map<std::string, at::
   } catch (const json::exception&) {
     fail_write(path, "a tensor name or metadata string is not valid UTF-8");
   }
-  // Pad so the data area starts 8-aligned, which lets other readers map tensors in place.
-  text.append((8 - text.size() % 8) % 8, ' ');
+  // Pad so the data area starts aligned (8 at least), which lets readers map tensors in place;
+  // the 8 bytes of the length come first.
+  const size_t align = std::max<size_t>(8, data_alignment);
+  text.append((align - (text.size() + 8) % align) % align, ' ');
   uint8_t len_bytes[8];
   for (int i = 0; i < 8; ++i) len_bytes[i] = static_cast<uint8_t>(uint64_t{text.size()} >> (8 * i));
 

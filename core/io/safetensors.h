@@ -79,7 +79,10 @@ std::map<std::string, at::Tensor> map_safetensors(const std::string& path);
 
 // Writes tensors (any device; copied to contiguous CPU) and metadata. Tensors keep their dtype.
 // Written to `path`.tmp first, then renamed, so an interrupted write never leaves a corrupt file.
+// The header is padded with spaces so the data area starts on a multiple of `data_alignment`
+// bytes (a power of two, at least 8) from the start of the file.
 void write_safetensors(const std::string& path, const std::map<std::string, at::Tensor>& tensors,
-                       const std::map<std::string, std::string>& metadata = {});
+                       const std::map<std::string, std::string>& metadata = {},
+                       size_t data_alignment = 8);
 
 }  // namespace adtree::io

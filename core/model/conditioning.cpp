@@ -285,10 +285,24 @@ Condition condition_from_embedding_file(const Gpt& gpt, const std::string& path,
     }
     valid = m.eq(1);
   }
+  return condition_from_caption(gpt, emb, valid, cfg, what);
+}
+
+Condition condition_from_caption(const Gpt& gpt, const at::Tensor& embedding,
+                                 const at::Tensor& valid, bool cfg, const std::string& what) {
+  const auto& c = gpt.config();
+  if (c.cond != CondKind::Caption) throw Error("a caption needs a text-to-image model");
+  if (embedding.dim() != 2 || embedding.size(1) != c.cap_dim || embedding.size(0) < 1 ||
+      embedding.size(0) > c.cond_len || valid.sizes() != at::IntArrayRef{embedding.size(0)}) {
+    throw Error(what + ": caption rows of shape " + shape_str(embedding.sizes()) +
+                ", expected [L, " + std::to_string(c.cap_dim) +
+                "] with 1 <= L <= " + std::to_string(c.cond_len) + " and a mask [L]");
+  }
+  const auto emb = embedding.to(at::kCPU, at::kFloat);
   if (!at::isfinite(emb).all().item<bool>()) {
     throw Error(what + ": caption_embedding holds NaN or infinite values");
   }
-  const auto rows = valid.nonzero().view({-1});
+  const auto rows = valid.to(at::kCPU, at::kBool).nonzero().view({-1});
   const int64_t n = rows.numel();
   if (n == 0) throw Error(what + ": caption_mask marks no token as real");
   // LlamaGen's left padding: the real rows, in order, end right before the first image token.

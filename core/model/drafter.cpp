@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "model/lean_layer.h"
+#include "model/pack_cache.h"
 #include "model/small_gemm.h"
 #include "util/error.h"
 
@@ -24,7 +25,8 @@ std::vector<ParamSpec> drafter_param_specs(const GptConfig& c) {
   };
 }
 
-Drafter::Drafter(const Gpt& target, const TensorMap& weights, bool inference, double norm_eps)
+Drafter::Drafter(const Gpt& target, const TensorMap& weights, bool inference, double norm_eps,
+                 PackCache* packs)
     : target_(target),
       inference_(inference),
       norm_eps_(norm_eps < 0 ? target.config().norm_eps : norm_eps) {
@@ -33,9 +35,9 @@ Drafter::Drafter(const Gpt& target, const TensorMap& weights, bool inference, do
   for (const auto& [name, t] : weights) w_.emplace(name, t.to(target.device(), target.dtype()));
   fc_w_ = w_.at("fc.weight");
   fc_b_ = w_.at("fc.bias");
-  layer_ = make_layer(w_, "layers.0.", cfg.dim, cfg.head_dim(), inference_);
+  layer_ = make_layer(w_, "layers.0.", cfg.dim, cfg.head_dim(), inference_, packs, "drafter.");
   if (inference_) {
-    fc_packed_ = pack_inference_weight(fc_w_);
+    fc_packed_ = pack_with(packs, "drafter.fc", {fc_w_});
     fc_b32_ = fc_b_.to(at::kFloat).contiguous();
   }
 }

@@ -24,9 +24,10 @@ class Drafter {
 
   // Keeps a reference to `target` (embedding, head, RoPE, dtype, device): it must outlive this.
   // `norm_eps` is the head's RMSNorm epsilon (< 0: the target's); HF-style drafters such as
-  // LANTERN's use 1e-6 where LlamaGen uses 1e-5.
+  // LANTERN's use 1e-6 where LlamaGen uses 1e-5. The lean path's panels come through `packs` when
+  // given (cached under "drafter.").
   Drafter(const Gpt& target, const TensorMap& weights, bool inference = true,
-          double norm_eps = -1.0);
+          double norm_eps = -1.0, PackCache* packs = nullptr);
 
   const TensorMap& weights() const { return w_; }
   int64_t num_params() const;

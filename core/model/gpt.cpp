@@ -8,7 +8,7 @@
 #include "io/mapped_pages.h"
 #include "model/lean_kernels.h"
 #include "model/lean_layer.h"
-#include "model/pack_rows.h"
+#include "model/pack_cache.h"
 #include "model/small_gemm.h"
 #include "util/device_sync.h"
 #include "util/error.h"
@@ -80,7 +80,7 @@ int64_t Condition::batch() const {
 }
 
 Gpt::Gpt(GptConfig cfg, const TensorMap& weights, at::Device device, at::ScalarType dtype,
-         bool inference)
+         bool inference, PackCache* packs)
     : cfg_(std::move(cfg)),
       device_(device),
       dtype_(dtype),
@@ -89,18 +89,25 @@ Gpt::Gpt(GptConfig cfg, const TensorMap& weights, at::Device device, at::ScalarT
   cfg_.validate();
   require_params(gpt_param_specs(cfg_), weights, "GPT weights");
   for (const auto& [name, t] : weights) {
-    const at::Tensor& stored = w_.emplace(name, t.to(device_, dtype_)).first->second;
+    // A converted copy (a bf16 model from an fp32 file) comes from the cache when there is one.
+    const auto convert = [&](const at::Tensor& x) { return x.to(device_, dtype_); };
+    const bool copy = t.scalar_type() != dtype_ && device_.is_cpu();
+    const at::Tensor& stored =
+        w_.emplace(name,
+                   packs && copy ? packs->converted("weights." + name, t, convert) : convert(t))
+            .first->second;
     // A converted copy (bf16 from an fp32 file, or on a GPU): the file's pages are read no more.
     if (!stored.is_same(t)) io::release_mapped_pages(t);
   }
   for (int64_t i = 0; i < cfg_.n_layer; ++i) {
-    layers_.push_back(make_layer(w_, layer_name(i, ""), cfg_.dim, cfg_.head_dim(), inference_));
+    layers_.push_back(
+        make_layer(w_, layer_name(i, ""), cfg_.dim, cfg_.head_dim(), inference_, packs));
   }
   tok_emb_ = w_.at("tok_embeddings.weight");
   norm_ = w_.at("norm.weight");
   output_ = w_.at("output.weight");
   if (inference_) {
-    output_packed_ = pack_inference_weight(output_);
+    output_packed_ = pack_with(packs, "output", {output_});
     norm32_ = norm_.to(at::kFloat).contiguous();
   }
 }
@@ -174,7 +181,9 @@ at::Tensor Gpt::embed_condition(const Condition& cond) const {
 }
 
 DecoderLayer make_layer(const TensorMap& w, const std::string& prefix, int64_t dim,
-                        int64_t head_dim, bool inference) {
+                        int64_t head_dim, bool inference, PackCache* packs,
+                        const std::string& pack_prefix) {
+  const std::string key = pack_prefix + prefix;
   DecoderLayer L;
   if (auto it = w.find(prefix + "attention_norm.weight"); it != w.end()) L.attn_norm = it->second;
   L.wqkv = w.at(prefix + "attention.wqkv.weight");
@@ -188,13 +197,13 @@ DecoderLayer make_layer(const TensorMap& w, const std::string& prefix, int64_t d
     // one GEMM for w1 and w3, and the attention scale folded into the q rows of wqkv (RoPE is
     // linear, so scaling before the rotation equals scaling the scores).
     const double scale = 1.0 / std::sqrt(double(head_dim));
-    L.p_wqkv = pack_rows({L.wqkv}, dim, float(scale));
+    L.p_wqkv = pack_with(packs, key + "wqkv", {L.wqkv}, dim, float(scale));
     if (L.p_wqkv.defined()) {
       // The lean path: the fused and scaled matrices live only in their packed panels, packed
       // straight from the stored ones (no concatenated or scaled copy to allocate and fault in).
-      L.p_wo = pack_rows({L.wo});
-      L.p_w13 = pack_rows({L.w1, L.w3});
-      L.p_w2 = pack_rows({L.w2});
+      L.p_wo = pack_with(packs, key + "wo", {L.wo});
+      L.p_w13 = pack_with(packs, key + "w13", {L.w1, L.w3});
+      L.p_w2 = pack_with(packs, key + "w2", {L.w2});
       L.packed_q_prescaled = true;
       // Read only by the reference path from now on: their mapped pages go back (they fault in
       // again if that path runs), so packing a large model one layer at a time keeps the load's

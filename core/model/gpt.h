@@ -41,9 +41,13 @@ struct DecoderLayer {
   bool packed_q_prescaled = false;
   at::Tensor attn_norm32, ffn_norm32;
 };
-// Handles to "<prefix>attention.wqkv.weight" etc. in `w` (attention_norm optional).
+class PackCache;  // pack_cache.h
+
+// Handles to "<prefix>attention.wqkv.weight" etc. in `w` (attention_norm optional). For the lean
+// path the panels come through `packs` when given (cached under pack_prefix + prefix + "wqkv"...).
 DecoderLayer make_layer(const TensorMap& w, const std::string& prefix, int64_t dim,
-                        int64_t head_dim, bool inference);
+                        int64_t head_dim, bool inference, PackCache* packs = nullptr,
+                        const std::string& pack_prefix = "");
 
 struct StaticBlock;  // static_forward.h
 
@@ -95,8 +99,9 @@ class Gpt {
 
   // Weights are moved to `device` and cast to `dtype` (norm weights too; RMSNorm math stays fp32).
   // `inference` fuses w1|w3 for speed; the trainer passes false and keeps the given tensors.
+  // The lean path's panels come through `packs` when given (the model loader's disk cache).
   Gpt(GptConfig cfg, const TensorMap& weights, at::Device device = at::kCPU,
-      at::ScalarType dtype = at::kFloat, bool inference = true);
+      at::ScalarType dtype = at::kFloat, bool inference = true, PackCache* packs = nullptr);
 
   const GptConfig& config() const { return cfg_; }
   const TensorMap& weights() const { return w_; }

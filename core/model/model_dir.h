@@ -11,6 +11,7 @@
 #include "model/conditioning.h"
 #include "model/drafter.h"
 #include "model/gpt.h"
+#include "model/text_encoder.h"
 #include "model/vq.h"
 #include "model/vq_decoder.h"
 
@@ -23,6 +24,16 @@ struct LoadOptions {
   // The picture decoder's precision on the CPU (model/vq_decoder.h): "auto" (bf16 where the CPU
   // has AVX512-BF16, else fp32), "fp32" or "bf16".
   std::string vq_dtype = "auto";
+  // The lean path's packed panels kept on disk per model (model/pack_cache.h), so the next load
+  // maps them instead of packing and skips the value check: Auto for a model whose panels exceed
+  // 64 MiB (a small model packs in milliseconds), Always, or Off; $ADTREE_PACK_CACHE=off|always
+  // overrides Auto.
+  enum class PackCacheUse { Off, Auto, Always };
+  PackCacheUse pack_cache = PackCacheUse::Auto;
+  std::string cache_root;  // the cache's root folder; empty: $XDG_CACHE_HOME or ~/.cache
+  // A t2i-embeddings model's text encoder (a T5 directory, model/text_encoder.h) in place of the
+  // one model.json names; it runs on `device` in `dtype`. Other kinds of model ignore it.
+  std::string text_encoder;
 };
 
 struct ModelBundle {
@@ -41,6 +52,13 @@ struct ModelBundle {
   TensorMap drafter_weights;  // empty without drafter.safetensors
   // The EAGLE head (null without drafter.safetensors). It refers to *gpt, which the bundle owns.
   std::shared_ptr<const Drafter> drafter;
+  // The packed-panel cache: whether this load mapped it (and skipped the value check), and why it
+  // could not be written when that failed (the load itself succeeded).
+  bool pack_cache_hit = false;
+  std::string pack_cache_warning;
+  // The T5 encoder for typed prompts (null: the model takes words or classes, or a t2i-embeddings
+  // model was loaded without one and takes caption-embedding files only).
+  std::shared_ptr<const TextEncoder> text_encoder;
 };
 
 // Throws adtree::Error (no CUDA in this build, unknown dtype, ...) with a clear message.

@@ -7,6 +7,7 @@
 #include "model/conditioning.h"
 #include "model/drafter.h"
 #include "model/gpt.h"
+#include "model/random_t5.h"
 #include "util/error.h"
 
 namespace adtree::model {
@@ -32,7 +33,8 @@ const char* kWords[] = {"a",     "red",  "green", "blue",  "yellow", "cat",     
 }  // namespace
 
 void write_random_model(const std::string& dir, const GptConfig& gpt, const VqConfig& vq,
-                        uint64_t seed, const std::string& name) {
+                        uint64_t seed, const std::string& name,
+                        const std::string& text_encoder) {
   gpt.validate();
   vq.validate();
   if (vq.codebook_size != gpt.vocab_size) {
@@ -65,6 +67,11 @@ void write_random_model(const std::string& dir, const GptConfig& gpt, const VqCo
   }
 
   io::Manifest m;
+  if (!text_encoder.empty()) {
+    if (!embeddings) throw Error("only a model that reads T5 captions takes a text encoder");
+    write_random_t5(dir + "/" + text_encoder, gpt.cap_dim, seed + 3);
+    m.text_encoder = text_encoder;
+  }
   m.name = name;
   m.kind = gpt.cond == CondKind::Class ? "c2i" : (embeddings ? "t2i-embeddings" : "t2i-words");
   m.description = "Randomly initialised weights (seed " + std::to_string(seed) +

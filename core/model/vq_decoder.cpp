@@ -5,6 +5,7 @@
 
 #include "io/mapped_pages.h"
 #include "model/group_norm_nhwc.h"
+#include "model/pack_cache.h"
 #include "util/error.h"
 
 namespace adtree::model {
@@ -33,7 +34,7 @@ bool cpu_has_bf16_products() {
   return has;
 }
 
-VqDecoder::VqDecoder(std::shared_ptr<const VqModel> vq, VqPrecision precision)
+VqDecoder::VqDecoder(std::shared_ptr<const VqModel> vq, VqPrecision precision, PackCache* packs)
     : vq_(std::move(vq)) {
   if (!vq_) throw Error("VqDecoder: no VQ model");
   if (precision == VqPrecision::Auto) {
@@ -45,9 +46,14 @@ VqDecoder::VqDecoder(std::shared_ptr<const VqModel> vq, VqPrecision precision)
     if (!t.device().is_cpu()) throw Error("VqDecoder: the VQ weights must be on the CPU");
     // Norm parameters (1-d, beside a 1-d bias of a norm) stay fp32: group_norm_nhwc reads them so.
     const bool norm = name.find("norm") != std::string::npos;
-    at::Tensor c = norm ? t.to(at::kFloat).contiguous() : t.to(dtype_);
-    if (c.dim() == 4) c = c.contiguous(kChannelsLast);
-    w_.emplace(name, c.contiguous(c.dim() == 4 ? kChannelsLast : at::MemoryFormat::Contiguous));
+    const auto convert = [&](const at::Tensor& x) {
+      at::Tensor c = norm ? x.to(at::kFloat).contiguous() : x.to(dtype_);
+      return c.contiguous(c.dim() == 4 ? kChannelsLast : at::MemoryFormat::Contiguous);
+    };
+    // From the load's cache when there is one: the conversions are a third of a large model's load.
+    const std::string key =
+        std::string("vq.") + (dtype_ == at::kBFloat16 ? "bf16." : "fp32.") + name;
+    w_.emplace(name, packs ? packs->converted(key, t, convert) : convert(t));
     // The file's pages of this tensor are read no more (VqModel keeps a handle: they fault back
     // in if the reference decoder runs), so the load's peak holds one copy, not two.
     if (!w_.at(name).is_same(t)) io::release_mapped_pages(t);

@@ -14,6 +14,8 @@
 
 namespace adtree::model {
 
+class PackCache;  // pack_cache.h: the load's cache of converted weights
+
 // "auto": bf16 where the CPU runs bf16 products natively (AVX512-BF16), else fp32.
 enum class VqPrecision { Auto, Fp32, Bf16 };
 VqPrecision vq_precision_from_string(const std::string& name);  // throws adtree::Error
@@ -23,8 +25,9 @@ bool cpu_has_bf16_products();
 
 class VqDecoder {
  public:
-  // `vq` must hold CPU fp32 weights; `precision` Auto resolves here.
-  VqDecoder(std::shared_ptr<const VqModel> vq, VqPrecision precision);
+  // `vq` must hold CPU fp32 weights; `precision` Auto resolves here. The converted weights come
+  // through `packs` when given (the model loader's disk cache).
+  VqDecoder(std::shared_ptr<const VqModel> vq, VqPrecision precision, PackCache* packs = nullptr);
 
   at::ScalarType dtype() const { return dtype_; }  // kFloat or kBFloat16
   const VqConfig& config() const { return vq_->config(); }

@@ -11,7 +11,7 @@
 
 #include "decode/likelihood.h"
 #include "decode/run.h"
-#include "model/conditioning.h"
+#include "model/prompt_condition.h"
 #include "util/error.h"
 #include "util/number_text.h"
 
@@ -208,7 +208,7 @@ class SweepRunner {
     auto key = std::make_pair(prompt, sp.uses_cfg());
     auto it = conds_.find(key);
     if (it == conds_.end()) {
-      auto c = model::make_condition(*model_.gpt, model_.vocab, prompt, sp.uses_cfg());
+      auto c = model::condition_for_prompt(model_, prompt, sp.uses_cfg());
       it = conds_.emplace(key, std::move(c)).first;
     }
     return it->second;

@@ -15,6 +15,7 @@
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
@@ -28,6 +29,7 @@
 #include "io/safetensors.h"
 #include "model/gpt_config.h"
 #include "model/random_model.h"
+#include "model/random_t5.h"
 #include "ui/engine_bridge.h"
 #include "ui/heatmap_panel.h"
 #include "ui/image_view.h"
@@ -39,6 +41,7 @@
 #include "ui/prompt_edit.h"
 #include "ui/settings_panel.h"
 #include "ui/stall_meter.h"
+#include "ui/text_encoder_menu.h"
 #include "util/threads.h"
 
 using adtree::testing::child;
@@ -416,6 +419,24 @@ class GuiTest : public QObject {
     QVERIFY(box->informativeText().contains("caption-embedding file"));
     box->close();
     QCOMPARE(runOnce(*w, file), QString("finished"));
+
+    // Model > Text Encoder with a T5 of the model's width: the model reloads, words are a prompt,
+    // and the status says what encoding them cost.
+    const QString t5 = tmp_.filePath("t5");
+    adtree::model::write_random_t5(t5.toStdString(), e.cap_dim, 6);
+    auto* encoders = w->findChild<adtree::ui::TextEncoderMenu*>();
+    QVERIFY(encoders);
+    QSignalSpy reloaded(w.get(), &MainWindow::modelReady);
+    encoders->setDir(t5);
+    QVERIFY(reloaded.wait(kLoadMs));
+    QCOMPARE(QString::fromStdString(w->model()->text_encoder), t5);
+    QVERIFY(child<adtree::ui::PromptEdit>(*w, "promptEdit")->placeholderText().contains("T5"));
+    QCOMPARE(runOnce(*w, "a red cat"), QString("finished"));
+    QCOMPARE(w->run().committed(), 16);
+    QVERIFY2(w->statusBar()->currentMessage().contains("T5 tokens"),
+             qPrintable(w->statusBar()->currentMessage()));
+    QCOMPARE(runOnce(*w, file), QString("finished"));
+    encoders->setDir(QString());  // the next test's windows start without one
   }
 
   void switchingTheModelMidRunCancelsAndTheNextRunWorks() {
