@@ -20,14 +20,15 @@ echo "package: $deb ($(du -h "$deb" | cut -f1))"
 info=$(dpkg-deb -I "$deb")
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "Depends: $depends"
-for lib in libtorch libqt6widgets6 libqcustomplot libopencv-imgcodecs qt6-qpa-plugins libopenblas0-pthread; do
+for lib in libtorch libqt6widgets6 libqcustomplot libopencv-imgcodecs qt6-qpa-plugins libopenblas0-pthread \
+           libsentencepiece0; do
   grep -q "$lib" <<<"$depends" || { echo "FAIL: Depends lacks $lib"; exit 1; }
 done
 grep -q "Package: adtree-studio" <<<"$info" || { echo "FAIL: package name"; exit 1; }
 
 # Contents: everything a user finds after installing.
 contents=$(dpkg-deb -c "$deb")
-for f in ./usr/bin/adtree ./usr/bin/adtree-studio \
+for f in ./usr/bin/adtree ./usr/bin/adtree-studio ./usr/lib/adtree-studio/libadtree_spm.so \
          ./usr/share/adtree-studio/models/emoji/model.json \
          ./usr/share/adtree-studio/models/emoji/gpt.safetensors.index.json \
          ./usr/share/adtree-studio/models/emoji/gpt-00001-of-00002.safetensors \
@@ -57,6 +58,12 @@ env -u ADTREE_MODEL "$root/usr/bin/adtree" generate --prompt "red apple noto" --
   --out "$work/apple.png" --stats "$work/apple.json"
 test -s "$work/apple.png"
 grep -q '"tau"' "$work/apple.json"
+
+# Typed prompts for a t2i model through the installed SentencePiece plug-in (a random model with its
+# tiny random T5, whose tokenizer is trained by the plug-in too).
+"$root/usr/bin/adtree" model random --config micro --cond t5 --out "$work/t2i" >/dev/null
+"$root/usr/bin/adtree" generate --model "$work/t2i" --prompt "a red cat" --out "$work/t2i.png" \
+  | grep -q "prompt encoded by T5" || { echo "FAIL: the installed CLI cannot encode prompts"; exit 1; }
 
 # The installed GUI, offscreen: one scripted generation on the shipped model, then exit.
 env -u ADTREE_MODEL QT_QPA_PLATFORM=offscreen XDG_CONFIG_HOME="$work/config" XDG_DATA_HOME="$work/data" \

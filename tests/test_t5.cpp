@@ -370,3 +370,28 @@ TEST(RandomT5Model, MissingOrMismatchedEncodersAreClearErrors) {
     EXPECT_NE(std::string(e.what()).find("spiece.model"), std::string::npos) << e.what();
   }
 }
+
+// A directory with pytorch_model.bin only: the loader points to the converter, and the converted
+// model.safetensors encodes as the original does.
+TEST(TextEncoder, PytorchBinOnlyDirectoriesConvertToTheSameEncoder) {
+  NEED_REFERENCE();
+  const auto d = copy_t5("pytorch_bin");
+  const std::string save =
+      python() + " -c 'import sys, torch; sys.path.insert(0, \"" + std::string(ADTREE_SOURCE_DIR) +
+      "/tools\"); from convert_llamagen import read_safetensors; d = sys.argv[1]; "
+      "torch.save(read_safetensors(d + \"/model.safetensors\")[0], d + \"/pytorch_model.bin\")' '" +
+      d.string() + "'";
+  ASSERT_EQ(std::system(save.c_str()), 0) << save;
+  fs::rename(d / "model.safetensors", d / "original.safetensors");
+  EXPECT_NE(load_error(d.string()).find("tools/t5_to_safetensors.py"), std::string::npos);
+
+  const std::string convert = python() + " '" + std::string(ADTREE_SOURCE_DIR) +
+                              "/tools/t5_to_safetensors.py' '" + d.string() + "' >/dev/null";
+  ASSERT_EQ(std::system(convert.c_str()), 0) << convert;
+  const auto converted = model::TextEncoder::load(d.string())->encode("a red bus at night", 120);
+  fs::rename(d / "model.safetensors", d / "converted.safetensors");
+  fs::rename(d / "original.safetensors", d / "model.safetensors");
+  const auto original = model::TextEncoder::load(d.string())->encode("a red bus at night", 120);
+  EXPECT_TRUE(at::equal(converted.embedding, original.embedding));
+  EXPECT_EQ(std::system(convert.c_str()) == 0, false) << "refuses to overwrite model.safetensors";
+}

@@ -246,7 +246,8 @@ Condition condition_from_embedding_file(const Gpt& gpt, const std::string& path,
   if (c.cond != CondKind::Caption)
     throw Error("a caption-embedding file needs a text-to-image model");
   const std::string what = "caption-embedding file '" + path + "'";
-  if (path.empty() || !std::filesystem::is_regular_file(path)) {
+  std::error_code ec;
+  if (path.empty() || !std::filesystem::is_regular_file(path, ec)) {
     throw Error(
         "this model is prompted with a caption-embedding file (.safetensors with "
         "caption_embedding [L, " +

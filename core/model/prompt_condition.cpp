@@ -20,7 +20,8 @@ Condition condition_for_prompt(const ModelBundle& m, const std::string& prompt, 
   const auto& g = m.gpt_config;
   const bool embeddings = g.cond == CondKind::Caption && g.num_words == 0;
   const std::string path = trim(prompt);
-  if (!embeddings || std::filesystem::is_regular_file(path)) {
+  std::error_code ec;  // a long caption is not a path: "file name too long" means not a file
+  if (!embeddings || std::filesystem::is_regular_file(path, ec)) {
     return make_condition(*m.gpt, m.vocab, prompt, cfg);
   }
   if (!m.text_encoder) {

@@ -33,8 +33,7 @@ const char* kWords[] = {"a",     "red",  "green", "blue",  "yellow", "cat",     
 }  // namespace
 
 void write_random_model(const std::string& dir, const GptConfig& gpt, const VqConfig& vq,
-                        uint64_t seed, const std::string& name,
-                        const std::string& text_encoder) {
+                        uint64_t seed, const std::string& name, const std::string& text_encoder) {
   gpt.validate();
   vq.validate();
   if (vq.codebook_size != gpt.vocab_size) {

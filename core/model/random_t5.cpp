@@ -1,6 +1,7 @@
 #include "model/random_t5.h"
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "io/file_write.h"
 #include "io/safetensors.h"
@@ -15,8 +16,8 @@ namespace {
 std::vector<std::string> training_captions() {
   const char* adjectives[] = {"red",   "green", "blue", "yellow", "big",    "small",
                               "happy", "sad",   "dark", "bright", "smiling"};
-  const char* nouns[] = {"cat",  "dog", "face",  "heart", "star",   "sun",   "moon",
-                         "tree", "car", "house", "flag",  "flower", "fire",  "bus"};
+  const char* nouns[] = {"cat",  "dog", "face",  "heart", "star",   "sun",  "moon",
+                         "tree", "car", "house", "flag",  "flower", "fire", "bus"};
   const char* places[] = {"on a hill", "in the sky", "at night", "by the sea", "in a garden"};
   std::vector<std::string> out;
   for (const char* a : adjectives) {

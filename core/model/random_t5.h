@@ -1,6 +1,7 @@
 // A tiny random T5 text encoder in the Hugging Face layout (config.json, spiece.model,
-// model.safetensors): what `adtree model random --cond t5` ships beside a random LlamaGen t2i model,
-// so typed prompts reach the whole T5 path (tokenizer, encoder, caption rows) with no download.
+// model.safetensors): what `adtree model random --cond t5` ships beside a random LlamaGen t2i
+// model, so typed prompts reach the whole T5 path (tokenizer, encoder, caption rows) with no
+// download.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -232,8 +232,7 @@ void train_t5_sentencepiece(const std::vector<std::string>& lines, const std::st
   const std::string args = "--input=" + corpus + " --model_prefix=" + prefix +
                            " --vocab_size=" + std::to_string(vocab_size) +
                            " --model_type=unigram --character_coverage=1.0 --hard_vocab_limit=false"
-                           " --num_threads=1 --pad_id=0 --eos_id=1 --unk_id=2 --bos_id=-1"
-                           " --minloglevel=2";
+                           " --num_threads=1 --pad_id=0 --eos_id=1 --unk_id=2 --bos_id=-1";
   char err[512] = {0};
   const int rc = p.train(args.c_str(), err, sizeof err);
   std::error_code ec;

@@ -13,7 +13,19 @@ struct adtree_spm {
   sentencepiece::SentencePieceProcessor sp;
 };
 
+// Declared in SentencePiece's internal common.h, exported by libsentencepiece.so.
+namespace sentencepiece::logging {
+void SetMinLogLevel(int v);
+}
+
 namespace {
+// Opened with RTLD_DEEPBIND, this library's std::cerr is libstdc++'s own object, which the program
+// never initialises (the program's copy of it is the one constructed), so any SentencePiece log
+// line would crash. Its messages are silenced; every failure is returned as a status instead.
+void silence_logging() {
+  sentencepiece::logging::SetMinLogLevel(4);  // above FATAL (3)
+}
+
 void set_error(char* err, size_t n, const std::string& what) {
   if (err == nullptr || n == 0) return;
   std::strncpy(err, what.c_str(), n - 1);
@@ -25,6 +37,7 @@ extern "C" {
 
 __attribute__((visibility("default"))) adtree_spm* adtree_spm_load(const char* path, char* err,
                                                                    size_t n) {
+  silence_logging();
   auto* spm = new adtree_spm;
   const auto status = spm->sp.Load(path);
   if (!status.ok()) {
@@ -63,8 +76,8 @@ __attribute__((visibility("default"))) int adtree_spm_pad_id(const adtree_spm* s
   return spm->sp.pad_id();
 }
 
-__attribute__((visibility("default"))) int adtree_spm_train(const char* args, char* err,
-                                                            size_t n) {
+__attribute__((visibility("default"))) int adtree_spm_train(const char* args, char* err, size_t n) {
+  silence_logging();
   const auto status = sentencepiece::SentencePieceTrainer::Train(args);
   if (!status.ok()) {
     set_error(err, n, status.ToString());
