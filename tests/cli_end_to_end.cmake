@@ -327,6 +327,22 @@ string(FIND "${err}" "T5 pieces past them were dropped" pos)
 if(NOT rc EQUAL 0 OR pos EQUAL -1)
   message(FATAL_ERROR "a long prompt: rc ${rc}, expected the truncation warning\n${err}")
 endif()
+# adtree embed writes the caption-embedding file of the same caption: it gives the same picture as
+# the typed prompt, greedy and with coupled ADT-Tree (PNGs without settings: pixels only).
+run_ok(${ADTREE} embed --t5 ${WORK}/t2i/t5 --prompt "A red cat" --max-length 16
+       --out ${WORK}/red-cat.safetensors)
+foreach(mode "--temperature;0" "--method;adt")
+  run_ok(${ADTREE} generate --model ${WORK}/t2i --prompt "A red cat" ${mode} --seed 2 --no-metadata
+         --out ${WORK}/typed.png --quiet)
+  run_ok(${ADTREE} generate --model ${WORK}/t2i --prompt ${WORK}/red-cat.safetensors ${mode} --seed 2
+         --no-metadata --out ${WORK}/file.png --quiet)
+  file(SHA256 ${WORK}/typed.png typed)
+  file(SHA256 ${WORK}/file.png from_file)
+  if(NOT typed STREQUAL from_file)
+    message(FATAL_ERROR "${mode}: the typed prompt and its embedding file made different pictures")
+  endif()
+endforeach()
+run_fails("not a T5 directory" ${ADTREE} embed --t5 ${WORK}/none --prompt "a cat" --out ${WORK}/x.st)
 run_fails("a T5 text encoder is for LlamaGen t2i" ${ADTREE} generate --model ${WORK}/model
           --t5 ${WORK}/t2i/t5 --prompt "a red cat" --out ${WORK}/no.png)
 run_fails("spiece.model" ${ADTREE} generate --model ${WORK}/t2i --t5 ${WORK}/model --prompt "a cat"

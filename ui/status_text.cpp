@@ -22,7 +22,7 @@ QString versusAr(const decode::RunSettings& s, double wallMs) {
 // A typed prompt's encoding by T5: its cost is part of what the user waited for.
 QString promptEncoding(const decode::RunSettings& s) {
   if (s.text_encoder.empty()) return {};
-  return QObject::tr(", prompt: %1 T5 tokens in %2 ms%3")
+  return QObject::tr(", T5 prompt: %1 tokens, %2 ms%3")
       .arg(s.prompt_tokens)
       .arg(s.prompt_encode_ms, 0, 'f', 0)
       .arg(s.prompt_truncated ? QObject::tr(" (truncated)") : QString());

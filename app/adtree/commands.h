@@ -11,6 +11,7 @@ namespace adtree::cli {
 
 int cmd_generate(int argc, char** argv);
 int cmd_info(int argc, char** argv);
+int cmd_embed(int argc, char** argv);
 int cmd_model(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
 int cmd_bench_picture(int argc, char** argv);

@@ -17,6 +17,7 @@ void print_usage() {
          "  bench          measure decoding speed (JSON + table)\n"
          "  bench-picture  the whole picture: load, prefill, tokens, VQ decode, previews\n"
          "  info           show a model's card, sizes and memory\n"
+         "  embed          a prompt's caption-embedding file from a T5 encoder (LlamaGen t2i)\n"
          "  model          make model directories (model random)\n"
          "  convert        convert released LlamaGen checkpoints into a model directory\n"
          "  data           build training datasets (data emoji)\n"
@@ -45,6 +46,7 @@ int main(int argc, char** argv) {
     adtree::configure_threads();
     if (verb == "generate") return adtree::cli::cmd_generate(argc - 2, argv + 2);
     if (verb == "info") return adtree::cli::cmd_info(argc - 2, argv + 2);
+    if (verb == "embed") return adtree::cli::cmd_embed(argc - 2, argv + 2);
     if (verb == "model") return adtree::cli::cmd_model(argc - 2, argv + 2);
     if (verb == "bench") return adtree::cli::cmd_bench(argc - 2, argv + 2);
     if (verb == "bench-picture") return adtree::cli::cmd_bench_picture(argc - 2, argv + 2);

@@ -227,11 +227,13 @@ void train_t5_sentencepiece(const std::vector<std::string>& lines, const std::st
   for (const auto& l : lines) text += llamagen_clean_caption(l) + "\n";
   io::write_file(corpus, text, "the SentencePiece training text");
   const std::string prefix = out_path + ".training";
-  // T5's special ids (pad 0, </s> 1, unk 2, no <s>); a unigram model as T5's is; one thread and a
-  // soft vocabulary limit, so a small corpus gives the same pieces on every machine.
+  // T5's special ids (pad 0, </s> 1, unk 2, no <s>). BPE, not T5's unigram: on a corpus this
+  // small the unigram trainer stops at 64 pieces, mostly letters, while BPE keeps the corpus's
+  // words whole ("a happy yellow star" is 4 pieces, not 12). One thread, so every machine gets the
+  // same pieces.
   const std::string args = "--input=" + corpus + " --model_prefix=" + prefix +
                            " --vocab_size=" + std::to_string(vocab_size) +
-                           " --model_type=unigram --character_coverage=1.0 --hard_vocab_limit=false"
+                           " --model_type=bpe --character_coverage=1.0 --hard_vocab_limit=false"
                            " --num_threads=1 --pad_id=0 --eos_id=1 --unk_id=2 --bos_id=-1";
   char err[512] = {0};
   const int rc = p.train(args.c_str(), err, sizeof err);

@@ -45,7 +45,7 @@ class T5Tokenizer {
   std::unique_ptr<Impl> impl_;
 };
 
-// Trains a small T5-style SentencePiece model (unigram; pad 0, </s> 1, unk 2) on `lines`, cleaned
+// Trains a small T5-style SentencePiece model (BPE; pad 0, </s> 1, unk 2) on `lines`, cleaned
 // as captions are, and writes it to out_path: the tokenizer of the random T5 that `adtree model
 // random --cond t5` writes. vocab_size is an upper bound (a small corpus gives fewer pieces).
 void train_t5_sentencepiece(const std::vector<std::string>& lines, const std::string& out_path,

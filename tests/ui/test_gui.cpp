@@ -30,6 +30,7 @@
 #include "model/gpt_config.h"
 #include "model/random_model.h"
 #include "model/random_t5.h"
+#include "model/text_encoder.h"
 #include "ui/engine_bridge.h"
 #include "ui/heatmap_panel.h"
 #include "ui/image_view.h"
@@ -433,8 +434,19 @@ class GuiTest : public QObject {
     QVERIFY(child<adtree::ui::PromptEdit>(*w, "promptEdit")->placeholderText().contains("T5"));
     QCOMPARE(runOnce(*w, "a red cat"), QString("finished"));
     QCOMPARE(w->run().committed(), 16);
-    QVERIFY2(w->statusBar()->currentMessage().contains("T5 tokens"),
+    QVERIFY2(w->statusBar()->currentMessage().contains("T5 prompt"),
              qPrintable(w->statusBar()->currentMessage()));
+    // The same caption as an embedding file (the encoder's rows for it): the same picture, at the
+    // same seed and settings (the window's sampling with shared-noise coupling).
+    const QVector<qint64> typed = w->run().tokens();
+    const auto rows =
+        adtree::model::TextEncoder::load(t5.toStdString())->encode("a red cat", e.cond_len);
+    const QString same = tmp_.filePath("a-red-cat.safetensors");
+    adtree::io::write_safetensors(
+        same.toStdString(), {{"caption_embedding", rows.embedding},
+                             {"caption_mask", at::ones({rows.embedding.size(0)}, at::kLong)}});
+    QCOMPARE(runOnce(*w, same), QString("finished"));
+    QCOMPARE(w->run().tokens(), typed);
     QCOMPARE(runOnce(*w, file), QString("finished"));
     encoders->setDir(QString());  // the next test's windows start without one
   }
