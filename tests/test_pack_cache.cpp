@@ -245,3 +245,25 @@ TEST(PackCache, TheFolderKeepsTheFilesUsedLast) {
   const auto w2 = at::randn({48, 24});
   EXPECT_TRUE(at::equal(c.pack("a", {w2}).panels, pack_rows({w2}).panels));
 }
+
+// A load that skips the VQ's file checks no VQ value, so it writes no cache (a later hit would skip
+// that check); loads with the two picture-decoder precisions keep each other's entries.
+TEST(PackCache, OnlyCheckedLoadsWriteItAndEntriesOfOtherLoadsStay) {
+  if (!adtree::io::have_sha256()) GTEST_SKIP() << "built without libcrypto";
+  const auto d = fresh("partial");
+  auto o = always(d);
+  o.load_vq = false;
+  EXPECT_FALSE(load_model_dir(d.model, o).pack_cache_hit);
+  EXPECT_TRUE(files_in(d.packed).empty());
+
+  o.load_vq = true;
+  o.vq_dtype = "fp32";
+  load_model_dir(d.model, o);
+  o.vq_dtype = "bf16";
+  EXPECT_TRUE(load_model_dir(d.model, o).pack_cache_hit);
+  const auto files = files_in(d.packed);
+  ASSERT_EQ(files.size(), 1u);
+  const auto entries = adtree::io::SafetensorsReader(files[0].string()).metadata().at("entries");
+  EXPECT_NE(entries.find("\"vq.fp32."), std::string::npos) << entries;
+  EXPECT_NE(entries.find("\"vq.bf16."), std::string::npos) << entries;
+}

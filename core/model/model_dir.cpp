@@ -314,8 +314,9 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
                                                 drafter_eps, packs.get());
   }
   release_copied_gpt(b, gw);
-  // Written only now, after every check passed: its existence vouches for the values.
-  if (packs) b.pack_cache_warning = packs->save();
+  // Written only now, after every check passed: its existence vouches for the values, so not by a
+  // load that skipped the VQ's file (a later hit would skip checking it).
+  if (packs && opts.load_vq) b.pack_cache_warning = packs->save();
 #ifdef __GLIBC__
   malloc_trim(0);  // the conversions' temporaries, freed between the kept copies, back to the OS
 #endif

@@ -173,11 +173,17 @@ std::string PackCache::save(uint64_t max_bytes) {
       offset += pad;
     }
   };
-  for (const auto& [key, w] : packed_) {
+  // What this load used, and what the file held that it did not (the other picture decoder
+  // precision, say), so loads that differ do not rewrite each other's entries away.
+  auto panels = packed_;
+  panels.insert(cached_.begin(), cached_.end());
+  auto copies = copies_;
+  copies.insert(cached_copies_.begin(), cached_copies_.end());
+  for (const auto& [key, w] : panels) {
     add(key, w.panels);
     entries[key] = {{"kind", "panels"}, {"n_out", w.n_out}, {"in", w.in}};
   }
-  for (const auto& [key, t] : copies_) {
+  for (const auto& [key, t] : copies) {
     const bool nhwc =
         t.dim() == 4 && !t.is_contiguous() && t.is_contiguous(at::MemoryFormat::ChannelsLast);
     add(key, nhwc ? t.permute({0, 2, 3, 1}) : t.contiguous());
