@@ -11,8 +11,8 @@
 
 #include "decode/sampling.h"
 #include "io/manifest.h"
-#include "model/gpt.h"
-#include "model/vq.h"
+#include "model/llamagen/gpt.h"
+#include "model/llamagen/vq.h"
 #include "util/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "decode/method.h"
-#include "decode/picture_settings.h"
 #include "decode/sampling.h"
+#include "decode/settings/method.h"
+#include "decode/settings/picture_settings.h"
 #include "imaging/png_text.h"
 #include "util/error.h"
 

@@ -1,14 +1,14 @@
 // Fuzzes saved runs: a statistics JSON (`adtree generate --stats --trace`) or a studio run file
 // (*.adtrun.json) -> decode::RunStats::from_json (steps, grids, summary, step traces), then
 // run_tokens_from_json and validate_run, the consistency checks the studio applies when it opens
-// a run (ui/run_record.cpp recordFromJson calls the same core functions). Run files are shared
+// a run (ui/runs/run_record.cpp recordFromJson calls the same core functions). Run files are shared
 // between people, so they are untrusted input: bad ones must be an adtree::Error (or a JSON parse
 // error), never a crash, an overflow or an allocation out of proportion to the file.
 #include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
-#include "decode/stats.h"
+#include "decode/stats/stats.h"
 #include "util/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "decode/method.h"
 #include "decode/sampling.h"
+#include "decode/settings/method.h"
 #include "model/conditioning.h"
 #include "util/error.h"
 

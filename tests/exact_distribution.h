@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "decode/sampling.h"
-#include "model/gpt.h"
+#include "model/llamagen/gpt.h"
 
 namespace adtree::testing {
 

@@ -3,7 +3,7 @@
 #pragma once
 #include <vector>
 
-#include "model/lean_layer.h"
+#include "model/llamagen/lean_layer.h"
 #include "spec_fixture.h"
 
 namespace adtree::testing {

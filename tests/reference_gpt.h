@@ -1,13 +1,13 @@
 // An independent, deliberately naive LlamaGen forward for parity tests: written from LLAMAGEN.md
 // with explicit loops for the 2-D RoPE angles and per-head attention, sharing no code with
-// core/model/gpt.cpp beyond the weight names.
+// core/model/llamagen/gpt.cpp beyond the weight names.
 #pragma once
 #include <ATen/ATen.h>
 
 #include <cmath>
 #include <limits>
 
-#include "model/gpt.h"
+#include "model/llamagen/gpt.h"
 
 namespace adtree::testing {
 

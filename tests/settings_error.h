@@ -2,7 +2,7 @@
 #pragma once
 #include <string>
 
-#include "decode/method.h"
+#include "decode/settings/method.h"
 #include "util/error.h"
 
 namespace adtree::testing {

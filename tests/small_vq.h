@@ -1,6 +1,6 @@
 // The small VQ shape the VQ tests share: three levels (attention at the lowest), 8 groups.
 #pragma once
-#include "model/vq.h"
+#include "model/llamagen/vq.h"
 
 namespace adtree::testing {
 

@@ -4,11 +4,11 @@
 #include <memory>
 
 #include "decode/ar_sampler.h"
-#include "decode/draft_source.h"
 #include "decode/spec_decoder.h"
+#include "decode/tree/draft_source.h"
 #include "model/conditioning.h"
-#include "model/drafter.h"
-#include "model/gpt.h"
+#include "model/llamagen/drafter.h"
+#include "model/llamagen/gpt.h"
 
 namespace adtree::testing {
 

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <set>
 
-#include "decode/acceptance.h"
-#include "decode/adt_policy.h"
-#include "decode/lantern.h"
+#include "decode/tree/adt_policy.h"
+#include "decode/verify/acceptance.h"
+#include "decode/verify/lantern.h"
 #include "spec_fixture.h"
 
 using namespace adtree;

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "decode/adt_planner.h"
-#include "decode/step_cost.h"
-#include "decode/tree_builder.h"
+#include "decode/tree/adt_planner.h"
+#include "decode/tree/step_cost.h"
+#include "decode/tree/tree_builder.h"
 #include "spec_fixture.h"
 #include "util/error.h"
 

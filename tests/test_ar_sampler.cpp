@@ -6,7 +6,7 @@
 
 #include "decode/ar_sampler.h"
 #include "model/conditioning.h"
-#include "model/gpt.h"
+#include "model/llamagen/gpt.h"
 #include "util/error.h"
 
 using namespace adtree;

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <map>
 
-#include "decode/acceptance.h"
-#include "decode/cascade.h"
 #include "decode/run.h"
+#include "decode/verify/acceptance.h"
+#include "decode/verify/cascade.h"
 #include "exact_distribution.h"
 #include "settings_error.h"
 #include "spec_fixture.h"

@@ -8,9 +8,9 @@
 #include <map>
 #include <set>
 
-#include "decode/budget.h"
-#include "decode/coupling.h"
-#include "decode/tree_builder.h"
+#include "decode/tree/budget.h"
+#include "decode/tree/tree_builder.h"
+#include "decode/verify/coupling.h"
 #include "exact_distribution.h"
 #include "spec_fixture.h"
 #include "util/error.h"

@@ -4,9 +4,9 @@
 // are refused when it is asked for, and left to the host step by default.
 #include <gtest/gtest.h>
 
-#include "decode/device_verify.h"
-#include "decode/step_buffers.h"
-#include "decode/tree_builder.h"
+#include "decode/device/device_verify.h"
+#include "decode/device/step_buffers.h"
+#include "decode/tree/tree_builder.h"
 #include "spec_fixture.h"
 #include "util/error.h"
 

@@ -15,7 +15,7 @@
 #include "engine/preview_schedule.h"
 #include "engine/soak.h"
 #include "engine/token_palette.h"
-#include "model/gpt_config.h"
+#include "model/llamagen/gpt_config.h"
 #include "model/model_dir.h"
 #include "model/random_model.h"
 #include "util/error.h"

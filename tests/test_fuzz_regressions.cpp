@@ -11,15 +11,15 @@
 #include <string>
 #include <vector>
 
-#include "decode/method.h"
-#include "decode/picture_settings.h"
 #include "decode/sampling.h"
-#include "decode/stats.h"
+#include "decode/settings/method.h"
+#include "decode/settings/picture_settings.h"
+#include "decode/stats/stats.h"
 #include "imaging/png_text.h"
 #include "io/manifest.h"
 #include "io/safetensors.h"
-#include "model/gpt.h"
-#include "model/vq.h"
+#include "model/llamagen/gpt.h"
+#include "model/llamagen/vq.h"
 #include "util/error.h"
 
 namespace {

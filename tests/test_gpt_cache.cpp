@@ -5,7 +5,7 @@
 
 #include <limits>
 
-#include "model/gpt.h"
+#include "model/llamagen/gpt.h"
 #include "reference_gpt.h"
 #include "util/error.h"
 

@@ -5,13 +5,13 @@
 
 #include <cmath>
 
-#include "model/drafter.h"
-#include "model/gpt.h"
-#include "model/pack_rows.h"
-#include "model/packed_gemm.h"
+#include "model/cpu/pack_rows.h"
+#include "model/cpu/packed_gemm.h"
+#include "model/cpu/small_gemm.h"
+#include "model/llamagen/drafter.h"
+#include "model/llamagen/gpt.h"
+#include "model/llamagen/rope2d.h"
 #include "model/params.h"
-#include "model/rope2d.h"
-#include "model/small_gemm.h"
 
 using namespace adtree::model;
 

@@ -22,7 +22,7 @@
 #include <map>
 #include <set>
 
-#include "decode/jacobi.h"
+#include "decode/jacobi/jacobi.h"
 #include "exact_distribution.h"
 #include "spec_fixture.h"
 #include "util/error.h"

@@ -1,7 +1,7 @@
-// The lean CPU path of a bf16 model (model/packed_bf16.h): the bf16 panel kernel in each variant
-// this CPU runs against double-precision math on the bf16-rounded operands, with every output row
-// independent of the rows it is computed with (bit for bit); the bf16 lean layer against the
-// libtorch bf16 reference and against fp32 math on the same rounded weights; and greedy and
+// The lean CPU path of a bf16 model (model/cpu/packed_bf16.h): the bf16 panel kernel in each
+// variant this CPU runs against double-precision math on the bf16-rounded operands, with every
+// output row independent of the rows it is computed with (bit for bit); the bf16 lean layer against
+// the libtorch bf16 reference and against fp32 math on the same rounded weights; and greedy and
 // coupled sampled generations token-identical between AR and speculative decoding at bf16.
 #include <gtest/gtest.h>
 
@@ -9,8 +9,9 @@
 
 #include "decode/ar_sampler.h"
 #include "lean_blocks.h"
-#include "model/lean_layer.h"
-#include "model/packed_bf16.h"
+#include "model/cpu/pack_rows.h"
+#include "model/cpu/packed_bf16.h"
+#include "model/llamagen/lean_layer.h"
 #include "spec_fixture.h"
 
 using namespace adtree;

@@ -1,15 +1,15 @@
-// The lean CPU path (model/lean_layer.h) against the libtorch reference path: logits and features
-// within 1e-5 relative for every kind of block the engine runs (prefill with caption padding, one
-// token, a tree block with scratch rows, no cache, blocks of 10 and 12 queries that take the packed
-// attention), for the target and the draft head, on a head
-// width the AVX2 attention takes (64) and one it leaves to the portable loops (32); and the same
-// tokens from whole greedy and sampled generations.
+// The lean CPU path (model/llamagen/lean_layer.h) against the libtorch reference path: logits and
+// features within 1e-5 relative for every kind of block the engine runs (prefill with caption
+// padding, one token, a tree block with scratch rows, no cache, blocks of 10 and 12 queries that
+// take the packed attention), for the target and the draft head, on a head width the AVX2 attention
+// takes (64) and one it leaves to the portable loops (32); and the same tokens from whole greedy
+// and sampled generations.
 #include <gtest/gtest.h>
 
 #include "lean_blocks.h"
-#include "model/lean_kernels.h"
-#include "model/lean_layer.h"
-#include "model/packed_gemm.h"
+#include "model/cpu/lean_kernels.h"
+#include "model/cpu/packed_gemm.h"
+#include "model/llamagen/lean_layer.h"
 #include "spec_fixture.h"
 
 using namespace adtree;

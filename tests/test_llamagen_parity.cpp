@@ -17,7 +17,7 @@
 #include "decode/run.h"
 #include "io/safetensors.h"
 #include "model/conditioning.h"
-#include "model/llamagen_import.h"
+#include "model/llamagen/llamagen_import.h"
 #include "model/model_dir.h"
 #include "util/error.h"
 

@@ -10,8 +10,8 @@
 #include <cmath>
 #include <string>
 
+#include "model/llamagen/vq.h"
 #include "model/params.h"
-#include "model/vq.h"
 #include "train/mixed_precision.h"
 #include "util/error.h"
 

@@ -1,6 +1,6 @@
-// The packed-panel cache (model/pack_cache.h): a second load maps byte-identical panels and decodes
-// the same logits; a changed file is packed and checked afresh; a damaged, foreign or unwritable
-// cache costs only the cache.
+// The packed-panel cache (model/cpu/pack_cache.h): a second load maps byte-identical panels and
+// decodes the same logits; a changed file is packed and checked afresh; a damaged, foreign or
+// unwritable cache costs only the cache.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -12,9 +12,9 @@
 #include "io/file_hash.h"
 #include "io/safetensors.h"
 #include "model/conditioning.h"
+#include "model/cpu/pack_cache.h"
+#include "model/cpu/pack_rows.h"
 #include "model/model_dir.h"
-#include "model/pack_cache.h"
-#include "model/pack_rows.h"
 #include "model/random_model.h"
 #include "util/error.h"
 

@@ -8,8 +8,8 @@
 #include <map>
 #include <set>
 
-#include "decode/pjd.h"
-#include "decode/pjd_state.h"
+#include "decode/jacobi/pjd.h"
+#include "decode/jacobi/pjd_state.h"
 #include "decode/run.h"
 #include "exact_distribution.h"
 #include "settings_error.h"

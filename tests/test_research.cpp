@@ -8,7 +8,7 @@
 #include <set>
 
 #include "decode/likelihood.h"
-#include "model/gpt_config.h"
+#include "model/llamagen/gpt_config.h"
 #include "model/random_model.h"
 #include "research/sweep.h"
 #include "util/error.h"

@@ -1,6 +1,7 @@
-// A run's settings as a type (core/decode/run_settings.h): they survive their JSON, files of older
-// versions read with the defaults they meant, bad files are refused by name, and prepare_run is
-// the one place a generation's request is checked against the model and given its identity.
+// A run's settings as a type (core/decode/settings/run_settings.h): they survive their JSON, files
+// of older versions read with the defaults they meant, bad files are refused by name, and
+// prepare_run is the one place a generation's request is checked against the model and given its
+// identity.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -8,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "decode/run.h"
-#include "decode/run_settings.h"
-#include "model/gpt_config.h"
+#include "decode/settings/run_settings.h"
+#include "model/llamagen/gpt_config.h"
 #include "model/random_model.h"
 #include "util/error.h"
 

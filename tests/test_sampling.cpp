@@ -5,9 +5,9 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "decode/method.h"
-#include "decode/picture_settings.h"
 #include "decode/sampling.h"
+#include "decode/settings/method.h"
+#include "decode/settings/picture_settings.h"
 #include "util/error.h"
 
 using namespace adtree::decode;

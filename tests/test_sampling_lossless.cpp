@@ -22,7 +22,7 @@
 #include <map>
 #include <set>
 
-#include "decode/verifier.h"
+#include "decode/verify/verifier.h"
 #include "exact_distribution.h"
 #include "spec_fixture.h"
 

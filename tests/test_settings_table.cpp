@@ -1,13 +1,13 @@
-// The settings table (core/decode/setting.h): every entry survives JSON and its own command-line
-// text, is checked against its range only where its method reads it, and the front ends' names
-// (keys, flags, sweep flags, studio sections) are unique and known.
+// The settings table (core/decode/settings/setting.h): every entry survives JSON and its own
+// command-line text, is checked against its range only where its method reads it, and the front
+// ends' names (keys, flags, sweep flags, studio sections) are unique and known.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "decode/method.h"
-#include "decode/setting.h"
+#include "decode/settings/method.h"
+#include "decode/settings/setting.h"
 #include "util/error.h"
 
 using namespace adtree::decode;

@@ -61,9 +61,9 @@ TEST(ShippedModel, EveryMethodGeneratesAFullImage) {
   }
 }
 
-// The picture decoder the CLI and the studio run (model/vq_decoder.h) against the reference, on
-// the shipped model's trained tokenizer and a real picture's tokens: fp32 gives the same bytes
-// (rounding aside), bf16 stays within the distance docs/PERFORMANCE.md states.
+// The picture decoder the CLI and the studio run (model/llamagen/vq_decoder.h) against the
+// reference, on the shipped model's trained tokenizer and a real picture's tokens: fp32 gives the
+// same bytes (rounding aside), bf16 stays within the distance docs/PERFORMANCE.md states.
 TEST(ShippedModel, FastPictureDecoderMatchesTheReference) {
   const auto& m = shipped();
   auto cond = model::make_condition(*m.gpt, m.vocab, "red apple noto", true);

@@ -4,7 +4,7 @@
 
 #include <map>
 
-#include "decode/tree_builder.h"
+#include "decode/tree/tree_builder.h"
 #include "spec_fixture.h"
 #include "util/error.h"
 

@@ -3,8 +3,8 @@
 // blocks, step after step from the same block storage; and its misuse errors.
 #include <gtest/gtest.h>
 
-#include "model/gpt.h"
-#include "model/static_forward.h"
+#include "model/gpu/static_forward.h"
+#include "model/llamagen/gpt.h"
 #include "reference_gpt.h"
 #include "util/error.h"
 

@@ -3,7 +3,7 @@
 // storage from step to step; the padding nodes see only themselves and no real node sees them.
 #include <gtest/gtest.h>
 
-#include "decode/step_buffers.h"
+#include "decode/device/step_buffers.h"
 #include "spec_fixture.h"
 
 using namespace adtree;

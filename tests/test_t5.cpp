@@ -15,10 +15,10 @@
 #include "decode/run.h"
 #include "io/safetensors.h"
 #include "model/random_model.h"
-#include "model/random_t5.h"
-#include "model/t5_encoder.h"
-#include "model/t5_tokenizer.h"
-#include "model/text_encoder.h"
+#include "model/text/random_t5.h"
+#include "model/text/t5_encoder.h"
+#include "model/text/t5_tokenizer.h"
+#include "model/text/text_encoder.h"
 #include "util/error.h"
 
 namespace fs = std::filesystem;

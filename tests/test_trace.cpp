@@ -1,10 +1,11 @@
-// Step traces (decode/trace.h): recording them changes nothing, they describe exactly what each
-// step did (tree, accepted path, committed cells, the target distribution), they are size-bounded,
-// and they survive a JSON round trip while a corrupt one is rejected with a clear error.
+// Step traces (decode/stats/trace.h): recording them changes nothing, they describe exactly what
+// each step did (tree, accepted path, committed cells, the target distribution), they are
+// size-bounded, and they survive a JSON round trip while a corrupt one is rejected with a clear
+// error.
 #include <gtest/gtest.h>
 
-#include "decode/adt_policy.h"
-#include "decode/stats.h"
+#include "decode/stats/stats.h"
+#include "decode/tree/adt_policy.h"
 #include "spec_fixture.h"
 #include "util/error.h"
 

@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "model/vq.h"
+#include "model/llamagen/vq.h"
 #include "small_vq.h"
 #include "util/error.h"
 

@@ -1,5 +1,6 @@
-// The fast picture decoder (model/vq_decoder.h) against the reference VqModel, and its fused
-// GroupNorm+SiLU kernel (model/group_norm_nhwc.h) against libtorch's group_norm and silu.
+// The fast picture decoder (model/llamagen/vq_decoder.h) against the reference VqModel, and its
+// fused GroupNorm+SiLU kernel (model/llamagen/group_norm_nhwc.h) against libtorch's group_norm and
+// silu.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -7,9 +8,9 @@
 #include <memory>
 #include <string>
 
-#include "model/group_norm_nhwc.h"
+#include "model/llamagen/group_norm_nhwc.h"
+#include "model/llamagen/vq_decoder.h"
 #include "model/params.h"
-#include "model/vq_decoder.h"
 #include "small_vq.h"
 #include "util/error.h"
 

@@ -4,7 +4,7 @@
 Why: the app loads a model directory (model.json + safetensors, docs in ARCHITECTURE.md "Model
 directory"), while LlamaGen releases PyTorch pickles (c2i_B_256.pt, vq_ds16_c2i.pt, ...) and LANTERN
 releases its EAGLE drafters with Hugging Face names. This script checks every tensor against the
-layout the C++ loader expects (core/model/gpt.cpp gpt_param_specs, vq.cpp vq_param_specs,
+layout the C++ loader expects (core/model/llamagen/gpt.cpp gpt_param_specs, vq.cpp vq_param_specs,
 drafter.cpp drafter_param_specs), infers the configuration from the shapes, and writes:
 
   DIR/gpt.safetensors      the transformer, LlamaGen tensor names
@@ -267,7 +267,7 @@ def ffn_hidden(dim, multiple_of):
 
 
 def gpt_shapes(c):
-    """Mirror of gpt_param_specs (core/model/gpt.cpp): name -> shape."""
+    """Mirror of gpt_param_specs (core/model/llamagen/gpt.cpp): name -> shape."""
     d, hid = c["dim"], ffn_hidden(c["dim"], c["multiple_of"])
     s = {}
     if c["cond"] == "class":
@@ -335,7 +335,7 @@ def resolve_grid(opts, names, ckpt_args, downsample):
 
 
 def gpt_config(sd, opts, ckpt_args, downsample):
-    """Infers the GptConfig (core/model/gpt_config.cpp keys) from the shapes and the names."""
+    """Infers the GptConfig (core/model/llamagen/gpt_config.cpp keys) from the shapes and the names."""
     what = "GPT checkpoint"
     vocab, dim = need(sd, "tok_embeddings.weight", what, 2).shape
     out_rows = need(sd, "output.weight", what, 2).shape[0]
@@ -378,7 +378,7 @@ def gpt_config(sd, opts, ckpt_args, downsample):
 # ---- VQ ------------------------------------------------------------------------------------------
 
 def vq_shapes(c, with_encoder):
-    """Mirror of vq_param_specs (core/model/vq.cpp): name -> shape."""
+    """Mirror of vq_param_specs (core/model/llamagen/vq.cpp): name -> shape."""
     s = {}
 
     def conv(p, cin, cout, k):
@@ -443,7 +443,7 @@ def vq_shapes(c, with_encoder):
 
 
 def vq_config(sd):
-    """Infers the VqConfig (core/model/vq.cpp keys) from the shapes."""
+    """Infers the VqConfig (core/model/llamagen/vq.cpp keys) from the shapes."""
     what = "VQ checkpoint"
     size, cdim = need(sd, "quantize.embedding.weight", what, 2).shape
     z = need(sd, "post_quant_conv.weight", what, 4).shape[0]
@@ -472,7 +472,7 @@ def vq_config(sd):
 # ---- drafter -------------------------------------------------------------------------------------
 
 def drafter_shapes(g):
-    """Mirror of drafter_param_specs (core/model/drafter.cpp): name -> shape."""
+    """Mirror of drafter_param_specs (core/model/llamagen/drafter.cpp): name -> shape."""
     d, hid = g["dim"], ffn_hidden(g["dim"], g["multiple_of"])
     return {"fc.weight": (d, 2 * d), "fc.bias": (d,),
             "layers.0.attention.wqkv.weight": (3 * d, d), "layers.0.attention.wo.weight": (d, d),

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Converts a T5 directory that holds only pytorch_model.bin (or its shards,
 pytorch_model-0000i-of-0000n.bin with pytorch_model.bin.index.json) into model.safetensors, the
-layout the C++ text encoder reads (core/model/text_encoder.h). Keeps the encoder's tensors and the
+layout the C++ text encoder reads (core/model/text/text_encoder.h). Keeps the encoder's tensors and the
 shared embedding; the decoder and the language-model head are dropped (the encoder of FLAN-T5-XL
 alone is 4.9 GB in fp32 instead of 11 GB).
 

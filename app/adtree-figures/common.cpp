@@ -9,9 +9,9 @@
 #include <map>
 
 #include "app/adtree-figures/figures.h"
-#include "ui/colormap.h"
-#include "ui/method_names.h"
-#include "ui/qcp.h"
+#include "ui/panels/method_names.h"
+#include "ui/views/colormap.h"
+#include "ui/views/qcp.h"
 #include "util/error.h"
 
 namespace adtree::figures {

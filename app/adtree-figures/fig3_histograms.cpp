@@ -9,7 +9,7 @@
 #include <map>
 
 #include "app/adtree-figures/figures.h"
-#include "ui/qcp.h"
+#include "ui/views/qcp.h"
 
 namespace adtree::figures {
 

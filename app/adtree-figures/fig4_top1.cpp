@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "app/adtree-figures/figures.h"
-#include "ui/qcp.h"
+#include "ui/views/qcp.h"
 
 namespace adtree::figures {
 

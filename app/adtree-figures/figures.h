@@ -17,7 +17,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "decode/stats.h"
+#include "decode/stats/stats.h"
 
 class QCustomPlot;
 class QCPColorMap;

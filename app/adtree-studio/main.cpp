@@ -1,13 +1,13 @@
 // adtree-studio: the desktop face of ADT-Tree Studio. Opens the default model (see
-// ui/default_model.h) or the directory given on the command line; `--run PROMPT` and its options
-// script it (scripted_run.h). `--help` and `--version` need no display.
+// ui/window/default_model.h) or the directory given on the command line; `--run PROMPT` and its
+// options script it (scripted_run.h). `--help` and `--version` need no display.
 #include <QApplication>
 #include <QCoreApplication>
 #include <QFileInfo>
 
 #include "scripted_run.h"
 #include "studio_options.h"
-#include "ui/main_window.h"
+#include "ui/window/main_window.h"
 #include "util/threads.h"
 
 int main(int argc, char** argv) {

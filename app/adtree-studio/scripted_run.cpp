@@ -9,11 +9,11 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "ui/compare_window.h"
-#include "ui/heatmap_panel.h"
-#include "ui/plot_panel.h"
-#include "ui/prompt_edit.h"
-#include "ui/replay_panel.h"
+#include "ui/panels/heatmap_panel.h"
+#include "ui/panels/plot_panel.h"
+#include "ui/panels/prompt_edit.h"
+#include "ui/panels/replay_panel.h"
+#include "ui/views/compare_window.h"
 
 namespace adtree::studio {
 

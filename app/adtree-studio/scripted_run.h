@@ -5,8 +5,8 @@
 #include <QCommandLineParser>
 
 #include "studio_options.h"
-#include "ui/main_window.h"
-#include "ui/stall_meter.h"
+#include "ui/panels/stall_meter.h"
+#include "ui/window/main_window.h"
 
 namespace adtree::studio {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "decode/stats.h"
+#include "decode/stats/stats.h"
 
 namespace adtree::cli {
 

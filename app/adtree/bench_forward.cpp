@@ -5,8 +5,8 @@
 
 #include <c10/core/InferenceMode.h>
 
-#include "model/cuda_graph.h"
-#include "model/static_forward.h"
+#include "model/gpu/cuda_graph.h"
+#include "model/gpu/static_forward.h"
 #include "util/clock.h"
 #include "util/device_sync.h"
 

@@ -1,12 +1,13 @@
 // The forward timings of `adtree bench`: one target forward of q tokens after a prefix, eager, on
-// fixed shapes (model/static_forward.h) and as a CUDA graph replay, and one draft-head level. Each
-// is the median of `reps` runs after two warm-ups, with the device waited for around every run.
+// fixed shapes (model/gpu/static_forward.h) and as a CUDA graph replay, and one draft-head level.
+// Each is the median of `reps` runs after two warm-ups, with the device waited for around every
+// run.
 #pragma once
 #include <cstdint>
 #include <vector>
 
-#include "model/drafter.h"
-#include "model/gpt.h"
+#include "model/llamagen/drafter.h"
+#include "model/llamagen/gpt.h"
 
 namespace adtree::cli {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "bench_breakdown.h"
-#include "decode/method.h"
+#include "decode/settings/method.h"
 #include "model/model_dir.h"
 
 namespace adtree::cli {

@@ -12,7 +12,7 @@
 #include "commands.h"
 #include "io/manifest.h"
 #include "io/safetensors.h"
-#include "model/llamagen_import.h"
+#include "model/llamagen/llamagen_import.h"
 #include "util/error.h"
 #include "util/resource_paths.h"
 

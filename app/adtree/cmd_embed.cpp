@@ -5,7 +5,7 @@
 
 #include "commands.h"
 #include "io/safetensors.h"
-#include "model/text_encoder.h"
+#include "model/text/text_encoder.h"
 #include "util/error.h"
 
 namespace adtree::cli {

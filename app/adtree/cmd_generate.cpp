@@ -7,8 +7,8 @@
 #include <optional>
 
 #include "commands.h"
-#include "decode/picture_settings.h"
 #include "decode/run.h"
+#include "decode/settings/picture_settings.h"
 #include "io/file_write.h"
 #include "util/error.h"
 #include "util/resource_paths.h"

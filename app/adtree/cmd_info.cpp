@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "model/cuda_graph.h"
+#include "model/gpu/cuda_graph.h"
 
 namespace adtree::cli {
 

@@ -79,7 +79,7 @@ void declare_sweep_options(Args& a) {
            "semicolon-separated prompts (default: 4 prompts of the shipped model)")
       .option("seeds", "N", "seeds 0 .. N-1 per prompt", "2")
       .option("temperatures", "LIST", "axis: sampling temperatures (0 = greedy)");
-  // An axis for every setting the table gives one (decode/setting.h).
+  // An axis for every setting the table gives one (decode/settings/setting.h).
   for (const auto& s : decode::method_settings_table()) {
     if (s.sweep_flag.empty()) continue;
     const auto who = s.readers_text().empty() ? std::string() : " (" + s.readers_text() + ")";

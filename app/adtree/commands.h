@@ -3,8 +3,8 @@
 #include <string>
 
 #include "cli_args.h"
-#include "decode/method.h"
 #include "decode/sampling.h"
+#include "decode/settings/method.h"
 #include "model/model_dir.h"
 
 namespace adtree::cli {

@@ -1,9 +1,9 @@
 // The method flags shared by generate, bench and sweep: a flag per entry of the settings table
-// (decode/setting.h), its help, range and default (shown in --help) from the entry.
+// (decode/settings/setting.h), its help, range and default (shown in --help) from the entry.
 #include <string>
 
 #include "commands.h"
-#include "decode/setting.h"
+#include "decode/settings/setting.h"
 #include "util/error.h"
 
 namespace adtree::cli {

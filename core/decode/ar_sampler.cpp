@@ -5,10 +5,10 @@
 #include <chrono>
 #include <optional>
 
-#include "decode/coupling.h"
-#include "decode/trace_record.h"
-#include "model/cuda_graph.h"
-#include "model/static_forward.h"
+#include "decode/stats/trace_record.h"
+#include "decode/verify/coupling.h"
+#include "model/gpu/cuda_graph.h"
+#include "model/gpu/static_forward.h"
 #include "util/clock.h"
 #include "util/error.h"
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "decode/sampling.h"
-#include "decode/stats.h"
-#include "model/gpt.h"
+#include "decode/stats/stats.h"
+#include "model/llamagen/gpt.h"
 
 namespace adtree::decode {
 
@@ -22,9 +22,9 @@ struct DecodeResult {
 // `cond` is the batch [cond; uncond] when params.uses_cfg(), else a batch of 1.
 // `cancel` (optional) is checked between steps. With trace.enabled, every step's distribution is
 // recorded (stats.traces, StepEvent::trace). `fixed_shapes`: every step after the prefill runs the
-// fixed-shape forward (model/static_forward.h), replayed as a CUDA graph where graphs are built,
-// and the token is chosen on the device with one read back; on by itself for a CUDA model, asked
-// for by tests on the CPU. The tokens are the same either way.
+// fixed-shape forward (model/gpu/static_forward.h), replayed as a CUDA graph where graphs are
+// built, and the token is chosen on the device with one read back; on by itself for a CUDA model,
+// asked for by tests on the CPU. The tokens are the same either way.
 DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
                          const SamplingParams& params, uint64_t seed,
                          const StepCallback& on_step = {},

@@ -7,7 +7,7 @@
 
 #include "decode/sampling.h"
 #include "model/conditioning.h"
-#include "model/gpt.h"
+#include "model/llamagen/gpt.h"
 
 namespace adtree::decode {
 

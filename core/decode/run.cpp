@@ -4,14 +4,14 @@
 #include <map>
 #include <mutex>
 
-#include "decode/adt_planner.h"
-#include "decode/budget.h"
-#include "decode/draft_source.h"
-#include "decode/lantern.h"
-#include "decode/pjd.h"
+#include "decode/jacobi/pjd.h"
 #include "decode/spec_decoder.h"
-#include "decode/step_cost.h"
-#include "decode/tree_builder.h"
+#include "decode/tree/adt_planner.h"
+#include "decode/tree/budget.h"
+#include "decode/tree/draft_source.h"
+#include "decode/tree/step_cost.h"
+#include "decode/tree/tree_builder.h"
+#include "decode/verify/lantern.h"
 #include "model/prompt_condition.h"
 #include "util/error.h"
 #include "util/threads.h"

@@ -4,8 +4,8 @@
 #include <atomic>
 
 #include "decode/ar_sampler.h"
-#include "decode/method.h"
-#include "decode/run_settings.h"
+#include "decode/settings/method.h"
+#include "decode/settings/run_settings.h"
 #include "model/model_dir.h"
 
 namespace adtree::decode {

@@ -5,13 +5,13 @@
 #include <chrono>
 #include <memory>
 
-#include "decode/block_runner.h"
-#include "decode/coupling.h"
-#include "decode/device_verify.h"
-#include "decode/proposer.h"
-#include "decode/step_buffers.h"
-#include "decode/step_recorder.h"
-#include "decode/verifier.h"
+#include "decode/device/block_runner.h"
+#include "decode/device/device_verify.h"
+#include "decode/device/step_buffers.h"
+#include "decode/stats/step_recorder.h"
+#include "decode/tree/proposer.h"
+#include "decode/verify/coupling.h"
+#include "decode/verify/verifier.h"
 #include "util/clock.h"
 #include "util/device_sync.h"
 #include "util/error.h"

@@ -6,11 +6,11 @@
 #include <atomic>
 
 #include "decode/ar_sampler.h"
-#include "decode/budget.h"
-#include "decode/draft_source.h"
-#include "decode/lantern.h"
-#include "decode/method.h"
-#include "decode/step_cost.h"
+#include "decode/settings/method.h"
+#include "decode/tree/budget.h"
+#include "decode/tree/draft_source.h"
+#include "decode/tree/step_cost.h"
+#include "decode/verify/lantern.h"
 
 namespace adtree::decode {
 

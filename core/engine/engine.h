@@ -2,7 +2,7 @@
 // runs model loads and generation jobs one at a time from a FIFO queue (a helper thread only
 // decodes preview images for it). Callers never wait on the model: every result comes back as an
 // Event through the listener, called on the worker thread (a GUI marshals it onto its own thread;
-// see ui/engine_bridge.h).
+// see ui/window/engine_bridge.h).
 //
 //   Engine e(listener);
 //   e.load_model(dir);                       // -> LoadProgress*, ModelLoaded | LoadFailed
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "decode/method.h"
+#include "decode/settings/method.h"
 #include "engine/events.h"
 
 namespace adtree::engine {

@@ -1,8 +1,9 @@
 // What the engine tells its listener (ARCHITECTURE.md "Threading"): plain C++ structs with no
 // libtorch types, so the GUI (and any other front end) can hold and copy them freely. Images are
-// RGB bytes, tokens and statistics are std::vectors in the one statistics format (decode/stats.h).
-// A finished run's statistics travel as one immutable shared object, never as text: a front end
-// reads them where it needs them and serialises them only when it writes a file.
+// RGB bytes, tokens and statistics are std::vectors in the one statistics format
+// (decode/stats/stats.h). A finished run's statistics travel as one immutable shared object, never
+// as text: a front end reads them where it needs them and serialises them only when it writes a
+// file.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -11,7 +12,7 @@
 #include <vector>
 
 #include "decode/sampling.h"
-#include "decode/stats.h"
+#include "decode/stats/stats.h"
 
 namespace adtree::engine {
 
@@ -50,7 +51,7 @@ struct ModelInfo {
   // front end paint each token the moment it is committed, before the next preview. Empty when the
   // codebook is too costly to decode at load and not cached yet: a TokenColors event follows.
   std::vector<uint8_t> token_colors;
-  // The lean path's packed weights came from the disk cache (model/pack_cache.h); and why they
+  // The lean path's packed weights came from the disk cache (model/cpu/pack_cache.h); and why they
   // could not be cached, when that failed (the model loaded all the same).
   bool packed_from_cache = false;
   std::string cache_warning;

@@ -9,8 +9,8 @@
 #include "engine/engine.h"
 #include "engine/event_queue.h"
 #include "engine/soak.h"
+#include "model/llamagen/vq.h"
 #include "model/prompt_condition.h"
-#include "model/vq.h"
 #include "util/clock.h"
 #include "util/error.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "decode/method.h"
+#include "decode/settings/method.h"
 #include "model/model_dir.h"
 
 namespace adtree::engine {

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <ostream>
 
-#include "decode/setting.h"
+#include "decode/settings/setting.h"
 #include "engine/engine.h"
 #include "engine/event_queue.h"
 #include "model/conditioning.h"

@@ -7,7 +7,7 @@
 #include <iterator>
 #include <system_error>
 
-#include "model/vq.h"
+#include "model/llamagen/vq.h"
 #include "util/clock.h"
 #include "util/resource_paths.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/gpt.h"
+#include "model/llamagen/gpt.h"
 
 namespace adtree::model {
 
@@ -70,7 +70,7 @@ Condition null_condition(const Gpt& gpt, int64_t batch);
 // adtree::Error naming the file and the problem.
 Condition condition_from_embedding_file(const Gpt& gpt, const std::string& path, bool cfg);
 
-// The same from caption rows in memory (a text encoder's output, model/text_encoder.h):
+// The same from caption rows in memory (a text encoder's output, model/text/text_encoder.h):
 // embedding [L, cap_dim], valid [L] bool. `what` names the source in errors.
 Condition condition_from_caption(const Gpt& gpt, const at::Tensor& embedding,
                                  const at::Tensor& valid, bool cfg, const std::string& what);

@@ -9,11 +9,12 @@
 
 #include "io/manifest.h"
 #include "model/conditioning.h"
-#include "model/drafter.h"
-#include "model/gpt.h"
-#include "model/text_encoder.h"
-#include "model/vq.h"
-#include "model/vq_decoder.h"
+#include "model/device.h"
+#include "model/llamagen/drafter.h"
+#include "model/llamagen/gpt.h"
+#include "model/llamagen/vq.h"
+#include "model/llamagen/vq_decoder.h"
+#include "model/text/text_encoder.h"
 
 namespace adtree::model {
 
@@ -21,18 +22,18 @@ struct LoadOptions {
   std::string device = "cpu";  // "cpu" | "cuda" | "cuda:N"
   std::string dtype = "fp32";  // "fp32" | "bf16" | "fp16"
   bool load_vq = true;
-  // The picture decoder's precision on the CPU (model/vq_decoder.h): "auto" (bf16 where the CPU
-  // has AVX512-BF16, else fp32), "fp32" or "bf16".
+  // The picture decoder's precision on the CPU (model/llamagen/vq_decoder.h): "auto" (bf16 where
+  // the CPU has AVX512-BF16, else fp32), "fp32" or "bf16".
   std::string vq_dtype = "auto";
-  // The lean path's packed panels kept on disk per model (model/pack_cache.h), so the next load
+  // The lean path's packed panels kept on disk per model (model/cpu/pack_cache.h), so the next load
   // maps them instead of packing and skips the value check: Auto for a model whose panels exceed
   // 64 MiB (a small model packs in milliseconds), Always, or Off; $ADTREE_PACK_CACHE=off|always
   // overrides Auto.
   enum class PackCacheUse { Off, Auto, Always };
   PackCacheUse pack_cache = PackCacheUse::Auto;
   std::string cache_root;  // the cache's root folder; empty: $XDG_CACHE_HOME or ~/.cache
-  // A t2i-embeddings model's text encoder (a T5 directory, model/text_encoder.h) in place of the
-  // one model.json names; it runs on `device` in `dtype`. Other kinds of model ignore it.
+  // A t2i-embeddings model's text encoder (a T5 directory, model/text/text_encoder.h) in place of
+  // the one model.json names; it runs on `device` in `dtype`. Other kinds of model ignore it.
   std::string text_encoder;
 };
 
@@ -60,10 +61,6 @@ struct ModelBundle {
   // model was loaded without one and takes caption-embedding files only).
   std::shared_ptr<const TextEncoder> text_encoder;
 };
-
-// Throws adtree::Error (no CUDA in this build, unknown dtype, ...) with a clear message.
-at::Device parse_device(const std::string& name);
-at::ScalarType parse_dtype(const std::string& name);
 
 ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts = {});
 

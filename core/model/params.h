@@ -24,7 +24,7 @@ struct ParamSpec {
 // Every problem between the expected specs and the given tensors, one line each: missing tensors,
 // shape mismatches, non-finite values (NaN, infinity), unexpected extra tensors. Empty when
 // everything matches. `values` false skips the values (reading every page of a mapped file), for
-// files already checked (model/pack_cache.h).
+// files already checked (model/cpu/pack_cache.h).
 std::vector<std::string> check_params(const std::vector<ParamSpec>& specs, const TensorMap& tensors,
                                       bool values = true);
 

@@ -1,7 +1,7 @@
 // From what a user typed to the GPT's Condition, for every kind of model directory: words or a
 // class (model/conditioning.h), and for a LlamaGen t2i model either a caption-embedding file or,
-// with a T5 encoder loaded (model/text_encoder.h), typed text encoded on the spot. The one entry
-// point the CLI, the engine and the benches share.
+// with a T5 encoder loaded (model/text/text_encoder.h), typed text encoded on the spot. The one
+// entry point the CLI, the engine and the benches share.
 #pragma once
 #include <string>
 

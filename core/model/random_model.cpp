@@ -5,9 +5,9 @@
 #include "io/manifest.h"
 #include "io/safetensors.h"
 #include "model/conditioning.h"
-#include "model/drafter.h"
-#include "model/gpt.h"
-#include "model/random_t5.h"
+#include "model/llamagen/drafter.h"
+#include "model/llamagen/gpt.h"
+#include "model/text/random_t5.h"
 #include "util/error.h"
 
 namespace adtree::model {

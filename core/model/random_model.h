@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "model/gpt_config.h"
-#include "model/vq.h"
+#include "model/llamagen/gpt_config.h"
+#include "model/llamagen/vq.h"
 
 namespace adtree::model {
 
@@ -14,7 +14,7 @@ VqConfig small_vq_config(int64_t codebook_size, int64_t grid);
 
 // Creates `dir` (if needed) with model.json, gpt.safetensors, vq.safetensors and text.json. A
 // caption model without words (t2i-embeddings) given `text_encoder`, a folder name, gets a tiny
-// random T5 there (model/random_t5.h) that its model.json names, so typed prompts work.
+// random T5 there (model/text/random_t5.h) that its model.json names, so typed prompts work.
 void write_random_model(const std::string& dir, const GptConfig& gpt, const VqConfig& vq,
                         uint64_t seed, const std::string& name,
                         const std::string& text_encoder = "");

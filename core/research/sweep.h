@@ -14,16 +14,16 @@
 #include <string>
 #include <vector>
 
-#include "decode/method.h"
-#include "decode/setting.h"
+#include "decode/settings/method.h"
+#include "decode/settings/setting.h"
 #include "model/model_dir.h"
 
 namespace adtree::research {
 
 // Each list is an axis of the grid; an empty list keeps the default. The method settings' axes are
-// keyed by their setting (decode/setting.h: "adt.beta"), applied in the table's order and only to
-// the methods that read them (beta to adt, budget to dynamic and adt, ...): points that differ
-// only in a setting their method ignores are the same point and run once.
+// keyed by their setting (decode/settings/setting.h: "adt.beta"), applied in the table's order and
+// only to the methods that read them (beta to adt, budget to dynamic and adt, ...): points that
+// differ only in a setting their method ignores are the same point and run once.
 struct SweepGrid {
   std::vector<std::string> methods{"adt"};
   std::vector<double> temperature;

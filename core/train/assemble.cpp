@@ -6,10 +6,10 @@
 #include "io/safetensors.h"
 #include "io/safetensors_shards.h"
 #include "model/conditioning.h"
-#include "model/drafter.h"
-#include "model/gpt.h"
+#include "model/llamagen/drafter.h"
+#include "model/llamagen/gpt.h"
+#include "model/llamagen/vq.h"
 #include "model/model_dir.h"
-#include "model/vq.h"
 #include "train/common.h"
 #include "util/error.h"
 

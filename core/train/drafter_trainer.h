@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "io/dataset.h"
-#include "model/drafter.h"
-#include "model/gpt.h"
+#include "model/llamagen/drafter.h"
+#include "model/llamagen/gpt.h"
 #include "train/common.h"
 
 namespace adtree::train {

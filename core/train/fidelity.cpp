@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "model/vq.h"
+#include "model/llamagen/vq.h"
 #include "train/common.h"
 #include "train/drafter_trainer.h"
 #include "train/vq_trainer.h"

@@ -7,8 +7,8 @@
 
 #include "io/dataset.h"
 #include "model/conditioning.h"
-#include "model/gpt.h"
-#include "model/vq.h"
+#include "model/llamagen/gpt.h"
+#include "model/llamagen/vq.h"
 #include "train/common.h"
 
 namespace adtree::train {

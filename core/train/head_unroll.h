@@ -13,7 +13,7 @@
 
 #include <vector>
 
-#include "model/drafter.h"
+#include "model/llamagen/drafter.h"
 
 namespace adtree::train {
 

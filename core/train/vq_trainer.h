@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "io/dataset.h"
-#include "model/vq.h"
+#include "model/llamagen/vq.h"
 #include "train/common.h"
 
 namespace adtree::train {

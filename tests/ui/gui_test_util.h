@@ -14,17 +14,17 @@
 
 #include <memory>
 
-#include "ui/distribution_view.h"
-#include "ui/heatmap_panel.h"
-#include "ui/histogram_panel.h"
-#include "ui/history_panel.h"
-#include "ui/image_view.h"
-#include "ui/main_window.h"
-#include "ui/plot_panel.h"
-#include "ui/prompt_edit.h"
-#include "ui/queue_panel.h"
-#include "ui/replay_panel.h"
-#include "ui/settings_panel.h"
+#include "ui/panels/heatmap_panel.h"
+#include "ui/panels/histogram_panel.h"
+#include "ui/panels/history_panel.h"
+#include "ui/panels/plot_panel.h"
+#include "ui/panels/prompt_edit.h"
+#include "ui/panels/queue_panel.h"
+#include "ui/panels/replay_panel.h"
+#include "ui/panels/settings_panel.h"
+#include "ui/views/distribution_view.h"
+#include "ui/views/image_view.h"
+#include "ui/window/main_window.h"
 
 namespace adtree::testing {
 

@@ -23,14 +23,14 @@
 
 #include "gui_test_util.h"
 #include "model/random_model.h"
-#include "ui/gallery.h"
-#include "ui/gallery_store.h"
-#include "ui/history_panel.h"
-#include "ui/job_queue.h"
-#include "ui/png_settings.h"
-#include "ui/prompt_edit.h"
-#include "ui/queue_panel.h"
-#include "ui/run_history.h"
+#include "ui/gallery/gallery.h"
+#include "ui/gallery/gallery_store.h"
+#include "ui/gallery/run_history.h"
+#include "ui/panels/history_panel.h"
+#include "ui/panels/prompt_edit.h"
+#include "ui/panels/queue_panel.h"
+#include "ui/runs/job_queue.h"
+#include "ui/runs/png_settings.h"
 
 using namespace adtree::ui;
 using namespace adtree::testing;

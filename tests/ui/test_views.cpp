@@ -17,12 +17,12 @@
 #include <QTest>
 #include <QWheelEvent>
 
-#include "decode/trace.h"
-#include "ui/distribution_view.h"
-#include "ui/heatmap_panel.h"
-#include "ui/histogram_panel.h"
-#include "ui/qcp.h"
-#include "ui/tree_view.h"
+#include "decode/stats/trace.h"
+#include "ui/panels/heatmap_panel.h"
+#include "ui/panels/histogram_panel.h"
+#include "ui/views/distribution_view.h"
+#include "ui/views/qcp.h"
+#include "ui/views/tree_view.h"
 
 using adtree::decode::CellTrace;
 using adtree::decode::StepTrace;

@@ -1,0 +1,204 @@
+#include "model/llamagen/lean_layer.h"
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "model/cpu/lean_kernels.h"
+#include "util/error.h"
+#include "util/worker_pool.h"
+
+namespace adtree::model {
+
+namespace {
+std::atomic<int> g_lean{-1};  // -1: not read from the environment yet
+
+// Per-thread work rows: grown to the largest step seen, never shrunk, so a decoding loop stops
+// allocating after its first steps. Per thread because one model may serve several engines.
+struct Work {
+  std::vector<float> xn, qkv, att, g, act, scores, cis, bias;
+  static float* grow(std::vector<float>& v, int64_t n) {
+    if (int64_t(v.size()) < n) v.resize(size_t(n));
+    return v.data();
+  }
+};
+thread_local Work t_work;
+
+// y [rows, n_out] = x @ w^T: the packed kernel (on the worker pool, at least as fast as
+// single-threaded BLAS from 1 row to a few hundred, docs/PERFORMANCE.md; fp32 or bf16 panels),
+// BLAS for an fp32 matrix that was not packed.
+void linear_rows(const float* x, int64_t rows, int64_t in, const at::Tensor& w,
+                 const PackedWeight& packed, float* y) {
+  if (packed.defined()) {
+    packed_gemm(x, rows, packed, nullptr, y);
+    return;
+  }
+  auto opts = at::TensorOptions().dtype(at::kFloat);
+  auto xt = at::from_blob(const_cast<float*>(x), {rows, in}, opts);
+  auto yt = at::from_blob(y, {rows, w.size(0)}, opts);
+  at::mm_out(yt, xt, w.t());
+}
+
+}  // namespace
+
+bool lean_enabled() {
+  int on = g_lean.load(std::memory_order_relaxed);
+  if (on < 0) {
+    const char* env = std::getenv("ADTREE_LEAN");
+    on = env && std::string(env) == "0" ? 0 : 1;
+    g_lean.store(on, std::memory_order_relaxed);
+  }
+  return on == 1;
+}
+
+void set_lean_enabled(bool on) {
+  g_lean.store(on ? 1 : 0, std::memory_order_relaxed);
+}
+
+bool lean_applies(const DecoderLayer& L, const at::Tensor& x, const KvCache* cache) {
+  if (!lean_enabled() || !L.packed_q_prescaled || !L.ffn_norm32.defined()) return false;
+  if (!L.p_wqkv.defined() || !L.p_wo.defined() || !L.p_w13.defined() || !L.p_w2.defined()) {
+    return false;
+  }
+  if (!x.device().is_cpu() || x.scalar_type() != at::kFloat || !x.is_contiguous()) return false;
+  if (cache) {
+    const auto& k = cache->k.front();
+    if (k.scalar_type() != at::kFloat || !k.is_contiguous() || !k.device().is_cpu()) return false;
+  }
+  return true;
+}
+
+LeanPlan lean_plan(const Rope2d& rope, KvCache* cache, int64_t B, const at::Tensor& pos,
+                   const at::Tensor& block_mask, const at::Tensor& block_key_valid,
+                   PositionBounds bounds) {
+  const int64_t q = pos.numel(), hd = rope.cis().size(1) * 2;
+  Work& w = t_work;
+  LeanPlan plan;
+  plan.start = checked_block_start(rope, cache, B, pos, block_mask, bounds);
+  plan.n_keys = plan.start + q;
+  const int64_t prefix = cache ? cache->len : 0, scratch = plan.start - prefix;
+  // RoPE rows of the block's positions, gathered from the table.
+  const auto p = pos.to(at::kLong).contiguous();
+  const auto cis_table = rope.cis().contiguous();  // complex64 [seq, hd/2] = (cos, sin) pairs
+  const float* table = reinterpret_cast<const float*>(cis_table.data_ptr());
+  float* cis = Work::grow(w.cis, q * hd);
+  for (int64_t i = 0; i < q; ++i) {
+    std::memcpy(cis + i * hd, table + p.data_ptr<int64_t>()[i] * hd, sizeof(float) * size_t(hd));
+  }
+  plan.cis = cis;
+  // Key validity of the block's own rows (condition padding) into the cache's key bias.
+  const auto valid =
+      block_key_valid.defined() ? block_key_valid.to(at::kBool).contiguous() : at::Tensor();
+  const bool* vp = valid.defined() ? valid.data_ptr<bool>() : nullptr;
+  float* kb = cache ? cache->key_bias.data_ptr<float>() : nullptr;
+  const int64_t kb_stride = cache ? cache->key_bias.stride(0) : 0;
+  auto key_ok = [&](int64_t b, int64_t i) { return !vp || vp[b * q + i]; };
+  if (cache) {
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t i = 0; i < q; ++i) {
+        kb[b * kb_stride + plan.start + i] = key_ok(b, i) ? 0.0f : -INFINITY;
+      }
+    }
+  }
+  // Bias rows: committed keys keep their own bias, scratch and block keys follow the mask
+  // (default causal) and their validity, and a query always sees itself.
+  const auto mask = block_mask.defined() ? block_mask.to(at::kBool).contiguous() : at::Tensor();
+  const bool* mp = mask.defined() ? mask.data_ptr<bool>() : nullptr;
+  float* bias = Work::grow(w.bias, B * q * plan.n_keys);
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t i = 0; i < q; ++i) {
+      float* row = bias + (b * q + i) * plan.n_keys;
+      for (int64_t j = 0; j < prefix; ++j) row[j] = kb[b * kb_stride + j];
+      for (int64_t jj = 0; jj < scratch + q; ++jj) {
+        const bool visible = mp ? mp[i * (scratch + q) + jj] : jj <= i;
+        const float key =
+            cache ? kb[b * kb_stride + prefix + jj] : (key_ok(b, jj) ? 0.0f : -INFINITY);
+        row[prefix + jj] = visible ? key : -INFINITY;
+      }
+      row[plan.start + i] = 0.0f;
+    }
+  }
+  plan.bias = bias;
+  return plan;
+}
+
+void lean_run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, at::Tensor& x,
+                    const LeanPlan& plan, KvCache* cache, int64_t layer) {
+  const int64_t B = x.size(0), q = x.size(1), dim = x.size(2), rows = B * q;
+  const int64_t hd = dim / n_head, hid = L.w2.size(1);
+  Work& w = t_work;
+  float* h = x.data_ptr<float>();
+
+  // Attention input: the draft head's layer has no input norm.
+  const float* xin = h;
+  if (L.attn_norm.defined()) {
+    float* xn = Work::grow(w.xn, rows * dim);
+    lean_rms_norm(h, L.attn_norm32.data_ptr<float>(), rows, dim, norm_eps, xn);
+    xin = xn;
+  }
+  float* qkv = Work::grow(w.qkv, rows * 3 * dim);
+  linear_rows(xin, rows, dim, L.wqkv, L.p_wqkv, qkv);
+
+  // RoPE on q and k, then k and v into the cache rows (or, without a cache, into work rows laid
+  // out the same way: [B, H, q, hd]).
+  const float* cis = plan.cis;
+  const int64_t n_keys = plan.n_keys;
+  const int64_t cap = cache ? cache->capacity() : q;
+  std::vector<float> local_kv;
+  float *K, *V;
+  if (cache) {
+    K = cache->k[size_t(layer)].data_ptr<float>();
+    V = cache->v[size_t(layer)].data_ptr<float>();
+  } else {
+    local_kv.resize(size_t(2 * B * n_head * q * hd));
+    K = local_kv.data();
+    V = K + B * n_head * q * hd;
+  }
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t i = 0; i < q; ++i) {
+      float* row = qkv + (b * q + i) * 3 * dim;
+      lean_rotate(row, cis + i * hd, 2 * n_head, hd);  // q heads then k heads, adjacent in the row
+      for (int64_t hh = 0; hh < n_head; ++hh) {
+        const int64_t slot = ((b * n_head + hh) * cap + plan.start + i) * hd;
+        std::memcpy(K + slot, row + dim + hh * hd, sizeof(float) * size_t(hd));
+        std::memcpy(V + slot, row + 2 * dim + hh * hd, sizeof(float) * size_t(hd));
+      }
+    }
+  }
+
+  // Attention over every visible key, per batch row, head and query.
+  const float* bp = plan.bias;  // [B, q, n_keys]
+  float* att = Work::grow(w.att, rows * dim);
+  auto heads = [&](int64_t begin, int64_t end) {
+    float* scores = Work::grow(t_work.scores, n_keys);  // the running thread's own row
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t b = bh / n_head, hh = bh % n_head, base = bh * cap * hd;
+      lean_attend({qkv + b * q * 3 * dim + hh * hd, K + base, V + base, bp + b * q * n_keys, q,
+                   n_keys, hd, 3 * dim, dim, n_keys, 1, scores, att + b * q * dim + hh * hd});
+    }
+  };
+  // One (batch row, head) per chunk once a block has a few queries; a single query's heads are
+  // too little work to hand over.
+  if (q >= 4) {
+    WorkerPool::shared().run(B * n_head, 1, heads);
+  } else {
+    heads(0, B * n_head);
+  }
+
+  // h += wo att; then the SwiGLU feed-forward on the normalised sum, added in place.
+  float* proj = Work::grow(w.xn, rows * dim);  // xn is no longer needed
+  linear_rows(att, rows, dim, L.wo, L.p_wo, proj);
+  for (int64_t i = 0; i < rows * dim; ++i) h[i] += proj[i];
+  float* hn = Work::grow(w.att, rows * dim);  // nor is att
+  lean_rms_norm(h, L.ffn_norm32.data_ptr<float>(), rows, dim, norm_eps, hn);
+  float* g = Work::grow(w.g, rows * 2 * hid);
+  linear_rows(hn, rows, dim, L.w13, L.p_w13, g);
+  float* act = Work::grow(w.act, rows * hid);
+  lean_swiglu(g, rows, hid, act);
+  linear_rows(act, rows, hid, L.w2, L.p_w2, proj);
+  for (int64_t i = 0; i < rows * dim; ++i) h[i] += proj[i];
+}
+
+}  // namespace adtree::model

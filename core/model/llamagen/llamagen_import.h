@@ -1,0 +1,54 @@
+// Importing released LlamaGen weights (docs/llamagen.md): a checkpoint's state dict -> the
+// project's model directory. The same rules as tools/convert_llamagen.py, for `adtree convert`:
+// pick the state dict, drop stray buffers, infer the configuration from the tensor shapes (n_head
+// and the grid cannot be inferred: they come from the model name or flags), and let the model
+// layer's own parameter specs reject anything unknown or missing.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/llamagen/gpt_config.h"
+#include "model/llamagen/vq.h"
+#include "model/params.h"
+
+namespace adtree::model {
+
+// A state dict from a file: .safetensors (any libtorch), or a torch.save() checkpoint (.pt/.pth)
+// where this libtorch's unpickler can read it: the whole file, "model", "module", "state_dict" or
+// "ema". Debian's libtorch 1.13 cannot read Python-pickled dicts; then the adtree::Error says to
+// use tools/convert_llamagen.py. Leading "module." / "_orig_mod." prefixes are stripped.
+TensorMap read_state_dict(const std::string& path);
+
+// Names a released checkpoint carries that are not weights (RoPE tables, masks, KV caches,
+// codebook usage counters). Everything else must be a known weight.
+bool is_stray_buffer(const std::string& name);
+
+// n_head of a LlamaGen size from a model name ("c2i_XL_384", "GPT-L", "t2i_XL_stage1_256"):
+// B 12, L 16, XL 20, XXL 24, 3B 32; 0 when the name says no size.
+int64_t llamagen_heads(const std::string& model_name);
+// Image size in pixels from a trailing _256 / _384 / _512 in the name; 0 when absent.
+int64_t llamagen_image_size(const std::string& model_name);
+
+struct GptImportOptions {
+  std::string model_name;  // for n_head and the image size
+  int64_t n_head = 0;      // > 0 overrides the name
+  int64_t grid = 0;        // > 0: the token grid side; else image_size / vq_factor
+  int64_t image_size = 0;  // > 0 overrides the name
+  int64_t vq_factor = 16;  // VQ downsampling (16 for VQ-16)
+};
+
+struct Imported {
+  TensorMap weights;                 // exactly the names the model layer expects
+  std::vector<std::string> dropped;  // stray buffers left out
+};
+
+// GPT config from the shapes (+ options); throws adtree::Error naming what is missing/ambiguous.
+GptConfig infer_gpt_config(const TensorMap& sd, const GptImportOptions& opts);
+// The GPT's weights checked against gpt_param_specs(cfg) (every problem listed in one error).
+Imported import_gpt(const TensorMap& sd, const GptConfig& cfg);
+
+VqConfig infer_vq_config(const TensorMap& sd);
+Imported import_vq(const TensorMap& sd, const VqConfig& cfg);
+
+}  // namespace adtree::model

@@ -1,0 +1,308 @@
+#include "ui/panels/prompt_bar.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QRandomGenerator>
+#include <QSettings>
+#include <QSpinBox>
+#include <QStandardItemModel>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "decode/settings/method_table.h"
+#include "ui/panels/method_names.h"
+#include "ui/panels/prompt_edit.h"
+#include "ui/panels/relax_box.h"
+
+namespace adtree::ui {
+
+namespace {
+// Prompts the shipped model draws well on every seed tried (its MODEL_CARD.md, "Example prompts"),
+// so that the first picture a person sees shows the subject.
+const char* const kExamplePrompts[] = {"cat face noto", "santa claus noto", "red apple twemoji"};
+
+// The first example whose words the model knows; empty for other models (random ones in tests).
+QString examplePrompt(const engine::ModelInfo& info) {
+  const std::set<std::string> known(info.vocabulary.begin(), info.vocabulary.end());
+  for (const char* example : kExamplePrompts) {
+    const auto words = QString(example).split(' ');
+    if (std::all_of(words.begin(), words.end(),
+                    [&](const QString& w) { return known.count(w.toStdString()) > 0; }))
+      return example;
+  }
+  return {};
+}
+
+QString wordsHint(const QString& example) {
+  if (example.isEmpty())
+    return QObject::tr(
+        "Describe the image in words from the model's vocabulary (Tab/arrows pick a completion)");
+  return QObject::tr(
+             "Describe the image, e.g. \"%1\" (words from the model's vocabulary; "
+             "Tab/arrows pick a completion)")
+      .arg(example);
+}
+}  // namespace
+
+PromptBar::PromptBar(QWidget* parent) : QWidget(parent) {
+  auto* v = new QVBoxLayout(this);
+  v->setContentsMargins(0, 0, 0, 0);
+  v->setSpacing(6);
+
+  // Row 1: the prompt and the two big buttons.
+  auto* row1 = new QHBoxLayout;
+  row1->setSpacing(6);
+  prompt_ = new PromptEdit(this);
+  prompt_->setObjectName("promptEdit");
+  prompt_->setPlaceholderText(wordsHint({}));
+  prompt_->setToolTip(
+      tr("The prompt: words the model knows (completion lists them as you type) "
+         "or, for class models, one class name.\nReturn or Ctrl+Return generates."));
+  QFont pf = prompt_->font();
+  pf.setPointSizeF(pf.pointSizeF() * 1.15);
+  prompt_->setFont(pf);
+  prompt_->setMinimumHeight(30);
+  generate_ = new QPushButton(tr("Generate"), this);
+  generate_->setObjectName("generateButton");
+  generate_->setDefault(true);
+  generate_->setMinimumHeight(30);
+  generate_->setMinimumWidth(110);
+  generate_->setToolTip(
+      tr("Generate from the prompt (Ctrl+Return); while a job runs, the new ones wait in the "
+         "queue"));
+  generate_->setStyleSheet(
+      "QPushButton#generateButton { background: #2563eb; color: white; font-weight: bold; "
+      "border-radius: 4px; padding: 4px 14px; }"
+      "QPushButton#generateButton:hover { background: #1d4ed8; }"
+      "QPushButton#generateButton:disabled { background: #93a4c3; color: #eef; }");
+  cancel_ = new QPushButton(tr("Cancel"), this);
+  cancel_->setObjectName("cancelButton");
+  cancel_->setMinimumHeight(30);
+  cancel_->setToolTip(
+      tr("Stop the running generation (Esc); it stops within one step. Waiting jobs stay queued."));
+  // Models prompted with a caption-embedding file (converted LlamaGen t2i) get a file picker.
+  file_ = new QPushButton(tr("Embedding…"), this);
+  file_->setObjectName("promptFileButton");
+  file_->setMinimumHeight(30);
+  file_->setToolTip(
+      tr("Choose a caption-embedding file (.safetensors from tools/t5_embed.py) as the prompt"));
+  file_->setVisible(false);
+  connect(file_, &QPushButton::clicked, this, [this] {
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Choose a caption embedding"), QDir::homePath(),
+                                     tr("Caption embeddings (*.safetensors);;All files (*)"));
+    if (!path.isEmpty()) prompt_->setText(path);
+  });
+  row1->addWidget(prompt_, 1);
+  row1->addWidget(file_);
+  row1->addWidget(generate_);
+  row1->addWidget(cancel_);
+  v->addLayout(row1);
+
+  // Row 2: how to decode, the seed, how many.
+  auto* row2 = new QHBoxLayout;
+  row2->setSpacing(6);
+  auto* method_label_w = new QLabel(tr("Method"), this);
+  method_ = new QComboBox(this);
+  method_->setObjectName("methodBox");
+  method_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  fillMethodBox(method_, /*withHelp=*/true);
+  method_->setToolTip(
+      tr("Decoding method. All lossless methods draw from the same distribution "
+         "as AR; they differ in speed.\nTree methods need the model's draft head "
+         "(drafter.safetensors)."));
+  method_label_w->setBuddy(method_);
+  auto* relax_label = new QLabel(tr("&Acceptance"), this);
+  relax_ = makeRelaxBox(this);
+  relax_->setObjectName("relaxBox");
+  relax_label->setBuddy(relax_);
+  auto* seed_label = new QLabel(tr("Seed"), this);
+  seed_ = new QSpinBox(this);
+  seed_->setObjectName("seedBox");
+  seed_->setRange(0, std::numeric_limits<int>::max());
+  seed_->setToolTip(tr("Random seed: the same seed, settings and device give the same image."));
+  seed_->setMinimumWidth(110);
+  seed_label->setBuddy(seed_);
+  random_seed_ = new QCheckBox(tr("random"), this);
+  random_seed_->setObjectName("randomSeedBox");
+  random_seed_->setToolTip(
+      tr("Draw a new seed for every generation (it is shown in the seed box, "
+         "so a good image can be reproduced)."));
+  auto* count_label = new QLabel(tr("Count"), this);
+  count_ = new QSpinBox(this);
+  count_->setObjectName("countBox");
+  count_->setRange(1, 100);
+  count_->setToolTip(
+      tr("Pictures per Generate click, with consecutive seeds (seed, seed + 1, …); they run one "
+         "after another from the queue"));
+  count_label->setBuddy(count_);
+  row2->addWidget(method_label_w);
+  row2->addWidget(method_);
+  row2->addSpacing(8);
+  row2->addWidget(relax_label);
+  row2->addWidget(relax_);
+  row2->addSpacing(16);
+  row2->addWidget(seed_label);
+  row2->addWidget(seed_);
+  row2->addWidget(random_seed_);
+  row2->addSpacing(16);
+  row2->addWidget(count_label);
+  row2->addWidget(count_);
+  row2->addStretch(1);
+  v->addLayout(row2);
+
+  connect(prompt_, &PromptEdit::submitted, this, &PromptBar::generateRequested);
+  connect(generate_, &QPushButton::clicked, this, &PromptBar::generateRequested);
+  connect(cancel_, &QPushButton::clicked, this, &PromptBar::cancelRequested);
+  connect(method_, &QComboBox::currentIndexChanged, this, [this] {
+    relax_->setEnabled(decode::is_tree(method()));
+    Q_EMIT methodChanged();
+  });
+  connect(relax_, &QComboBox::currentIndexChanged, this, &PromptBar::methodChanged);
+}
+
+QString PromptBar::methodKey() const {
+  return method_->currentData().toString();
+}
+
+decode::Method PromptBar::method() const {
+  return methodOf(method_);
+}
+
+void PromptBar::setMethod(decode::Method m) {
+  selectMethod(method_, m);
+}
+
+QString PromptBar::promptText() const {
+  return prompt_->text().trimmed();
+}
+
+void PromptBar::setPromptText(const QString& text) {
+  prompt_->setText(text);
+}
+
+quint64 PromptBar::seed() const {
+  return quint64(seed_->value());
+}
+
+quint64 PromptBar::nextSeed() {
+  if (random_seed_->isChecked()) seed_->setValue(int(QRandomGenerator::global()->bounded(1 << 30)));
+  return seed();
+}
+
+int PromptBar::count() const {
+  return count_->value();
+}
+
+QString PromptBar::methodLabel() const {
+  return method_->currentText();
+}
+
+bool PromptBar::setMethodKey(const QString& key) {
+  const int i = method_->findData(key);
+  if (i >= 0) method_->setCurrentIndex(i);
+  return i >= 0;
+}
+
+void PromptBar::focusPrompt() {
+  prompt_->setFocus();
+}
+
+void PromptBar::setBusy(bool canGenerate, bool running) {
+  generate_->setEnabled(canGenerate);
+  cancel_->setEnabled(running);
+}
+
+void PromptBar::setFixedSeed(quint64 seed) {
+  random_seed_->setChecked(false);
+  seed_->setValue(int(seed));
+}
+
+decode::Acceptance PromptBar::acceptance() const {
+  return relaxOf(relax_);
+}
+
+void PromptBar::setAcceptance(decode::Acceptance a) {
+  setRelax(relax_, a);
+}
+
+QString PromptBar::relaxKey() const {
+  return relax_->currentData().toString();
+}
+
+void PromptBar::setRelaxKey(const QString& key) {
+  ui::setRelaxKey(relax_, key);
+}
+
+void PromptBar::setModel(const engine::ModelInfo& info) {
+  QStringList vocab;
+  for (const auto& w : info.vocabulary) vocab << QString::fromStdString(w);
+  prompt_->setVocabulary(vocab, info.vocabulary_is_classes);
+  file_->setVisible(info.prompt_is_file);
+  if (info.prompt_is_file && !info.text_encoder.empty()) {
+    prompt_->setPlaceholderText(
+        tr("A caption, e.g. \"a red double-decker bus on a rainy street\" (T5 encodes it), or "
+           "a caption-embedding file (Embedding…)"));
+  } else if (info.prompt_is_file) {
+    prompt_->setPlaceholderText(
+        tr("Path of a caption-embedding file (.safetensors; Embedding… picks one), or choose "
+           "Model > Text Encoder to type captions"));
+  } else if (info.vocabulary_is_classes) {
+    prompt_->setPlaceholderText(
+        tr("A class: name, synonym or number, e.g. \"golden retriever\" "
+           "or 207 (Tab/arrows pick a completion)"));
+  } else {
+    const QString example = examplePrompt(info);
+    prompt_->setPlaceholderText(wordsHint(example));
+    // An empty prompt (a first start) gets the example, so Generate at once draws something
+    // recognisable.
+    if (prompt_->text().isEmpty()) prompt_->setText(example);
+  }
+  // Methods the model cannot run are shown but disabled, with the reason.
+  auto* items = qobject_cast<QStandardItemModel*>(method_->model());
+  for (int i = 0; i < method_->count(); ++i) {
+    const auto m = decode::method_table()[size_t(i)].method;  // the box lists the table in order
+    const bool ok = !decode::is_tree(m) || info.has_drafter;
+    if (items) items->item(i)->setEnabled(ok);
+    method_->setItemData(i,
+                         ok ? method_help(m)
+                            : method_help(m) + tr("\nNot available: this model has no draft "
+                                                  "head (drafter.safetensors)."),
+                         Qt::ToolTipRole);
+  }
+  if (items && !items->item(method_->currentIndex())->isEnabled()) {
+    selectMethod(method_, decode::Method::Ar);
+  }
+}
+
+void PromptBar::loadSettings(const QSettings& s) {
+  prompt_->setText(s.value("run/prompt").toString());
+  seed_->setValue(s.value("run/seed", 0).toInt());
+  random_seed_->setChecked(s.value("run/randomSeed", false).toBool());
+  count_->setValue(s.value("run/count", 1).toInt());
+  const int idx = method_->findData(s.value("run/method", "adt").toString());
+  if (idx >= 0) method_->setCurrentIndex(idx);
+  // Settings written before CASCADE kept a LANTERN switch.
+  setRelaxKey(s.value("run/relax", s.value("run/lantern", false).toBool() ? "lantern" : "lossless")
+                  .toString());
+}
+
+void PromptBar::saveSettings(QSettings& s) const {
+  s.setValue("run/prompt", prompt_->text());
+  s.setValue("run/seed", seed_->value());
+  s.setValue("run/randomSeed", random_seed_->isChecked());
+  s.setValue("run/count", count_->value());
+  s.setValue("run/method", methodKey());
+  s.setValue("run/relax", relaxKey());
+  s.remove("run/lantern");
+}
+
+}  // namespace adtree::ui
