@@ -12,7 +12,7 @@
 # Options: --targets a,b (default: all), --max-time S (cap per target with --runs),
 # --timeout S (libFuzzer's per-input limit, 10 s; it is wall-clock, so raise it when the fuzzer
 # shares the machine with builds: a starved process trips it on inputs that take milliseconds),
-# --summary FILE (default docs/fuzz-summary.json), --no-build. ADTREE_JOBS sets build jobs (2).
+# --summary FILE (default docs/bench/fuzz-summary.json), --no-build. ADTREE_JOBS sets build jobs (2).
 # One fuzzer runs at a time, in-process (no -jobs / -workers), under `nice -n 10`.
 # Prints per target: inputs executed, exec/s, corpus size before and after, findings (crash-*,
 # leak-*, timeout-*, oom-* files, kept under build/fuzz/run/<target>/artifacts/), writes the JSON
@@ -25,7 +25,7 @@ ALL_TARGETS=(fuzz_safetensors fuzz_manifest fuzz_run_file fuzz_settings fuzz_png
 declare -A MAX_LEN=([fuzz_safetensors]=4096 [fuzz_manifest]=8192 [fuzz_run_file]=16384
                     [fuzz_settings]=2048 [fuzz_png_text]=8192)
 
-seconds=60 runs="" max_time="" build=1 summary=docs/fuzz-summary.json timeout=10
+seconds=60 runs="" max_time="" build=1 summary=docs/bench/fuzz-summary.json timeout=10
 targets=("${ALL_TARGETS[@]}")
 while (($#)); do
   case "$1" in

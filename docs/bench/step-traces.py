@@ -2,8 +2,8 @@
 """Reads the --stats files of one ADT-Tree run and one AR run of the same picture and prints
 (1) the median verification time by rows verified, against AR's median step, and (2) the tokens
 committed and time taken by steps that called the draft head against steps that drafted only free
-candidates. Used by docs/bench-adt-cost.sh; the figures are quoted in docs/PERFORMANCE.md.
-  docs/step-traces.py ADT_STATS.json AR_STATS.json"""
+candidates. Used by docs/bench/bench-adt-cost.sh; the figures are quoted in docs/PERFORMANCE.md.
+  docs/bench/step-traces.py ADT_STATS.json AR_STATS.json"""
 import json
 import statistics
 import sys
