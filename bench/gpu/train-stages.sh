@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Further stages of the v3 GPT on a GPU (issue 38), one after another while the time allows: the
-# recipe of docs/model/v3/gpt-stage.sh (batch 16, peak lr 3e-4 on a fresh cosine schedule, warm-up
+# recipe of training/v3/gpt-stage.sh (batch 16, peak lr 3e-4 on a fresh cosine schedule, warm-up
 # 50, token noise 0.5, bf16 products, STEPS steps a stage, stage N seeded N), each stage starting
 # from the previous one's fp16 run folder as the CPU stages start from the committed ones. Every
-# finished stage becomes a run folder like docs/model/v3/runs/gpt4 (the GPT in fp16 shards of at
+# finished stage becomes a run folder like training/v3/runs/gpt4 (the GPT in fp16 shards of at
 # most 16 MiB, metrics.jsonl, run.json, text.json) under WORK, so that a second short call can
 # return what the first could not (a device run returns at most 8 files, 64 MiB).
 # Inputs: tools/gpu-deps.sh and tools/gpu-train-inputs.sh (third_party/, carried).
 # Usage: bench/gpu/train-stages.sh OUTDIR FROM_RUN FIRST_STAGE DEADLINE_S
-#   e.g. bench/gpu/train-stages.sh $OUT docs/model/v3/runs/gpt4 5 470      on the GPU machine
+#   e.g. bench/gpu/train-stages.sh $OUT training/v3/runs/gpt4 5 470      on the GPU machine
+#   (FROM_RUN needs its GPT shards: training/v3/restore-weights.sh gpt4 brings them from history)
 #   DEVICE=cpu STEPS=20 JOBS=2 BUILD=build/release bench/gpu/train-stages.sh /tmp/r FROM 5 60
 # A stage starts only when the previous stage's time still fits before DEADLINE_S (seconds from
 # the start, build included). OUTDIR gets run.log, stages.tar.gz (every stage's small files and
@@ -39,7 +40,7 @@ B=$ROOT/$BUILD/bin/adtree
 prev=$WORK/runs/from
 rm -rf "$prev" && mkdir -p "$prev"
 cp "$FROM"/gpt* "$FROM"/run.json "$FROM"/text.json "$prev/"
-cp docs/model/v3/runs/gpt2/tokens.safetensors "$prev/"
+cp training/v3/runs/gpt2/tokens.safetensors "$prev/"
 G='"dim":320,"n_layer":8,"n_head":5,"cap_dim":100,"multiple_of":64,"dropout":0.0'
 last=0
 while ((STEPS > 0)); do

@@ -3,7 +3,7 @@
 # method with the defaults, ADT in bf16, the cost rule planned with an H200-like curve, and the
 # head's acceptance by depth against the previous head (N fixed, T = 1 and greedy, on held-out
 # captions). From the repository root on an otherwise idle machine; OLD is a model directory with
-# the previous head (docs/model/v3/README.md, "The head trained for what is verified").
+# the previous head (training/v3/README.md, "The head trained for what is verified").
 #   docs/bench/bench-adt-cost.sh [OLD]
 set -euo pipefail
 B=build/release/bin/adtree

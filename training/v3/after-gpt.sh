@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The stages after the v3 GPT (docs/model/v3/README.md, "After the GPT", points here), chained so
+# The stages after the v3 GPT (training/v3/README.md, "After the GPT", points here), chained so
 # that no core idles between them. Waits for the GPT run to finish; each stage is skipped when its output exists,
 # and the drafter resumes from its checkpoint, so the script can be started again in a later session.
-# Usage, from the repository root: docs/model/v3/after-gpt.sh [RUN_FOLDER, default out/v3]
+# Usage, from the repository root: training/v3/after-gpt.sh [RUN_FOLDER, default out/v3]
 set -euo pipefail
 A=$PWD/build/release/bin/adtree
 cd "${1:-out/v3}"

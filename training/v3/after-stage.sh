@@ -5,7 +5,7 @@
 # from the shipped head on this stage's own samples,
 # the model directory (fp16, the GPT in shards), the 48-prompt and unseen grids, and the bench.
 # Each step is skipped when its output exists, so the script can be started again.
-# Usage, from the repository root: docs/model/v3/after-stage.sh STAGE [RUN_FOLDER, default out/v3]
+# Usage, from the repository root: training/v3/after-stage.sh STAGE [RUN_FOLDER, default out/v3]
 #   STAGE is a finished 'train gpt' run folder under runs/, e.g. gpt3.
 set -euo pipefail
 S=${1:?usage: after-stage.sh STAGE [RUN_FOLDER]}

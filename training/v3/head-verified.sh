@@ -4,13 +4,13 @@
 # distributions at CFG 3 and temperature 1 (what coupled verification samples), two unrolled
 # passes on the head's own features (training-time test), half the rows the target's own samples.
 # Checkpointed every 100 steps; run it again to resume. From the repository root:
-#   docs/model/v3/head-verified.sh [RUN_FOLDER, default out/v3]
+#   training/v3/head-verified.sh [RUN_FOLDER, default out/v3]
 # GPT (default runs/gpt3), FROM (the head it starts from, default runs/drafter-gpt3) and OUT
 # (default runs/drafter-verified) name other stages; after-stage.sh runs it for a new GPT stage.
-# The run folder needs emoji64.safetensors and runs/ as docs/model/v3/README.md says (the GPT's
+# The run folder needs emoji64.safetensors and runs/ as training/v3/README.md says (the GPT's
 # folder with tokens.safetensors, copied from runs/gpt2 where missing: the same VQ codes).
 set -euo pipefail
-A=$(cd "$(dirname "$0")/../../.." && pwd)/build/release/bin/adtree
+A=$(cd "$(dirname "$0")/../.." && pwd)/build/release/bin/adtree
 cd "${1:-out/v3}"
 GPT=${GPT:-runs/gpt3} FROM=${FROM:-runs/drafter-gpt3} OUT=${OUT:-runs/drafter-verified}
 R=(); [[ -f $OUT/checkpoint.safetensors ]] && R=(--resume)

