@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <vector>
 
 #include "app/adtree-figures/figures.h"
 #include "ui/views/qcp.h"
@@ -15,6 +16,10 @@
 namespace adtree::figures {
 
 namespace {
+
+QVector<double> qvec(const std::vector<double>& v) {
+  return QVector<double>(v.begin(), v.end());
+}
 
 QString prob(double p) {
   return p >= 0.01 ? QString::number(p, 'f', 3) : QString::number(p, 'g', 2);
@@ -24,29 +29,16 @@ QString prob(double p) {
 QPixmap distributionPanel(const decode::CellTrace& c, const decode::CellGrids& g,
                           const QString& title, QSize size) {
   const int64_t gridW = g.w();
-  const int n = int(std::min(c.top_tokens.size(), c.top_probs.size()));
-  QVector<double> ok, ov, ck, cv, ticks, mk, mv;
+  const decode::TopBars bars = decode::top_bars(c);
+  const int n = bars.n;
+  const double top = bars.max_p;
+  QVector<double> ticks;
   QVector<QString> labels;
-  double top = 0;
   for (int i = 0; i < n; ++i) {
-    const double p = c.top_probs[size_t(i)];
-    (c.top_tokens[size_t(i)] == c.token ? ck : ok) << i + 1;
-    (c.top_tokens[size_t(i)] == c.token ? cv : ov) << p;
     ticks << i + 1;
     labels << QString::number(c.top_tokens[size_t(i)]);
-    top = std::max(top, p);
   }
-  int outside = 0;
-  for (int64_t t : c.cand_tokens) {
-    const auto it = std::find(c.top_tokens.begin(), c.top_tokens.begin() + n, t);
-    if (it == c.top_tokens.begin() + n) {
-      ++outside;
-      continue;
-    }
-    const int at = int(it - c.top_tokens.begin());
-    mk << at + 1;
-    mv << c.top_probs[size_t(at)];
-  }
+  const int outside = int(std::count(bars.cand_bar.begin(), bars.cand_bar.end(), -1));
   QString outcome;
   if (c.cand_tokens.empty()) {
     outcome = QStringLiteral("no draft here: sampled by the target");
@@ -78,21 +70,22 @@ QPixmap distributionPanel(const decode::CellTrace& c, const decode::CellGrids& g
   others->setWidth(0.75);
   others->setPen(QPen(kBlue.darker(130)));
   others->setBrush(kBlue);
-  others->setData(ok, ov, true);
+  others->setData(qvec(bars.other_x), qvec(bars.other_p), true);
   auto* committed = new QCPBars(p.xAxis, p.yAxis);
   committed->setName(QStringLiteral("committed token"));
   committed->setWidth(0.75);
   committed->setPen(QPen(kGreen.darker(140)));
   committed->setBrush(kGreen);
-  committed->setData(ck, cv, true);
+  committed->setData(qvec(bars.committed_x), qvec(bars.committed_p), true);
   auto* cands = p.addGraph();
   cands->setName(QStringLiteral("draft candidate"));
   cands->setLineStyle(QCPGraph::lsNone);
   cands->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangleInverted,
                                          QPen(kOrange.darker(150), 1.2), QBrush(kOrange), 11));
   // The markers float just above their bars.
-  for (auto& v : mv) v += top * 0.045;
-  cands->setData(mk, mv, true);
+  QVector<double> above = qvec(bars.cand_p);
+  for (auto& v : above) v += top * 0.045;
+  cands->setData(qvec(bars.cand_x), above, true);
   QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
   ticker->setTicks(ticks, labels);
   p.xAxis->setTicker(ticker);

@@ -9,6 +9,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
+#include <vector>
 #include "ui/panels/method_names.h"
 #include "ui/views/plot_style.h"
 #include "ui/views/qcp.h"
@@ -29,6 +30,10 @@ QString cellName(int64_t cell, int gridW) {
 
 QString prob(double p) {
   return QString::number(p, 'g', 4);
+}
+
+QVector<double> qvec(const std::vector<double>& v) {
+  return QVector<double>(v.begin(), v.end());
 }
 
 QTableWidgetItem* cellItem(const QString& text) {
@@ -139,22 +144,18 @@ void DistributionView::clear() {
 }
 
 void DistributionView::setCell(const decode::CellTrace& c, int gridW, const QString& method) {
-  const int n = int(std::min(c.top_tokens.size(), c.top_probs.size()));
-  QVector<double> ok, ov, ck, cv, ticks;
+  const decode::TopBars bars = decode::top_bars(c);
+  const int n = bars.n;
+  max_p_ = bars.max_p;
+  min_p_ = bars.min_p;
+  others_->setData(qvec(bars.other_x), qvec(bars.other_p), true);
+  committed_->setData(qvec(bars.committed_x), qvec(bars.committed_p), true);
+  QVector<double> ticks;
   QVector<QString> labels;
-  max_p_ = 0;
-  min_p_ = 0;
   for (int i = 0; i < n; ++i) {
-    const double p = c.top_probs[size_t(i)];
-    (c.top_tokens[size_t(i)] == c.token ? ck : ok) << i + 1;
-    (c.top_tokens[size_t(i)] == c.token ? cv : ov) << p;
     ticks << i + 1;
     labels << QString::number(c.top_tokens[size_t(i)]);
-    max_p_ = std::max(max_p_, p);
-    if (p > 0 && (min_p_ == 0 || p < min_p_)) min_p_ = p;
   }
-  others_->setData(ok, ov, true);
-  committed_->setData(ck, cv, true);
   QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
   ticker->setTicks(ticks, labels);
   plot_->xAxis->setTicker(ticker);
@@ -162,22 +163,11 @@ void DistributionView::setCell(const decode::CellTrace& c, int gridW, const QStr
   plot_->xAxis->setTickLabelRotation(n > 6 ? -90 : 0);
   plot_->xAxis->setRange(0.4, std::max(1, n) + 0.6);
 
-  auto topIndex = [&](int64_t token) {
-    for (int i = 0; i < n; ++i) {
-      if (c.top_tokens[size_t(i)] == token) return i;
-    }
-    return -1;
-  };
   const int rows = int(c.cand_tokens.size());
   table_->setRowCount(rows);
-  QVector<double> mk, mv;
   for (int r = 0; r < rows; ++r) {
     const int64_t token = c.cand_tokens[size_t(r)];
-    const int at = topIndex(token);
-    if (at >= 0) {
-      mk << at + 1;
-      mv << c.top_probs[size_t(at)];
-    }
+    const int at = bars.cand_bar[size_t(r)];
     const bool committed = token == c.token;
     table_->setItem(r, kToken, cellItem(QString::number(token)));
     table_->setItem(
@@ -201,7 +191,7 @@ void DistributionView::setCell(const decode::CellTrace& c, int gridW, const QStr
       }
     }
   }
-  cands_->setData(mk, mv, true);
+  cands_->setData(qvec(bars.cand_x), qvec(bars.cand_p), true);
   table_->resizeColumnsToContents();
 
   const QString top1 =

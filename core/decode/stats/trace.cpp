@@ -1,5 +1,7 @@
 #include "decode/stats/trace.h"
 
+#include <algorithm>
+
 #include "util/error.h"
 #include "util/json_int.h"
 
@@ -127,6 +129,29 @@ StepTrace step_trace_from_json(const nlohmann::json& j) {
     throw Error(std::string("invalid step trace: ") + e.what());
   }
   return t;
+}
+
+TopBars top_bars(const CellTrace& c) {
+  TopBars b;
+  b.n = int(std::min(c.top_tokens.size(), c.top_probs.size()));
+  for (int i = 0; i < b.n; ++i) {
+    const double p = c.top_probs[size_t(i)];
+    const bool committed = c.top_tokens[size_t(i)] == c.token;
+    (committed ? b.committed_x : b.other_x).push_back(i + 1);
+    (committed ? b.committed_p : b.other_p).push_back(p);
+    b.max_p = std::max(b.max_p, p);
+    if (p > 0 && (b.min_p == 0 || p < b.min_p)) b.min_p = p;
+  }
+  const auto shown_end = c.top_tokens.begin() + b.n;
+  for (int64_t t : c.cand_tokens) {
+    const auto it = std::find(c.top_tokens.begin(), shown_end, t);
+    const int at = it == shown_end ? -1 : int(it - c.top_tokens.begin());
+    b.cand_bar.push_back(at);
+    if (at < 0) continue;
+    b.cand_x.push_back(at + 1);
+    b.cand_p.push_back(c.top_probs[size_t(at)]);
+  }
+  return b;
 }
 
 const char* region_character(float top1) {

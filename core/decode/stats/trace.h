@@ -71,6 +71,21 @@ nlohmann::json to_json(const StepTrace& t);
 // Throws adtree::Error naming the field when the JSON does not describe a trace.
 StepTrace step_trace_from_json(const nlohmann::json& j);
 
+// A cell's top-N target distribution laid out as bars for display (Figure 5 and the studio's
+// distribution view): bar x = 1..n is the target's x-th most likely token, the committed token's
+// bar kept apart so it can be drawn in its own colour, and the draft's candidates placed on their
+// bars. Plain vectors, so each front end plots them its own way.
+struct TopBars {
+  int n = 0;                                     // bars: the shorter of top_tokens and top_probs
+  std::vector<double> other_x, other_p;          // the bars of every token but the committed one
+  std::vector<double> committed_x, committed_p;  // the committed token's bar (none beyond top N)
+  std::vector<int> cand_bar;           // per draft candidate: its bar (0-based), -1 beyond top N
+  std::vector<double> cand_x, cand_p;  // the candidates within the top N, at their bars
+  double max_p = 0;                    // the tallest bar
+  double min_p = 0;                    // the shortest bar above zero (0: none)
+};
+TopBars top_bars(const CellTrace& c);
+
 // The region's character by its top-1 probability (the paper's Figures 4-5): "simple" regions are
 // confident (top-1 >= 0.5), "complex" ones spread their mass.
 const char* region_character(float top1);
