@@ -102,39 +102,182 @@ QPixmap distributionPanel(const decode::CellTrace& c, const decode::CellGrids& g
   return renderPanel(&p, size);
 }
 
-}  // namespace
-
-bool figure5(const std::vector<Run>& runs, const QString& path, QString* skip) {
-  const Run* run = nullptr;
+// The first run with step traces; null, with the reason in *skip, when none has them.
+const Run* tracedRun(const std::vector<Run>& runs, QString* skip) {
   for (const Run& r : runs) {
-    if (r.hasTraces()) {
-      run = &r;
-      break;
-    }
+    if (r.hasTraces()) return &r;
   }
-  if (!run) {
-    QStringList names;
-    for (const Run& r : runs) names << r.path;
-    *skip = runs.empty()
-                ? QStringLiteral("no statistics files given")
-                : QStringLiteral(
-                      "%1: no step traces (make the run with adtree generate --stats F --trace)")
-                      .arg(names.join(QStringLiteral(", ")));
-    return false;
-  }
+  QStringList names;
+  for (const Run& r : runs) names << r.path;
+  *skip = runs.empty()
+              ? QStringLiteral("no statistics files given")
+              : QStringLiteral(
+                    "%1: no step traces (make the run with adtree generate --stats F --trace)")
+                    .arg(names.join(QStringLiteral(", ")));
+  return nullptr;
+}
+
+// Every traced cell that kept its target distribution, by top-1 ascending (ties in trace order).
+std::vector<const decode::CellTrace*> cellsByTop1(const Run& run) {
   std::vector<const decode::CellTrace*> cells;
-  for (const auto& t : run->stats.traces) {
+  for (const auto& t : run.stats.traces) {
     for (const auto& c : t.cells) {
       if (!c.top_probs.empty()) cells.push_back(&c);
     }
   }
+  std::stable_sort(
+      cells.begin(), cells.end(),
+      [](const decode::CellTrace* a, const decode::CellTrace* b) { return a->top1 < b->top1; });
+  return cells;
+}
+
+// The top-1 of every generated token, split by where it came from.
+struct Top1ByOrigin {
+  std::vector<double> drafted, sampled;  // accepted from the draft (depth > 0); sampled (depth 0)
+  double max = 0;
+};
+
+Top1ByOrigin top1ByOrigin(const decode::CellGrids& g) {
+  Top1ByOrigin s;
+  for (int64_t cell = 0; cell < g.h() * g.w(); ++cell) {
+    if (!g.filled(cell)) continue;
+    const double t = g.at(cell).top1;
+    s.max = std::max(s.max, t);
+    (g.at(cell).depth > 0 ? s.drafted : s.sampled).push_back(t);
+  }
+  return s;
+}
+
+// The histogram's right end: 1, or a round ceiling when every top-1 is small (a random model's sit
+// near 1/V), so the bars do not crowd into the first bin.
+double top1AxisEnd(double maxTop1) {
+  if (maxTop1 < 0.2 && maxTop1 > 0) {
+    const double e = std::pow(10.0, std::floor(std::log10(maxTop1)));
+    return std::ceil(maxTop1 / e) * e;
+  }
+  return 1.0;
+}
+
+// Token counts per top-1 bin over [0, hi], drafted and sampled apart (they are stacked).
+struct Top1Histogram {
+  double width = 0;  // of one bin
+  QVector<double> keys, drafted, sampled;
+};
+
+Top1Histogram binTop1(const Top1ByOrigin& s, double hi, int bins) {
+  Top1Histogram h;
+  h.width = hi / bins;
+  h.drafted = h.sampled = QVector<double>(bins, 0);
+  for (int i = 0; i < bins; ++i) h.keys << (i + 0.5) * h.width;
+  auto binOf = [&](double t) { return std::clamp(int(t / h.width), 0, bins - 1); };
+  for (double t : s.drafted) h.drafted[binOf(t)] += 1;
+  for (double t : s.sampled) h.sampled[binOf(t)] += 1;
+  return h;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+QString top1Subtitle(const Top1ByOrigin& s) {
+  const double mdD = median(s.drafted), mdS = median(s.sampled);
+  return QStringLiteral(
+             "median top-1: drafted %1 (%2 tokens) · sampled by the target %3 (%4 tokens)")
+      .arg(std::isnan(mdD) ? QStringLiteral("-") : prob(mdD))
+      .arg(s.drafted.size())
+      .arg(std::isnan(mdS) ? QStringLiteral("-") : prob(mdS))
+      .arg(s.sampled.size());
+}
+
+QCPBars* countBars(QCustomPlot* p, const QString& name, const Top1Histogram& h,
+                   const QVector<double>& counts, const QColor& colour) {
+  auto* bars = new QCPBars(p->xAxis, p->yAxis);
+  bars->setName(name);
+  bars->setWidth(h.width * 0.9);
+  bars->setPen(QPen(colour.darker(130)));
+  bars->setBrush(colour);
+  bars->setData(h.keys, counts, true);
+  return bars;
+}
+
+// A dashed line at one example cell's top-1, labelled (a) or (b), the label on the side given.
+void markCell(QCustomPlot* p, const decode::CellTrace& cell, const QString& name, double yTop,
+              Qt::Alignment side) {
+  auto* line = new QCPItemStraightLine(p);
+  line->point1->setCoords(cell.top1, 0);
+  line->point2->setCoords(cell.top1, 1);
+  line->setPen(QPen(QColor(0xef, 0x44, 0x44), 1.5, Qt::DashLine));
+  auto* label = new QCPItemText(p);
+  label->position->setType(QCPItemPosition::ptPlotCoords);
+  label->position->setCoords(cell.top1, yTop * 0.97);
+  label->setPositionAlignment(Qt::AlignTop | side);
+  label->setText(name);
+  label->setColor(QColor(0xb9, 0x1c, 0x1c));
+  label->setFont(QFont(QStringLiteral("DejaVu Sans"), 9, QFont::Bold));
+  label->setPadding(QMargins(4, 0, 4, 0));
+}
+
+// The legend beside the plot, where the (a) / (b) markers cannot run into it
+// (at the top of a side column: a spacer row under it takes the rest of the height).
+void legendBeside(QCustomPlot* p) {
+  p->legend->setVisible(true);
+  p->axisRect()->insetLayout()->take(p->legend);
+  auto* side = new QCPLayoutGrid;
+  p->plotLayout()->addElement(p->plotLayout()->rowCount() - 1, 1, side);
+  p->plotLayout()->setColumnStretchFactor(1, 0.001);
+  side->addElement(0, 0, p->legend);
+  side->addElement(1, 0, new QCPLayoutElement(p));
+  side->setRowStretchFactor(0, 0.001);
+  side->setMargins(QMargins(10, 12, 8, 0));
+}
+
+// (c) top-1 over all tokens, stacked: sampled by the target below, drafted above, with where the
+// cells of (a) and (b) fall.
+QPixmap top1Panel(const decode::CellGrids& g, const decode::CellTrace& simple,
+                  const decode::CellTrace& hard, QSize size) {
+  const Top1ByOrigin s = top1ByOrigin(g);
+  const double hi = top1AxisEnd(s.max);
+  const int bins = 20;
+  const Top1Histogram h = binTop1(s, hi, bins);
+  QCustomPlot p;
+  stylePlot(&p,
+            QStringLiteral("(c) Top-1 probability over all %1 tokens")
+                .arg(s.drafted.size() + s.sampled.size()),
+            top1Subtitle(s));
+  auto* sampled =
+      countBars(&p, QStringLiteral("sampled by the target (depth 0)"), h, h.sampled, kGrey);
+  auto* drafted =
+      countBars(&p, QStringLiteral("drafted and accepted (depth > 0)"), h, h.drafted, kBlue);
+  drafted->moveAbove(sampled);
+  double top = 0;
+  for (int i = 0; i < bins; ++i) top = std::max(top, h.drafted[i] + h.sampled[i]);
+  const double yTop = std::max(1.0, top * 1.15);
+  p.xAxis->setRange(0, hi);
+  p.yAxis->setRange(0, yTop);
+  p.xAxis->setLabel(QStringLiteral("target top-1 probability of the token"));
+  p.yAxis->setLabel(QStringLiteral("tokens"));
+  p.xAxis->grid()->setVisible(false);
+  markCell(&p, simple, QStringLiteral("(a)"), yTop, Qt::AlignRight);
+  // With a single traced cell (b) is (a): its label then sits on (a)'s side too.
+  markCell(&p, hard, QStringLiteral("(b)"), yTop,
+           &hard == &simple ? Qt::AlignRight : Qt::AlignLeft);
+  legendBeside(&p);
+  return renderPanel(&p, size);
+}
+
+}  // namespace
+
+bool figure5(const std::vector<Run>& runs, const QString& path, QString* skip) {
+  const Run* run = tracedRun(runs, skip);
+  if (!run) return false;
+  const auto cells = cellsByTop1(*run);
   if (cells.empty()) {
     *skip = QStringLiteral("%1: the traces hold no target distributions").arg(run->path);
     return false;
   }
-  std::stable_sort(
-      cells.begin(), cells.end(),
-      [](const decode::CellTrace* a, const decode::CellTrace* b) { return a->top1 < b->top1; });
+  // (a) the most confident cell; (b) a typical unconfident one: the median of the lowest tenth.
   const decode::CellTrace* simple = cells.back();
   const size_t decile = std::max<size_t>(1, cells.size() / 10);
   const decode::CellTrace* hard = cells[decile / 2];
@@ -152,94 +295,7 @@ bool figure5(const std::vector<Run>& runs, const QString& path, QString* skip) {
       b, distributionPanel(*hard, g,
                            QStringLiteral("(b) Complex region: median of the lowest 10% by top-1"),
                            b.size()));
-
-  // (c) top-1 over all tokens, stacked: sampled by the target below, drafted above.
-  double maxTop1 = 0;
-  std::vector<double> draftedV, sampledV;
-  for (int64_t cell = 0; cell < g.h() * g.w(); ++cell) {
-    if (!g.filled(cell)) continue;
-    const double t = g.at(cell).top1;
-    maxTop1 = std::max(maxTop1, t);
-    (g.at(cell).depth > 0 ? draftedV : sampledV).push_back(t);
-  }
-  double hi = 1.0;
-  if (maxTop1 < 0.2 && maxTop1 > 0) {
-    const double e = std::pow(10.0, std::floor(std::log10(maxTop1)));
-    hi = std::ceil(maxTop1 / e) * e;
-  }
-  const int bins = 20;
-  const double width = hi / bins;
-  QVector<double> keys, dCount(bins, 0), sCount(bins, 0);
-  for (int i = 0; i < bins; ++i) keys << (i + 0.5) * width;
-  auto binOf = [&](double t) { return std::clamp(int(t / width), 0, bins - 1); };
-  for (double t : draftedV) dCount[binOf(t)] += 1;
-  for (double t : sampledV) sCount[binOf(t)] += 1;
-  auto median = [](std::vector<double> v) {
-    if (v.empty()) return std::nan("");
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
-  const double mdD = median(draftedV), mdS = median(sampledV);
-  QString sub =
-      QStringLiteral("median top-1: drafted %1 (%2 tokens) · sampled by the target %3 (%4 tokens)")
-          .arg(std::isnan(mdD) ? QStringLiteral("-") : prob(mdD))
-          .arg(draftedV.size())
-          .arg(std::isnan(mdS) ? QStringLiteral("-") : prob(mdS))
-          .arg(sampledV.size());
-  QCustomPlot p;
-  stylePlot(&p,
-            QStringLiteral("(c) Top-1 probability over all %1 tokens")
-                .arg(draftedV.size() + sampledV.size()),
-            sub);
-  auto* sampled = new QCPBars(p.xAxis, p.yAxis);
-  sampled->setName(QStringLiteral("sampled by the target (depth 0)"));
-  sampled->setWidth(width * 0.9);
-  sampled->setPen(QPen(kGrey.darker(130)));
-  sampled->setBrush(kGrey);
-  sampled->setData(keys, sCount, true);
-  auto* drafted = new QCPBars(p.xAxis, p.yAxis);
-  drafted->setName(QStringLiteral("drafted and accepted (depth > 0)"));
-  drafted->setWidth(width * 0.9);
-  drafted->setPen(QPen(kBlue.darker(130)));
-  drafted->setBrush(kBlue);
-  drafted->setData(keys, dCount, true);
-  drafted->moveAbove(sampled);
-  double top = 0;
-  for (int i = 0; i < bins; ++i) top = std::max(top, dCount[i] + sCount[i]);
-  p.xAxis->setRange(0, hi);
-  p.yAxis->setRange(0, std::max(1.0, top * 1.15));
-  p.xAxis->setLabel(QStringLiteral("target top-1 probability of the token"));
-  p.yAxis->setLabel(QStringLiteral("tokens"));
-  p.xAxis->grid()->setVisible(false);
-  // Where the two cells of (a) and (b) fall.
-  for (const auto& [cellTrace, name] :
-       {std::pair{simple, QStringLiteral("(a)")}, std::pair{hard, QStringLiteral("(b)")}}) {
-    auto* line = new QCPItemStraightLine(&p);
-    line->point1->setCoords(cellTrace->top1, 0);
-    line->point2->setCoords(cellTrace->top1, 1);
-    line->setPen(QPen(QColor(0xef, 0x44, 0x44), 1.5, Qt::DashLine));
-    auto* label = new QCPItemText(&p);
-    label->position->setType(QCPItemPosition::ptPlotCoords);
-    label->position->setCoords(cellTrace->top1, std::max(1.0, top * 1.15) * 0.97);
-    label->setPositionAlignment(Qt::AlignTop |
-                                (cellTrace == simple ? Qt::AlignRight : Qt::AlignLeft));
-    label->setText(name);
-    label->setColor(QColor(0xb9, 0x1c, 0x1c));
-    label->setFont(QFont(QStringLiteral("DejaVu Sans"), 9, QFont::Bold));
-    label->setPadding(QMargins(4, 0, 4, 0));
-  }
-  // The legend beside the plot, where the (a) / (b) markers cannot run into it.
-  // (at the top of a side column: a spacer row under it takes the rest of the height).
-  p.legend->setVisible(true);
-  p.axisRect()->insetLayout()->take(p.legend);
-  auto* side = new QCPLayoutGrid;
-  p.plotLayout()->addElement(p.plotLayout()->rowCount() - 1, 1, side);
-  p.plotLayout()->setColumnStretchFactor(1, 0.001);
-  side->addElement(0, 0, p.legend);
-  side->addElement(1, 0, new QCPLayoutElement(&p));
-  side->setRowStretchFactor(0, 0.001);
-  side->setMargins(QMargins(10, 12, 8, 0));
-  canvas.place(c, renderPanel(&p, c.size()));
+  canvas.place(c, top1Panel(g, *simple, *hard, c.size()));
   canvas.save(path);
   return true;
 }
