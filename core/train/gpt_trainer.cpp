@@ -219,9 +219,10 @@ GptRun load_gpt_run(const std::string& dir) {
   return g;
 }
 
-TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir,
-                      const TrainOptions& opts) {
-  const std::string what = "train gpt";
+namespace {
+
+// The defaults, the config's overrides, then the options given on the command line.
+json gpt_run_config(const TrainOptions& opts, const std::string& what) {
   auto cfg = merge_config(gpt_default_config(), opts.config, what);
   if (opts.steps > 0) cfg["steps"] = opts.steps;
   if (opts.batch > 0) cfg["batch"] = opts.batch;
@@ -235,173 +236,262 @@ TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir,
             "word vectors start a first stage; a second stage (--init-from) keeps its word table");
     cfg["word_vectors"] = fs::path(opts.word_vectors).filename().string();
   }
-  const int64_t steps = cfg["steps"], batch = cfg["batch"];
-  require(steps > 0, what, "steps must be positive");
-  require(batch > 0, what, "batch must be positive");
-  const double dropout = cfg["dropout"], cap_drop = cfg["caption_dropout"];
-  require(dropout >= 0 && dropout < 1, what, "dropout must be in [0, 1)");
-  require(cap_drop >= 0 && cap_drop <= 1, what, "caption_dropout must be in [0, 1]");
-  const double token_noise = cfg["token_noise"];
-  require(token_noise >= 0 && token_noise < 1, what, "token_noise must be in [0, 1)");
+  return cfg;
+}
+
+// The numbers of the resolved config that the training step reads, checked once.
+struct GptSettings {
+  int64_t steps = 0, batch = 0;
+  double dropout = 0;          // of the input embeddings
+  double caption_dropout = 0;  // share of rows trained with the null caption (for CFG)
+  double token_noise = 0;      // share of input codes replaced by random ones
+
+  static GptSettings read(const json& cfg, const std::string& what);
+};
+
+GptSettings GptSettings::read(const json& cfg, const std::string& what) {
+  GptSettings s;
+  s.steps = cfg["steps"], s.batch = cfg["batch"];
+  require(s.steps > 0, what, "steps must be positive");
+  require(s.batch > 0, what, "batch must be positive");
+  s.dropout = cfg["dropout"], s.caption_dropout = cfg["caption_dropout"];
+  require(s.dropout >= 0 && s.dropout < 1, what, "dropout must be in [0, 1)");
+  require(s.caption_dropout >= 0 && s.caption_dropout <= 1, what,
+          "caption_dropout must be in [0, 1]");
+  s.token_noise = cfg["token_noise"];
+  require(s.token_noise >= 0 && s.token_noise < 1, what, "token_noise must be in [0, 1)");
+  return s;
+}
+
+// The side of the square code grid: the pictures' through the VQ, or the codes dataset's own.
+int64_t code_grid(const io::Dataset& data, const model::VqModel& vq, const std::string& what) {
+  if (!data.has_images()) {
+    require(data.codes.size(1) == data.codes.size(2), what, "the code grids must be square");
+    return data.codes.size(1);
+  }
+  const int64_t f = vq.config().downsample_factor();
+  require(data.images.size(1) == data.images.size(2), what, "the pictures must be square");
+  require(data.images.size(1) % f == 0, what,
+          "the picture size is not a multiple of the VQ's downsampling");
+  return data.images.size(1) / f;
+}
+
+// A first stage's caption word table from pretrained word vectors (the words they lack stay
+// random).
+void init_words_from_vectors(TensorMap& init, const model::Vocabulary& vocab,
+                             const model::GptConfig& gcfg, const TrainOptions& opts,
+                             const std::string& what, std::ostream& log) {
+  std::unordered_set<std::string> wanted(vocab.entries().begin(), vocab.entries().end());
+  const auto wv = load_word_vectors(opts.word_vectors, wanted);
+  require(wv.dim == gcfg.cap_dim, what,
+          "cap_dim is " + std::to_string(gcfg.cap_dim) + " but the word vectors have " +
+              std::to_string(wv.dim) + " dimensions; set \"cap_dim\": " + std::to_string(wv.dim));
+  auto& table = init.at("cls_embedding.word_embeddings.weight");
+  const int64_t covered = init_word_table(table, vocab.entries(), wv);
+  require(covered > 0, what,
+          opts.word_vectors + " has a vector for none of the " + std::to_string(vocab.size()) +
+              " caption words");
+  log << "word table: " << covered << " of " << vocab.size() << " words from " << opts.word_vectors
+      << ", the others random" << std::endl;
+}
+
+// A second stage continues a finished run: same architecture and the same word ids, else the
+// loaded embedding rows would mean other words.
+void init_from_run(TensorMap& init, const model::Vocabulary& vocab, const model::GptConfig& gcfg,
+                   const TrainOptions& opts, const std::string& what, std::ostream& log) {
+  const auto prev = load_gpt_run(opts.init_from);
+  require(prev.config.to_json() == gcfg.to_json(), what,
+          opts.init_from + " has another architecture (" + prev.config.to_json().dump() +
+              ") than this config (" + gcfg.to_json().dump() + ")");
+  require(prev.vocab.entries() == vocab.entries(), what,
+          opts.init_from + " was trained with another word list (other dataset or split)");
+  for (auto& [name, t] : init) t.copy_(prev.weights.at(name));
+  log << "starting from the weights of " << opts.init_from << std::endl;
+}
+
+// The weights the run starts from: random, with pretrained word vectors or a finished run's.
+TensorMap initial_gpt_weights(const model::GptConfig& gcfg, const model::Vocabulary& vocab,
+                              const TrainOptions& opts, const std::string& what,
+                              std::ostream& log) {
+  auto init = model::init_params(model::gpt_param_specs(gcfg), opts.seed);
+  init["output.weight"].zero_();  // LlamaGen: the output head starts at zero (uniform first guess)
+  if (!opts.word_vectors.empty() && !opts.resume)
+    init_words_from_vectors(init, vocab, gcfg, opts, what, log);
+  if (!opts.init_from.empty()) init_from_run(init, vocab, gcfg, opts, what, log);
+  return init;
+}
+
+// Unigram baseline: code frequencies of the training pictures (add-one), scored on validation;
+// with the uniform guess and how many caption words the vocabulary misses. Every eval reports it.
+json unigram_baseline(const at::Tensor& tokens, const std::vector<int64_t>& train_rows,
+                      const std::vector<int64_t>& val_rows, int64_t V, const CaptionIds& caps) {
+  json baseline;
+  auto tr = tokens.index_select(0, at::tensor(train_rows, at::TensorOptions().dtype(at::kLong)));
+  auto counts = at::bincount(tr.reshape(-1), {}, V).to(at::kDouble) + 1.0;
+  auto logp = (counts / counts.sum()).log();
+  baseline["unigram_train_nats"] = -(logp.index_select(0, tr.reshape(-1))).mean().item<double>();
+  if (!val_rows.empty()) {
+    auto va = tokens.index_select(0, at::tensor(val_rows, at::TensorOptions().dtype(at::kLong)));
+    baseline["unigram_val_nats"] = -(logp.index_select(0, va.reshape(-1))).mean().item<double>();
+  }
+  baseline["uniform_nats"] = std::log(double(V));
+  baseline["caption_unknown_words"] = caps.unknown_words;
+  baseline["captions_without_known_words"] = caps.empty_captions;
+  return baseline;
+}
+
+// A fixed slice of training pictures for the training-caption loss (no dropout), so it can
+// stand next to the held-out loss: n of them (n <= 0: all) in a seeded shuffle.
+std::vector<int64_t> train_eval_rows(const std::vector<int64_t>& train_rows, uint64_t seed,
+                                     int64_t n) {
+  auto gen = step_generator(seed, 0, 99);
+  auto p = at::randperm(int64_t(train_rows.size()), gen, at::TensorOptions().dtype(at::kLong));
+  std::vector<int64_t> shuffled;
+  for (int64_t i = 0; i < p.size(0); ++i)
+    shuffled.push_back(train_rows[size_t(p[i].item<int64_t>())]);
+  if (n > 0 && int64_t(shuffled.size()) > n) shuffled.resize(size_t(n));
+  return shuffled;
+}
+
+// One optimiser step's forward and backward. Everything random is drawn from generators seeded by
+// (seed, step) (train/common.h), so a resumed run takes the same steps.
+struct GptStep {
+  const GptSettings& s;
+  const at::Tensor& tokens;
+  const CaptionIds& caps;
+  const model::Gpt& gpt;
+  at::Device device;
+  uint64_t seed;
+  BatchOrder& order;
+
+  double operator()(int64_t step, double& items);
+  at::Tensor null_rows(int64_t step, int64_t n) const;
+  at::Tensor noisy(int64_t step, const at::Tensor& tok) const;
+};
+
+// Caption dropout: the rows that read the null caption this step.
+at::Tensor GptStep::null_rows(int64_t step, int64_t n) const {
+  auto cgen = step_generator(seed, step, kCaptionStream);
+  return at::empty({n}, at::kFloat).uniform_(0.0, 1.0, cgen).lt(s.caption_dropout).to(device);
+}
+
+// Token noise: some input codes are replaced by random ones while the targets stay clean. A
+// picture can then no longer be continued from its own first codes alone, so the caption has
+// to carry the identity, and the model learns to recover from the wrong codes sampling
+// produces (teacher forcing never shows it any).
+at::Tensor GptStep::noisy(int64_t step, const at::Tensor& tok) const {
+  if (s.token_noise <= 0) return tok;
+  auto ngen = step_generator(seed, step, kNoiseStream);
+  auto hit = at::empty(tok.sizes(), at::kFloat).uniform_(0.0, 1.0, ngen).lt(s.token_noise);
+  auto random =
+      at::randint(gpt.config().vocab_size, tok.sizes(), ngen, at::TensorOptions().dtype(at::kLong));
+  return at::where(hit.to(device), random.to(device), tok);
+}
+
+double GptStep::operator()(int64_t step, double& items) {
+  const auto rows = order.rows_for_step(step);
+  auto idx = row_tensor(rows);
+  auto tok = tokens.index_select(0, idx).to(device);
+  auto ids = caps.ids.index_select(0, idx).to(device);
+  auto null = null_rows(step, int64_t(rows.size()));
+  auto input = noisy(step, tok);
+  auto dgen = step_generator(seed, step, kDropStream);
+  auto out = teacher_forced(gpt, input, ids, null, s.dropout, &dgen);
+  const int64_t V = gpt.config().vocab_size;
+  auto loss = at::nll_loss(at::log_softmax(out.logits.reshape({-1, V}), -1), tok.reshape(-1));
+  loss.backward();
+  items += double(tok.numel());
+  return loss.item<double>();
+}
+
+// Losses with the captions and with the null caption, on the training slice and on validation.
+json evaluate_gpt(const model::Gpt& gpt, const at::Tensor& tokens, const at::Tensor& word_ids,
+                  const std::vector<int64_t>& train_eval, const std::vector<int64_t>& val_rows,
+                  const json& baseline) {
+  json m = baseline;
+  m["train_nats"] = gpt_loss(gpt, tokens, word_ids, train_eval, false);
+  if (!val_rows.empty()) {
+    m["val_nats"] = gpt_loss(gpt, tokens, word_ids, val_rows, false);
+    m["val_uncond_nats"] = gpt_loss(gpt, tokens, word_ids, val_rows, true);
+  }
+  // Every eval, not only the last: null minus caption loss on training pictures is how much
+  // the caption is used, the quantity a long run must watch.
+  m["train_uncond_nats"] = gpt_loss(gpt, tokens, word_ids, train_eval, true);
+  return m;
+}
+
+std::string loss_text(const json& m) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "| train %.3f val %.3f", m["train_nats"].get<double>(),
+                m.value("val_nats", 0.0));
+  return std::string(buf);
+}
+
+void write_finished_gpt(const TrainOptions& opts, const std::string& vq_dir, const json& cfg,
+                        const model::GptConfig& gcfg, const Params& params, double epochs,
+                        const TrainResult& result) {
+  io::write_safetensors_set(run_file(opts.out, "gpt.safetensors"), params.detached(),
+                            io::kShardBytes,
+                            {{"format", "adtree"}, {"content", "GPT trained by adtree train gpt"}});
+  write_json_file(run_file(opts.out, "run.json"), {{"kind", "gpt"},
+                                                   {"config", cfg},
+                                                   {"gpt", gcfg.to_json()},
+                                                   {"params", params.count()},
+                                                   {"steps", cfg["steps"].get<int64_t>()},
+                                                   {"epochs", epochs},
+                                                   {"vq_dir", fs::absolute(vq_dir).string()},
+                                                   {"metrics", result.metrics},
+                                                   {"provenance", opts.provenance}});
+}
+
+}  // namespace
+
+TrainResult train_gpt(const io::Dataset& data, const std::string& vq_dir,
+                      const TrainOptions& opts) {
+  const std::string what = "train gpt";
+  const json cfg = gpt_run_config(opts, what);
+  const GptSettings s = GptSettings::read(cfg, what);
   data.validate(what);
   std::ostream& log = opts.log ? *opts.log : std::cout;
 
   const auto vq = load_vq(vq_dir);
-  const int64_t f = vq.config().downsample_factor();
-  int64_t grid = 0;
-  if (data.has_images()) {
-    require(data.images.size(1) == data.images.size(2), what, "the pictures must be square");
-    require(data.images.size(1) % f == 0, what,
-            "the picture size is not a multiple of the VQ's downsampling");
-    grid = data.images.size(1) / f;
-  } else {
-    require(data.codes.size(1) == data.codes.size(2), what, "the code grids must be square");
-    grid = data.codes.size(1);
-  }
+  const int64_t grid = code_grid(data, vq, what);
   fs::create_directories(opts.out);
   const auto tokens = cached_tokens(data, vq, opts.out, log);
 
   const auto train_rows = split_rows(data, io::Split::Train, what);
-  auto val_rows = data.indices(io::Split::Validation);
+  const auto val_rows = data.indices(io::Split::Validation);
   const auto vocab = build_vocabulary(data, train_rows);
   const auto gcfg = gpt_model_config(cfg, vocab.size(), vq.config().codebook_size, grid);
   const auto caps = caption_ids(data, vocab, gcfg.cond_len);
   vocab.save(run_file(opts.out, "text.json"));
 
-  auto init = model::init_params(model::gpt_param_specs(gcfg), opts.seed);
-  init["output.weight"].zero_();  // LlamaGen: the output head starts at zero (uniform first guess)
-  if (!opts.word_vectors.empty() && !opts.resume) {
-    std::unordered_set<std::string> wanted(vocab.entries().begin(), vocab.entries().end());
-    const auto wv = load_word_vectors(opts.word_vectors, wanted);
-    require(wv.dim == gcfg.cap_dim, what,
-            "cap_dim is " + std::to_string(gcfg.cap_dim) + " but the word vectors have " +
-                std::to_string(wv.dim) + " dimensions; set \"cap_dim\": " + std::to_string(wv.dim));
-    auto& table = init.at("cls_embedding.word_embeddings.weight");
-    const int64_t covered = init_word_table(table, vocab.entries(), wv);
-    require(covered > 0, what,
-            opts.word_vectors + " has a vector for none of the " + std::to_string(vocab.size()) +
-                " caption words");
-    log << "word table: " << covered << " of " << vocab.size() << " words from "
-        << opts.word_vectors << ", the others random" << std::endl;
-  }
-  if (!opts.init_from.empty()) {
-    // A second stage continues a finished run: same architecture and the same word ids, else the
-    // loaded embedding rows would mean other words.
-    const auto prev = load_gpt_run(opts.init_from);
-    require(prev.config.to_json() == gcfg.to_json(), what,
-            opts.init_from + " has another architecture (" + prev.config.to_json().dump() +
-                ") than this config (" + gcfg.to_json().dump() + ")");
-    require(prev.vocab.entries() == vocab.entries(), what,
-            opts.init_from + " was trained with another word list (other dataset or split)");
-    for (auto& [name, t] : init) t.copy_(prev.weights.at(name));
-    log << "starting from the weights of " << opts.init_from << std::endl;
-  }
+  const auto init = initial_gpt_weights(gcfg, vocab, opts, what, log);
   const auto device = train_device(opts);
   Params params = Params::from(init, device);
   AdamW opt(params, {cfg["lr"].get<double>(), cfg["beta1"].get<double>(),
                      cfg["beta2"].get<double>(), 1e-8, cfg["weight_decay"].get<double>()});
   // inference = false: the model keeps these very tensors, so autograd reaches `params`.
-  model::Gpt gpt(gcfg, params.tensors, device, at::kFloat, /*inference=*/false);
+  const model::Gpt gpt(gcfg, params.tensors, device, at::kFloat, /*inference=*/false);
   log << "GPT " << gcfg.dim << "x" << gcfg.n_layer << " (" << gcfg.n_head << " heads), "
       << params.count() << " parameters, " << vocab.size() << " words, " << train_rows.size()
       << " training pictures" << std::endl;
 
-  // Unigram baseline: code frequencies of the training pictures (add-one), scored on validation.
-  json baseline;
-  {
-    const int64_t V = gcfg.vocab_size;
-    auto tr = tokens.index_select(0, at::tensor(train_rows, at::TensorOptions().dtype(at::kLong)));
-    auto counts = at::bincount(tr.reshape(-1), {}, V).to(at::kDouble) + 1.0;
-    auto logp = (counts / counts.sum()).log();
-    baseline["unigram_train_nats"] = -(logp.index_select(0, tr.reshape(-1))).mean().item<double>();
-    if (!val_rows.empty()) {
-      auto va = tokens.index_select(0, at::tensor(val_rows, at::TensorOptions().dtype(at::kLong)));
-      baseline["unigram_val_nats"] = -(logp.index_select(0, va.reshape(-1))).mean().item<double>();
-    }
-    baseline["uniform_nats"] = std::log(double(V));
-    baseline["caption_unknown_words"] = caps.unknown_words;
-    baseline["captions_without_known_words"] = caps.empty_captions;
-  }
-  // A fixed slice of training pictures for the training-caption loss (no dropout), so it can
-  // stand next to the held-out loss.
-  std::vector<int64_t> train_eval = train_rows;
-  {
-    auto gen = step_generator(opts.seed, 0, 99);
-    auto p = at::randperm(int64_t(train_eval.size()), gen, at::TensorOptions().dtype(at::kLong));
-    std::vector<int64_t> shuffled;
-    for (int64_t i = 0; i < p.size(0); ++i)
-      shuffled.push_back(train_eval[size_t(p[i].item<int64_t>())]);
-    const int64_t n = cfg["train_eval_images"];
-    if (n > 0 && int64_t(shuffled.size()) > n) shuffled.resize(size_t(n));
-    train_eval = shuffled;
-  }
+  const json baseline = unigram_baseline(tokens, train_rows, val_rows, gcfg.vocab_size, caps);
+  const auto train_eval = train_eval_rows(train_rows, opts.seed, cfg["train_eval_images"]);
+  BatchOrder order(train_rows, s.batch, opts.seed);
+  GptStep step{s, tokens, caps, gpt, device, opts.seed, order};
 
-  BatchOrder order(train_rows, batch, opts.seed);
   auto spec = LoopSpec::from_config("gpt", "tok", cfg);
-  spec.step_fn = [&](int64_t step, double& items) {
-    const auto rows = order.rows_for_step(step);
-    auto idx = row_tensor(rows);
-    auto tok = tokens.index_select(0, idx).to(device);
-    auto ids = caps.ids.index_select(0, idx).to(device);
-    auto cgen = step_generator(opts.seed, step, kCaptionStream);
-    auto null_rows = at::empty({int64_t(rows.size())}, at::kFloat)
-                         .uniform_(0.0, 1.0, cgen)
-                         .lt(cap_drop)
-                         .to(device);
-    // Token noise: some input codes are replaced by random ones while the targets stay clean. A
-    // picture can then no longer be continued from its own first codes alone, so the caption has
-    // to carry the identity, and the model learns to recover from the wrong codes sampling
-    // produces (teacher forcing never shows it any).
-    auto input = tok;
-    if (token_noise > 0) {
-      auto ngen = step_generator(opts.seed, step, kNoiseStream);
-      auto hit = at::empty(tok.sizes(), at::kFloat).uniform_(0.0, 1.0, ngen).lt(token_noise);
-      auto random =
-          at::randint(gcfg.vocab_size, tok.sizes(), ngen, at::TensorOptions().dtype(at::kLong));
-      input = at::where(hit.to(device), random.to(device), tok);
-    }
-    auto dgen = step_generator(opts.seed, step, kDropStream);
-    auto out = teacher_forced(gpt, input, ids, null_rows, dropout, &dgen);
-    auto loss = at::nll_loss(at::log_softmax(out.logits.reshape({-1, gcfg.vocab_size}), -1),
-                             tok.reshape(-1));
-    loss.backward();
-    items += double(tok.numel());
-    return loss.item<double>();
-  };
+  spec.step_fn = [&](int64_t i, double& items) { return step(i, items); };
   spec.eval_fn = [&](int64_t, bool) {
-    json m = baseline;
-    m["train_nats"] = gpt_loss(gpt, tokens, caps.ids, train_eval, false);
-    if (!val_rows.empty()) {
-      m["val_nats"] = gpt_loss(gpt, tokens, caps.ids, val_rows, false);
-      m["val_uncond_nats"] = gpt_loss(gpt, tokens, caps.ids, val_rows, true);
-    }
-    // Every eval, not only the last: null minus caption loss on training pictures is how much
-    // the caption is used, the quantity a long run must watch.
-    m["train_uncond_nats"] = gpt_loss(gpt, tokens, caps.ids, train_eval, true);
-    return m;
+    return evaluate_gpt(gpt, tokens, caps.ids, train_eval, val_rows, baseline);
   };
-  spec.eval_text = [](const json& m) {
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "| train %.3f val %.3f", m["train_nats"].get<double>(),
-                  m.value("val_nats", 0.0));
-    return std::string(buf);
-  };
+  spec.eval_text = loss_text;
 
   auto result = run_loop(opts, params, opt, spec);
-  if (result.finished) {
-    io::write_safetensors_set(
-        run_file(opts.out, "gpt.safetensors"), params.detached(), io::kShardBytes,
-        {{"format", "adtree"}, {"content", "GPT trained by adtree train gpt"}});
-    write_json_file(run_file(opts.out, "run.json"), {{"kind", "gpt"},
-                                                     {"config", cfg},
-                                                     {"gpt", gcfg.to_json()},
-                                                     {"params", params.count()},
-                                                     {"steps", steps},
-                                                     {"epochs", order.epoch_of(steps)},
-                                                     {"vq_dir", fs::absolute(vq_dir).string()},
-                                                     {"metrics", result.metrics},
-                                                     {"provenance", opts.provenance}});
-  }
+  if (result.finished)
+    write_finished_gpt(opts, vq_dir, cfg, gcfg, params, order.epoch_of(s.steps), result);
   return result;
 }
 
