@@ -153,19 +153,48 @@ model::VqModel load_vq(const std::string& dir) {
   return model::VqModel(cfg, std::move(w));
 }
 
-TrainResult train_vq(const io::Dataset& data, const TrainOptions& opts) {
-  const std::string what = "train vq";
+namespace {
+
+// The defaults, the config's overrides, then the options given on the command line.
+json vq_run_config(const TrainOptions& opts, const std::string& what) {
   auto cfg = merge_config(vq_default_config(), opts.config, what);
   if (opts.steps > 0) cfg["steps"] = opts.steps;
   if (opts.batch > 0) cfg["batch"] = opts.batch;
   if (opts.lr > 0) cfg["lr"] = opts.lr;
   cfg["seed"] = opts.seed;
-  const auto vcfg = vq_model_config(cfg);
-  const int64_t steps = cfg["steps"], batch = cfg["batch"];
-  require(steps > 0, what, "steps must be positive");
-  require(batch > 0, what, "batch must be positive");
-  const double beta = cfg["commit_beta"];
-  require(beta >= 0, what, "commit_beta must not be negative");
+  return cfg;
+}
+
+// The numbers of the resolved config that the training step and the restarts read, checked once.
+struct VqSettings {
+  int64_t steps = 0, batch = 0;
+  double beta = 0;                   // commitment loss weight
+  double l1w = 0, l2w = 0, cbw = 0;  // L1, L2 reconstruction and codebook loss weights
+  bool hflip = false;                // mirror half the pictures
+  int64_t restart_every = 0;         // dead-code restart check every N steps (0: never)
+  int64_t restart_until = 0;         // last step that restarts codes (then they settle)
+  int64_t eval_images = 0;           // validation pictures of an eval before the final one
+
+  static VqSettings read(const json& cfg, const std::string& what);
+};
+
+VqSettings VqSettings::read(const json& cfg, const std::string& what) {
+  VqSettings s;
+  s.steps = cfg["steps"], s.batch = cfg["batch"];
+  require(s.steps > 0, what, "steps must be positive");
+  require(s.batch > 0, what, "batch must be positive");
+  s.beta = cfg["commit_beta"];
+  require(s.beta >= 0, what, "commit_beta must not be negative");
+  s.l1w = cfg["l1_weight"], s.l2w = cfg["l2_weight"], s.cbw = cfg["codebook_weight"];
+  s.hflip = cfg["hflip"];
+  s.restart_every = cfg["restart_every"];
+  s.restart_until = int64_t(double(cfg["restart_until"]) * double(s.steps));
+  s.eval_images = cfg["eval_images"];
+  return s;
+}
+
+// The pictures must be there and tile into the VQ's downsampling.
+void check_pictures(const io::Dataset& data, const model::VqConfig& vcfg, const std::string& what) {
   const int64_t f = vcfg.downsample_factor();
   data.validate(what);
   data.require_images(what);
@@ -173,144 +202,210 @@ TrainResult train_vq(const io::Dataset& data, const TrainOptions& opts) {
           "the pictures (" + std::to_string(data.images.size(1)) + "x" +
               std::to_string(data.images.size(2)) +
               ") are not a multiple of the VQ's downsampling (" + std::to_string(f) + ")");
+}
+
+TensorMap initial_vq_weights(const model::VqConfig& vcfg, uint64_t seed) {
+  auto init = model::init_params(model::vq_param_specs(vcfg, true), seed);
+  // LlamaGen's quantiser L2-normalises its codebook at construction; rows start on the unit sphere,
+  // the same length a restarted code gets.
+  init["quantize.embedding.weight"] = l2_normalize(init["quantize.embedding.weight"], 1);
+  return init;
+}
+
+// Trainer state beyond the parameters and the optimiser, for the dead-code restarts.
+struct CodeUsage {
+  at::Tensor hits;  // per code since the last restart check; in the checkpoint so resumes are exact
+  at::Tensor last_latents;  // normalised latents of the last batch [B*h*w, dim]: restart pool
+  json last_restart = json::object();  // what the last check found (reported by every eval)
+
+  void record(const at::Tensor& zn, const at::Tensor& idx);
+  TensorMap save() const { return TensorMap{{"usage", hits.clone()}}; }
+  void load(const TensorMap& extra, const std::string& out, at::Device device);
+};
+
+void CodeUsage::record(const at::Tensor& zn, const at::Tensor& idx) {
+  at::NoGradGuard no_grad;
+  hits.index_add_(0, idx.reshape(-1), at::ones({idx.numel()}, hits.options()));
+  last_latents = zn.detach().permute({0, 2, 3, 1}).reshape({-1, zn.size(1)});
+}
+
+void CodeUsage::load(const TensorMap& extra, const std::string& out, at::Device device) {
+  auto it = extra.find("usage");
+  if (it == extra.end() || it->second.sizes() != hits.sizes()) {
+    throw Error(Checkpoint::path_in(out) + ": codebook usage state missing or of another size");
+  }
+  hits.copy_(it->second.to(device));
+}
+
+// One optimiser step's forward and backward. Everything random is drawn from generators seeded by
+// (seed, step) (train/common.h), so a resumed run takes the same steps.
+struct VqStep {
+  const VqSettings& s;
+  const io::Dataset& data;
+  const model::VqModel& vq;
+  at::Device device;
+  uint64_t seed;
+  BatchOrder& order;
+  CodeUsage& usage;
+
+  double operator()(int64_t step, double& items);
+  at::Tensor mirrored(int64_t step, const at::Tensor& x) const;
+  at::Tensor loss(const at::Tensor& x, const at::Tensor& zn, const at::Tensor& idx) const;
+};
+
+// Mirror images are as good tokenizer data as the originals (the VQ never sees captions).
+at::Tensor VqStep::mirrored(int64_t step, const at::Tensor& x) const {
+  if (!s.hflip) return x;
+  const int64_t B = x.size(0);
+  auto gen = step_generator(seed, step, kFlipStream);
+  // Drawn on the CPU from the step's generator, so every device sees the same flips.
+  auto flip =
+      at::empty({B}, at::kFloat).bernoulli_(0.5, gen).to(device, at::kBool).view({B, 1, 1, 1});
+  return at::where(flip, x.flip({3}), x);
+}
+
+// Reconstruction (L2 + L1) through the straight-through codes, plus the codebook and commitment
+// terms on the normalised latents `zn` and their codes `idx`.
+at::Tensor VqStep::loss(const at::Tensor& x, const at::Tensor& zn, const at::Tensor& idx) const {
+  const int64_t B = x.size(0), h = zn.size(2), w = zn.size(3), d = zn.size(1);
+  auto zq = vq.normalized_codebook()
+                .index_select(0, idx.reshape(-1))
+                .view({B, h, w, d})
+                .permute({0, 3, 1, 2});
+  auto codebook_loss = at::mse_loss(zq, zn.detach());
+  auto commit_loss = at::mse_loss(zn, zq.detach());
+  auto z_st = zn + (zq - zn).detach();  // straight-through: decoder gradients reach the encoder
+  auto rec = vq.decode_latents(z_st);
+  return s.l2w * at::mse_loss(rec, x) + s.l1w * at::l1_loss(rec, x) + s.cbw * codebook_loss +
+         s.beta * commit_loss;
+}
+
+double VqStep::operator()(int64_t step, double& items) {
+  const auto rows = order.rows_for_step(step);
+  auto x = mirrored(step, images_to_float(data, rows, device));
+  auto z = vq.encode(x);  // [B, d, h, w]
+  auto zn = l2_normalize(z, 1);
+  auto idx = vq.quantize(z);  // nearest normalised code, no grad
+  auto l = loss(x, zn, idx);
+  l.backward();
+  usage.record(zn, idx);
+  items += double(x.size(0));
+  return l.item<double>();
+}
+
+// Dead-code restart, after the update of `step`: codes no batch chose since the last check are
+// moved onto latents the encoder produces now, so the whole codebook stays in use (FINDINGS.md: it
+// helped). Stopped for the last part of training so the final codes settle.
+void restart_dead_codes(const VqSettings& s, uint64_t seed, int64_t step, at::Device device,
+                        CodeUsage& usage, Params& params, AdamW& opt) {
+  const int64_t done = step + 1;
+  if (s.restart_every <= 0 || done % s.restart_every != 0) return;
+  at::NoGradGuard no_grad;
+  auto dead = usage.hits.eq(0).nonzero().reshape(-1);
+  const int64_t n_dead = dead.numel();
+  const auto& pool = usage.last_latents;
+  if (n_dead > 0 && done <= s.restart_until && pool.defined()) {
+    auto gen = step_generator(seed, step, kRestartStream);
+    auto pick =
+        at::randint(pool.size(0), {n_dead}, gen, at::TensorOptions().dtype(at::kLong)).to(device);
+    auto noise = at::empty({n_dead, pool.size(1)}, at::kFloat).normal_(0.0, 0.01, gen).to(device);
+    auto fresh = l2_normalize(pool.index_select(0, pick) + noise, 1);
+    auto& cb = params.tensors.at("quantize.embedding.weight");
+    cb.detach().index_copy_(0, dead, fresh);
+    opt.exp_avg("quantize.embedding.weight").index_fill_(0, dead, 0.0);
+    opt.exp_avg_sq("quantize.embedding.weight").index_fill_(0, dead, 0.0);
+  }
+  usage.last_restart = {
+      {"step", done}, {"dead_codes", n_dead}, {"restarted", done <= s.restart_until ? n_dead : 0}};
+  usage.hits.zero_();
+}
+
+// Validation (its first eval_images pictures before the final eval) and, on the final one, (part
+// of) the training set too: what the GPT will be trained on.
+json evaluate_during(const model::VqModel& vq, const io::Dataset& data,
+                     const std::vector<int64_t>& train_rows, const std::vector<int64_t>& val_rows,
+                     const VqSettings& s, const CodeUsage& usage, bool final) {
+  std::vector<int64_t> rows = val_rows;
+  if (!final && s.eval_images > 0 && int64_t(rows.size()) > s.eval_images)
+    rows.resize(size_t(s.eval_images));
+  auto m = evaluate_vq(vq, data, rows);
+  m["last_restart"] = usage.last_restart;
+  if (final) {
+    std::vector<int64_t> tr = train_rows;
+    if (tr.size() > 1024) tr.resize(1024);
+    auto t = evaluate_vq(vq, data, tr);
+    m["train_psnr_db"] = t["psnr_db"];
+    m["train_codes_used"] = t["codes_used"];
+    m["train_images"] = t["images"];
+  }
+  return m;
+}
+
+std::string psnr_text(const json& m) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "| val PSNR %.2f dB, codes %lld", m["psnr_db"].get<double>(),
+                static_cast<long long>(m["codes_used"].get<int64_t>()));
+  return std::string(buf);
+}
+
+void write_finished_vq(const TrainOptions& opts, const io::Dataset& data, const json& cfg,
+                       const model::VqConfig& vcfg, const Params& params,
+                       const TrainResult& result) {
+  io::write_safetensors(
+      run_file(opts.out, "vq.safetensors"), params.detached(),
+      {{"format", "adtree"}, {"content", "VQ tokenizer trained by adtree train vq"}});
+  write_json_file(run_file(opts.out, "run.json"),
+                  {{"kind", "vq"},
+                   {"config", cfg},
+                   {"vq", vcfg.to_json()},
+                   {"params", params.count()},
+                   {"steps", cfg["steps"].get<int64_t>()},
+                   {"metrics", result.metrics},
+                   {"provenance", opts.provenance},
+                   {"dataset", data.info.value("sources", json::array())}});
+}
+
+}  // namespace
+
+TrainResult train_vq(const io::Dataset& data, const TrainOptions& opts) {
+  const std::string what = "train vq";
+  const json cfg = vq_run_config(opts, what);
+  const auto vcfg = vq_model_config(cfg);
+  const VqSettings s = VqSettings::read(cfg, what);
+  check_pictures(data, vcfg, what);
   const auto train_rows = split_rows(data, io::Split::Train, what);
   auto val_rows = data.indices(io::Split::Validation);
   if (val_rows.empty()) val_rows = train_rows;  // tiny test sets: evaluate on what there is
 
-  auto init = model::init_params(model::vq_param_specs(vcfg, true), opts.seed);
-  // LlamaGen's quantiser L2-normalises its codebook at construction; rows start on the unit sphere,
-  // the same length a restarted code gets.
-  init["quantize.embedding.weight"] = l2_normalize(init["quantize.embedding.weight"], 1);
+  const auto init = initial_vq_weights(vcfg, opts.seed);
   const auto device = train_device(opts);
   Params params = Params::from(init, device);
   AdamW opt(params,
             {cfg["lr"].get<double>(), cfg["beta1"].get<double>(), cfg["beta2"].get<double>(), 1e-8,
              cfg["weight_decay"].get<double>()},
             {"quantize.embedding.weight"});
-  model::VqModel vq(vcfg, params.tensors);  // same tensors: gradients reach `params`
+  const model::VqModel vq(vcfg, params.tensors);  // same tensors: gradients reach `params`
 
-  const int64_t K = vcfg.codebook_size;
-  // Hits per code since the last restart check; part of the checkpoint so resumes are exact.
-  auto usage = at::zeros({K}, at::TensorOptions().dtype(at::kFloat).device(device));
-  at::Tensor last_latents;  // normalised latents of the last batch [B*h*w, dim]: restart pool
-  BatchOrder order(train_rows, batch, opts.seed);
-  const double l1w = cfg["l1_weight"], l2w = cfg["l2_weight"], cbw = cfg["codebook_weight"];
-  const bool hflip = cfg["hflip"];
-  const int64_t restart_every = cfg["restart_every"];
-  const int64_t restart_until = int64_t(double(cfg["restart_until"]) * double(steps));
-  json last_restart = json::object();
+  CodeUsage usage;
+  usage.hits =
+      at::zeros({vcfg.codebook_size}, at::TensorOptions().dtype(at::kFloat).device(device));
+  BatchOrder order(train_rows, s.batch, opts.seed);
+  VqStep step{s, data, vq, device, opts.seed, order, usage};
 
   auto spec = LoopSpec::from_config("vq", "img", cfg);
-  spec.step_fn = [&](int64_t step, double& items) {
-    const auto rows = order.rows_for_step(step);
-    auto x = images_to_float(data, rows, device);
-    const int64_t B = x.size(0);
-    if (hflip) {
-      // Mirror images are as good tokenizer data as the originals (the VQ never sees captions).
-      auto gen = step_generator(opts.seed, step, kFlipStream);
-      // Drawn on the CPU from the step's generator, so every device sees the same flips.
-      auto flip =
-          at::empty({B}, at::kFloat).bernoulli_(0.5, gen).to(device, at::kBool).view({B, 1, 1, 1});
-      x = at::where(flip, x.flip({3}), x);
-    }
-    auto z = vq.encode(x);  // [B, d, h, w]
-    auto zn = l2_normalize(z, 1);
-    auto idx = vq.quantize(z);  // nearest normalised code, no grad
-    const int64_t h = z.size(2), w = z.size(3), d = z.size(1);
-    auto zq = vq.normalized_codebook()
-                  .index_select(0, idx.reshape(-1))
-                  .view({B, h, w, d})
-                  .permute({0, 3, 1, 2});
-    auto codebook_loss = at::mse_loss(zq, zn.detach());
-    auto commit_loss = at::mse_loss(zn, zq.detach());
-    auto z_st = zn + (zq - zn).detach();  // straight-through: decoder gradients reach the encoder
-    auto rec = vq.decode_latents(z_st);
-    auto loss = l2w * at::mse_loss(rec, x) + l1w * at::l1_loss(rec, x) + cbw * codebook_loss +
-                beta * commit_loss;
-    loss.backward();
-    {
-      at::NoGradGuard no_grad;
-      usage.index_add_(0, idx.reshape(-1), at::ones({idx.numel()}, usage.options()));
-      last_latents = zn.detach().permute({0, 2, 3, 1}).reshape({-1, d});
-    }
-    items += double(B);
-    return loss.item<double>();
+  spec.step_fn = [&](int64_t i, double& items) { return step(i, items); };
+  spec.after_update = [&](int64_t i) {
+    restart_dead_codes(s, opts.seed, i, device, usage, params, opt);
   };
-  spec.after_update = [&](int64_t step) {
-    const int64_t done = step + 1;
-    if (restart_every <= 0 || done % restart_every != 0) return;
-    at::NoGradGuard no_grad;
-    // Dead-code restart: codes no batch chose since the last check are moved onto latents the
-    // encoder produces now, so the whole codebook stays in use (FINDINGS.md: it helped). Stopped
-    // for the last part of training so the final codes settle.
-    auto dead = usage.eq(0).nonzero().reshape(-1);
-    const int64_t n_dead = dead.numel();
-    if (n_dead > 0 && done <= restart_until && last_latents.defined()) {
-      auto gen = step_generator(opts.seed, step, kRestartStream);
-      auto pick =
-          at::randint(last_latents.size(0), {n_dead}, gen, at::TensorOptions().dtype(at::kLong))
-              .to(device);
-      auto noise =
-          at::empty({n_dead, last_latents.size(1)}, at::kFloat).normal_(0.0, 0.01, gen).to(device);
-      auto fresh = l2_normalize(last_latents.index_select(0, pick) + noise, 1);
-      auto& cb = params.tensors.at("quantize.embedding.weight");
-      cb.detach().index_copy_(0, dead, fresh);
-      opt.exp_avg("quantize.embedding.weight").index_fill_(0, dead, 0.0);
-      opt.exp_avg_sq("quantize.embedding.weight").index_fill_(0, dead, 0.0);
-    }
-    last_restart = {
-        {"step", done}, {"dead_codes", n_dead}, {"restarted", done <= restart_until ? n_dead : 0}};
-    usage.zero_();
-  };
-  spec.save_extra = [&]() { return TensorMap{{"usage", usage.clone()}}; };
-  spec.load_extra = [&](const TensorMap& extra) {
-    auto it = extra.find("usage");
-    if (it == extra.end() || it->second.sizes() != usage.sizes()) {
-      throw Error(Checkpoint::path_in(opts.out) +
-                  ": codebook usage state missing or of another size");
-    }
-    usage.copy_(it->second.to(device));
-  };
-  const int64_t eval_images = cfg["eval_images"];
+  spec.save_extra = [&]() { return usage.save(); };
+  spec.load_extra = [&](const TensorMap& extra) { usage.load(extra, opts.out, device); };
   spec.eval_fn = [&](int64_t, bool final) {
-    std::vector<int64_t> rows = val_rows;
-    if (!final && eval_images > 0 && int64_t(rows.size()) > eval_images)
-      rows.resize(size_t(eval_images));
-    auto m = evaluate_vq(vq, data, rows);
-    m["last_restart"] = last_restart;
-    if (final) {
-      // Usage over (part of) the training set too: what the GPT will be trained on.
-      std::vector<int64_t> tr = train_rows;
-      if (tr.size() > 1024) tr.resize(1024);
-      auto t = evaluate_vq(vq, data, tr);
-      m["train_psnr_db"] = t["psnr_db"];
-      m["train_codes_used"] = t["codes_used"];
-      m["train_images"] = t["images"];
-    }
-    return m;
+    return evaluate_during(vq, data, train_rows, val_rows, s, usage, final);
   };
-  spec.eval_text = [](const json& m) {
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "| val PSNR %.2f dB, codes %lld", m["psnr_db"].get<double>(),
-                  static_cast<long long>(m["codes_used"].get<int64_t>()));
-    return std::string(buf);
-  };
+  spec.eval_text = psnr_text;
 
   auto result = run_loop(opts, params, opt, spec);
-  if (result.finished) {
-    io::write_safetensors(
-        run_file(opts.out, "vq.safetensors"), params.detached(),
-        {{"format", "adtree"}, {"content", "VQ tokenizer trained by adtree train vq"}});
-    write_json_file(run_file(opts.out, "run.json"),
-                    {{"kind", "vq"},
-                     {"config", cfg},
-                     {"vq", vcfg.to_json()},
-                     {"params", params.count()},
-                     {"steps", steps},
-                     {"metrics", result.metrics},
-                     {"provenance", opts.provenance},
-                     {"dataset", data.info.value("sources", json::array())}});
-  }
+  if (result.finished) write_finished_vq(opts, data, cfg, vcfg, params, result);
   return result;
 }
 
