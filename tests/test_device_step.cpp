@@ -7,6 +7,7 @@
 #include "decode/device/device_verify.h"
 #include "decode/device/step_buffers.h"
 #include "decode/tree/tree_builder.h"
+#include "decode/settings/method_table.h"
 #include "spec_fixture.h"
 #include "util/error.h"
 

@@ -19,6 +19,7 @@
 #include "model/model_dir.h"
 #include "model/random_model.h"
 #include "util/error.h"
+#include "decode/settings/method_table.h"
 
 namespace fs = std::filesystem;
 using namespace adtree::engine;

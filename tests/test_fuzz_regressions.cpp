@@ -63,7 +63,7 @@ void settings(const std::string& text) {
   m.validate(16384, 256);
   const auto p = decode::SamplingParams::from_json(j.value("sampling", nlohmann::json()),
                                                    decode::SamplingParams{});
-  p.validate(16384);
+  p.validate(16384, 256);
 }
 
 // A picture's settings as `adtree generate --from-png` reads them; a PNG without them is an error
@@ -82,7 +82,7 @@ void png_settings(const std::string& bytes) {
   const auto p = decode::SamplingParams::from_json(j.value("sampling", nlohmann::json()),
                                                    decode::SamplingParams{});
   m.validate(16384, 256);
-  p.validate(16384);
+  p.validate(16384, 256);
 }
 
 TEST(FuzzRegressions, EveryInputIsAnError) {

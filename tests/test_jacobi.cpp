@@ -23,6 +23,7 @@
 #include <set>
 
 #include "decode/jacobi/jacobi.h"
+#include "decode/settings/method_table.h"
 #include "exact_distribution.h"
 #include "spec_fixture.h"
 #include "util/error.h"

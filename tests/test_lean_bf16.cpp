@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "decode/ar_sampler.h"
+#include "decode/settings/method_table.h"
 #include "lean_blocks.h"
 #include "model/cpu/pack_rows.h"
 #include "model/cpu/packed_bf16.h"

@@ -11,6 +11,7 @@
 #include "model/cpu/packed_gemm.h"
 #include "model/llamagen/lean_layer.h"
 #include "spec_fixture.h"
+#include "decode/settings/method_table.h"
 
 using namespace adtree;
 using namespace adtree::model;

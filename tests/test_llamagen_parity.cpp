@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "decode/run.h"
+#include "decode/settings/method_table.h"
 #include "io/safetensors.h"
 #include "model/conditioning.h"
 #include "model/llamagen/llamagen_import.h"

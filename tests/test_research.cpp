@@ -36,7 +36,7 @@ class ResearchTest : public ::testing::Test {
   static SweepGrid grid() {
     SweepGrid g;
     g.methods = {"adt", "dynamic", "ar"};
-    g.temperature = {0, 1};
+    g.axes["temperature"] = {0.0, 1.0};
     g.axes["adt.beta"] = {0.25, 0.75};
     g.base.dynamic_tree.budget = 8;
     g.sampling.cfg_scale = 2.0;
@@ -124,7 +124,7 @@ TEST_F(ResearchTest, ShardsPartitionTheUnitsAndMergeToTheWholeRun) {
 TEST_F(ResearchTest, MatchedEagle2UsesAdtTreesDraftSize) {
   SweepGrid g;
   g.methods = {"adt"};
-  g.temperature = {1};
+  g.axes["temperature"] = {1.0};
   g.base.dynamic_tree.budget = 8;
   g.sampling.cfg_scale = 2.0;
   const auto rows = run(expand(g), Shard{}, /*match=*/true);

@@ -112,7 +112,7 @@ TEST(SamplingParams, RejectsOutOfRangeSettings) {
   auto bad = [](auto mutate) {
     SamplingParams p;
     mutate(p);
-    EXPECT_THROW(p.validate(100), adtree::Error);
+    EXPECT_THROW(p.validate(100, 16), adtree::Error);
   };
   bad([](SamplingParams& p) { p.temperature = -1; });
   bad([](SamplingParams& p) { p.top_k = 101; });

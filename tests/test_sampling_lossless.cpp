@@ -23,6 +23,7 @@
 #include <set>
 
 #include "decode/verify/verifier.h"
+#include "decode/settings/method_table.h"
 #include "exact_distribution.h"
 #include "spec_fixture.h"
 

@@ -16,9 +16,11 @@ namespace {
 
 const ModelLimits kLimits{64, 16};  // a micro model: 64 codes, a 4 x 4 grid
 
-// A method that reads the setting, and settings under which it applies (its condition met).
-MethodSettings reader_of(const Setting& s) {
-  MethodSettings m;
+// A request whose method reads the setting, with settings under which it applies (its condition
+// met).
+DecodeRequest reader_of(const Setting& s) {
+  DecodeRequest r;
+  auto& m = r.method;
   if (!s.methods.empty()) m.method = s.methods.front();
   if (s.condition == Condition::AdtStepMode) m.adt.mode = AdtMode::Step;
   if (s.condition == Condition::Lantern || s.condition == Condition::LanternDelta)
@@ -26,13 +28,17 @@ MethodSettings reader_of(const Setting& s) {
   if (s.condition == Condition::LanternLambda)
     m.acceptance = Acceptance::Lantern, m.lantern.mode = LanternMode::Lambda;
   if (s.condition == Condition::Cascade) m.acceptance = Acceptance::Cascade;
-  fit_to_model(m, kLimits);
-  return m;
+  fit_to_model(r, kLimits);
+  return r;
+}
+
+void validate(const DecodeRequest& r) {
+  validate_settings(r.method, r.sampling, kLimits.vocab, kLimits.image_tokens);
 }
 
 // A value other than the default that the entry allows.
 SettingValue other_value(const Setting& s) {
-  const auto d = s.get(MethodSettings{});
+  const auto d = s.get(DecodeRequest{});
   switch (s.type) {
     case SettingType::Int:
       return std::get<int64_t>(d) == int64_t(s.lo) ? int64_t(s.lo) + 1 : int64_t(s.lo);
@@ -51,20 +57,22 @@ SettingValue other_value(const Setting& s) {
 }  // namespace
 
 TEST(SettingsTable, EveryEntryRoundTripsThroughJsonAndItsFlagText) {
-  for (const auto& s : method_settings_table()) {
-    MethodSettings m;
+  for (const auto& s : settings_table()) {
+    DecodeRequest r;
     const auto v = other_value(s);
-    s.set(m, v);
-    EXPECT_EQ(s.get(MethodSettings::from_json(m.to_json())), v) << s.key;
+    s.set(r, v);
+    const DecodeRequest back{MethodSettings::from_json(r.method.to_json()),
+                             SamplingParams::from_json(r.sampling.to_json(), {}), 0, {}};
+    EXPECT_EQ(s.get(back), v) << s.key;
     EXPECT_EQ(s.parse(s.format(v)), v) << s.key;
-    EXPECT_EQ(s.parse(s.default_text()), s.get(MethodSettings{})) << s.key;
+    EXPECT_EQ(s.parse(s.default_text()), s.get(DecodeRequest{})) << s.key;
   }
 }
 
 TEST(SettingsTable, NamesAreUniqueAndEveryFlagHasHelp) {
   std::set<std::string> keys, flags, sweeps, sections;
-  for (const auto& sec : method_setting_sections()) sections.insert(sec.id);
-  for (const auto& s : method_settings_table()) {
+  for (const auto& sec : setting_sections()) sections.insert(sec.id);
+  for (const auto& s : settings_table()) {
     EXPECT_TRUE(keys.insert(s.key).second) << s.key;
     if (!s.flag.empty()) {
       EXPECT_TRUE(flags.insert(s.flag).second) << s.flag;
@@ -80,17 +88,17 @@ TEST(SettingsTable, NamesAreUniqueAndEveryFlagHasHelp) {
       EXPECT_FALSE(s.choices.empty()) << s.key;
     }
   }
-  EXPECT_EQ(method_setting("adt.beta").flag, "adt-beta");
-  EXPECT_THROW(method_setting("adt.gamma"), adtree::Error);
+  EXPECT_EQ(setting("adt.beta").flag, "adt-beta");
+  EXPECT_THROW(setting("adt.gamma"), adtree::Error);
 }
 
 // Each ranged entry: a value past either end fails naming the key and the flag on a method that
 // reads it, and is ignored by a method that does not (a GUI keeps every group's values).
 TEST(SettingsTable, RangesAreCheckedWhereTheMethodReadsThem) {
-  for (const auto& s : method_settings_table()) {
+  for (const auto& s : settings_table()) {
     if (!s.ranged) continue;
     auto m = reader_of(s);
-    ASSERT_NO_THROW(m.validate(kLimits.vocab, kLimits.image_tokens)) << s.key;
+    ASSERT_NO_THROW(validate(m)) << s.key;
     const double below = s.lo_open ? s.lo : s.lo - 1;
     const double above = s.upper(kLimits) + 1;
     for (double bad : {below, above}) {
@@ -98,38 +106,40 @@ TEST(SettingsTable, RangesAreCheckedWhereTheMethodReadsThem) {
       auto b = m;
       s.set(b, s.type == SettingType::Int ? SettingValue(int64_t(bad)) : SettingValue(bad));
       try {
-        b.validate(kLimits.vocab, kLimits.image_tokens);
+        validate(b);
         ADD_FAILURE() << s.key << " = " << bad << " passed";
       } catch (const adtree::Error& e) {
         EXPECT_NE(std::string(e.what()).find(s.key + " (--" + s.flag + ")"), std::string::npos)
             << e.what();
       }
       if (s.methods.empty()) continue;
-      b.method = s.methods.front() == Method::Ar ? Method::Sjd : Method::Ar;
-      b.acceptance = Acceptance::Lossless;
-      if (!s.read_by(b)) {
-        EXPECT_NO_THROW(b.validate(kLimits.vocab, kLimits.image_tokens)) << s.key;
+      b.method.method = s.methods.front() == Method::Ar ? Method::Sjd : Method::Ar;
+      b.method.acceptance = Acceptance::Lossless;
+      if (!s.read_by(b.method)) {
+        EXPECT_NO_THROW(validate(b)) << s.key;
       }
     }
   }
 }
 
 TEST(SettingsTable, ModelBoundsFollowTheModel) {
-  const auto& k = method_setting("lantern.k");
+  const auto& k = setting("lantern.k");
   EXPECT_EQ(k.upper({64, 16}), 63);
   EXPECT_EQ(k.upper({1024, 256}), 1023);
-  EXPECT_EQ(method_setting("jacobi.window").upper({64, 16}), 15);
-  EXPECT_EQ(method_setting("jacobi.pac_width").upper({8, 16}), 7);
-  EXPECT_EQ(method_setting("jacobi.pac_width").upper({64, 16}), 16);
-  MethodSettings m;  // lantern.k = 100 by default: too many neighbours for 64 codes
-  fit_to_model(m, {64, 16});
-  EXPECT_EQ(m.lantern.k, 63);
-  EXPECT_EQ(m.jacobi.window, 15);
-  EXPECT_EQ(m.adt.beta, MethodSettings{}.adt.beta);  // already inside: unchanged
+  EXPECT_EQ(setting("jacobi.window").upper({64, 16}), 15);
+  EXPECT_EQ(setting("jacobi.pac_width").upper({8, 16}), 7);
+  EXPECT_EQ(setting("jacobi.pac_width").upper({64, 16}), 16);
+  DecodeRequest r;  // lantern.k = 100 by default: too many neighbours for 64 codes
+  r.sampling.top_k = 100;
+  fit_to_model(r, {64, 16});
+  EXPECT_EQ(r.method.lantern.k, 63);
+  EXPECT_EQ(r.method.jacobi.window, 15);
+  EXPECT_EQ(r.sampling.top_k, 64);
+  EXPECT_EQ(r.method.adt.beta, MethodSettings{}.adt.beta);  // already inside: unchanged
 }
 
 TEST(SettingsTable, FlagTextIsParsedOrRefusedByName) {
-  const auto& budget = method_setting("dynamic_tree.budget");
+  const auto& budget = setting("dynamic_tree.budget");
   EXPECT_EQ(budget.parse("auto"), SettingValue(int64_t(0)));
   EXPECT_EQ(budget.format(int64_t(0)), "auto");
   EXPECT_EQ(budget.parse("12"), SettingValue(int64_t(12)));
@@ -139,11 +149,11 @@ TEST(SettingsTable, FlagTextIsParsedOrRefusedByName) {
   } catch (const adtree::Error& e) {
     EXPECT_STREQ(e.what(), "--budget must be a whole number or auto, not '12.5'");
   }
-  const auto& relax = method_setting("jacobi.path_relax");
+  const auto& relax = setting("jacobi.path_relax");
   EXPECT_EQ(relax.parse("on"), SettingValue(JacobiSettings::kPathRelaxDefault));
   EXPECT_EQ(relax.parse("off"), SettingValue(0.0));
   EXPECT_THROW(relax.parse("inf"), adtree::Error);
-  EXPECT_EQ(method_setting("adt.grid").parse("off"), SettingValue(false));
-  EXPECT_THROW(method_setting("adt.grid").parse("yes"), adtree::Error);
-  EXPECT_THROW(method_setting("adt.mode").parse("jump"), adtree::Error);
+  EXPECT_EQ(setting("adt.grid").parse("off"), SettingValue(false));
+  EXPECT_THROW(setting("adt.grid").parse("yes"), adtree::Error);
+  EXPECT_THROW(setting("adt.mode").parse("jump"), adtree::Error);
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "decode/run.h"
+#include "decode/settings/method_table.h"
 #include "model/conditioning.h"
 #include "model/model_dir.h"
 

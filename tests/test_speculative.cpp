@@ -5,6 +5,7 @@
 #include <map>
 
 #include "decode/tree/tree_builder.h"
+#include "decode/settings/method_table.h"
 #include "spec_fixture.h"
 #include "util/error.h"
 

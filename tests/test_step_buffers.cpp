@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "decode/device/step_buffers.h"
+#include "decode/settings/method_table.h"
 #include "spec_fixture.h"
 
 using namespace adtree;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "decode/run.h"
+#include "decode/settings/method_table.h"
 #include "io/safetensors.h"
 #include "model/random_model.h"
 #include "model/text/random_t5.h"

@@ -6,6 +6,7 @@
 
 #include "decode/stats/stats.h"
 #include "decode/tree/adt_policy.h"
+#include "decode/settings/method_table.h"
 #include "spec_fixture.h"
 #include "util/error.h"
 

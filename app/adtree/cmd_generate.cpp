@@ -47,14 +47,6 @@ model::LoadOptions load_options(const Args& a) {
   return o;
 }
 
-void add_sampling_options(Args& a) {
-  a.option("cfg", "S", "classifier-free guidance scale (1 = off; default: the model's)")
-      .option("cfg-interval", "N", "use cond logits only after image token N (-1 = never)")
-      .option("temperature", "T", "sampling temperature, 0 = greedy (default: the model's)")
-      .option("top-k", "K", "keep the K most likely tokens, ties kept (0 = all)")
-      .option("top-p", "P", "nucleus sampling mass in (0, 1]");
-}
-
 model::ModelBundle load_model(const Args& a, bool load_vq, const std::string& fallback_dir) {
   std::string dir = a.given("model")        ? a.str("model")
                     : !fallback_dir.empty() ? fallback_dir
@@ -74,17 +66,6 @@ model::ModelBundle load_model(const Args& a, bool load_vq, const std::string& fa
   if (!m.pack_cache_warning.empty())
     std::cerr << "adtree: warning: " << m.pack_cache_warning << "\n";
   return m;
-}
-
-decode::SamplingParams sampling_from(const Args& a, const model::ModelBundle& m) {
-  auto p = decode::SamplingParams::from_json(m.manifest.sampling, decode::SamplingParams{});
-  if (a.given("cfg")) p.cfg_scale = a.number("cfg");
-  if (a.given("cfg-interval")) p.cfg_interval = a.integer("cfg-interval");
-  if (a.given("temperature")) p.temperature = a.number("temperature");
-  if (a.given("top-k")) p.top_k = a.integer("top-k");
-  if (a.given("top-p")) p.top_p = a.number("top-p");
-  p.validate(m.gpt_config.vocab_size);
-  return p;
 }
 
 namespace {

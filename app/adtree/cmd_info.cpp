@@ -60,7 +60,7 @@ int cmd_info(int argc, char** argv) {
                      {"has_encoder", m.vq && m.vq->has_encoder()}}},
                    {"drafter", {{"present", dr_n > 0}, {"params", dr_n}}},
                    {"vocabulary", m.vocab.size()},
-                   {"sampling", m.manifest.sampling},
+                   {"sampling", decode::SamplingParams::of_model(m.manifest.sampling).to_json()},
                    {"license", m.manifest.license},
                    {"provenance", m.manifest.provenance},
                    {"memory_bytes",
@@ -110,7 +110,8 @@ int cmd_info(int argc, char** argv) {
             << "  loading       " << std::fixed << std::setprecision(2) << load_s
             << " s, peak resident memory " << mib(double(peak_rss))
             << (m.pack_cache_hit ? ", packed weights from the cache" : "") << "\n"
-            << "  sampling      " << m.manifest.sampling.dump() << "\n"
+            << "  sampling      "
+            << decode::SamplingParams::of_model(m.manifest.sampling).to_json().dump() << "\n"
             << "  licence       " << m.manifest.license.dump() << "\n";
   return 0;
 }

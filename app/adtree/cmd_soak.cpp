@@ -9,6 +9,7 @@
 #include "engine/soak.h"
 #include "io/file_write.h"
 #include "util/error.h"
+#include "decode/settings/method_table.h"
 
 namespace adtree::cli {
 

@@ -14,22 +14,6 @@ namespace adtree::cli {
 
 namespace {
 
-std::vector<double> reals(const Args& a, const std::string& name) {
-  std::vector<double> out;
-  if (!a.given(name)) return out;
-  for (const auto& v : split_list(a.str(name), ',')) {
-    try {
-      size_t used = 0;
-      const double d = std::stod(v, &used);
-      if (used != v.size()) throw std::invalid_argument(v);
-      out.push_back(d);
-    } catch (const std::exception&) {
-      throw Error("--" + name + ": '" + v + "' is not a number");
-    }
-  }
-  return out;
-}
-
 std::vector<std::string> words(const Args& a, const std::string& name) {
   return a.given(name) ? split_list(a.str(name), ',') : std::vector<std::string>{};
 }
@@ -77,10 +61,9 @@ void declare_sweep_options(Args& a) {
   add_sampling_options(a);
   a.option("prompts", "LIST",
            "semicolon-separated prompts (default: 4 prompts of the shipped model)")
-      .option("seeds", "N", "seeds 0 .. N-1 per prompt", "2")
-      .option("temperatures", "LIST", "axis: sampling temperatures (0 = greedy)");
+      .option("seeds", "N", "seeds 0 .. N-1 per prompt", "2");
   // An axis for every setting the table gives one (decode/settings/setting.h).
-  for (const auto& s : decode::method_settings_table()) {
+  for (const auto& s : decode::settings_table()) {
     if (s.sweep_flag.empty()) continue;
     const auto who = s.readers_text().empty() ? std::string() : " (" + s.readers_text() + ")";
     a.option(s.sweep_flag, "LIST", "axis" + who + ": values of --" + s.flag);
@@ -98,8 +81,7 @@ research::SweepGrid read_grid(const Args& a) {
   research::SweepGrid g;
   g.methods = split_list(a.str("method"), ',');
   g.base = method_from(a, g.methods.empty() ? "adt" : g.methods.front());
-  g.temperature = reals(a, "temperatures");
-  for (const auto& s : decode::method_settings_table()) {
+  for (const auto& s : decode::settings_table()) {
     if (s.sweep_flag.empty() || !a.given(s.sweep_flag)) continue;
     auto& values = g.axes[s.key];
     try {

@@ -5,6 +5,7 @@
 #include "cli_args.h"
 #include "decode/sampling.h"
 #include "decode/settings/method.h"
+#include "decode/settings/setting.h"
 #include "model/model_dir.h"
 
 namespace adtree::cli {
@@ -24,7 +25,10 @@ int cmd_convert(int argc, char** argv);
 // Shared option groups, so every verb spells them the same way.
 void add_model_options(Args& a);                 // --model --device --dtype --vq-dtype
 model::LoadOptions load_options(const Args& a);  // from --device --dtype --vq-dtype
-void add_sampling_options(Args& a);  // --cfg --cfg-interval --temperature --top-k --top-p
+// A flag per entry of the settings table in `scope` (decode/settings/setting.h), or for one entry.
+void add_setting_options(Args& a, decode::Scope scope);
+void add_setting_option(Args& a, const std::string& key);
+void add_sampling_options(Args& a);  // --cfg --cfg-interval --temperature ...
 // --method and every tree / ADT / LANTERN setting (list: --method takes a comma list).
 void add_method_options(Args& a, bool list = false);
 decode::MethodSettings method_from(const Args& a, const std::string& method);

@@ -1,9 +1,11 @@
-// The method flags shared by generate, bench and sweep: a flag per entry of the settings table
-// (decode/settings/setting.h), its help, range and default (shown in --help) from the entry.
+// The sampling and method flags shared by generate, bench, sweep and train fidelity: a flag per
+// entry of the settings table (decode/settings/setting.h), its help, range and default (shown in
+// --help) from the entry.
 #include <string>
 
 #include "commands.h"
 #include "decode/settings/setting.h"
+#include "decode/settings/method_table.h"
 #include "util/error.h"
 
 namespace adtree::cli {
@@ -22,23 +24,52 @@ std::string cli_help(const decode::Setting& s) {
 }
 }  // namespace
 
+void add_setting_option(Args& a, const std::string& key) {
+  const auto& s = decode::setting(key);
+  if (s.scope == decode::Scope::Sampling) {  // the default is the model's (model.json "sampling")
+    a.option(s.flag, s.value_name,
+             cli_help(s) + "; default: the model's (" + s.default_text() + " without one)");
+  } else {
+    a.option(s.flag, s.value_name, cli_help(s), s.default_text());
+  }
+}
+
+void add_setting_options(Args& a, decode::Scope scope) {
+  for (const auto& s : decode::settings_table()) {
+    if (!s.flag.empty() && s.scope == scope) add_setting_option(a, s.key);
+  }
+}
+
+void add_sampling_options(Args& a) {
+  add_setting_options(a, decode::Scope::Sampling);
+}
+
+decode::SamplingParams sampling_from(const Args& a, const model::ModelBundle& m) {
+  decode::DecodeRequest r;
+  r.sampling = decode::SamplingParams::of_model(m.manifest.sampling);
+  for (const auto& s : decode::settings_table()) {
+    if (s.scope == decode::Scope::Sampling && !s.flag.empty() && a.given(s.flag))
+      s.set(r, s.parse(a.str(s.flag)));
+  }
+  r.sampling.validate(m.gpt_config.vocab_size, m.gpt_config.image_tokens());
+  return r.sampling;
+}
+
+// --method's help from the methods' rows: each key, and when a method's own settings make it lossy.
 void add_method_options(Args& a, bool list) {
-  std::string names;
-  for (const auto& m : decode::method_table())
+  std::string names, lossy;
+  for (const auto& m : decode::method_table()) {
     names += (names.empty() ? "" : "|") + std::string(m.key);
+    if (*m.lossy_note) lossy += std::string("; ") + m.key + " is lossy " + m.lossy_note;
+  }
   a.option("method", list ? "LIST" : "NAME",
            (list ? "comma-separated methods, each optionally METHOD:RULE with a --verify rule: "
                  : "decoding method: ") +
-               names +
-               " (pathspec with K > 1 paths is lossless only with --verify coupled, the default: "
-               "otherwise picking the longest accepted chain biases the samples, see "
-               "docs/JACOBI.md; pjd is lossy unless --pjd-rows 1, see docs/pjd.md); default "
-               "adt, the fastest lossless method (docs/PERFORMANCE.md), or ar for a model "
-               "without a draft head",
+               names + " (trees are lossy with --relax lantern or cascade" + lossy +
+               "); default adt, the fastest lossless method (docs/PERFORMANCE.md), or ar for a "
+               "model without a draft head",
            "adt");
-  for (const auto& s : decode::method_settings_table()) {
-    if (!s.flag.empty()) a.option(s.flag, s.value_name, cli_help(s), s.default_text());
-  }
+  add_setting_options(a, decode::Scope::Method);
 }
 
 std::string method_or_default(const Args& a, bool has_drafter) {
@@ -46,7 +77,8 @@ std::string method_or_default(const Args& a, bool has_drafter) {
 }
 
 decode::MethodSettings method_from(const Args& a, const std::string& method) {
-  decode::MethodSettings m;
+  decode::DecodeRequest r;
+  auto& m = r.method;
   m.method = decode::method_from_string(method);
   // ADT-Tree picks (d, k) itself: --depth / --width would be silently ignored, so say so (they
   // are fine in a list that also runs the dynamic tree).
@@ -58,8 +90,9 @@ decode::MethodSettings method_from(const Args& a, const std::string& method) {
         "--adt-k0");
   }
   // Only the flags given: the defaults are the struct's, not a round trip through their text.
-  for (const auto& s : decode::method_settings_table()) {
-    if (!s.flag.empty() && a.given(s.flag)) s.set(m, s.parse(a.str(s.flag)));
+  for (const auto& s : decode::settings_table()) {
+    if (s.scope == decode::Scope::Method && !s.flag.empty() && a.given(s.flag))
+      s.set(r, s.parse(a.str(s.flag)));
   }
   return m;
 }

@@ -54,8 +54,7 @@ DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
                          bool fixed_shapes) {
   c10::InferenceMode guard;
   const auto& cfg = gpt.config();
-  params.validate(cfg.vocab_size);
-  params.check_condition_batch(cond.batch());
+  params.check_condition_batch(cond.batch());  // the settings were checked by run_decode
   const int64_t batch = cond.batch();
   const auto t_start = Clock::now();
   LogitsProcessor proc(params);

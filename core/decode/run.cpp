@@ -12,6 +12,7 @@
 #include "decode/tree/step_cost.h"
 #include "decode/tree/tree_builder.h"
 #include "decode/verify/lantern.h"
+#include "decode/settings/method_table.h"
 #include "model/prompt_condition.h"
 #include "util/error.h"
 #include "util/threads.h"
@@ -49,12 +50,14 @@ void check_request(const model::ModelBundle& model, const DecodeRequest& request
   }
 }
 
-DecodeResult run_decode(const model::ModelBundle& model, const model::Condition& cond,
-                        const DecodeRequest& request, const StepCallback& on_step,
-                        const std::atomic<bool>* cancel) {
+namespace {
+// The dispatch to a method's loop, for a request already checked (check_request): the loops trust
+// it, so a run validates its settings once.
+DecodeResult decode_checked(const model::ModelBundle& model, const model::Condition& cond,
+                            const DecodeRequest& request, const StepCallback& on_step,
+                            const std::atomic<bool>* cancel) {
   const auto& g = model.gpt_config;
   const auto& m = request.method;
-  check_request(model, request);
   DecodeResult res;
   if (m.method == Method::Ar) {
     if (m.acceptance == Acceptance::Lantern)
@@ -112,6 +115,14 @@ DecodeResult run_decode(const model::ModelBundle& model, const model::Condition&
   res.stats.settings.request.method = m;
   return res;
 }
+}  // namespace
+
+DecodeResult run_decode(const model::ModelBundle& model, const model::Condition& cond,
+                        const DecodeRequest& request, const StepCallback& on_step,
+                        const std::atomic<bool>* cancel) {
+  check_request(model, request);
+  return decode_checked(model, cond, request, on_step, cancel);
+}
 
 RunSettings prepare_run(const model::ModelBundle& model, const DecodeRequest& request,
                         const std::string& prompt, const model::LoadOptions& where) {
@@ -144,7 +155,8 @@ model::Condition prepare_condition(const model::ModelBundle& model, RunSettings&
 DecodeResult run_decode(const model::ModelBundle& model, const model::Condition& cond,
                         const RunSettings& run, const StepCallback& on_step,
                         const std::atomic<bool>* cancel) {
-  auto res = run_decode(model, cond, run.request, on_step, cancel);
+  // prepare_run checked the request: not again.
+  auto res = decode_checked(model, cond, run.request, on_step, cancel);
   auto& s = res.stats.settings;
   s.prompt = run.prompt;
   s.model_dir = run.model_dir;

@@ -37,7 +37,8 @@ RunSettings prepare_run(const model::ModelBundle& model, const DecodeRequest& re
 // was encoded recorded in `run` (text encoder, its hash, tokens, truncation, time).
 model::Condition prepare_condition(const model::ModelBundle& model, RunSettings& run);
 
-// run_decode on prepared settings: the result's settings carry the prompt, model and device too.
+// run_decode on prepared settings (checked by prepare_run, not again): the result's settings carry
+// the prompt, model and device too.
 DecodeResult run_decode(const model::ModelBundle& model, const model::Condition& cond,
                         const RunSettings& run, const StepCallback& on_step = {},
                         const std::atomic<bool>* cancel = nullptr);

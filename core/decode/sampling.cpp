@@ -2,29 +2,14 @@
 
 #include <cmath>
 #include <limits>
-#include <nlohmann/json.hpp>
 
 #include "util/device_sync.h"
 #include "util/error.h"
-#include "util/json_int.h"
 
 namespace adtree::decode {
 
 namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-}
-
-void SamplingParams::validate(int64_t vocab_size) const {
-  auto bad = [](const std::string& m) { throw Error("invalid sampling setting: " + m); };
-  if (!std::isfinite(cfg_scale) || cfg_scale < 0) bad("cfg scale must be a finite number >= 0");
-  if (cfg_interval < -1) bad("cfg interval must be -1 (off) or a token index");
-  if (!std::isfinite(temperature) || temperature < 0)
-    bad("temperature must be a finite number >= 0");
-  if (top_k < 0 || top_k > vocab_size) {
-    bad("top-k must be in 0 .. " + std::to_string(vocab_size) + " (0 = off), got " +
-        std::to_string(top_k));
-  }
-  if (!(top_p > 0 && top_p <= 1)) bad("top-p must be in (0, 1]");
 }
 
 void SamplingParams::check_condition_batch(int64_t batch) const {
@@ -34,40 +19,6 @@ void SamplingParams::check_condition_batch(int64_t batch) const {
                 (want == 2 ? " ([cond; uncond]) with CFG" : " without CFG") + ", got " +
                 std::to_string(batch));
   }
-}
-
-nlohmann::json SamplingParams::to_json() const {
-  return {{"cfg_scale", cfg_scale},
-          {"cfg_interval", cfg_interval},
-          {"temperature", temperature},
-          {"top_k", top_k},
-          {"top_p", top_p}};
-}
-
-SamplingParams SamplingParams::from_json(const nlohmann::json& j, const SamplingParams& d) {
-  SamplingParams p = d;
-  if (j.is_null()) return p;
-  if (!j.is_object()) throw Error("invalid sampling settings: expected a JSON object");
-  try {
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      const auto& k = it.key();
-      if (k == "cfg_scale")
-        p.cfg_scale = json_field(j, "cfg_scale", p.cfg_scale);
-      else if (k == "cfg_interval")
-        p.cfg_interval = json_int(*it, k);
-      else if (k == "temperature")
-        p.temperature = json_field(j, "temperature", p.temperature);
-      else if (k == "top_k")
-        p.top_k = json_int(*it, k);
-      else if (k == "top_p")
-        p.top_p = json_field(j, "top_p", p.top_p);
-      else
-        throw Error("unknown sampling setting '" + k + "'");
-    }
-  } catch (const Error& e) {
-    throw Error(std::string("invalid sampling settings: ") + e.what());
-  }
-  return p;
 }
 
 at::Tensor cfg_mix(const at::Tensor& cond, const at::Tensor& uncond, double scale) {

@@ -6,12 +6,16 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "util/rng.h"
 
 namespace adtree::decode {
 
+// What sampling a generation uses. The defaults are these initialisers, under a model's own
+// (model.json "sampling", of_model); ranges, help, flags and JSON keys: the settings table
+// (decode/settings/setting.h), whose entries the JSON, validation and front ends all read.
 struct SamplingParams {
   double cfg_scale = 3.0;     // 1 = no guidance (batch of 1)
   int64_t cfg_interval = -1;  // > -1: after this image-token index, use the cond logits only
@@ -21,12 +25,16 @@ struct SamplingParams {
 
   bool greedy() const { return temperature <= 0.0; }
   bool uses_cfg() const { return cfg_scale != 1.0; }
-  void validate(int64_t vocab_size) const;  // throws adtree::Error naming the bad setting
+  // Throws adtree::Error naming the bad setting (the table's ranges; a bound from the model where
+  // both sizes are given).
+  void validate(int64_t vocab_size, int64_t image_tokens) const;
   // A condition batch of `batch` rows fits these settings: 2 ([cond; uncond]) with CFG, else 1.
   void check_condition_batch(int64_t batch) const;
   nlohmann::json to_json() const;
   // Reads known keys over `defaults`; unknown keys are an error (a typo must not pass silently).
   static SamplingParams from_json(const nlohmann::json& j, const SamplingParams& defaults);
+  // A model's default sampling: its model.json "sampling" over these initialisers.
+  static SamplingParams of_model(const nlohmann::json& model_sampling);
 };
 
 // logits = u + s * (c - u), in fp32.

@@ -12,6 +12,7 @@
 #include "decode/tree/proposer.h"
 #include "decode/verify/coupling.h"
 #include "decode/verify/verifier.h"
+#include "decode/settings/method_table.h"
 #include "util/clock.h"
 #include "util/device_sync.h"
 #include "util/error.h"
@@ -73,7 +74,8 @@ struct LoopParts {
 // The settings checked against each other and the model, before anything runs.
 MethodSettings checked_settings(const model::GptConfig& cfg, const model::Condition& cond,
                                 const DecodeRequest& request, const SpecOptions& opts) {
-  validate_settings(request.method, request.sampling, cfg.vocab_size, cfg.image_tokens());
+  // The request itself was checked once, by run_decode (decode/run.h); what the loop adds to it is
+  // checked here.
   auto m = request.method;  // a relaxed rule given by the caller counts as the settings' own
   if (opts.lantern) m.acceptance = Acceptance::Lantern;
   m.validate_verify();
@@ -87,15 +89,18 @@ void describe_run(RunStats& stats, const model::GptConfig& cfg, const DecodeRequ
   const auto* js = jacobi_state(*parts.proposer);
   const auto& m = request.method;
   const bool cascade = m.acceptance == Acceptance::Cascade;
+  DecodeRequest ran = request;  // a relaxed rule given by the caller counts as the settings' own
+  if (lantern) ran.method.acceptance = Acceptance::Lantern;
+  const bool lossless = is_lossless(ran);
   stats.method = (js ? js->label() : to_string(m.method)) + (lantern ? "+lantern" : "") +
-                 (cascade ? "+cascade" : "") + (js && !js->lossless() ? " (lossy)" : "");
+                 (cascade ? "+cascade" : "") + (js && !lossless ? " (lossy)" : "");
   auto& s = stats.settings;
   s.request = request;
   s.budget = parts.proposer->budget();
   s.verify = request.sampling.greedy() ? "greedy" : to_string(parts.rule);
   s.lantern = lantern;
   s.relax = lantern ? Acceptance::Lantern : m.acceptance;
-  s.lossless = !lantern && !cascade && (!js || js->lossless());
+  s.lossless = lossless;
   stats.grids = CellGrids(cfg.grid_h, cfg.grid_w);
 }
 

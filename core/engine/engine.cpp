@@ -22,6 +22,7 @@
 #endif
 
 #include "decode/run.h"
+#include "decode/settings/method_table.h"
 #include "engine/preview_schedule.h"
 #include "engine/token_palette.h"
 #include "model/model_dir.h"
@@ -124,8 +125,7 @@ ModelInfo describe(const model::ModelBundle& m, const LoadRequest& req) {
   info.vocabulary_size = info.prompt_is_file ? 0 : m.vocab.size();
   info.vocabulary = info.vocabulary_is_classes ? m.vocab.class_prompts() : m.vocab.entries();
   try {
-    info.default_sampling =
-        decode::SamplingParams::from_json(m.manifest.sampling, decode::SamplingParams{});
+    info.default_sampling = decode::SamplingParams::of_model(m.manifest.sampling);
   } catch (const Error&) {
     // A manifest with odd sampling keys still loads; the built-in defaults apply.
   }

@@ -8,6 +8,7 @@
 #include <ostream>
 
 #include "decode/settings/setting.h"
+#include "decode/settings/method_table.h"
 #include "engine/engine.h"
 #include "engine/event_queue.h"
 #include "model/conditioning.h"
@@ -42,18 +43,13 @@ decode::DecodeRequest random_request(Rng& rng, decode::Method method, const Mode
   r.seed = seed;
   r.method.method = method;
   r.sampling = info.default_sampling;
-  const double u = rng.uniform();
-  if (u < 0.25) r.sampling.temperature = 0.0;
-  if (rng.uniform() < 0.25) r.sampling.cfg_scale = 1.0;
-  const int64_t V = info.codebook_size;
-  if (rng.uniform() < 0.25) r.sampling.top_k = std::max<int64_t>(1, std::min<int64_t>(50, V / 2));
-  // The table's variations, in its order: the acceptance rule is drawn before CASCADE's
-  // thresholds, which only a CASCADE request reads.
-  for (const auto& s : decode::method_settings_table()) {
+  // The table's variations, in its order (greedy, CFG off, top-k among the sampling; the
+  // acceptance rule drawn before CASCADE's thresholds, which only a CASCADE request reads).
+  for (const auto& s : decode::settings_table()) {
     if (s.soak_values.empty() || !s.read_by(r.method) || rng.uniform() < 0.5) continue;
-    s.set(r.method, s.soak_values[pick(rng, s.soak_values.size())]);
+    s.set(r, s.soak_values[pick(rng, s.soak_values.size())]);
   }
-  decode::fit_to_model(r.method, {V, info.grid_h * info.grid_w});
+  decode::fit_to_model(r, {info.codebook_size, info.grid_h * info.grid_w});
   return r;
 }
 

@@ -81,7 +81,8 @@ void write_random_model(const std::string& dir, const GptConfig& gpt, const VqCo
   m.gpt = gpt.to_json();
   m.vq = vq.to_json();
   m.drafter = {{"kind", "eagle1"}, {"layers", 1}};
-  m.sampling = {{"cfg_scale", 3.0}, {"temperature", 1.0}, {"top_k", 0}, {"top_p", 1.0}};
+  // No sampling of its own: the model decodes with the defaults (decode/sampling.h), which
+  // front ends read through SamplingParams::of_model.
   m.license = {{"weights", "CC0-1.0 (random numbers)"}, {"data", "none"}};
   m.provenance = {{"tool", "adtree model random"}, {"seed", seed}};
   m.save(dir);

@@ -11,6 +11,7 @@
 
 #include "decode/likelihood.h"
 #include "decode/run.h"
+#include "decode/settings/method_table.h"
 #include "model/prompt_condition.h"
 #include "util/error.h"
 #include "util/number_text.h"
@@ -57,16 +58,15 @@ std::vector<SweepPoint> expand(const SweepGrid& g) {
   }
   // Each axis only touches (and labels) the methods that read it; the rest pass through
   // unchanged, and the duplicates that makes are removed below.
-  axis(pts, g.temperature, [](SweepPoint& p, double t) {
-    p.sampling.temperature = t;
-    add_label(p, "T=" + number_text(t));
-  });
-  for (const auto& s : decode::method_settings_table()) {
+  for (const auto& s : decode::settings_table()) {
     const auto it = g.axes.find(s.key);
     if (it == g.axes.end()) continue;
     axis(pts, it->second, [&s](SweepPoint& p, const decode::SettingValue& v) {
       if (!s.read_by(p.method)) return;
-      s.set(p.method, v);
+      decode::DecodeRequest r{p.method, p.sampling, 0, {}};
+      s.set(r, v);
+      p.method = r.method;
+      p.sampling = r.sampling;
       add_label(p, s.sweep_label + "=" + s.format(v));
     });
   }

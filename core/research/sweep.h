@@ -26,7 +26,6 @@ namespace adtree::research {
 // differ only in a setting their method ignores are the same point and run once.
 struct SweepGrid {
   std::vector<std::string> methods{"adt"};
-  std::vector<double> temperature;
   std::map<std::string, std::vector<decode::SettingValue>> axes;
   decode::MethodSettings base;
   decode::SamplingParams sampling;

@@ -114,7 +114,7 @@ json assemble_model(const AssembleOptions& o) {
   m.gpt = gcfg.to_json();
   m.vq = vcfg.to_json();
   if (!drafter_run.is_null()) m.drafter = {{"kind", "eagle1"}, {"layers", 1}};
-  m.sampling = o.sampling;
+  m.sampling = o.sampling.to_json();
   m.license = {{"weights", "CC-BY-4.0"},
                {"weights_note",
                 "Trained by ADT-Tree Studio's own code on the images below; the Twemoji images are "

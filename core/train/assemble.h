@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "decode/sampling.h"
 #include "io/dataset.h"
 
 namespace adtree::train {
@@ -18,8 +19,7 @@ struct AssembleOptions {
   std::string description;
   nlohmann::json dataset_info = nlohmann::json::object();  // io::Dataset::info of the training data
   std::string dataset_path;
-  nlohmann::json sampling = {
-      {"cfg_scale", 3.0}, {"temperature", 1.0}, {"top_k", 0}, {"top_p", 1.0}};
+  decode::SamplingParams sampling;  // model.json "sampling": the defaults unless a run chose others
 };
 
 // Writes the directory, then loads it back with the product's loader as a check. Returns the

@@ -256,7 +256,7 @@ class GuiTest : public QObject {
     const auto m =
         panel->request(adtree::decode::Method::Adt, adtree::decode::Acceptance::Lossless, 0).method;
     int rows = 0;
-    for (const auto& s : adtree::decode::method_settings_table()) {
+    for (const auto& s : adtree::decode::settings_table()) {
       if (s.section.empty()) continue;
       auto* editor = panel->findChild<QWidget*>(QString::fromStdString(s.key));
       QVERIFY2(editor, s.key.c_str());

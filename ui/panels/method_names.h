@@ -1,5 +1,6 @@
 // How the studio names and explains the decoding methods, and the map colour ranges a request's
-// settings imply: shared by the main window and the compare window so both say the same.
+// settings imply, from the methods' rows (decode/settings/method_table.h): shared by the main
+// window and the compare window so both say what the CLI says.
 #pragma once
 #include <QString>
 

@@ -18,6 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ui/panels/collapsible_section.h"
+#include "ui/panels/method_names.h"
+#include "decode/settings/method_table.h"
 
 namespace adtree::ui {
 
@@ -42,18 +44,15 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(6, 6, 6, 6);
   v->setSpacing(6);
+  // Shown while the method's own settings make the run lossy, in the words of its row
+  // (decode/settings/method_table.h), which the CLI's help and the run's statistics read too.
+  lossy_note_ = note_label({}, true, this);
+  lossy_note_->setObjectName("lossyNote");
+  v->addWidget(lossy_note_);
   buildSections(v);
-  buildSamplingRows(sections_.at("sampling")->form());
-  for (const auto& s : decode::method_settings_table()) {
+  for (const auto& s : decode::settings_table()) {
     if (!s.section.empty()) addRow(s);
   }
-  // Shown only while the settings make PathSpec lossy, in the words of the CLI's help.
-  jac_lossy_ = note_label(tr("Lossy: with more than one path and no shared-noise coupling, taking "
-                             "the longest accepted chain biases the samples; PathRelax changes the "
-                             "target distribution."),
-                          true, this);
-  jac_lossy_->setObjectName("pathspecLossyNote");
-  sections_.at("jacobi")->form()->addRow(jac_lossy_);
 
   auto* reset = new QPushButton(tr("Reset to defaults"), this);
   reset->setToolTip(tr("The model's default sampling and the project's default tree settings."));
@@ -65,7 +64,7 @@ SettingsPanel::SettingsPanel(QWidget* parent) : QWidget(parent) {
 }
 
 void SettingsPanel::buildSections(QVBoxLayout* v) {
-  for (const auto& sec : decode::method_setting_sections()) {
+  for (const auto& sec : decode::setting_sections()) {
     auto* section = new CollapsibleSection(tr(sec.title.c_str()), this);
     section->setObjectName(QString::fromStdString(sec.id) + "Section");
     if (!sec.note.empty())
@@ -73,31 +72,6 @@ void SettingsPanel::buildSections(QVBoxLayout* v) {
     sections_[sec.id] = section;
     v->addWidget(section);
   }
-}
-
-void SettingsPanel::buildSamplingRows(QFormLayout* f) {
-  cfg_ = addReal(f, tr("CFG scale"), 1, 30, 0.5, 2,
-                 tr("Classifier-free guidance s: logits = u + s (c - u), mixing the prompt's "
-                    "logits c with the unconditional ones u.\nHigher follows the prompt more "
-                    "closely, at some loss of variety. 1 = off (half the compute)."));
-  cfg_interval_ = addInt(f, tr("CFG until token"), -1, 1 << 20,
-                         tr("Use guidance only for image tokens before this index, then the "
-                            "prompt's logits alone (saves compute late in the image).\n'always' "
-                            "= guide every token."),
-                         tr("always"));
-  temperature_ = addReal(f, tr("Temperature"), 0, 5, 0.1, 2,
-                         tr("Divides the logits before sampling: < 1 sharper and safer, > 1 more "
-                            "random.\n'greedy' (0) always takes the most likely token: "
-                            "deterministic, and speculative methods must then reproduce AR token "
-                            "for token."),
-                         tr("greedy"));
-  top_k_ = addInt(f, tr("Top-k"), 0, 1 << 20,
-                  tr("Sample only among the k most likely tokens (ties with the k-th kept).\n"
-                     "'all' = the whole codebook."),
-                  tr("all"));
-  top_p_ = addReal(f, tr("Top-p"), 0.01, 1, 0.05, 2,
-                   tr("Nucleus sampling: keep the most likely tokens until their probability "
-                      "mass reaches p.\n1 = off."));
 }
 
 // A row for one entry of the settings table: its editor named by the entry's key ("adt.beta"),
@@ -192,34 +166,6 @@ void SettingsPanel::setValueOf(const Row& r, const decode::SettingValue& v) {
   }
 }
 
-QSpinBox* SettingsPanel::addInt(QFormLayout* f, const QString& label, int lo, int hi,
-                                const QString& tip, const QString& special) {
-  auto* w = new QSpinBox(this);
-  w->setRange(lo, hi);
-  w->setToolTip(tip);
-  if (!special.isEmpty()) w->setSpecialValueText(special);
-  w->setAccelerated(true);
-  f->addRow(label, w);
-  f->labelForField(w)->setToolTip(tip);
-  connect(w, &QSpinBox::valueChanged, this, &SettingsPanel::changed);
-  return w;
-}
-
-QDoubleSpinBox* SettingsPanel::addReal(QFormLayout* f, const QString& label, double lo, double hi,
-                                       double step, int decimals, const QString& tip,
-                                       const QString& special) {
-  auto* w = new QDoubleSpinBox(this);
-  w->setRange(lo, hi);
-  w->setSingleStep(step);
-  w->setDecimals(decimals);
-  w->setToolTip(tip);
-  if (!special.isEmpty()) w->setSpecialValueText(special);
-  f->addRow(label, w);
-  f->labelForField(w)->setToolTip(tip);
-  connect(w, &QDoubleSpinBox::valueChanged, this, &SettingsPanel::changed);
-  return w;
-}
-
 void SettingsPanel::setMethod(decode::Method method, decode::Acceptance relax) {
   method_ = method;
   relax_ = relax;
@@ -229,7 +175,8 @@ void SettingsPanel::setMethod(decode::Method method, decode::Acceptance relax) {
 // A row is enabled while the chosen method (and rule) reads it, and a section shown while one of
 // its rows is; each change also says "changed".
 void SettingsPanel::updateEnabled() {
-  const auto m = request(method_, relax_, 0).method;
+  const auto r = request(method_, relax_, 0);
+  const auto& m = r.method;
   std::map<CollapsibleSection*, bool> used;
   for (const auto& r : rows_) {
     const bool reads = r.setting->read_by(m);
@@ -239,12 +186,10 @@ void SettingsPanel::updateEnabled() {
   for (const auto& [section, any] : used) {
     if (section != sections_.at("sampling")) section->setVisible(any);
   }
-  // Shared-noise coupling makes every chain commit AR's tokens: then only PathRelax is lossy.
-  const auto& j = m.jacobi;
-  const bool coupled = m.verify == decode::VerifyRule::Coupled ||
-                       (m.verify == decode::VerifyRule::Auto && j.path_relax <= 0);
-  jac_lossy_->setVisible(m.method == decode::Method::PathSpec &&
-                         ((j.paths > 1 && !coupled) || j.path_relax > 0));
+  // LANTERN and CASCADE say so in their own sections; this is the method's own rule.
+  const auto& row = decode::method_info(m.method);
+  lossy_note_->setText(tr("%1 is lossy %2.").arg(method_label(m.method), QString::fromUtf8(row.lossy_note)));
+  lossy_note_->setVisible(!row.lossless(r));
   Q_EMIT changed();
 }
 
@@ -254,17 +199,15 @@ void SettingsPanel::setModel(const decode::SamplingParams& defaultSampling, qint
   vocab_size_ = vocabSize;
   image_tokens_ = imageTokens;
   fitToModel();
-  top_k_->setMaximum(int(std::min<qint64>(vocabSize, kWidgetTop)));
-  cfg_interval_->setMaximum(int(imageTokens));
   if (!applyDefaults) return;
   // The model's sampling defaults (its author's choice) replace whatever the last model used.
-  const auto& p = defaultSampling;
-  QSignalBlocker b1(cfg_), b2(cfg_interval_), b3(temperature_), b4(top_k_), b5(top_p_);
-  cfg_->setValue(p.cfg_scale);
-  cfg_interval_->setValue(int(p.cfg_interval));
-  temperature_->setValue(p.temperature);
-  top_k_->setValue(int(p.top_k));
-  top_p_->setValue(p.top_p);
+  decode::DecodeRequest r;
+  r.sampling = defaultSampling;
+  for (const auto& row : rows_) {
+    if (row.setting->scope != decode::Scope::Sampling) continue;
+    const QSignalBlocker quiet(row.editor);
+    setValueOf(row, row.setting->get(r));
+  }
   Q_EMIT changed();
 }
 
@@ -300,17 +243,11 @@ decode::DecodeRequest SettingsPanel::request(decode::Method method, decode::Acce
                                              quint64 seed) const {
   decode::DecodeRequest r;
   r.seed = seed;
-  auto& s = r.sampling;
-  s.cfg_scale = cfg_->value();
-  s.cfg_interval = cfg_interval_->value();
-  s.temperature = temperature_->value();
-  s.top_k = top_k_->value();
-  s.top_p = top_p_->value();
-  auto& m = r.method;
-  m = hidden_;
-  m.method = method;
-  m.acceptance = is_tree(m.method) ? relax : decode::Acceptance::Lossless;
-  for (const auto& row : rows_) row.setting->set(m, valueOf(row));
+  r.sampling = model_sampling_;
+  r.method = hidden_;
+  for (const auto& row : rows_) row.setting->set(r, valueOf(row));
+  r.method.method = method;
+  r.method.acceptance = is_tree(method) ? relax : decode::Acceptance::Lossless;
   return r;
 }
 
@@ -320,14 +257,8 @@ void SettingsPanel::setRequest(const decode::DecodeRequest& r) {
     const QSignalBlocker block(this);
     std::vector<QSignalBlocker> quiet;
     for (const auto& row : rows_) quiet.emplace_back(row.editor);
-    const auto& s = r.sampling;
-    cfg_->setValue(s.cfg_scale);
-    cfg_interval_->setValue(int(s.cfg_interval));
-    temperature_->setValue(s.temperature);
-    top_k_->setValue(int(s.top_k));
-    top_p_->setValue(s.top_p);
     hidden_ = r.method;
-    for (const auto& row : rows_) setValueOf(row, row.setting->get(r.method));
+    for (const auto& row : rows_) setValueOf(row, row.setting->get(r));
   }
   updateEnabled();
 }

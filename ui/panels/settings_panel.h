@@ -1,8 +1,8 @@
 // SettingsPanel: every knob of a decoding request with a tooltip that says what it does, grouped
 // in collapsible sections; only the sections that matter for the chosen method are shown, and a
-// row the method does not read is greyed. The method settings' rows are made from the settings
-// table (decode/settings/setting.h: label, range, help, the methods that read it), the sampling
-// rows here. The method itself and the acceptance rule sit in the window's top bar.
+// row the method does not read is greyed. Every row, sampling and method settings alike, is made
+// from the settings table (decode/settings/setting.h: label, range, help, the methods that read
+// it). The method itself and the acceptance rule sit in the window's top bar.
 #pragma once
 #include <QWidget>
 #include <nlohmann/json_fwd.hpp>
@@ -17,12 +17,9 @@
 #include "decode/settings/setting.h"
 #include "engine/events.h"
 
-class QSpinBox;
 class QLabel;
-class QDoubleSpinBox;
 class QComboBox;
 class QCheckBox;
-class QFormLayout;
 class QVBoxLayout;
 class QSettings;
 
@@ -74,26 +71,18 @@ class SettingsPanel : public QWidget {
     CollapsibleSection* section;
   };
   void buildSections(QVBoxLayout* v);
-  void buildSamplingRows(QFormLayout* f);
   void addRow(const decode::Setting& s);
   QWidget* makeEditor(const decode::Setting& s);
   decode::SettingValue valueOf(const Row& r) const;
   void setValueOf(const Row& r, const decode::SettingValue& v);
   void fitToModel();
-  QSpinBox* addInt(QFormLayout* f, const QString& label, int lo, int hi, const QString& tip,
-                   const QString& special = {});
-  QDoubleSpinBox* addReal(QFormLayout* f, const QString& label, double lo, double hi, double step,
-                          int decimals, const QString& tip, const QString& special = {});
   void updateEnabled();
 
   std::map<std::string, CollapsibleSection*> sections_;
   std::vector<Row> rows_;
   // The values without a form row (a cost-curve file, the device step) pass through unchanged.
   decode::MethodSettings hidden_;
-  // Sampling (decode/sampling.h: not method settings)
-  QDoubleSpinBox *cfg_, *temperature_, *top_p_;
-  QSpinBox *cfg_interval_, *top_k_;
-  QLabel* jac_lossy_;  // PathSpec's settings make it lossy
+  QLabel* lossy_note_;  // the method's own settings make the run lossy
 
   decode::Method method_ = decode::Method::Ar;
   decode::Acceptance relax_{};             // Lossless

@@ -1,4 +1,5 @@
 #include "ui/runs/run_state.h"
+#include "decode/settings/method_table.h"
 
 #include <QObject>
 

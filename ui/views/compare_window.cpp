@@ -21,6 +21,7 @@
 #include "ui/views/image_view.h"
 #include "ui/views/qcp.h"
 #include "ui/window/engine_bridge.h"
+#include "decode/settings/method_table.h"
 
 namespace adtree::ui {
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "decode/sampling.h"
+#include "decode/settings/method_table.h"
 #include "util/error.h"
 
 namespace adtree::decode {
@@ -40,13 +41,6 @@ JacobiState::JacobiState(Method method, const JacobiSettings& settings, int64_t 
   length_ = ps ? s_.path_length : s_.window;
   if (paths_ < 1 || length_ < 1) throw Error("Jacobi paths and window length must be >= 1");
   window_.assign(size_t(paths_), {});
-}
-
-// One chain is exactly SJD. With several, keeping the chain that accepted most makes the choice
-// depend on the later tests, which biases the committed tokens (docs/JACOBI.md has the numbers),
-// unless every chain commits coupled AR's tokens (shared-noise coupling).
-bool JacobiState::lossless() const {
-  return paths_ == 1 || rule_ == VerifyRule::Coupled;
 }
 
 int64_t JacobiState::max_nodes() const {

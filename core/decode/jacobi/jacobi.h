@@ -64,7 +64,6 @@ class JacobiState {
   int64_t paths() const { return paths_; }
   int64_t length() const { return length_; }  // L (SJD window) or path length (PathExplore)
   int64_t max_nodes() const;  // drafted nodes of the largest tree these settings build
-  bool lossless() const;  // SJD, SJD-PAC yes; PathExplore's longest-path choice only when coupled
   std::string label() const;  // method name for the statistics
 
   // The draft tree for the step whose root is the last of `committed` (image index n): node 0 the

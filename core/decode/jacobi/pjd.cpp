@@ -7,6 +7,7 @@
 #include "decode/jacobi/pjd_state.h"
 #include "decode/stats/step_recorder.h"
 #include "decode/verify/coupling.h"
+#include "decode/settings/method_table.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -20,7 +21,7 @@ at::Tensor long_tensor(const std::vector<int64_t>& v) {
 
 void describe_run(RunStats& stats, const model::GptConfig& cfg, const DecodeRequest& r,
                   VerifyRule rule) {
-  const bool lossless = r.method.pjd.max_rows == 1;
+  const bool lossless = is_lossless(r);  // the method's row: one row at a time
   stats.method = std::string("pjd") + (lossless ? "" : " (lossy)");
   stats.settings.request = r;
   stats.settings.verify = r.sampling.greedy() ? "greedy" : to_string(rule);
@@ -55,8 +56,7 @@ DecodeResult generate_pjd(const model::Gpt& target, const model::Condition& cond
   c10::InferenceMode guard;
   const auto t_start = Clock::now();
   const auto& cfg = target.config();
-  validate_settings(request.method, request.sampling, cfg.vocab_size, cfg.image_tokens());
-  request.sampling.check_condition_batch(cond.batch());
+  request.sampling.check_condition_batch(cond.batch());  // the settings: checked by run_decode
   const int64_t batch = cond.batch();
   const LogitsProcessor proc(request.sampling);
   CouplingNoise noise(request.seed, cfg.vocab_size);

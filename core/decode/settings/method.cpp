@@ -4,7 +4,6 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "decode/settings/setting.h"
 #include "util/error.h"
 #include "util/json_int.h"
 
@@ -99,19 +98,6 @@ VerifyRule verify_rule_from_string(const std::string& s) {
               "' (expected auto, deterministic, sampled, coupled or maximal)");
 }
 
-VerifyRule resolve_verify(const MethodSettings& m, const SamplingParams& sampling) {
-  const bool jacobi = is_jacobi(m.method);
-  if (sampling.greedy()) return jacobi ? VerifyRule::Sampled : VerifyRule::Deterministic;
-  if (m.verify != VerifyRule::Auto) return m.verify;
-  // PJD's own rule: its followers gain more from independent redraws than from coupling, which
-  // buys token identity only for the leading row (docs/pjd.md, sweep M).
-  if (m.method == Method::Pjd) return VerifyRule::Sampled;
-  // Shared noise commits coupled AR's tokens and accepts most (docs/PERFORMANCE.md); the relaxed
-  // rules need a probability to relax, so with LANTERN or PathRelax the default is q-sampling.
-  const bool relaxed = is_relaxed(m.acceptance) || (jacobi && m.jacobi.path_relax > 0);
-  return relaxed ? VerifyRule::Sampled : VerifyRule::Coupled;
-}
-
 AdtMode adt_mode_from_string(const std::string& s) {
   if (s == "bisect") return AdtMode::Bisect;
   if (s == "step") return AdtMode::Step;
@@ -126,17 +112,6 @@ Adjacency adjacency_from_string(const std::string& s) {
   if (s == "confidence") return Adjacency::Confidence;
   throw Error("unknown adjacency source '" + s +
               "' (expected left, left+up, none, random or confidence)");
-}
-
-void MethodSettings::validate(int64_t vocab_size, int64_t image_tokens) const {
-  // Each setting the chosen method reads against its range in the table; the others are not
-  // checked, since a GUI keeps every group's values.
-  validate_verify();  // first: a rule that does not apply says so before its values are checked
-  const ModelLimits limits{vocab_size, image_tokens};
-  for (const auto& s : method_settings_table()) {
-    if (s.read_by(*this)) s.check(s.get(*this), limits);
-  }
-  validate_links(image_tokens);
 }
 
 // The rules that tie settings to each other, which no single entry of the table can state.
@@ -190,36 +165,6 @@ int64_t MethodSettings::max_expansion_rows(int64_t budget) const {
   return std::max<int64_t>(0, levels - 1) * width;    // each round feeds <= K frontier rows
 }
 
-void MethodSettings::validate_verify() const {
-  auto bad = [](const std::string& m) { throw Error("invalid method setting: " + m); };
-  const bool jacobi_method = is_jacobi(method);
-  if (acceptance == Acceptance::Cascade && !is_tree(method))
-    bad("CASCADE relaxes the acceptance of draft trees (static, dynamic, adt), not of " +
-        to_string(method));
-  if (method == Method::Pjd && acceptance != Acceptance::Lossless)
-    bad("PJD's relaxation is its rows below the leading row; LANTERN and CASCADE do not apply to "
-        "it");
-  if (method != Method::Ar) {
-    if (verify == VerifyRule::Maximal && method == Method::Pjd)
-      bad("PJD verifies its rows sampled (the paper's rule) or coupled, not maximal");
-    if (verify == VerifyRule::Maximal && !jacobi_method)
-      bad("maximal coupling re-samples Jacobi drafts: it applies to sjd, pathspec and sjd-pac, "
-          "not to trees");
-    if (verify == VerifyRule::Deterministic && jacobi_method)
-      bad("Jacobi drafts are samples: use sampled, coupled or maximal for " + to_string(method));
-    if (verify == VerifyRule::Coupled && acceptance == Acceptance::Lantern)
-      bad("LANTERN relaxes p(x) / q(x), which shared-noise coupling does not test: use --verify "
-          "sampled or deterministic with --relax lantern");
-    if (verify == VerifyRule::Coupled && acceptance == Acceptance::Cascade)
-      bad("CASCADE lowers q(x) in the min(1, p / q) test, which shared-noise coupling does not "
-          "use: use --verify sampled or deterministic with --relax cascade");
-    if (verify == VerifyRule::Coupled && method == Method::PathSpec && jacobi.path_relax > 0)
-      bad("PathRelax raises p(x) in the min(1, p/q) test, which shared-noise coupling does not "
-          "use: "
-          "use --verify sampled or maximal with --path-relax");
-  }
-}
-
 std::string to_string(DeviceStep s) {
   return s == DeviceStep::On ? "on" : s == DeviceStep::Off ? "off" : "auto";
 }
@@ -229,52 +174,6 @@ DeviceStep device_step_from_string(const std::string& s) {
   if (s == "on") return DeviceStep::On;
   if (s == "off") return DeviceStep::Off;
   throw Error("unknown device step '" + s + "' (auto, on or off)");
-}
-
-namespace {
-// Where a setting lives in a settings object: j["pjd"]["window"], or j["verify"] at the top.
-const nlohmann::json* lookup(const nlohmann::json& j, const Setting& s) {
-  const auto group = s.group();
-  const nlohmann::json* obj = &j;
-  if (!group.empty()) {
-    const auto it = j.find(group);
-    if (it == j.end()) return nullptr;
-    if (!it->is_object()) throw Error("'" + group + "' must be an object");
-    obj = &*it;
-  }
-  const auto it = obj->find(s.field());
-  return it == obj->end() ? nullptr : &*it;
-}
-}  // namespace
-
-nlohmann::json MethodSettings::to_json() const {
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& s : method_settings_table()) {
-    auto& slot = s.group().empty() ? j[s.key] : j[s.group()][s.field()];
-    slot = s.to_json(s.get(*this));
-  }
-  return j;
-}
-
-void validate_settings(const MethodSettings& m, const SamplingParams& s, int64_t vocab_size,
-                       int64_t image_tokens) {
-  m.validate(vocab_size, image_tokens);
-  s.validate(vocab_size);
-}
-
-MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
-  MethodSettings m;
-  try {
-    if (!j.is_object()) throw Error("expected an object of method settings");
-    for (const auto& s : method_settings_table()) {
-      if (const auto* v = lookup(j, s)) s.set(m, s.from_json(*v));
-    }
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(std::string("invalid method settings: ") + e.what());
-  } catch (const Error& e) {
-    throw Error(std::string("invalid method settings: ") + e.what());
-  }
-  return m;
 }
 
 }  // namespace adtree::decode

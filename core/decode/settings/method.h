@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "decode/sampling.h"
-#include "decode/settings/method_table.h"
+#include "decode/settings/method_kind.h"
 #include "decode/stats/trace.h"
 
 namespace adtree::decode {
@@ -146,12 +146,13 @@ struct MethodSettings {
   PjdSettings pjd;
   DeviceStep device_step = DeviceStep::Auto;  // how the engine runs it, not what it computes
 
-  bool needs_drafter() const { return method_info(method).needs_drafter; }
+  bool needs_drafter() const;  // method_table.cpp: the method's row says
   // Throws adtree::Error naming the bad setting (unknown method, depth 0, width > vocab, ...).
   void validate(int64_t vocab_size, int64_t image_tokens) const;
   // Draft-head rows one step of a dynamic / ADT tree can feed for budget N (<= 0: unbounded).
   int64_t max_expansion_rows(int64_t budget) const;
-  // The verification rule and the acceptance rule against the method (part of validate()).
+  // The verification rule and the acceptance rule against the method (part of validate();
+  // method_table.cpp, beside the methods' rows).
   void validate_verify() const;
   // The rules that tie settings to each other (part of validate(); ranges: the settings table).
   void validate_links(int64_t image_tokens) const;

@@ -1,4 +1,5 @@
 #include "decode/settings/run_settings.h"
+#include "decode/settings/method_table.h"
 
 #include <nlohmann/json.hpp>
 

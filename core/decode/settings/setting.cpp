@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "decode/settings/method.h"
+#include "decode/settings/method_table.h"
 #include "util/error.h"
 #include "util/json_int.h"
 #include "util/number_text.h"
@@ -33,8 +34,8 @@ bool parse_number(const std::string& text, double* out) {
 
 }  // namespace
 
-Setting::Setting(std::string k, SettingType t, Get g, Set s)
-    : key(std::move(k)), type(t), get(std::move(g)), set(std::move(s)) {}
+Setting::Setting(std::string k, Scope sc, SettingType t, Get g, Set s)
+    : key(std::move(k)), scope(sc), type(t), get(std::move(g)), set(std::move(s)) {}
 
 Setting& Setting::cli(std::string flag_name, std::string value_name_) {
   flag = std::move(flag_name);
@@ -49,8 +50,8 @@ Setting& Setting::range(double lo_, double hi_, Bound model_bound) {
   lo = lo_, hi = hi_, ranged = true, bound = model_bound;
   return *this;
 }
-Setting& Setting::above(double lo_) {
-  lo = lo_, hi = std::numeric_limits<double>::infinity(), ranged = true, lo_open = true;
+Setting& Setting::above(double lo_, double hi_) {
+  lo = lo_, hi = hi_, ranged = true, lo_open = true;
   return *this;
 }
 Setting& Setting::words(std::vector<std::string> w) {
@@ -180,12 +181,12 @@ std::string Setting::format(const SettingValue& v) const {
 }
 
 std::string Setting::default_text() const {
-  return format(get(MethodSettings{}));
+  return format(get(DecodeRequest{}));
 }
 
 std::string Setting::range_text(const ModelLimits& limits) const {
   const double top_ = upper(limits);
-  if (lo_open) return "> " + number_text(lo);
+  if (lo_open) return std::isinf(top_) ? "> " + number_text(lo) : "(" + number_text(lo) + ", " + number_text(top_) + "]";
   const bool known = limits.vocab > 0 && limits.image_tokens > 0;
   if (!known && bound != Bound::None) {  // the model's bound by name: "1..codebook size"
     const char* name = bound == Bound::Vocab         ? "codebook size"
@@ -201,11 +202,11 @@ std::string Setting::range_text(const ModelLimits& limits) const {
 
 void Setting::check(const SettingValue& v, const ModelLimits& limits) const {
   const std::string who = key + (flag.empty() ? "" : " (--" + flag + ")");
+  const std::string invalid = scope == Scope::Sampling ? "invalid sampling setting: " : "invalid method setting: ";
   if (type == SettingType::Choice) {
     const auto& w = std::get<std::string>(v);
     if (!choices.empty() && std::find(choices.begin(), choices.end(), w) == choices.end())
-      throw Error("invalid method setting: " + who + " must be " + or_list(choices) + ", not '" +
-                  w + "'");
+      throw Error(invalid + who + " must be " + or_list(choices) + ", not '" + w + "'");
     return;
   }
   if (!ranged || (type != SettingType::Int && type != SettingType::Real)) return;
@@ -213,8 +214,8 @@ void Setting::check(const SettingValue& v, const ModelLimits& limits) const {
   const bool inside = std::isfinite(d) && (lo_open ? d > lo : d >= lo) && d <= upper(limits);
   if (!inside) {
     const auto r = range_text(limits);  // "1..64", "[0, 1]", "> 1", ">= 0"
-    throw Error("invalid method setting: " + who + " must be " + (r[0] == '>' ? "" : "in ") + r +
-                ", got " + format(v));
+    throw Error(invalid + who + " must be " + (r[0] == '>' ? "" : "in ") + r + ", got " +
+                format(v));
   }
 }
 
@@ -249,8 +250,8 @@ std::string Setting::field() const {
   return dot == std::string::npos ? key : key.substr(dot + 1);
 }
 
-void fit_to_model(MethodSettings& m, const ModelLimits& limits) {
-  for (const auto& s : method_settings_table()) {
+void fit_to_model(DecodeRequest& m, const ModelLimits& limits) {
+  for (const auto& s : settings_table()) {
     if (!s.ranged || (s.type != SettingType::Int && s.type != SettingType::Real)) continue;
     const auto v = s.get(m);
     const double d =
@@ -262,11 +263,11 @@ void fit_to_model(MethodSettings& m, const ModelLimits& limits) {
   }
 }
 
-const Setting& method_setting(const std::string& key) {
-  for (const auto& s : method_settings_table()) {
+const Setting& setting(const std::string& key) {
+  for (const auto& s : settings_table()) {
     if (s.key == key) return s;
   }
-  throw Error("unknown method setting '" + key + "' (internal error)");
+  throw Error("unknown setting '" + key + "' (internal error)");
 }
 
 }  // namespace adtree::decode

@@ -1,6 +1,7 @@
-// One method setting, declared once (docs/design/ARCHITECTURE.md, "The settings table"): its JSON
-// key, type, default, range, the methods that read it and its help text, and what the front ends
-// make of it: a CLI flag, a studio form row, a sweep axis, the soak's variations. An entry is
+// One setting of a generation, declared once (docs/design/ARCHITECTURE.md, "The settings table"):
+// a member of the request's sampling (SamplingParams) or of its method (MethodSettings), with its
+// JSON key, type, default, range, the methods that read it and its help text, and what the front
+// ends make of it: a CLI flag, a studio form row, a sweep axis, the soak's variations. An entry is
 // built by chaining, as llama.cpp's common_arg:
 //
 //   field("pjd.window", &MethodSettings::pjd, &PjdSettings::window)
@@ -8,24 +9,31 @@
 //       .help("PJD: tokens fed per row and step")
 //       .studio("pjd", "Window").sweep("pjd-windows", "window");
 //
-// The entries are in method_settings_table.cpp; adding a setting is one entry there plus the code
-// that uses it. Rules that tie settings together (d_min <= d_max, a budget the tree can hold) stay
-// in MethodSettings::validate.
+// The entries are in settings_table.cpp; adding a setting is one entry there plus the code that
+// uses it. The defaults are the structs' member initialisers (a model's sampling over them). Rules
+// that tie settings together (d_min <= d_max, a budget the tree can hold) stay in
+// MethodSettings::validate_links.
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
 
-#include "decode/settings/method_table.h"
+#include "decode/settings/method_kind.h"
 
 namespace adtree::decode {
 
 struct MethodSettings;
+struct DecodeRequest;
+
+// Which part of a request an entry addresses: its sampling (JSON "sampling", flat keys; a model's
+// defaults under the project's) or its method settings (JSON "method_settings", "group.member").
+enum class Scope { Sampling, Method };
 
 using SettingValue = std::variant<int64_t, double, bool, std::string>;
 enum class SettingType { Int, Real, Bool, Choice, Text };
@@ -40,16 +48,17 @@ struct ModelLimits {
 enum class Condition { Always, AdtStepMode, Lantern, LanternDelta, LanternLambda, Cascade };
 
 struct Setting {
-  using Get = std::function<SettingValue(const MethodSettings&)>;
-  using Set = std::function<void(MethodSettings&, const SettingValue&)>;
+  using Get = std::function<SettingValue(const DecodeRequest&)>;
+  using Set = std::function<void(DecodeRequest&, const SettingValue&)>;
 
-  Setting(std::string key, SettingType type, Get get, Set set);
+  Setting(std::string key, Scope scope, SettingType type, Get get, Set set);
 
   // ---- The declaration, chained (each returns *this).
   Setting& cli(std::string flag_name, std::string value_name);
   Setting& help(std::string text);
   Setting& range(double lo, double hi, Bound model_bound = Bound::None);
-  Setting& above(double lo);  // an open lower bound: lo itself is not allowed
+  // An open lower bound (lo itself is not allowed), up to hi.
+  Setting& above(double lo, double hi = std::numeric_limits<double>::infinity());
   Setting& words(std::vector<std::string> choices);      // Choice: the allowed words
   Setting& bool_words(std::string on, std::string off);  // Bool: its words on the command line
   Setting& names(std::vector<std::pair<std::string, double>> named);  // "auto" = 0
@@ -70,7 +79,8 @@ struct Setting {
   SettingValue parse(const std::string& text) const;
   std::string format(const SettingValue& v) const;  // the flag's word for it: "auto", "on", "8"
   std::string default_text() const;                 // format() of the default
-  // Throws adtree::Error "invalid method setting: <key> (--flag) must be ..." outside the range.
+  // Throws adtree::Error "invalid method setting: <key> (--flag) must be ..." outside the range
+  // ("invalid sampling setting: ..." for a sampling entry).
   void check(const SettingValue& v, const ModelLimits& limits) const;
   std::string range_text(const ModelLimits& limits) const;  // "1..64", "[0, 1]", "> 1"
   nlohmann::json to_json(const SettingValue& v) const;
@@ -79,6 +89,7 @@ struct Setting {
   std::string field() const;                              // "window"
 
   std::string key;  // the JSON path: "pjd.window", or "verify" at the top level
+  Scope scope;
   SettingType type;
   Get get;
   Set set;
@@ -97,20 +108,20 @@ struct Setting {
   std::vector<SettingValue> soak_values;
 };
 
-// The table, in the order front ends list the settings (method_settings_table.cpp).
-const std::vector<Setting>& method_settings_table();
+// The table, in the order front ends list the settings: sampling first (settings_table.cpp).
+const std::vector<Setting>& settings_table();
 // Throws adtree::Error for an unknown key (a programming error in a front end).
-const Setting& method_setting(const std::string& key);
+const Setting& setting(const std::string& key);
 
 // Every numeric setting moved into its range for this model (a soak's random picks, a GUI's values
 // after another model loads): a default of 100 neighbours on a 64-code book becomes 63.
-void fit_to_model(MethodSettings& m, const ModelLimits& limits);
+void fit_to_model(DecodeRequest& r, const ModelLimits& limits);
 
 // The studio's sections of settings, in order: id, title, and a note shown above the rows.
 struct SettingSection {
   std::string id, title, note;
   bool warning = false;  // the note is a lossy-result warning (drawn in orange)
 };
-const std::vector<SettingSection>& method_setting_sections();
+const std::vector<SettingSection>& setting_sections();
 
 }  // namespace adtree::decode

@@ -1,10 +1,12 @@
-// Every method setting, once (setting.h says what an entry declares). The JSON files, the CLI's
-// flags and help, the studio's form, the sweep's axes and the soak's variations are made from these
-// entries; the defaults are the member initialisers of decode/settings/method.h.
+// Every setting of a generation, once (setting.h says what an entry declares): the sampling, then
+// the method settings. The JSON files, the CLI's flags and help, the studio's form, the sweep's axes
+// and the soak's variations are made from these entries; the defaults are the member initialisers
+// of decode/sampling.h and decode/settings/method.h.
 #include <limits>
 
 #include "decode/settings/method.h"
 #include "decode/settings/setting.h"
+#include "decode/settings/method_table.h"
 
 namespace adtree::decode {
 
@@ -24,46 +26,108 @@ constexpr SettingType type_of() {
   return SettingType::Text;
 }
 
-// A plain member of a settings group: MethodSettings::<group>.<member>.
+// Where an entry's value lives in a request: a member of its sampling, of its method settings, or
+// of a group inside them (MethodSettings::<group>.<member>). Each gives a reference to it.
+template <class T>
+auto in_sampling(T SamplingParams::*member) {
+  return [member](auto& r) -> auto& { return r.sampling.*member; };
+}
+template <class T>
+auto in_method(T MethodSettings::*member) {
+  return [member](auto& r) -> auto& { return r.method.*member; };
+}
+template <class G, class T>
+auto in_group(G MethodSettings::*group, T G::*member) {
+  return [group, member](auto& r) -> auto& { return (r.method.*group).*member; };
+}
+
+// A plain member: its value as it is.
+template <class T, class At>
+Setting plain(const char* key, Scope scope, At at) {
+  return Setting(
+      key, scope, type_of<T>(), [at](const DecodeRequest& r) { return SettingValue(at(r)); },
+      [at](DecodeRequest& r, const SettingValue& v) { at(r) = std::get<T>(v); });
+}
 template <class G, class T>
 Setting field(const char* key, G MethodSettings::*group, T G::*member) {
-  return Setting(
-      key, type_of<T>(),
-      [group, member](const MethodSettings& s) { return SettingValue((s.*group).*member); },
-      [group, member](MethodSettings& s, const SettingValue& v) {
-        (s.*group).*member = std::get<T>(v);
-      });
+  return plain<T>(key, Scope::Method, in_group(group, member));
+}
+template <class T>
+Setting sampling_field(const char* key, T SamplingParams::*member) {
+  return plain<T>(key, Scope::Sampling, in_sampling(member));
 }
 
 // An enum member, written as its word (to_string) and read back by `parse`.
-template <class E>
-Setting choice(const char* key, E MethodSettings::*member, std::vector<E> values,
-               E (*parse)(const std::string&)) {
+template <class E, class At>
+Setting choice_at(const char* key, Scope scope, At at, std::vector<E> values,
+                  E (*parse)(const std::string&)) {
   std::vector<std::string> words;
   for (auto v : values) words.push_back(to_string(v));
   return Setting(
-             key, SettingType::Choice,
-             [member](const MethodSettings& s) { return SettingValue(to_string(s.*member)); },
-             [member, parse](MethodSettings& s, const SettingValue& v) {
-               s.*member = parse(std::get<std::string>(v));
+             key, scope, SettingType::Choice,
+             [at](const DecodeRequest& r) { return SettingValue(to_string(at(r))); },
+             [at, parse](DecodeRequest& r, const SettingValue& v) {
+               at(r) = parse(std::get<std::string>(v));
              })
       .words(words);
 }
-
+template <class E>
+Setting choice(const char* key, E MethodSettings::*member, std::vector<E> values,
+               E (*parse)(const std::string&)) {
+  return choice_at(key, Scope::Method, in_method(member), values, parse);
+}
 template <class G, class E>
 Setting choice(const char* key, G MethodSettings::*group, E G::*member, std::vector<E> values,
                E (*parse)(const std::string&)) {
-  std::vector<std::string> words;
-  for (auto v : values) words.push_back(to_string(v));
-  return Setting(
-             key, SettingType::Choice,
-             [group, member](const MethodSettings& s) {
-               return SettingValue(to_string((s.*group).*member));
-             },
-             [group, member, parse](MethodSettings& s, const SettingValue& v) {
-               (s.*group).*member = parse(std::get<std::string>(v));
-             })
-      .words(words);
+  return choice_at(key, Scope::Method, in_group(group, member), values, parse);
+}
+// The sampling, in the studio's order. Their defaults are a model's (model.json "sampling"), over
+// SamplingParams' initialisers.
+std::vector<Setting> sampling_entries() {
+  return {
+      sampling_field("cfg_scale", &SamplingParams::cfg_scale)
+          .cli("cfg", "S")
+          .range(0, kNoTop)
+          .help("classifier-free guidance s: logits = u + s (c - u), the prompt's logits c mixed "
+                "with the unconditional ones u; higher follows the prompt more closely, at some "
+                "loss of variety; 1 = off (half the compute)")
+          .studio("sampling", "CFG scale", 0.5, 2)
+          .studio_top(30)
+          .sweep("cfgs", "cfg")
+          .soak({1.0}),
+      sampling_field("cfg_interval", &SamplingParams::cfg_interval)
+          .cli("cfg-interval", "N")
+          .range(-1, kNoTop, Bound::ImageTokens)
+          .help("guidance only for image tokens up to this index, then the prompt's logits alone "
+                "(saves compute late in the image); -1 = guide every token")
+          .studio("sampling", "CFG until token")
+          .studio_special("always"),
+      sampling_field("temperature", &SamplingParams::temperature)
+          .cli("temperature", "T")
+          .range(0, kNoTop)
+          .help("divides the logits before sampling: < 1 sharper and safer, > 1 more random; 0 = "
+                "greedy, always the most likely token (speculative methods then reproduce AR "
+                "token for token)")
+          .studio("sampling", "Temperature", 0.1, 2)
+          .studio_top(10)
+          .studio_special("greedy")
+          .sweep("temperatures", "T")
+          .soak({0.0}),
+      sampling_field("top_k", &SamplingParams::top_k)
+          .cli("top-k", "K")
+          .range(0, kNoTop, Bound::Vocab)
+          .help("sample only among the K most likely tokens, ties with the K-th kept; 0 = the "
+                "whole codebook")
+          .studio("sampling", "Top-k")
+          .studio_special("all")
+          .soak({int64_t(50)}),
+      sampling_field("top_p", &SamplingParams::top_p)
+          .cli("top-p", "P")
+          .above(0, 1)
+          .help("nucleus sampling: keep the most likely tokens until their probability mass "
+                "reaches P; 1 = off")
+          .studio("sampling", "Top-p", 0.05, 2),
+  };
 }
 
 std::vector<Setting> method_entries() {
@@ -420,12 +484,16 @@ std::vector<Setting> method_entries() {
 
 }  // namespace
 
-const std::vector<Setting>& method_settings_table() {
-  static const std::vector<Setting> table = method_entries();
+const std::vector<Setting>& settings_table() {
+  static const std::vector<Setting> table = [] {
+    auto all = sampling_entries();
+    for (auto& s : method_entries()) all.push_back(std::move(s));
+    return all;
+  }();
   return table;
 }
 
-const std::vector<SettingSection>& method_setting_sections() {
+const std::vector<SettingSection>& setting_sections() {
   static const std::vector<SettingSection> sections{
       {"sampling", "Sampling", ""},
       {"static", "Static tree (EAGLE-1)", ""},
@@ -441,9 +509,8 @@ const std::vector<SettingSection>& method_setting_sections() {
        "above 1 switch a signal off."},
       {"jacobi", "Jacobi (SJD, PathSpec, SJD-PAC)", ""},
       {"pjd", "PJD (parallel rows)",
-       "Lossy with more than one row: a row below commits before the rows above it are final. One "
-       "row at a time is lossless.",
-       true},
+       "A row starts once the row above is a few tokens ahead; the note at the top says when the "
+       "rows make the run lossy."},
   };
   return sections;
 }

@@ -5,6 +5,7 @@
 
 #include "decode/tree/adt_planner.h"
 #include "decode/tree/adt_policy.h"
+#include "decode/settings/method_table.h"
 #include "util/device_sync.h"
 #include "util/error.h"
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "model/cpu/cpu_kernel.h"
 #include "model/cpu/packed_weight.h"
 
 namespace adtree::model {

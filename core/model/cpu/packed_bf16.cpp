@@ -6,6 +6,8 @@
 #include <cstring>
 #include <vector>
 
+#include "model/cpu/cpu_kernel.h"
+
 namespace adtree::model {
 
 namespace {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "model/cpu/cpu_kernel.h"
 #include "model/cpu/packed_bf16.h"
 #include "util/error.h"
 #include "util/worker_pool.h"
@@ -186,20 +187,6 @@ __attribute__((target("avx512f"))) void panels_avx512(const GemmArgs& a, int64_t
 
 using PanelsFn = void (*)(const GemmArgs&, int64_t, int64_t);
 
-std::atomic<int> g_forced{-2};  // a CpuKernel, -1: the best this CPU runs, -2: not read yet
-
-CpuKernel detected_kernel() {
-  static const CpuKernel k = [] {
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16")) {
-      return CpuKernel::Avx512Bf16;
-    }
-    if (__builtin_cpu_supports("avx512f")) return CpuKernel::Avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return CpuKernel::Avx2;
-    return CpuKernel::Portable;
-  }();
-  return k;
-}
-
 PanelsFn panels_fn(CpuKernel k) {
   switch (k) {
     case CpuKernel::Avx512Bf16:  // fp32 panels: nothing for the BF16 dot product to do
@@ -212,35 +199,6 @@ PanelsFn panels_fn(CpuKernel k) {
   }
 }
 }  // namespace
-
-CpuKernel packed_kernel() {
-  int forced = g_forced.load(std::memory_order_relaxed);
-  if (forced == -2) {
-    const char* env = std::getenv("ADTREE_KERNEL");
-    const std::string k = env ? env : "";
-    forced = k == "portable" ? 0 : k == "avx2" ? 1 : k == "avx512" ? 2 : -1;
-    g_forced.store(forced, std::memory_order_relaxed);
-  }
-  if (forced >= 0 && forced <= int(detected_kernel())) return CpuKernel(forced);
-  return detected_kernel();
-}
-
-void force_packed_kernel(int kernel) {
-  g_forced.store(kernel, std::memory_order_relaxed);
-}
-
-const char* to_string(CpuKernel k) {
-  switch (k) {
-    case CpuKernel::Avx512Bf16:
-      return "avx512bf16";
-    case CpuKernel::Avx512:
-      return "avx512";
-    case CpuKernel::Avx2:
-      return "avx2";
-    default:
-      return "portable";
-  }
-}
 
 PanelView view_of(const PackedWeight& w) {
   if (w.bf16()) throw Error("view_of: bf16 panels have no fp32 view");
@@ -264,20 +222,6 @@ void pack_rows(const float* src, int64_t n, int64_t in, int64_t stride, float* o
       }
     }
   }
-}
-
-void run_panels(int64_t n_panels, int64_t macs, const std::function<void(int64_t, int64_t)>& body) {
-  // Below ~64k multiply-adds (a few microseconds) handing work to another thread costs more than
-  // it saves; above, the panels are shared out, a few chunks per thread so that a late or busy
-  // worker leaves its share to the others.
-  auto& pool = WorkerPool::shared();
-  if (pool.threads() == 1 || macs < (int64_t(1) << 16)) {
-    body(0, n_panels);
-    return;
-  }
-  // Even chunks: the AVX-512 tiles take panels in pairs.
-  const int64_t chunk = std::max<int64_t>(2, n_panels / (4 * pool.threads())) / 2 * 2;
-  pool.run(n_panels, chunk, body);
 }
 
 void packed_gemm(const float* x, int64_t rows, const PackedWeight& w, const float* bias, float* y) {

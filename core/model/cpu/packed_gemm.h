@@ -15,25 +15,14 @@
 #include <cstdint>
 #include <functional>
 
+#include "model/cpu/cpu_kernel.h"
 #include "model/cpu/packed_weight.h"
 
 namespace adtree::model {
 
-// The kernel packed_gemm runs: the widest this CPU has, unless forced narrower (tests and A/B
-// benches; $ADTREE_KERNEL=avx512|avx2|portable at start-up, force_packed_kernel in code, -1 =
-// best). Avx512Bf16 differs from Avx512 only for bf16 panels (the BF16 dot product).
-enum class CpuKernel { Portable = 0, Avx2 = 1, Avx512 = 2, Avx512Bf16 = 3 };
-CpuKernel packed_kernel();
-void force_packed_kernel(int kernel);
-const char* to_string(CpuKernel k);
-
 // y [rows, n_out] = x [rows, in] @ w^T (+ bias [n_out] if given), any row count; output panels
 // are shared out by the worker pool (util/worker_pool.h).
 void packed_gemm(const float* x, int64_t rows, const PackedWeight& w, const float* bias, float* y);
-
-// body(begin, end) over output panels [0, n_panels): on the calling thread for a small product
-// (`macs` multiply-adds), else shared out by the worker pool in even chunks.
-void run_panels(int64_t n_panels, int64_t macs, const std::function<void(int64_t, int64_t)>& body);
 
 // A matrix [n_out, in] in panel layout seen through raw pointers: panel p's row k (16 floats, the
 // outputs 16p .. 16p+15 at input k) starts at data + p * panel_stride + k * k_stride. A packed

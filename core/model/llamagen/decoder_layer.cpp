@@ -2,8 +2,10 @@
 
 #include <limits>
 
+#include "io/mapped_pages.h"
 #include "model/cpu/pack_cache.h"
 #include "model/cpu/small_gemm.h"
+#include "util/device_sync.h"
 #include "util/error.h"
 
 namespace adtree::model {
