@@ -72,6 +72,24 @@ foreach(method static dynamic adt sjd pathspec sjd-pac)
     message(FATAL_ERROR "coupled ${method} tokens at T = 1 differ from AR:\n${t1_${method}}\n${t1_ar}")
   endif()
 endforeach()
+# The linear CFG schedule (--cfg-schedule, a sampling entry of the settings table): coupled
+# ADT-Tree still commits AR's tokens under it, and the statistics record it.
+foreach(method ar adt)
+  run_ok(${ADTREE} generate --model ${WORK}/model --prompt "a red cat" --seed 5 --temperature 1
+         --method ${method} --cfg 4 --cfg-schedule linear --out ${WORK}/lin-${method}.png
+         --stats ${WORK}/lin-${method}.json --quiet)
+  file(READ "${WORK}/lin-${method}.json" js)
+  string(JSON lin_${method} GET "${js}" tokens)
+  string(JSON schedule GET "${js}" settings sampling cfg_schedule)
+  if(NOT schedule STREQUAL "linear")
+    message(FATAL_ERROR "${method}: the statistics say cfg_schedule '${schedule}', not linear")
+  endif()
+endforeach()
+if(NOT lin_adt STREQUAL lin_ar)
+  message(FATAL_ERROR "coupled adt under a linear CFG schedule differs from AR:\n${lin_adt}\n${lin_ar}")
+endif()
+run_fails("--cfg-schedule must be constant or linear, not 'cosine'" ${ADTREE} generate
+          --model ${WORK}/model --prompt "a red cat" --cfg-schedule cosine --out ${WORK}/bad.png)
 # PJD with one row at a time is lossless: greedy and coupled T = 1 tokens are AR's. With several
 # rows it is lossy and says so. CASCADE on a tree says so too.
 run_ok(${ADTREE} generate --model ${WORK}/model --prompt "a red cat" --seed 1 --temperature 0

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "decode/jacobi/pjd.h"
 #include "decode/tree/budget.h"
 #include "decode/tree/tree_builder.h"
 #include "decode/verify/coupling.h"
@@ -93,6 +94,37 @@ TEST(CoupledIdentity, EveryCoupledMethodEqualsCoupledArAtAnyTemperature) {
   // The oracle's coupled drafts are the target's own Gumbel-max choices: accepted nearly always.
   EXPECT_GT(double(oracle_tokens) / double(oracle_forwards), 3.0)
       << "coupled drafts must be accepted";
+}
+
+// The linear CFG schedule (a sampling setting of the table) is part of p: every lossless method,
+// greedy and coupled, still commits AR's tokens under it, and it changes the picture.
+TEST(CoupledIdentity, LinearCfgScheduleKeepsEveryMethodOnAr) {
+  SpecFixture f(SpecFixture::micro());
+  auto c = f.cond({1, 5}, true);
+  bool changed = false;
+  for (double t : {0.0, 1.0}) {
+    for (uint64_t seed = 0; seed < 3; ++seed) {
+      auto base = coupled_request("ar", Sampling{t, false, true}, seed);
+      base.sampling.cfg_scale = 4.0;
+      const auto constant = generate_ar(*f.target, c, base.sampling, seed);
+      base.sampling.cfg_schedule = CfgSchedule::Linear;
+      const auto ar = generate_ar(*f.target, c, base.sampling, seed);
+      changed = changed || ar.tokens != constant.tokens;
+      for (const char* m : {"static", "dynamic", "adt", "sjd", "pathspec", "sjd-pac", "pjd"}) {
+        auto r = coupled_request(m, Sampling{t, false, true}, seed);
+        r.sampling = base.sampling;
+        r.method.pjd.max_rows = 1;  // one row at a time: PJD's lossless setting
+        const bool jacobi = is_jacobi(r.method.method);
+        auto src = make_eagle_source(*f.head, *f.target, 2);
+        const auto res = r.method.method == Method::Pjd
+                             ? generate_pjd(*f.target, c, r)
+                             : run_method(f, jacobi ? nullptr : src.get(), c, r);
+        ASSERT_EQ(res.tokens, ar.tokens) << m << " T " << t << " seed " << seed;
+        EXPECT_TRUE(res.stats.settings.lossless) << m;
+      }
+    }
+  }
+  EXPECT_TRUE(changed) << "the linear schedule changed no token: is it applied at all?";
 }
 
 TEST(CoupledIdentity, SameSeedSamePictureDifferentSeedDifferentPicture) {

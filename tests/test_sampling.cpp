@@ -68,6 +68,50 @@ TEST(LogitsProcessor, CfgBatchIsMixedAndIntervalSwitchesToCond) {
   EXPECT_TRUE(at::allclose(out.probs[2], at::softmax(cond, 0)));
 }
 
+// MAR's linear CFG schedule: the row predicting image token i of N mixes with
+// s_i = 1 + (s - 1) i / N, checked against plain doubles; cfg_interval still switches to the cond
+// logits after its token.
+TEST(LogitsProcessor, LinearCfgScheduleFollowsTheFractionGenerated) {
+  SamplingParams p;
+  p.cfg_scale = 3.0;
+  p.cfg_schedule = CfgSchedule::Linear;
+  const int64_t n = 4;
+  LogitsProcessor proc(p, n);
+  const std::vector<double> c{1.0, 0.0, -0.5}, u{0.0, 0.25, 1.0};
+  auto cond = at::tensor({1.f, 0.f, -0.5f}), unc = at::tensor({0.f, 0.25f, 1.f});
+  auto logits = at::stack({at::stack({cond, cond, cond, cond}), at::stack({unc, unc, unc, unc})});
+  auto expected = [&](int64_t i) {
+    const double s = 1.0 + (3.0 - 1.0) * double(i) / double(n);
+    std::vector<double> z(3), e(3);
+    double sum = 0;
+    for (size_t k = 0; k < 3; ++k) z[k] = u[k] + s * (c[k] - u[k]), sum += std::exp(z[k]);
+    for (size_t k = 0; k < 3; ++k) e[k] = std::exp(z[k]) / sum;
+    return e;
+  };
+  auto check = [&](const at::Tensor& row, int64_t i) {
+    const auto e = expected(i);
+    for (size_t k = 0; k < 3; ++k) EXPECT_NEAR(row[int64_t(k)].item<double>(), e[k], 1e-6) << i;
+  };
+  auto out = proc.process(logits, 0);  // rows predict tokens 0..3
+  for (int64_t i = 0; i < n; ++i) check(out.probs[i], i);
+  EXPECT_NEAR(out.probs[0][0].item<double>(), at::softmax(unc, 0)[0].item<double>(), 1e-6)
+      << "token 0: no guidance yet (s_0 = 1)";
+  // Rows of a draft tree predict arbitrary indices.
+  auto rows = proc.process_rows(logits.narrow(1, 0, 2), std::vector<int64_t>{3, 1});
+  check(rows.probs[0], 3);
+  check(rows.probs[1], 1);
+  p.cfg_interval = 1;
+  auto switched = LogitsProcessor(p, n).process(logits, 0);
+  check(switched.probs[1], 1);
+  EXPECT_TRUE(at::allclose(switched.probs[2], at::softmax(cond, 0)));
+  // The schedule needs N; without CFG there is nothing to schedule.
+  EXPECT_THROW(LogitsProcessor(p), adtree::Error);
+  p.cfg_scale = 1.0;
+  EXPECT_NO_THROW(LogitsProcessor(p));
+  EXPECT_EQ(cfg_schedule_from_string(to_string(CfgSchedule::Linear)), CfgSchedule::Linear);
+  EXPECT_THROW(cfg_schedule_from_string("cosine"), adtree::Error);
+}
+
 TEST(LogitsProcessor, GreedyIsOneHotAtArgmaxWithTop1AtTemperatureOne) {
   SamplingParams p;
   p.cfg_scale = 1.0;

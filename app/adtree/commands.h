@@ -28,7 +28,7 @@ model::LoadOptions load_options(const Args& a);  // from --device --dtype --vq-d
 // A flag per entry of the settings table in `scope` (decode/settings/setting.h), or for one entry.
 void add_setting_options(Args& a, decode::Scope scope);
 void add_setting_option(Args& a, const std::string& key);
-void add_sampling_options(Args& a);  // --cfg --cfg-interval --temperature ...
+void add_sampling_options(Args& a);  // --cfg --cfg-schedule --cfg-interval --temperature ...
 // --method and every tree / ADT / LANTERN setting (list: --method takes a comma list).
 void add_method_options(Args& a, bool list = false);
 decode::MethodSettings method_from(const Args& a, const std::string& method);

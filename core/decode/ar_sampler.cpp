@@ -57,7 +57,7 @@ DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
   params.check_condition_batch(cond.batch());  // the settings were checked by run_decode
   const int64_t batch = cond.batch();
   const auto t_start = Clock::now();
-  LogitsProcessor proc(params);
+  LogitsProcessor proc(params, cfg.image_tokens());
   CouplingNoise noise(seed, cfg.vocab_size);  // Gumbel-max: x_n = argmax log p_n + g_n (coupling.h)
   DecodeResult res;
   res.stats.method = "ar";

@@ -29,7 +29,7 @@ double sequence_nll(const model::Gpt& gpt, const model::Condition& cond,
   } else {
     logits = first.narrow(1, first.size(1) - 1, 1);
   }
-  LogitsProcessor proc(sampling);
+  LogitsProcessor proc(sampling, gpt.config().image_tokens());
   auto p = proc.process(logits, 0).view.to(at::kCPU, at::kFloat).contiguous();  // [n, V]
   const int64_t v = p.size(1);
   const float* d = p.data_ptr<float>();

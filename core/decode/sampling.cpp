@@ -21,9 +21,34 @@ void SamplingParams::check_condition_batch(int64_t batch) const {
   }
 }
 
+std::string to_string(CfgSchedule c) {
+  return c == CfgSchedule::Linear ? "linear" : "constant";
+}
+
+CfgSchedule cfg_schedule_from_string(const std::string& s) {
+  if (s == "constant") return CfgSchedule::Constant;
+  if (s == "linear") return CfgSchedule::Linear;
+  throw Error("unknown CFG schedule '" + s + "' (expected constant or linear)");
+}
+
 at::Tensor cfg_mix(const at::Tensor& cond, const at::Tensor& uncond, double scale) {
   auto c = cond.to(at::kFloat), u = uncond.to(at::kFloat);
   return u + scale * (c - u);
+}
+
+at::Tensor cfg_mix(const at::Tensor& cond, const at::Tensor& uncond, const at::Tensor& scale) {
+  auto c = cond.to(at::kFloat), u = uncond.to(at::kFloat);
+  return u + scale.to(at::kFloat).unsqueeze(-1) * (c - u);
+}
+
+LogitsProcessor::LogitsProcessor(SamplingParams params, int64_t image_tokens)
+    : params_(params), image_tokens_(image_tokens) {
+  if (params_.cfg_schedule == CfgSchedule::Linear && params_.uses_cfg() && image_tokens_ <= 0)
+    throw Error("a linear CFG schedule needs the image's token count (internal error)");
+}
+
+bool LogitsProcessor::mix_by_index() const {
+  return params_.cfg_interval > -1 || params_.cfg_schedule == CfgSchedule::Linear;
 }
 
 at::Tensor top_k_filter(const at::Tensor& logits, int64_t k) {
@@ -51,9 +76,9 @@ Processed LogitsProcessor::process(const at::Tensor& logits, int64_t first_index
 
 Processed LogitsProcessor::process_rows(const at::Tensor& logits,
                                         const std::vector<int64_t>& token_index) const {
-  // The indices matter only for cfg_interval: no copy to the device otherwise.
+  // The indices matter only for cfg_interval and the schedule: no copy to the device otherwise.
   return process_rows(
-      logits, params_.cfg_interval > -1 && logits.size(0) == 2
+      logits, mix_by_index() && logits.size(0) == 2
                   ? to_device_async(at::tensor(token_index, at::TensorOptions().dtype(at::kLong)),
                                     logits.device())
                   : at::Tensor());
@@ -63,10 +88,16 @@ Processed LogitsProcessor::process_rows(const at::Tensor& logits,
                                         const at::Tensor& token_index) const {
   at::Tensor mixed;
   if (logits.size(0) == 2) {
-    mixed = cfg_mix(logits[0], logits[1], params_.cfg_scale);
+    at::Tensor idx = mix_by_index() ? token_index.to(logits.device()) : at::Tensor();
+    if (params_.cfg_schedule == CfgSchedule::Linear) {
+      // s_i = 1 + (s - 1) i / N for the row predicting image token i (MAR's linear schedule).
+      const auto scale = 1.0 + (params_.cfg_scale - 1.0) * idx.to(at::kDouble) / double(image_tokens_);
+      mixed = cfg_mix(logits[0], logits[1], scale);
+    } else {
+      mixed = cfg_mix(logits[0], logits[1], params_.cfg_scale);
+    }
     if (params_.cfg_interval > -1) {
       // Rows predicting tokens after the interval use the cond logits only (LlamaGen cfg_interval).
-      auto idx = token_index.to(logits.device());
       auto cond_only = (idx > params_.cfg_interval).unsqueeze(-1);
       mixed = at::where(cond_only, logits[0].to(at::kFloat), mixed);
     }

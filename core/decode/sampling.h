@@ -13,11 +13,19 @@
 
 namespace adtree::decode {
 
+// How the guidance scale runs over the image: Constant s for every token, or Linear in the
+// fraction generated, s_i = 1 + (s - 1) i / N for image token i of N (MAR's schedule: weak guidance
+// early keeps variety, full guidance by the end).
+enum class CfgSchedule { Constant, Linear };
+std::string to_string(CfgSchedule c);
+CfgSchedule cfg_schedule_from_string(const std::string& s);
+
 // What sampling a generation uses. The defaults are these initialisers, under a model's own
 // (model.json "sampling", of_model); ranges, help, flags and JSON keys: the settings table
 // (decode/settings/setting.h), whose entries the JSON, validation and front ends all read.
 struct SamplingParams {
   double cfg_scale = 3.0;     // 1 = no guidance (batch of 1)
+  CfgSchedule cfg_schedule = CfgSchedule::Constant;
   int64_t cfg_interval = -1;  // > -1: after this image-token index, use the cond logits only
   double temperature = 1.0;   // 0 = greedy
   int64_t top_k = 0;          // 0 = whole vocabulary
@@ -37,8 +45,9 @@ struct SamplingParams {
   static SamplingParams of_model(const nlohmann::json& model_sampling);
 };
 
-// logits = u + s * (c - u), in fp32.
+// logits = u + s * (c - u), in fp32; with a tensor s [rows], one scale per row ([rows, V] logits).
 at::Tensor cfg_mix(const at::Tensor& cond, const at::Tensor& uncond, double scale);
+at::Tensor cfg_mix(const at::Tensor& cond, const at::Tensor& uncond, const at::Tensor& scale);
 // Keeps every logit >= the k-th largest (ties survive); the rest become -inf. k <= 0: no-op.
 at::Tensor top_k_filter(const at::Tensor& logits, int64_t k);
 // Keeps the smallest prefix of the descending order whose mass before each kept token is < p
@@ -54,11 +63,14 @@ struct Processed {
 
 class LogitsProcessor {
  public:
-  explicit LogitsProcessor(SamplingParams params) : params_(params) {}
+  // `image_tokens`: N of the linear CFG schedule (the model's image tokens); a linear schedule
+  // without it is an error.
+  explicit LogitsProcessor(SamplingParams params, int64_t image_tokens = 0);
   const SamplingParams& params() const { return params_; }
 
   // Model logits [B, rows, V] with B = 2 ([cond; uncond]) when CFG is on, else B = 1; rows are
-  // consecutive positions whose first predicts image token `first_index` (for cfg_interval).
+  // consecutive positions whose first predicts image token `first_index` (for cfg_interval and the
+  // CFG schedule).
   Processed process(const at::Tensor& logits, int64_t first_index) const;
   // Same for rows predicting arbitrary image indices (the nodes of a draft tree).
   Processed process_rows(const at::Tensor& logits, const std::vector<int64_t>& token_index) const;
@@ -66,7 +78,10 @@ class LogitsProcessor {
   Processed process_rows(const at::Tensor& logits, const at::Tensor& token_index) const;
 
  private:
+  // Whether a row's image index changes its CFG mix (cfg_interval, a linear schedule).
+  bool mix_by_index() const;
   SamplingParams params_;
+  int64_t image_tokens_ = 0;
 };
 
 // Inverse-CDF draw from a probability row [V] (any device; read on the CPU) with the job's Rng.

@@ -35,8 +35,8 @@ struct LoopParts {
   // `m`: the checked settings (with the caller's relaxed rule); `r` the request they came from.
   LoopParts(const model::GptConfig& cfg, DraftSource* source, const MethodSettings& m,
             const DecodeRequest& r, const SpecOptions& opts, int64_t n_img)
-      : target_proc(r.sampling),
-        draft_proc(draft_params(r.sampling)),
+      : target_proc(r.sampling, cfg.image_tokens()),
+        draft_proc(draft_params(r.sampling), cfg.image_tokens()),
         noise(r.seed, cfg.vocab_size),
         rng(r.seed),
         rule(resolve_verify(m, r.sampling)) {

@@ -58,7 +58,7 @@ DecodeResult generate_pjd(const model::Gpt& target, const model::Condition& cond
   const auto& cfg = target.config();
   request.sampling.check_condition_batch(cond.batch());  // the settings: checked by run_decode
   const int64_t batch = cond.batch();
-  const LogitsProcessor proc(request.sampling);
+  const LogitsProcessor proc(request.sampling, cfg.image_tokens());
   CouplingNoise noise(request.seed, cfg.vocab_size);
   Rng rng(request.seed);
   const VerifyRule rule = resolve_verify(request.method, request.sampling);

@@ -81,6 +81,12 @@ Setting choice(const char* key, G MethodSettings::*group, E G::*member, std::vec
                E (*parse)(const std::string&)) {
   return choice_at(key, Scope::Method, in_group(group, member), values, parse);
 }
+template <class E>
+Setting sampling_choice(const char* key, E SamplingParams::*member, std::vector<E> values,
+                        E (*parse)(const std::string&)) {
+  return choice_at(key, Scope::Sampling, in_sampling(member), values, parse);
+}
+
 // The sampling, in the studio's order. Their defaults are a model's (model.json "sampling"), over
 // SamplingParams' initialisers.
 std::vector<Setting> sampling_entries() {
@@ -95,6 +101,15 @@ std::vector<Setting> sampling_entries() {
           .studio_top(30)
           .sweep("cfgs", "cfg")
           .soak({1.0}),
+      sampling_choice("cfg_schedule", &SamplingParams::cfg_schedule,
+                      {CfgSchedule::Constant, CfgSchedule::Linear}, cfg_schedule_from_string)
+          .cli("cfg-schedule", "WHEN")
+          .help("how the guidance scale runs over the image: constant, or linear in the fraction "
+                "generated (1 + (s - 1) i / N at image token i of N, as MAR does: weak guidance "
+                "early keeps variety)")
+          .studio("sampling", "CFG schedule")
+          .sweep("cfg-schedules", "cfg-schedule")
+          .soak({std::string("linear")}),
       sampling_field("cfg_interval", &SamplingParams::cfg_interval)
           .cli("cfg-interval", "N")
           .range(-1, kNoTop, Bound::ImageTokens)
