@@ -132,97 +132,95 @@ void print_result(const std::string& stage, const train::TrainResult& r, const s
             << r.metrics.dump(2) << "\nwrote " << fs::absolute(out).string() << "\n";
 }
 
-}  // namespace
+// adtree train assemble: a model directory from finished runs.
+int train_assemble(int argc, char** argv) {
+  Args a("train assemble", "Write a model directory from finished vq, gpt and drafter runs.");
+  a.option("vq", "DIR", "finished 'train vq' run folder")
+      .option("gpt", "DIR", "finished 'train gpt' run folder")
+      .option("drafter", "DIR", "finished 'train drafter' run folder (optional)")
+      .option("data", "FILE", "the dataset the runs used (licences and attribution)")
+      .option("out", "DIR", "model directory to write")
+      .option("dtype", "TYPE", "weight storage: fp16, bf16 or fp32", "fp16")
+      .option("name", "TEXT", "model name", "emoji")
+      .option("description", "TEXT", "one-line description", "");
+  if (!a.parse(argc - 1, argv + 1)) return 0;
+  for (const char* req : {"vq", "gpt", "out", "data"}) {
+    if (!a.given(req)) throw Error(std::string("give --") + req);
+  }
+  train::AssembleOptions o;
+  o.vq_dir = a.str("vq");
+  o.gpt_dir = a.str("gpt");
+  o.drafter_dir = a.str("drafter");
+  o.out = a.str("out");
+  o.dtype = a.str("dtype");
+  o.name = a.str("name");
+  o.description = a.str("description");
+  const auto data = io::Dataset::load(a.str("data"));
+  o.dataset_info = data.info;
+  o.dataset_path = a.str("data");
+  train::assemble_model(o);
+  std::uintmax_t bytes = 0;
+  for (const auto& e : fs::directory_iterator(o.out)) {
+    if (e.is_regular_file()) bytes += e.file_size();
+  }
+  std::cout << "wrote model directory " << fs::absolute(o.out).string() << " (" << bytes / 1024
+            << " KiB, weights in " << o.dtype << "); it loads with the product's loader\n";
+  return 0;
+}
 
-int cmd_train(int argc, char** argv) {
-  if (argc < 1 || std::string(argv[0]) == "--help" || std::string(argv[0]) == "-h") {
-    print_train_usage();
-    return argc < 1 ? 2 : 0;
+// fidelity.json, prompts.txt (each prompt at its row and column of the sheets) and, with imaging,
+// samples.png and captioned.png into `out`.
+void write_fidelity(const train::FidelityResult& r, const std::string& out) {
+  fs::create_directories(out);
+  train::write_json_file(out + "/fidelity.json", r.metrics);
+  std::ofstream prompts(out + "/prompts.txt");
+  for (size_t i = 0; i < r.prompts.size(); ++i) {
+    prompts << i / 4 + 1 << "," << (i % 4) * 2 + 1 << ": " << r.prompts[i] << "\n";
   }
-  const std::string stage = argv[0];
-  if (stage == "assemble") {
-    Args a("train assemble", "Write a model directory from finished vq, gpt and drafter runs.");
-    a.option("vq", "DIR", "finished 'train vq' run folder")
-        .option("gpt", "DIR", "finished 'train gpt' run folder")
-        .option("drafter", "DIR", "finished 'train drafter' run folder (optional)")
-        .option("data", "FILE", "the dataset the runs used (licences and attribution)")
-        .option("out", "DIR", "model directory to write")
-        .option("dtype", "TYPE", "weight storage: fp16, bf16 or fp32", "fp16")
-        .option("name", "TEXT", "model name", "emoji")
-        .option("description", "TEXT", "one-line description", "");
-    if (!a.parse(argc - 1, argv + 1)) return 0;
-    for (const char* req : {"vq", "gpt", "out", "data"}) {
-      if (!a.given(req)) throw Error(std::string("give --") + req);
-    }
-    train::AssembleOptions o;
-    o.vq_dir = a.str("vq");
-    o.gpt_dir = a.str("gpt");
-    o.drafter_dir = a.str("drafter");
-    o.out = a.str("out");
-    o.dtype = a.str("dtype");
-    o.name = a.str("name");
-    o.description = a.str("description");
-    const auto data = io::Dataset::load(a.str("data"));
-    o.dataset_info = data.info;
-    o.dataset_path = a.str("data");
-    train::assemble_model(o);
-    std::uintmax_t bytes = 0;
-    for (const auto& e : fs::directory_iterator(o.out)) {
-      if (e.is_regular_file()) bytes += e.file_size();
-    }
-    std::cout << "wrote model directory " << fs::absolute(o.out).string() << " (" << bytes / 1024
-              << " KiB, weights in " << o.dtype << "); it loads with the product's loader\n";
-    return 0;
-  }
-  if (stage == "fidelity") {
-    Args a("train fidelity",
-           "Generate pictures for training prompts; report how often the nearest training picture "
-           "(pixels, VQ codes) carries the prompt (top-1, top-5).");
-    add_model_options(a);
-    a.option("data", "FILE", "the dataset the model was trained on")
-        .option("out", "DIR", "folder for fidelity.json, samples.png, prompts.txt")
-        .option("prompts", "N", "number of distinct prompts", "48")
-        .option("cfg", "S", "classifier-free guidance scale", "3")
-        .option("temperature", "T", "sampling temperature", "1")
-        .option("split", "NAME", "train (seen prompts) or validation (unseen)", "train")
-        .option("seed", "S", "seed of prompt choice and sampling", "0");
-    if (!a.parse(argc - 1, argv + 1)) return 0;
-    if (!a.given("out")) throw Error("give the output folder with --out DIR");
-    const auto split = a.str("split");
-    if (split != "train" && split != "validation")
-      throw Error("--split must be train or validation");
-    keep_allocations_on_heap();
-    const auto m = load_model(a);
-    const auto data = load_data(a);
-    train::FidelityOptions fo;
-    fo.prompts = a.integer("prompts");
-    fo.cfg = a.number("cfg");
-    fo.temperature = a.number("temperature");
-    fo.seed = uint64_t(a.integer("seed"));
-    fo.split = split;
-    const auto r = train::prompt_fidelity(m, data, fo, &std::cout);
-    fs::create_directories(a.str("out"));
-    train::write_json_file(a.str("out") + "/fidelity.json", r.metrics);
-    std::ofstream prompts(a.str("out") + "/prompts.txt");
-    for (size_t i = 0; i < r.prompts.size(); ++i) {
-      prompts << i / 4 + 1 << "," << (i % 4) * 2 + 1 << ": " << r.prompts[i] << "\n";
-    }
 #ifdef ADTREE_HAVE_IMAGING
-    // Generated picture, then the nearest training picture (pixels), four pairs per row.
-    const auto pairs =
-        at::stack({r.images, r.nearest}, 1).reshape({-1, r.images.size(1), r.images.size(2), 3});
-    imaging::write_image(a.str("out") + "/samples.png", imaging::image_grid(pairs, 8, 2, 4));
-    // The generated pictures alone with their prompts written under them (the docs' sample grid).
-    imaging::write_image(a.str("out") + "/captioned.png",
-                         imaging::captioned_grid(r.images, r.prompts, 8, 2));
+  // Generated picture, then the nearest training picture (pixels), four pairs per row.
+  const auto pairs =
+      at::stack({r.images, r.nearest}, 1).reshape({-1, r.images.size(1), r.images.size(2), 3});
+  imaging::write_image(out + "/samples.png", imaging::image_grid(pairs, 8, 2, 4));
+  // The generated pictures alone with their prompts written under them (the docs' sample grid).
+  imaging::write_image(out + "/captioned.png", imaging::captioned_grid(r.images, r.prompts, 8, 2));
 #endif
-    std::cout << r.metrics.dump(2) << "\nwrote " << a.str("out") << "\n";
-    return 0;
-  }
-  if (stage != "vq" && stage != "gpt" && stage != "drafter") {
-    throw Error("unknown 'train' stage '" + stage +
-                "' (known: vq, gpt, drafter, assemble, fidelity)");
-  }
+}
+
+// adtree train fidelity: prompt fidelity of a model.
+int train_fidelity(int argc, char** argv) {
+  Args a("train fidelity",
+         "Generate pictures for training prompts; report how often the nearest training picture "
+         "(pixels, VQ codes) carries the prompt (top-1, top-5).");
+  add_model_options(a);
+  a.option("data", "FILE", "the dataset the model was trained on")
+      .option("out", "DIR", "folder for fidelity.json, samples.png, prompts.txt")
+      .option("prompts", "N", "number of distinct prompts", "48")
+      .option("cfg", "S", "classifier-free guidance scale", "3")
+      .option("temperature", "T", "sampling temperature", "1")
+      .option("split", "NAME", "train (seen prompts) or validation (unseen)", "train")
+      .option("seed", "S", "seed of prompt choice and sampling", "0");
+  if (!a.parse(argc - 1, argv + 1)) return 0;
+  if (!a.given("out")) throw Error("give the output folder with --out DIR");
+  const auto split = a.str("split");
+  if (split != "train" && split != "validation") throw Error("--split must be train or validation");
+  keep_allocations_on_heap();
+  const auto m = load_model(a);
+  const auto data = load_data(a);
+  train::FidelityOptions fo;
+  fo.prompts = a.integer("prompts");
+  fo.cfg = a.number("cfg");
+  fo.temperature = a.number("temperature");
+  fo.seed = uint64_t(a.integer("seed"));
+  fo.split = split;
+  const auto r = train::prompt_fidelity(m, data, fo, &std::cout);
+  write_fidelity(r, a.str("out"));
+  std::cout << r.metrics.dump(2) << "\nwrote " << a.str("out") << "\n";
+  return 0;
+}
+
+// The options of a training stage: the run's, plus the runs it starts from.
+Args stage_args(const std::string& stage) {
   Args a("train " + stage, stage == "vq"    ? "Train the VQ tokenizer."
                            : stage == "gpt" ? "Train the caption-conditioned GPT on VQ codes."
                                             : "Train the EAGLE-1 draft head of a trained GPT.");
@@ -241,6 +239,28 @@ int cmd_train(int argc, char** argv) {
                 "start from this finished 'train drafter' run's weights (a head of the same "
                 "shape, e.g. for an earlier stage of the GPT)");
   }
+  return a;
+}
+
+// Originals next to their reconstructions (up to 32 validation pictures, else training ones), to
+// judge the tokenizer by eye.
+void write_reconstructions(const io::Dataset& data, const std::string& out) {
+#ifdef ADTREE_HAVE_IMAGING
+  auto rows = data.indices(io::Split::Validation);
+  if (rows.empty()) rows = data.indices(io::Split::Train);
+  rows.resize(std::min<size_t>(rows.size(), 32));
+  const auto vq = train::load_vq(out);
+  const auto sheet = imaging::image_grid(train::reconstruction_pairs(vq, data, rows), 8, 2, 4);
+  imaging::write_image(out + "/reconstructions.png", sheet);
+  std::cout << "wrote " << out << "/reconstructions.png (original | reconstruction pairs)\n";
+#else
+  (void)data, (void)out;
+#endif
+}
+
+// adtree train vq|gpt|drafter: one training stage into its run folder.
+int train_stage(const std::string& stage, int argc, char** argv) {
+  Args a = stage_args(stage);
   if (!a.parse(argc - 1, argv + 1)) return 0;
   if (a.flag_set("show-config")) {
     const json d = stage == "vq"    ? train::vq_default_config()
@@ -255,19 +275,7 @@ int cmd_train(int argc, char** argv) {
   const auto data = load_data(a);
   if (stage == "vq") {
     const auto r = train::train_vq(data, opts);
-#ifdef ADTREE_HAVE_IMAGING
-    if (r.finished) {
-      // Originals next to their reconstructions, to judge the tokenizer by eye.
-      auto rows = data.indices(io::Split::Validation);
-      if (rows.empty()) rows = data.indices(io::Split::Train);
-      rows.resize(std::min<size_t>(rows.size(), 32));
-      const auto vq = train::load_vq(opts.out);
-      const auto sheet = imaging::image_grid(train::reconstruction_pairs(vq, data, rows), 8, 2, 4);
-      imaging::write_image(opts.out + "/reconstructions.png", sheet);
-      std::cout << "wrote " << opts.out
-                << "/reconstructions.png (original | reconstruction pairs)\n";
-    }
-#endif
+    if (r.finished) write_reconstructions(data, opts.out);
     print_result(stage, r, opts.out);
   } else if (stage == "gpt") {
     if (!a.given("vq")) throw Error("give the VQ run folder with --vq DIR");
@@ -282,6 +290,23 @@ int cmd_train(int argc, char** argv) {
     print_result(stage, train::train_drafter(data, a.str("gpt"), dopts), opts.out);
   }
   return 0;
+}
+
+}  // namespace
+
+int cmd_train(int argc, char** argv) {
+  if (argc < 1 || std::string(argv[0]) == "--help" || std::string(argv[0]) == "-h") {
+    print_train_usage();
+    return argc < 1 ? 2 : 0;
+  }
+  const std::string stage = argv[0];
+  if (stage == "assemble") return train_assemble(argc, argv);
+  if (stage == "fidelity") return train_fidelity(argc, argv);
+  if (stage != "vq" && stage != "gpt" && stage != "drafter") {
+    throw Error("unknown 'train' stage '" + stage +
+                "' (known: vq, gpt, drafter, assemble, fidelity)");
+  }
+  return train_stage(stage, argc, argv);
 }
 
 }  // namespace adtree::cli
