@@ -120,6 +120,125 @@ int ImageView::cellAt(const QPointF& pos) const {
   return row * grid_w_ + c;
 }
 
+namespace {
+
+// The image's rectangle on screen cut into the token grid: where each cell is painted.
+struct CellGrid {
+  QRectF r;
+  int h = 0, w = 0;
+  double cw = 0, ch = 0;  // one cell's size on screen
+
+  CellGrid(const QRectF& rect, int gridH, int gridW)
+      : r(rect), h(gridH), w(gridW), cw(rect.width() / gridW), ch(rect.height() / gridH) {}
+  int cells() const { return h * w; }
+  QRectF cell(int i) const {
+    return QRectF(r.left() + (i % w) * cw, r.top() + (i / w) * ch, cw, ch);
+  }
+};
+
+// Not generated yet: checks a quarter of a cell wide, so the pattern reads as "empty cells" at any
+// zoom.
+void paintCheckerboard(QPainter& p, const CellGrid& g) {
+  const int check = std::max(2, int(std::round(std::min(g.cw, g.ch) / 2)));
+  p.setBrushOrigin(g.r.topLeft());
+  p.fillRect(g.r, checkerBrush(check));
+}
+
+// The raster range [from, to) in one colour, a rectangle per row.
+void fillRange(QPainter& p, const CellGrid& g, int from, int to, const QColor& c) {
+  for (int cell = from; cell < to;) {
+    const int row = cell / g.w, col = cell % g.w;
+    const int n = std::min(to - cell, g.w - col);
+    p.fillRect(QRectF(g.r.left() + col * g.cw, g.r.top() + row * g.ch, n * g.cw, g.ch), c);
+    cell += n;
+  }
+}
+
+// Committed but not yet decoded, the raster range [valid, end): each new token in its code's
+// colour at once, a light hatch marking it as provisional until the VQ decoder's picture arrives;
+// grey without token colours.
+void paintPendingCells(QPainter& p, const CellGrid& g, int valid, int end,
+                       const QVector<qint64>& tokens, const QVector<QRgb>& colours) {
+  if (colours.isEmpty() || tokens.size() < end) {
+    fillRange(p, g, valid, end, pendingCellColor());
+    return;
+  }
+  QBrush hatch(QColor(255, 255, 255, 70), Qt::BDiagPattern);
+  for (int cell = valid; cell < end; ++cell) {
+    const qint64 t = tokens[cell];
+    const QRectF c = g.cell(cell);
+    p.fillRect(c, t >= 0 && t < colours.size() ? QColor(colours[int(t)]) : pendingCellColor());
+    p.fillRect(c, hatch);
+  }
+}
+
+// Decoded pixels, clipped to the valid raster prefix: full rows, then the partial row. `scaled`
+// caches the picture at its size on screen.
+void paintDecoded(QPainter& p, const CellGrid& g, int valid, const QImage& image, QPixmap& scaled) {
+  QRegion clip;
+  const int full_rows = valid / g.w, rest = valid % g.w;
+  auto rr = [](const QRectF& f) { return f.toAlignedRect(); };
+  if (full_rows > 0) clip += rr(QRectF(g.r.left(), g.r.top(), g.r.width(), full_rows * g.ch));
+  if (rest > 0) clip += rr(QRectF(g.r.left(), g.r.top() + full_rows * g.ch, rest * g.cw, g.ch));
+  const QRect target = g.r.toAlignedRect();
+  if (scaled.size() != target.size()) {
+    // Nearest neighbour (FastTransformation): every token stays a crisp block of pixels.
+    scaled = QPixmap::fromImage(
+        image.scaled(target.size(), Qt::IgnoreAspectRatio, Qt::FastTransformation));
+  }
+  p.save();
+  p.setClipRegion(clip);
+  p.drawPixmap(target.topLeft(), scaled);
+  p.restore();
+}
+
+// Faint cell grid when cells are large enough for it not to become noise.
+void paintCellLines(QPainter& p, const CellGrid& g) {
+  if (g.cw < 14) return;
+  const QRectF& r = g.r;
+  p.setPen(QPen(QColor(255, 255, 255, 28), 1));
+  for (int c = 1; c < g.w; ++c)
+    p.drawLine(QPointF(r.left() + c * g.cw, r.top()), QPointF(r.left() + c * g.cw, r.bottom()));
+  for (int row = 1; row < g.h; ++row)
+    p.drawLine(QPointF(r.left(), r.top() + row * g.ch), QPointF(r.right(), r.top() + row * g.ch));
+}
+
+// The next cell to be generated: where the decoder is working now.
+void paintNextCell(QPainter& p, const CellGrid& g, int cell) {
+  p.setPen(QPen(QColor(0xfd, 0xe7, 0x25), std::max(1.0, g.cw / 8)));
+  p.setBrush(Qt::NoBrush);
+  p.drawRect(g.cell(cell).adjusted(1, 1, -1, -1));
+}
+
+// Dark outline around a bright one: visible on any picture.
+void paintHighlight(QPainter& p, const CellGrid& g, int cell) {
+  const QRectF c = g.cell(cell);
+  p.setBrush(Qt::NoBrush);
+  p.setPen(QPen(Qt::black, 5));
+  p.drawRect(c.adjusted(-2, -2, 2, 2));
+  p.setPen(QPen(highlightColor(), 3));
+  p.drawRect(c.adjusted(-2, -2, 2, 2));
+}
+
+// A hint in a dark rounded box centred in `area`, in a slightly larger `font`.
+void paintHint(QPainter& p, const QRect& area, const QFont& font, const QString& text) {
+  QFont f = font;
+  f.setPointSizeF(f.pointSizeF() * 1.05);
+  p.setFont(f);
+  const QRectF box =
+      QFontMetricsF(f)
+          .boundingRect(area.adjusted(20, 0, -20, 0), Qt::AlignCenter | Qt::TextWordWrap, text)
+          .adjusted(-14, -10, 14, 10);
+  p.setPen(Qt::NoPen);
+  p.setBrush(QColor(20, 22, 26, 200));
+  p.drawRoundedRect(box, 6, 6);
+  p.setPen(QColor(235, 235, 235));
+  p.drawText(box, Qt::AlignCenter | Qt::TextWordWrap, text);
+  p.setFont(font);
+}
+
+}  // namespace
+
 void ImageView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), palette().color(QPalette::Window).darker(115));
@@ -128,95 +247,17 @@ void ImageView::paintEvent(QPaintEvent*) {
     p.drawText(rect().adjusted(12, 12, -12, -12), Qt::AlignCenter | Qt::TextWordWrap, placeholder_);
     return;
   }
-  const QRectF r = imageRect();
-  const double cw = r.width() / grid_w_, ch = r.height() / grid_h_;
-  // Checks a quarter of a cell wide, so the pattern reads as "empty cells" at any zoom.
-  const int check = std::max(2, int(std::round(std::min(cw, ch) / 2)));
-  p.setBrushOrigin(r.topLeft());
-  p.fillRect(r, checkerBrush(check));
-
-  // Committed but not yet decoded: the raster range [valid_, committed_).
-  auto fill_range = [&](int from, int to, const QColor& c) {
-    for (int cell = from; cell < to;) {
-      const int row = cell / grid_w_, col = cell % grid_w_;
-      const int n = std::min(to - cell, grid_w_ - col);
-      p.fillRect(QRectF(r.left() + col * cw, r.top() + row * ch, n * cw, ch), c);
-      cell += n;
-    }
-  };
-  const int valid = image_.isNull() ? 0 : std::min(valid_, grid_h_ * grid_w_);
-  const int pending_end = std::min(committed_, grid_h_ * grid_w_);
-  if (palette_.isEmpty() || tokens_.size() < pending_end) {
-    fill_range(valid, pending_end, pendingCellColor());
-  } else {
-    // Each new token in its code's colour at once; a light hatch marks it as provisional until
-    // the VQ decoder's picture arrives.
-    QBrush hatch(QColor(255, 255, 255, 70), Qt::BDiagPattern);
-    for (int cell = valid; cell < pending_end; ++cell) {
-      const qint64 t = tokens_[cell];
-      const QRectF c = cellRect(cell);
-      p.fillRect(c, t >= 0 && t < palette_.size() ? QColor(palette_[int(t)]) : pendingCellColor());
-      p.fillRect(c, hatch);
-    }
-  }
-
-  if (valid > 0) {
-    // Decoded pixels, clipped to the valid raster prefix: full rows, then the partial row.
-    QRegion clip;
-    const int full_rows = valid / grid_w_, rest = valid % grid_w_;
-    auto rr = [](const QRectF& f) { return f.toAlignedRect(); };
-    if (full_rows > 0) clip += rr(QRectF(r.left(), r.top(), r.width(), full_rows * ch));
-    if (rest > 0) clip += rr(QRectF(r.left(), r.top() + full_rows * ch, rest * cw, ch));
-    const QRect target = r.toAlignedRect();
-    if (scaled_.size() != target.size()) {
-      // Nearest neighbour (FastTransformation): every token stays a crisp block of pixels.
-      scaled_ = QPixmap::fromImage(
-          image_.scaled(target.size(), Qt::IgnoreAspectRatio, Qt::FastTransformation));
-    }
-    p.save();
-    p.setClipRegion(clip);
-    p.drawPixmap(target.topLeft(), scaled_);
-    p.restore();
-  }
-  // Faint cell grid when cells are large enough for it not to become noise.
-  if (cw >= 14) {
-    p.setPen(QPen(QColor(255, 255, 255, 28), 1));
-    for (int c = 1; c < grid_w_; ++c)
-      p.drawLine(QPointF(r.left() + c * cw, r.top()), QPointF(r.left() + c * cw, r.bottom()));
-    for (int row = 1; row < grid_h_; ++row)
-      p.drawLine(QPointF(r.left(), r.top() + row * ch), QPointF(r.right(), r.top() + row * ch));
-  }
-  // The next cell to be generated: where the decoder is working now.
-  if (running_ && committed_ < grid_h_ * grid_w_) {
-    p.setPen(QPen(QColor(0xfd, 0xe7, 0x25), std::max(1.0, cw / 8)));
-    p.setBrush(Qt::NoBrush);
-    p.drawRect(cellRect(committed_).adjusted(1, 1, -1, -1));
-  }
-  if (highlight_ >= 0 && highlight_ < grid_h_ * grid_w_) {
-    const QRectF c = cellRect(highlight_);
-    p.setBrush(Qt::NoBrush);
-    // Dark outline around a bright one: visible on any picture.
-    p.setPen(QPen(Qt::black, 5));
-    p.drawRect(c.adjusted(-2, -2, 2, 2));
-    p.setPen(QPen(highlightColor(), 3));
-    p.drawRect(c.adjusted(-2, -2, 2, 2));
-  }
+  const CellGrid g(imageRect(), grid_h_, grid_w_);
+  const int valid = image_.isNull() ? 0 : std::min(valid_, g.cells());
+  paintCheckerboard(p, g);
+  paintPendingCells(p, g, valid, std::min(committed_, g.cells()), tokens_, palette_);
+  if (valid > 0) paintDecoded(p, g, valid, image_, scaled_);
+  paintCellLines(p, g);
+  if (running_ && committed_ < g.cells()) paintNextCell(p, g, committed_);
+  if (highlight_ >= 0 && highlight_ < g.cells()) paintHighlight(p, g, highlight_);
   // Before the first token: the empty canvas with the hint over it.
-  if (!running_ && committed_ == 0 && valid == 0 && !placeholder_.isEmpty()) {
-    QFont f = font();
-    f.setPointSizeF(f.pointSizeF() * 1.05);
-    p.setFont(f);
-    const QRectF box = QFontMetricsF(f)
-                           .boundingRect(rect().adjusted(20, 0, -20, 0),
-                                         Qt::AlignCenter | Qt::TextWordWrap, placeholder_)
-                           .adjusted(-14, -10, 14, 10);
-    p.setPen(Qt::NoPen);
-    p.setBrush(QColor(20, 22, 26, 200));
-    p.drawRoundedRect(box, 6, 6);
-    p.setPen(QColor(235, 235, 235));
-    p.drawText(box, Qt::AlignCenter | Qt::TextWordWrap, placeholder_);
-    p.setFont(font());
-  }
+  if (!running_ && committed_ == 0 && valid == 0 && !placeholder_.isEmpty())
+    paintHint(p, rect(), font(), placeholder_);
   // Zoom readout in the corner.
   p.setPen(palette().color(QPalette::PlaceholderText));
   const double s = effectiveScale();
