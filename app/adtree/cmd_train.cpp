@@ -19,6 +19,7 @@
 #include "train/fidelity.h"
 #include "train/gpt_trainer.h"
 #include "train/mixed_precision.h"
+#include "train/run_files.h"
 #include "train/vq_trainer.h"
 #include "util/error.h"
 #include "util/threads.h"

@@ -10,7 +10,7 @@
 #include "model/llamagen/gpt.h"
 #include "model/llamagen/vq.h"
 #include "model/model_dir.h"
-#include "train/common.h"
+#include "train/run_files.h"
 #include "util/error.h"
 
 namespace adtree::train {

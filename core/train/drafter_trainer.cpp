@@ -5,9 +5,13 @@
 #include <iostream>
 
 #include "io/safetensors.h"
+#include "train/batches.h"
 #include "train/captions.h"
 #include "train/gpt_trainer.h"
 #include "train/head_unroll.h"
+#include "train/loop.h"
+#include "train/optimizer.h"
+#include "train/run_files.h"
 #include "util/error.h"
 
 namespace adtree::train {
@@ -325,7 +329,7 @@ TensorMap initial_head_weights(const GptRun& run, const TrainOptions& opts, cons
 }
 
 // One optimiser step's forward and backward. Everything random is drawn from generators seeded by
-// (seed, step) (train/common.h), so a resumed run takes the same steps.
+// (seed, step) (train/batches.h), so a resumed run takes the same steps.
 struct DrafterStep {
   const DrafterSettings& s;
   const json& cfg;

@@ -12,7 +12,7 @@
 #include "io/dataset.h"
 #include "model/llamagen/drafter.h"
 #include "model/llamagen/gpt.h"
-#include "train/common.h"
+#include "train/config.h"
 
 namespace adtree::train {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "model/llamagen/vq.h"
-#include "train/common.h"
+#include "train/batches.h"
 #include "train/drafter_trainer.h"
 #include "train/vq_trainer.h"
 #include "util/error.h"

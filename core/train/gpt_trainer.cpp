@@ -8,7 +8,11 @@
 
 #include "io/safetensors.h"
 #include "io/safetensors_shards.h"
+#include "train/batches.h"
 #include "train/captions.h"
+#include "train/loop.h"
+#include "train/optimizer.h"
+#include "train/run_files.h"
 #include "train/vq_trainer.h"
 #include "train/word_vectors.h"
 #include "util/error.h"
@@ -354,7 +358,7 @@ std::vector<int64_t> train_eval_rows(const std::vector<int64_t>& train_rows, uin
 }
 
 // One optimiser step's forward and backward. Everything random is drawn from generators seeded by
-// (seed, step) (train/common.h), so a resumed run takes the same steps.
+// (seed, step) (train/batches.h), so a resumed run takes the same steps.
 struct GptStep {
   const GptSettings& s;
   const at::Tensor& tokens;

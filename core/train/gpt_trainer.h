@@ -9,7 +9,7 @@
 #include "model/conditioning.h"
 #include "model/llamagen/gpt.h"
 #include "model/llamagen/vq.h"
-#include "train/common.h"
+#include "train/config.h"
 
 namespace adtree::train {
 

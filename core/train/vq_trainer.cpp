@@ -7,6 +7,11 @@
 
 #include "io/manifest.h"
 #include "io/safetensors.h"
+#include "train/batches.h"
+#include "train/checkpoint.h"
+#include "train/loop.h"
+#include "train/optimizer.h"
+#include "train/run_files.h"
 #include "util/error.h"
 
 namespace adtree::train {
@@ -238,7 +243,7 @@ void CodeUsage::load(const TensorMap& extra, const std::string& out, at::Device 
 }
 
 // One optimiser step's forward and backward. Everything random is drawn from generators seeded by
-// (seed, step) (train/common.h), so a resumed run takes the same steps.
+// (seed, step) (train/batches.h), so a resumed run takes the same steps.
 struct VqStep {
   const VqSettings& s;
   const io::Dataset& data;
