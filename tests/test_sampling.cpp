@@ -105,9 +105,9 @@ TEST(LogitsProcessor, LinearCfgScheduleFollowsTheFractionGenerated) {
   check(switched.probs[1], 1);
   EXPECT_TRUE(at::allclose(switched.probs[2], at::softmax(cond, 0)));
   // The schedule needs N; without CFG there is nothing to schedule.
-  EXPECT_THROW(LogitsProcessor(p), adtree::Error);
+  EXPECT_THROW(LogitsProcessor{p}, adtree::Error);
   p.cfg_scale = 1.0;
-  EXPECT_NO_THROW(LogitsProcessor(p));
+  EXPECT_NO_THROW(LogitsProcessor{p});
   EXPECT_EQ(cfg_schedule_from_string(to_string(CfgSchedule::Linear)), CfgSchedule::Linear);
   EXPECT_THROW(cfg_schedule_from_string("cosine"), adtree::Error);
 }
@@ -222,5 +222,6 @@ TEST(SettingsFromFiles, WrongTypesAndNonFiniteNumbersNameTheField) {
       "expected a JSON object");
   SamplingParams p;
   p.temperature = INFINITY;
-  has(error_of([&] { p.validate(100); }), "temperature must be a finite number >= 0");
+  has(error_of([&] { p.validate(100, 16); }),
+      "invalid sampling setting: temperature (--temperature) must be >= 0");
 }

@@ -197,10 +197,11 @@ int train_fidelity(int argc, char** argv) {
   a.option("data", "FILE", "the dataset the model was trained on")
       .option("out", "DIR", "folder for fidelity.json, samples.png, prompts.txt")
       .option("prompts", "N", "number of distinct prompts", "48")
-      .option("cfg", "S", "classifier-free guidance scale", "3")
-      .option("temperature", "T", "sampling temperature", "1")
       .option("split", "NAME", "train (seen prompts) or validation (unseen)", "train")
       .option("seed", "S", "seed of prompt choice and sampling", "0");
+  // The fidelity sampler draws with CFG and temperature only: the two flags of the table.
+  add_setting_option(a, "cfg_scale");
+  add_setting_option(a, "temperature");
   if (!a.parse(argc - 1, argv + 1)) return 0;
   if (!a.given("out")) throw Error("give the output folder with --out DIR");
   const auto split = a.str("split");
@@ -210,8 +211,9 @@ int train_fidelity(int argc, char** argv) {
   const auto data = load_data(a);
   train::FidelityOptions fo;
   fo.prompts = a.integer("prompts");
-  fo.cfg = a.number("cfg");
-  fo.temperature = a.number("temperature");
+  const auto sampling = sampling_from(a, m);  // the model's, under the flags given
+  fo.cfg = sampling.cfg_scale;
+  fo.temperature = sampling.temperature;
   fo.seed = uint64_t(a.integer("seed"));
   fo.split = split;
   const auto r = train::prompt_fidelity(m, data, fo, &std::cout);

@@ -24,6 +24,7 @@
 #include <random>
 
 #include "decode/settings/method.h"
+#include "decode/settings/method_table.h"
 #include "decode/settings/setting.h"
 #include "gui_test_util.h"
 #include "io/safetensors.h"
@@ -523,7 +524,8 @@ class GuiTest : public QObject {
     QVERIFY(child<QPushButton>(*w, "generateButton")->isEnabled());
   }
 
-  // PathSpec's own knobs reach the request, and the lossy note shows exactly when it is lossy.
+  // PathSpec's own knobs reach the request, and the lossy note shows exactly when the method's row
+  // (decode/settings/method_table.cpp) says the request is lossy, in the row's words.
   void pathSpecSettingsAndLossyNote() {
     auto w = openWindow(micro_);
     QVERIFY(w);
@@ -532,7 +534,7 @@ class GuiTest : public QObject {
     auto* paths = panel->findChild<QSpinBox*>("jacobi.paths");
     auto* length = panel->findChild<QSpinBox*>("jacobi.path_length");
     auto* relax = panel->findChild<QDoubleSpinBox*>("jacobi.path_relax");
-    auto* note = panel->findChild<QLabel*>("pathspecLossyNote");
+    auto* note = panel->findChild<QLabel*>("lossyNote");
     auto* rule = panel->findChild<QComboBox*>("verify");
     QVERIFY(paths && length && relax && note && rule);
     paths->setValue(2);
@@ -540,17 +542,27 @@ class GuiTest : public QObject {
     QVERIFY(note->isHidden());  // two chains, coupled (auto): every chain commits AR's tokens
     rule->setCurrentText("sampled");
     QVERIFY(!note->isHidden());  // independent chains: the longest one biases
+    QVERIFY(note->text().contains(adtree::decode::method_info(adtree::decode::Method::PathSpec).lossy_note));
     rule->setCurrentText("auto");
     auto r =
         panel->request(adtree::decode::Method::PathSpec, adtree::decode::Acceptance::Lossless, 1);
     QCOMPARE(r.method.jacobi.paths, 2);
     QCOMPARE(r.method.jacobi.path_length, 9);
-    paths->setValue(1);
-    relax->setValue(0.0);
-    QVERIFY(note->isHidden());  // one chain, no relaxation: lossless
     relax->setValue(0.5);
-    QVERIFY(!note->isHidden());
+    QVERIFY(!note->isHidden());  // PathRelax with two chains changes the target's p
+    paths->setValue(1);
+    QVERIFY(note->isHidden());  // one chain: PathRelax has no other chain to read, SJD's rule
     relax->setValue(0.0);
+    QVERIFY(note->isHidden());
+    // PJD with several rows is lossy, one row at a time is not.
+    selectMethod(*w, "pjd");
+    auto* rows = panel->findChild<QSpinBox*>("pjd.max_rows");
+    QVERIFY(rows);
+    rows->setValue(0);
+    QVERIFY(!note->isHidden());
+    rows->setValue(1);
+    QVERIFY(note->isHidden());
+    selectMethod(*w, "pathspec");
     QCOMPARE(runOnce(*w, "a red cat"), QString("finished"));
   }
 

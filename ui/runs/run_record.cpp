@@ -5,6 +5,7 @@
 #include <QFileInfo>
 #include <QSaveFile>
 
+#include "decode/settings/method_table.h"
 #include "ui/views/image_convert.h"
 #include "util/error.h"
 
