@@ -9,10 +9,10 @@
 #include <set>
 
 #include "decode/jacobi/pjd.h"
+#include "decode/settings/method_table.h"
 #include "decode/tree/budget.h"
 #include "decode/tree/tree_builder.h"
 #include "decode/verify/coupling.h"
-#include "decode/settings/method_table.h"
 #include "exact_distribution.h"
 #include "spec_fixture.h"
 #include "util/error.h"

@@ -6,8 +6,8 @@
 
 #include "decode/device/device_verify.h"
 #include "decode/device/step_buffers.h"
-#include "decode/tree/tree_builder.h"
 #include "decode/settings/method_table.h"
+#include "decode/tree/tree_builder.h"
 #include "spec_fixture.h"
 #include "util/error.h"
 

@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 
+#include "decode/settings/method_table.h"
 #include "engine/engine.h"
 #include "engine/preview_schedule.h"
 #include "engine/soak.h"
@@ -19,7 +20,6 @@
 #include "model/model_dir.h"
 #include "model/random_model.h"
 #include "util/error.h"
-#include "decode/settings/method_table.h"
 
 namespace fs = std::filesystem;
 using namespace adtree::engine;

@@ -6,12 +6,12 @@
 // and sampled generations.
 #include <gtest/gtest.h>
 
+#include "decode/settings/method_table.h"
 #include "lean_blocks.h"
 #include "model/cpu/lean_kernels.h"
 #include "model/cpu/packed_gemm.h"
 #include "model/llamagen/lean_layer.h"
 #include "spec_fixture.h"
-#include "decode/settings/method_table.h"
 
 using namespace adtree;
 using namespace adtree::model;

@@ -22,8 +22,8 @@
 #include <map>
 #include <set>
 
-#include "decode/verify/verifier.h"
 #include "decode/settings/method_table.h"
+#include "decode/verify/verifier.h"
 #include "exact_distribution.h"
 #include "spec_fixture.h"
 

@@ -62,7 +62,9 @@ TEST(SettingsTable, EveryEntryRoundTripsThroughJsonAndItsFlagText) {
     const auto v = other_value(s);
     s.set(r, v);
     const DecodeRequest back{MethodSettings::from_json(r.method.to_json()),
-                             SamplingParams::from_json(r.sampling.to_json(), {}), 0, {}};
+                             SamplingParams::from_json(r.sampling.to_json(), {}),
+                             0,
+                             {}};
     EXPECT_EQ(s.get(back), v) << s.key;
     EXPECT_EQ(s.parse(s.format(v)), v) << s.key;
     EXPECT_EQ(s.parse(s.default_text()), s.get(DecodeRequest{})) << s.key;

@@ -4,8 +4,8 @@
 
 #include <map>
 
-#include "decode/tree/tree_builder.h"
 #include "decode/settings/method_table.h"
+#include "decode/tree/tree_builder.h"
 #include "spec_fixture.h"
 #include "util/error.h"
 

@@ -4,9 +4,9 @@
 // error.
 #include <gtest/gtest.h>
 
+#include "decode/settings/method_table.h"
 #include "decode/stats/stats.h"
 #include "decode/tree/adt_policy.h"
-#include "decode/settings/method_table.h"
 #include "spec_fixture.h"
 #include "util/error.h"
 

@@ -6,10 +6,10 @@
 #include <sstream>
 
 #include "commands.h"
+#include "decode/settings/method_table.h"
 #include "engine/soak.h"
 #include "io/file_write.h"
 #include "util/error.h"
-#include "decode/settings/method_table.h"
 
 namespace adtree::cli {
 

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "commands.h"
-#include "decode/settings/setting.h"
 #include "decode/settings/method_table.h"
+#include "decode/settings/setting.h"
 #include "util/error.h"
 
 namespace adtree::cli {

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "decode/jacobi/pjd.h"
+#include "decode/settings/method_table.h"
 #include "decode/spec_decoder.h"
 #include "decode/tree/adt_planner.h"
 #include "decode/tree/budget.h"
@@ -12,7 +13,6 @@
 #include "decode/tree/step_cost.h"
 #include "decode/tree/tree_builder.h"
 #include "decode/verify/lantern.h"
-#include "decode/settings/method_table.h"
 #include "model/prompt_condition.h"
 #include "util/error.h"
 #include "util/threads.h"

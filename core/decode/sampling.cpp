@@ -91,7 +91,8 @@ Processed LogitsProcessor::process_rows(const at::Tensor& logits,
     at::Tensor idx = mix_by_index() ? token_index.to(logits.device()) : at::Tensor();
     if (params_.cfg_schedule == CfgSchedule::Linear) {
       // s_i = 1 + (s - 1) i / N for the row predicting image token i (MAR's linear schedule).
-      const auto scale = 1.0 + (params_.cfg_scale - 1.0) * idx.to(at::kDouble) / double(image_tokens_);
+      const auto scale =
+          1.0 + (params_.cfg_scale - 1.0) * idx.to(at::kDouble) / double(image_tokens_);
       mixed = cfg_mix(logits[0], logits[1], scale);
     } else {
       mixed = cfg_mix(logits[0], logits[1], params_.cfg_scale);

@@ -24,7 +24,7 @@ CfgSchedule cfg_schedule_from_string(const std::string& s);
 // (model.json "sampling", of_model); ranges, help, flags and JSON keys: the settings table
 // (decode/settings/setting.h), whose entries the JSON, validation and front ends all read.
 struct SamplingParams {
-  double cfg_scale = 3.0;     // 1 = no guidance (batch of 1)
+  double cfg_scale = 3.0;  // 1 = no guidance (batch of 1)
   CfgSchedule cfg_schedule = CfgSchedule::Constant;
   int64_t cfg_interval = -1;  // > -1: after this image-token index, use the cond logits only
   double temperature = 1.0;   // 0 = greedy

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <ostream>
 
-#include "decode/settings/setting.h"
 #include "decode/settings/method_table.h"
+#include "decode/settings/setting.h"
 #include "engine/engine.h"
 #include "engine/event_queue.h"
 #include "model/conditioning.h"

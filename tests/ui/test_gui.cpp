@@ -542,7 +542,8 @@ class GuiTest : public QObject {
     QVERIFY(note->isHidden());  // two chains, coupled (auto): every chain commits AR's tokens
     rule->setCurrentText("sampled");
     QVERIFY(!note->isHidden());  // independent chains: the longest one biases
-    QVERIFY(note->text().contains(adtree::decode::method_info(adtree::decode::Method::PathSpec).lossy_note));
+    QVERIFY(note->text().contains(
+        adtree::decode::method_info(adtree::decode::Method::PathSpec).lossy_note));
     rule->setCurrentText("auto");
     auto r =
         panel->request(adtree::decode::Method::PathSpec, adtree::decode::Acceptance::Lossless, 1);

@@ -12,6 +12,7 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include "decode/settings/method_table.h"
 #include "ui/panels/heatmap_panel.h"
 #include "ui/panels/method_names.h"
 #include "ui/panels/relax_box.h"
@@ -21,7 +22,6 @@
 #include "ui/views/image_view.h"
 #include "ui/views/qcp.h"
 #include "ui/window/engine_bridge.h"
-#include "decode/settings/method_table.h"
 
 namespace adtree::ui {
 

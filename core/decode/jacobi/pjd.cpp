@@ -5,9 +5,9 @@
 #include <chrono>
 
 #include "decode/jacobi/pjd_state.h"
+#include "decode/settings/method_table.h"
 #include "decode/stats/step_recorder.h"
 #include "decode/verify/coupling.h"
-#include "decode/settings/method_table.h"
 #include "util/clock.h"
 #include "util/error.h"
 

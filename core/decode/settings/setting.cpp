@@ -186,7 +186,9 @@ std::string Setting::default_text() const {
 
 std::string Setting::range_text(const ModelLimits& limits) const {
   const double top_ = upper(limits);
-  if (lo_open) return std::isinf(top_) ? "> " + number_text(lo) : "(" + number_text(lo) + ", " + number_text(top_) + "]";
+  if (lo_open)
+    return std::isinf(top_) ? "> " + number_text(lo)
+                            : "(" + number_text(lo) + ", " + number_text(top_) + "]";
   const bool known = limits.vocab > 0 && limits.image_tokens > 0;
   if (!known && bound != Bound::None) {  // the model's bound by name: "1..codebook size"
     const char* name = bound == Bound::Vocab         ? "codebook size"
@@ -202,7 +204,8 @@ std::string Setting::range_text(const ModelLimits& limits) const {
 
 void Setting::check(const SettingValue& v, const ModelLimits& limits) const {
   const std::string who = key + (flag.empty() ? "" : " (--" + flag + ")");
-  const std::string invalid = scope == Scope::Sampling ? "invalid sampling setting: " : "invalid method setting: ";
+  const std::string invalid =
+      scope == Scope::Sampling ? "invalid sampling setting: " : "invalid method setting: ";
   if (type == SettingType::Choice) {
     const auto& w = std::get<std::string>(v);
     if (!choices.empty() && std::find(choices.begin(), choices.end(), w) == choices.end())

@@ -1,12 +1,12 @@
 // Every setting of a generation, once (setting.h says what an entry declares): the sampling, then
-// the method settings. The JSON files, the CLI's flags and help, the studio's form, the sweep's axes
-// and the soak's variations are made from these entries; the defaults are the member initialisers
-// of decode/sampling.h and decode/settings/method.h.
+// the method settings. The JSON files, the CLI's flags and help, the studio's form, the sweep's
+// axes and the soak's variations are made from these entries; the defaults are the member
+// initialisers of decode/sampling.h and decode/settings/method.h.
 #include <limits>
 
 #include "decode/settings/method.h"
-#include "decode/settings/setting.h"
 #include "decode/settings/method_table.h"
+#include "decode/settings/setting.h"
 
 namespace adtree::decode {
 
@@ -30,15 +30,21 @@ constexpr SettingType type_of() {
 // of a group inside them (MethodSettings::<group>.<member>). Each gives a reference to it.
 template <class T>
 auto in_sampling(T SamplingParams::*member) {
-  return [member](auto& r) -> auto& { return r.sampling.*member; };
+  return [member](auto& r) -> auto& {
+    return r.sampling.*member;
+  };
 }
 template <class T>
 auto in_method(T MethodSettings::*member) {
-  return [member](auto& r) -> auto& { return r.method.*member; };
+  return [member](auto& r) -> auto& {
+    return r.method.*member;
+  };
 }
 template <class G, class T>
 auto in_group(G MethodSettings::*group, T G::*member) {
-  return [group, member](auto& r) -> auto& { return (r.method.*group).*member; };
+  return [ group, member ](auto& r) -> auto& {
+    return (r.method.*group).*member;
+  };
 }
 
 // A plain member: its value as it is.

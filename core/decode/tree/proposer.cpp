@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <optional>
 
+#include "decode/settings/method_table.h"
 #include "decode/tree/adt_planner.h"
 #include "decode/tree/adt_policy.h"
-#include "decode/settings/method_table.h"
 #include "util/device_sync.h"
 #include "util/error.h"
 

@@ -1,15 +1,15 @@
 // Which of the lean path's kernels this CPU runs, chosen at run time as ggml-cpu does (AVX-512 with
-// or without the BF16 dot product, AVX2+FMA, portable), and how a product's output panels are shared
-// over the worker pool. The fp32 (packed_gemm.h) and bf16 (packed_bf16.h) products both ask here,
-// so neither includes the other for it.
+// or without the BF16 dot product, AVX2+FMA, portable), and how a product's output panels are
+// shared over the worker pool. The fp32 (packed_gemm.h) and bf16 (packed_bf16.h) products both ask
+// here, so neither includes the other for it.
 #pragma once
 #include <cstdint>
 #include <functional>
 
 namespace adtree::model {
 
-// The kernel the packed products run: the widest this CPU has, unless forced narrower (tests and A/B
-// benches; $ADTREE_KERNEL=avx512|avx2|portable at start-up, force_packed_kernel in code, -1 =
+// The kernel the packed products run: the widest this CPU has, unless forced narrower (tests and
+// A/B benches; $ADTREE_KERNEL=avx512|avx2|portable at start-up, force_packed_kernel in code, -1 =
 // best). Avx512Bf16 differs from Avx512 only for bf16 panels (the BF16 dot product).
 enum class CpuKernel { Portable = 0, Avx2 = 1, Avx512 = 2, Avx512Bf16 = 3 };
 CpuKernel packed_kernel();

@@ -7,9 +7,9 @@
 
 #include "io/mapped_pages.h"
 #include "model/cpu/lean_kernels.h"
+#include "model/cpu/pack_cache.h"
 #include "model/cpu/small_gemm.h"
 #include "model/llamagen/lean_layer.h"
-#include "model/cpu/pack_cache.h"
 #include "util/device_sync.h"
 #include "util/error.h"
 
