@@ -8,6 +8,7 @@
 #include <map>
 
 #include "decode/run.h"
+#include "decode/settings/method_table.h"
 #include "decode/verify/acceptance.h"
 #include "decode/verify/cascade.h"
 #include "exact_distribution.h"

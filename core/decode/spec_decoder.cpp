@@ -72,8 +72,8 @@ struct LoopParts {
 };
 
 // The settings checked against each other and the model, before anything runs.
-MethodSettings checked_settings(const model::GptConfig& cfg, const model::Condition& cond,
-                                const DecodeRequest& request, const SpecOptions& opts) {
+MethodSettings checked_settings(const model::Condition& cond, const DecodeRequest& request,
+                                const SpecOptions& opts) {
   // The request itself was checked once, by run_decode (decode/run.h); what the loop adds to it is
   // checked here.
   auto m = request.method;  // a relaxed rule given by the caller counts as the settings' own
@@ -246,7 +246,7 @@ DecodeResult decode_loop(const model::Gpt& target, DraftSource* source,
   const int64_t batch = request.sampling.uses_cfg() ? 2 : 1;
   const int64_t n_img =
       opts.max_tokens > 0 ? std::min(opts.max_tokens, cfg.image_tokens()) : cfg.image_tokens();
-  LoopParts parts(cfg, source, checked_settings(cfg, cond, request, opts), request, opts, n_img);
+  LoopParts parts(cfg, source, checked_settings(cond, request, opts), request, opts, n_img);
   auto& proposer = *parts.proposer;
   const bool on_device = runs_on_device(opts, parts, request, target.device());
   DecodeResult res;
