@@ -8,6 +8,7 @@
 
 #include "decode/settings/method.h"
 #include "decode/settings/setting.h"
+#include "model/model_dir.h"
 #include "util/error.h"
 
 using namespace adtree::decode;
@@ -158,4 +159,31 @@ TEST(SettingsTable, FlagTextIsParsedOrRefusedByName) {
   EXPECT_EQ(setting("adt.grid").parse("off"), SettingValue(false));
   EXPECT_THROW(setting("adt.grid").parse("yes"), adtree::Error);
   EXPECT_THROW(setting("adt.mode").parse("jump"), adtree::Error);
+}
+
+// The model options are entries of the same kind: flags with help, the words they take, defaults
+// from model::LoadOptions' initialisers, and a wrong word refused by its flag.
+TEST(SettingsTable, ModelOptionsAreEntriesWithLoadOptionsDefaults) {
+  const adtree::model::LoadOptions defaults;
+  std::set<std::string> flags;
+  for (const auto& s : model_options_table()) {
+    EXPECT_EQ(s.scope, Scope::Model) << s.key;
+    EXPECT_FALSE(s.flag.empty() || s.help_text.empty()) << s.key;
+    EXPECT_TRUE(flags.insert(s.flag).second) << s.flag;
+    for (const auto& t : settings_table()) EXPECT_NE(t.flag, s.flag) << s.flag;
+  }
+  EXPECT_EQ(setting_in(model_options_table(), "dtype").default_text(), defaults.dtype);
+  EXPECT_EQ(setting_in(model_options_table(), "device").default_text(), defaults.device);
+  EXPECT_EQ(setting_in(model_options_table(), "vq_dtype").default_text(), defaults.vq_dtype);
+  adtree::model::LoadOptions o;
+  const auto& dtype = setting_in(model_options_table(), "dtype");
+  dtype.set_load(o, dtype.parse("bf16"));
+  EXPECT_EQ(o.dtype, "bf16");
+  try {
+    dtype.parse("fp8");
+    ADD_FAILURE() << "fp8 was taken";
+  } catch (const adtree::Error& e) {
+    EXPECT_STREQ(e.what(), "--dtype must be fp32, bf16 or fp16, not 'fp8'");
+  }
+  EXPECT_THROW(setting_in(model_options_table(), "threads"), adtree::Error);
 }

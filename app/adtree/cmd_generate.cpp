@@ -25,28 +25,6 @@ std::string default_model_dir() {
   return util::find_shipped_model("emoji");
 }
 
-void add_model_options(Args& a) {
-  a.option("model", "DIR", "model directory (default: $ADTREE_MODEL or the shipped model)")
-      .option("device", "DEV", "cpu, cuda or cuda:N", "cpu")
-      .option("dtype", "TYPE", "fp32, bf16 or fp16 (GPU)", "fp32")
-      .option("vq-dtype", "TYPE",
-              "picture decoder on the CPU: auto (bf16 where the CPU has AVX512-BF16, else fp32), "
-              "fp32 or bf16",
-              "auto")
-      .option("t5", "DIR",
-              "T5 text encoder for a LlamaGen t2i model (a Hugging Face flan-t5-xl directory): "
-              "typed prompts instead of caption-embedding files");
-}
-
-model::LoadOptions load_options(const Args& a) {
-  model::LoadOptions o;
-  o.device = a.str("device");
-  o.dtype = a.str("dtype");
-  o.vq_dtype = a.str("vq-dtype");
-  if (a.given("t5")) o.text_encoder = a.str("t5");
-  return o;
-}
-
 model::ModelBundle load_model(const Args& a, bool load_vq, const std::string& fallback_dir) {
   std::string dir = a.given("model")        ? a.str("model")
                     : !fallback_dir.empty() ? fallback_dir

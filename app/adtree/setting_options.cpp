@@ -1,6 +1,6 @@
-// The sampling and method flags shared by generate, bench, sweep and train fidelity: a flag per
-// entry of the settings table (decode/settings/setting.h), its help, range and default (shown in
-// --help) from the entry.
+// The model, sampling and method flags shared by the verbs: a flag per entry of the settings table
+// and the model options table (decode/settings/setting.h), its help, range, words and default
+// (shown in --help) from the entry.
 #include <string>
 
 #include "commands.h"
@@ -22,10 +22,8 @@ std::string cli_help(const decode::Setting& s) {
   if (!words.empty()) h += "; " + std::string(s.named.empty() ? "one of " : "or ") + words;
   return h;
 }
-}  // namespace
 
-void add_setting_option(Args& a, const std::string& key) {
-  const auto& s = decode::setting(key);
+void declare(Args& a, const decode::Setting& s) {
   if (s.scope == decode::Scope::Sampling) {  // the default is the model's (model.json "sampling")
     a.option(s.flag, s.value_name,
              cli_help(s) + "; default: the model's (" + s.default_text() + " without one)");
@@ -33,10 +31,32 @@ void add_setting_option(Args& a, const std::string& key) {
     a.option(s.flag, s.value_name, cli_help(s), s.default_text());
   }
 }
+}  // namespace
+
+void add_setting_option(Args& a, const std::string& key) {
+  declare(a, decode::setting(key));
+}
+
+void add_model_options(Args& a) {
+  a.option("model", "DIR", "model directory (default: $ADTREE_MODEL or the shipped model)");
+  for (const auto& s : decode::model_options_table()) declare(a, s);
+  a.option("t5", "DIR",
+           "T5 text encoder for a LlamaGen t2i model (a Hugging Face flan-t5-xl directory): typed "
+           "prompts instead of caption-embedding files");
+}
+
+model::LoadOptions load_options(const Args& a) {
+  model::LoadOptions o;
+  for (const auto& s : decode::model_options_table()) {
+    if (a.given(s.flag)) s.set_load(o, s.parse(a.str(s.flag)));
+  }
+  if (a.given("t5")) o.text_encoder = a.str("t5");
+  return o;
+}
 
 void add_setting_options(Args& a, decode::Scope scope) {
   for (const auto& s : decode::settings_table()) {
-    if (!s.flag.empty() && s.scope == scope) add_setting_option(a, s.key);
+    if (!s.flag.empty() && s.scope == scope) declare(a, s);
   }
 }
 

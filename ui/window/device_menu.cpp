@@ -7,6 +7,7 @@
 
 #include <utility>
 
+#include "decode/settings/setting.h"
 #include "ui/window/engine_bridge.h"
 
 namespace adtree::ui {
@@ -25,15 +26,16 @@ DeviceMenu::DeviceMenu(QMenu* model, QObject* parent) : QObject(parent) {
     device_group_->addAction(a);
   }
   device_group_->actions().first()->setChecked(true);
+  // The precisions, and what each means, from the model options table (decode/settings/setting.h).
+  const auto& dtype = decode::setting_in(decode::model_options_table(), "dtype");
   auto* prec = model->addMenu(tr("&Precision"));
+  prec->setToolTipsVisible(true);
   dtype_group_ = new QActionGroup(this);
-  for (const auto& [key, label] :
-       {std::pair<QString, QString>{"fp32", tr("fp32 (exact; best on CPU)")},
-        std::pair<QString, QString>{"bf16", tr("bf16 (GPU)")},
-        std::pair<QString, QString>{"fp16", tr("fp16 (GPU)")}}) {
-    auto* a = prec->addAction(label);
+  for (const auto& word : dtype.choices) {
+    auto* a = prec->addAction(QString::fromStdString(word));
     a->setCheckable(true);
-    a->setData(key);
+    a->setData(QString::fromStdString(word));
+    a->setToolTip(QString::fromStdString(dtype.help_text));
     dtype_group_->addAction(a);
   }
   dtype_group_->actions().first()->setChecked(true);

@@ -7,6 +7,7 @@
 
 #include "decode/settings/method.h"
 #include "decode/settings/method_table.h"
+#include "model/model_dir.h"
 #include "util/error.h"
 #include "util/json_int.h"
 #include "util/number_text.h"
@@ -36,6 +37,13 @@ bool parse_number(const std::string& text, double* out) {
 
 Setting::Setting(std::string k, Scope sc, SettingType t, Get g, Set s)
     : key(std::move(k)), scope(sc), type(t), get(std::move(g)), set(std::move(s)) {}
+
+Setting::Setting(std::string k, SettingType t, GetLoad g, SetLoad s)
+    : key(std::move(k)),
+      scope(Scope::Model),
+      type(t),
+      get_load(std::move(g)),
+      set_load(std::move(s)) {}
 
 Setting& Setting::cli(std::string flag_name, std::string value_name_) {
   flag = std::move(flag_name);
@@ -181,7 +189,7 @@ std::string Setting::format(const SettingValue& v) const {
 }
 
 std::string Setting::default_text() const {
-  return format(get(DecodeRequest{}));
+  return format(scope == Scope::Model ? get_load(model::LoadOptions{}) : get(DecodeRequest{}));
 }
 
 std::string Setting::range_text(const ModelLimits& limits) const {
@@ -266,11 +274,15 @@ void fit_to_model(DecodeRequest& m, const ModelLimits& limits) {
   }
 }
 
-const Setting& setting(const std::string& key) {
-  for (const auto& s : settings_table()) {
+const Setting& setting_in(const std::vector<Setting>& table, const std::string& key) {
+  for (const auto& s : table) {
     if (s.key == key) return s;
   }
   throw Error("unknown setting '" + key + "' (internal error)");
+}
+
+const Setting& setting(const std::string& key) {
+  return setting_in(settings_table(), key);
 }
 
 }  // namespace adtree::decode

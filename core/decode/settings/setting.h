@@ -26,14 +26,20 @@
 
 #include "decode/settings/method_kind.h"
 
+namespace adtree::model {
+struct LoadOptions;
+}
+
 namespace adtree::decode {
 
 struct MethodSettings;
 struct DecodeRequest;
 
-// Which part of a request an entry addresses: its sampling (JSON "sampling", flat keys; a model's
-// defaults under the project's) or its method settings (JSON "method_settings", "group.member").
-enum class Scope { Sampling, Method };
+// Which part of a run an entry addresses: the request's sampling (JSON "sampling", flat keys; a
+// model's defaults under the project's) or its method settings (JSON "method_settings",
+// "group.member"), or the options the model is loaded with (model::LoadOptions: device, precision;
+// the entries of model_options_table, which the run's settings record as it ran).
+enum class Scope { Sampling, Method, Model };
 
 using SettingValue = std::variant<int64_t, double, bool, std::string>;
 enum class SettingType { Int, Real, Bool, Choice, Text };
@@ -50,8 +56,11 @@ enum class Condition { Always, AdtStepMode, Lantern, LanternDelta, LanternLambda
 struct Setting {
   using Get = std::function<SettingValue(const DecodeRequest&)>;
   using Set = std::function<void(DecodeRequest&, const SettingValue&)>;
+  using GetLoad = std::function<SettingValue(const model::LoadOptions&)>;
+  using SetLoad = std::function<void(model::LoadOptions&, const SettingValue&)>;
 
   Setting(std::string key, Scope scope, SettingType type, Get get, Set set);
+  Setting(std::string key, SettingType type, GetLoad get, SetLoad set);  // Scope::Model
 
   // ---- The declaration, chained (each returns *this).
   Setting& cli(std::string flag_name, std::string value_name);
@@ -91,8 +100,10 @@ struct Setting {
   std::string key;  // the JSON path: "pjd.window", or "verify" at the top level
   Scope scope;
   SettingType type;
-  Get get;
+  Get get;  // Sampling and Method entries
   Set set;
+  GetLoad get_load;  // Model entries
+  SetLoad set_load;
   std::string flag, value_name, help_text;
   double lo = 0, hi = 0;
   bool ranged = false, lo_open = false;
@@ -112,6 +123,11 @@ struct Setting {
 const std::vector<Setting>& settings_table();
 // Throws adtree::Error for an unknown key (a programming error in a front end).
 const Setting& setting(const std::string& key);
+// The options a model is loaded with, entries of the same kind (Scope::Model): device, dtype,
+// vq_dtype, their defaults model::LoadOptions' initialisers.
+const std::vector<Setting>& model_options_table();
+// The entry of `table` with this key; throws adtree::Error for an unknown one (internal error).
+const Setting& setting_in(const std::vector<Setting>& table, const std::string& key);
 
 // Every numeric setting moved into its range for this model (a soak's random picks, a GUI's values
 // after another model loads): a default of 100 neighbours on a 64-code book becomes 63.

@@ -7,6 +7,7 @@
 #include "decode/settings/method.h"
 #include "decode/settings/method_table.h"
 #include "decode/settings/setting.h"
+#include "model/model_dir.h"
 
 namespace adtree::decode {
 
@@ -91,6 +92,36 @@ template <class E>
 Setting sampling_choice(const char* key, E SamplingParams::*member, std::vector<E> values,
                         E (*parse)(const std::string&)) {
   return choice_at(key, Scope::Sampling, in_sampling(member), values, parse);
+}
+
+// A model option: a text member of model::LoadOptions.
+Setting load_field(const char* key, std::string model::LoadOptions::*member) {
+  return Setting(
+      key, SettingType::Text,
+      [member](const model::LoadOptions& o) { return SettingValue(o.*member); },
+      [member](model::LoadOptions& o, const SettingValue& v) {
+        o.*member = std::get<std::string>(v);
+      });
+}
+
+// The options a model is loaded with (the studio's Model > Device and Precision menus, the CLI's
+// model flags). A device name is checked when the model loads (model/device.h: "cuda:N" needs N).
+std::vector<Setting> model_option_entries() {
+  return {
+      load_field("device", &model::LoadOptions::device)
+          .cli("device", "DEV")
+          .help("where the model runs: cpu, cuda or cuda:N (the N-th GPU)"),
+      load_field("dtype", &model::LoadOptions::dtype)
+          .cli("dtype", "TYPE")
+          .words({"fp32", "bf16", "fp16"})
+          .help("the GPT's and the draft head's precision: fp32 (exact; best on the CPU), bf16, "
+                "fp16 (GPU only)"),
+      load_field("vq_dtype", &model::LoadOptions::vq_dtype)
+          .cli("vq-dtype", "TYPE")
+          .words({"auto", "fp32", "bf16"})
+          .help("the picture decoder's precision on the CPU: auto (bf16 where the CPU has "
+                "AVX512-BF16, else fp32), fp32 or bf16"),
+  };
 }
 
 // The sampling, in the studio's order. Their defaults are a model's (model.json "sampling"), over
@@ -511,6 +542,11 @@ const std::vector<Setting>& settings_table() {
     for (auto& s : method_entries()) all.push_back(std::move(s));
     return all;
   }();
+  return table;
+}
+
+const std::vector<Setting>& model_options_table() {
+  static const std::vector<Setting> table = model_option_entries();
   return table;
 }
 
