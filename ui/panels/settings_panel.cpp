@@ -19,7 +19,6 @@
 
 #include "decode/settings/method_table.h"
 #include "ui/panels/collapsible_section.h"
-#include "ui/panels/method_names.h"
 
 namespace adtree::ui {
 
@@ -188,8 +187,7 @@ void SettingsPanel::updateEnabled() {
   }
   // LANTERN and CASCADE say so in their own sections; this is the method's own rule.
   const auto& row = decode::method_info(m.method);
-  lossy_note_->setText(
-      tr("%1 is lossy %2.").arg(method_label(m.method), QString::fromUtf8(row.lossy_note)));
+  lossy_note_->setText(tr("This run is lossy %1.").arg(QString::fromUtf8(row.lossy_note)));
   lossy_note_->setVisible(!row.lossless(r));
   Q_EMIT changed();
 }
