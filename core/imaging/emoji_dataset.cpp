@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgproc.hpp>
@@ -332,8 +333,10 @@ std::string find_emoji_package_root(const std::string& dir) {
               "folder)");
 }
 
-io::Dataset build_emoji_dataset(const std::vector<std::string>& package_dirs,
-                                const EmojiBuildOptions& opts) {
+namespace {
+
+void check_build_options(const std::vector<std::string>& package_dirs,
+                         const EmojiBuildOptions& opts) {
   if (!(opts.val_fraction >= 0.0 && opts.val_fraction < 1.0)) {
     throw Error("the validation fraction must be in [0, 1), got " +
                 std::to_string(opts.val_fraction));
@@ -342,10 +345,10 @@ io::Dataset build_emoji_dataset(const std::vector<std::string>& package_dirs,
     throw Error("the image size must be in 1..4096, got " + std::to_string(opts.image_size));
   }
   if (package_dirs.empty()) throw Error("no emoji packages given");
-  const auto log = [&](const std::string& line) {
-    if (opts.log) opts.log(line);
-  };
+}
 
+// One package per set, so that each caption names one picture.
+std::vector<Package> describe_packages(const std::vector<std::string>& package_dirs) {
   std::vector<Package> packages;
   for (const auto& dir : package_dirs) {
     Package p = describe_package(dir);
@@ -357,79 +360,107 @@ io::Dataset build_emoji_dataset(const std::vector<std::string>& package_dirs,
     }
     packages.push_back(std::move(p));
   }
+  return packages;
+}
 
+// Every package's usable images, with what each package is and what was skipped.
+struct Gathered {
   std::vector<Item> items;
   json sources_info = json::array();
-  std::map<std::string, int64_t> skipped;
-  json examples = json::object();
+  std::map<std::string, int64_t> skipped;  // reason -> count, over all packages
+  json examples = json::object();          // reason -> up to 5 examples
   int64_t resized = 0;
+};
+
+Gathered read_packages(const std::vector<Package>& packages, const EmojiBuildOptions& opts,
+                       const std::function<void(const std::string&)>& log) {
+  Gathered g;
   for (const auto& pkg : packages) {
     const EmojiSource& src = emoji_source(pkg.set);
     log("reading " + src.package + " " + pkg.version + " (" + pkg.root + ")");
     PackageResult r = read_package(pkg, opts);
     int64_t n_skipped = 0;
     for (const auto& [reason, n] : r.skipped) {
-      skipped[reason] += n;
+      g.skipped[reason] += n;
       n_skipped += n;
       for (const auto& ex : r.examples[reason]) {
-        if (examples[reason].size() < 5) examples[reason].push_back(pkg.set + ": " + ex);
+        if (g.examples[reason].size() < 5) g.examples[reason].push_back(pkg.set + ": " + ex);
       }
     }
-    resized += r.resized;
-    sources_info.push_back({{"package", src.package},
-                            {"version", pkg.version},
-                            {"package_license", pkg.license},
-                            {"set", pkg.set},
-                            {"style", src.style},
-                            {"images_license", src.images_license},
-                            {"attribution", src.attribution},
-                            {"images", r.items.size()},
-                            {"skipped", r.skipped}});
+    g.resized += r.resized;
+    g.sources_info.push_back({{"package", src.package},
+                              {"version", pkg.version},
+                              {"package_license", pkg.license},
+                              {"set", pkg.set},
+                              {"style", src.style},
+                              {"images_license", src.images_license},
+                              {"attribution", src.attribution},
+                              {"images", r.items.size()},
+                              {"skipped", r.skipped}});
     log("  " + std::to_string(r.items.size()) + " images, " + std::to_string(n_skipped) +
         " skipped");
-    for (auto& it : r.items) items.push_back(std::move(it));
+    for (auto& it : r.items) g.items.push_back(std::move(it));
   }
-  if (items.empty()) {
-    throw Error("no usable images in the emoji packages given (skipped: " + json(skipped).dump() +
+  if (g.items.empty()) {
+    throw Error("no usable images in the emoji packages given (skipped: " + json(g.skipped).dump() +
                 ")");
   }
+  return g;
+}
 
-  // Split units in code order, then a seeded shuffle: the split depends on the seed and the
-  // emoji codes only, not on package order or on which images happened to be readable.
+// The split of the split units (emoji codes): each unit's id, its code and its split.
+struct UnitSplit {
   std::map<std::string, int64_t> unit_id;
-  for (const auto& it : items) unit_id.emplace(it.unit, 0);
-  std::vector<std::string> units;
-  for (auto& [code, id] : unit_id) {
-    id = static_cast<int64_t>(units.size());
-    units.push_back(code);
+  std::vector<std::string> units;  // by id: codes in code order
+  std::vector<uint8_t> split;      // by id: io::Split
+};
+
+// Split units in code order, then a seeded shuffle: the split depends on the seed and the emoji
+// codes only, not on package order or on which images happened to be readable.
+UnitSplit split_units(const std::vector<Item>& items, const EmojiBuildOptions& opts) {
+  UnitSplit u;
+  for (const auto& it : items) u.unit_id.emplace(it.unit, 0);
+  for (auto& [code, id] : u.unit_id) {
+    id = static_cast<int64_t>(u.units.size());
+    u.units.push_back(code);
   }
-  const auto n_units = static_cast<int64_t>(units.size());
-  std::vector<int64_t> order(units.size());
+  const auto n_units = static_cast<int64_t>(u.units.size());
+  std::vector<int64_t> order(u.units.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
   Rng rng(opts.seed);
   for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.next() % i]);
   int64_t n_val = std::llround(opts.val_fraction * double(n_units));
   // A non-zero fraction always yields a validation set, and never swallows every emoji.
   if (opts.val_fraction > 0 && n_units >= 2) n_val = std::clamp<int64_t>(n_val, 1, n_units - 1);
-  std::vector<uint8_t> unit_split(units.size(), uint8_t(io::Split::Train));
+  u.split.assign(u.units.size(), uint8_t(io::Split::Train));
   for (int64_t k = 0; k < n_val; ++k) {
-    unit_split[size_t(order[size_t(k)])] = uint8_t(io::Split::Validation);
+    u.split[size_t(order[size_t(k)])] = uint8_t(io::Split::Validation);
   }
+  return u;
+}
 
+// The dataset's rows, one per item; `caption_count` receives how often each caption occurs.
+io::Dataset dataset_rows(std::vector<Item>& items, const UnitSplit& u,
+                         std::map<std::string, int64_t>& caption_count) {
   io::Dataset d;
   std::vector<at::Tensor> images;
-  std::map<std::string, int64_t> caption_count;
   for (auto& it : items) {
-    const int64_t id = unit_id.at(it.unit);
+    const int64_t id = u.unit_id.at(it.unit);
     images.push_back(it.image);
     d.captions.push_back(it.caption);
     d.style.push_back(it.style);
     d.emoji.push_back(id);
-    d.split.push_back(unit_split[size_t(id)]);
+    d.split.push_back(u.split[size_t(id)]);
     ++caption_count[it.caption];
   }
   d.images = at::stack(images).contiguous();
+  return d;
+}
 
+// The dataset's description: how it was built, its sources and licences, its counts.
+json dataset_info(const io::Dataset& d, const Gathered& g, const UnitSplit& u,
+                  const std::map<std::string, int64_t>& caption_count,
+                  const EmojiBuildOptions& opts) {
   json duplicates = json::array();
   for (const auto& [c, n] : caption_count) {
     if (n > 1 && duplicates.size() < 20) duplicates.push_back(c);
@@ -439,14 +470,14 @@ io::Dataset build_emoji_dataset(const std::vector<std::string>& package_dirs,
     (d.split[i] ? val_units : train_units).insert(d.emoji[i]);
   }
   int64_t n_skipped = 0;
-  for (const auto& [reason, n] : skipped) n_skipped += n;
-  d.info = {
+  for (const auto& [reason, n] : g.skipped) n_skipped += n;
+  return {
       {"name", "emoji" + std::to_string(opts.image_size)},
       {"builder", "adtree data emoji"},
       {"image_size", opts.image_size},
       {"seed", opts.seed},
       {"val_fraction", opts.val_fraction},
-      {"sources", sources_info},
+      {"sources", g.sources_info},
       {"metadata_attribution", emoji_datasource_attribution()},
       {"metadata_license", "MIT"},
       {"caption_rule",
@@ -454,19 +485,35 @@ io::Dataset build_emoji_dataset(const std::vector<std::string>& package_dirs,
        "word"},
       {"counts",
        {{"images", d.size()},
-        {"emoji", n_units},
+        {"emoji", static_cast<int64_t>(u.units.size())},
         {"captions", caption_count.size()},
         {"train", d.count(io::Split::Train)},
         {"validation", d.count(io::Split::Validation)},
         {"train_emoji", train_units.size()},
         {"validation_emoji", val_units.size()},
-        {"resized", resized},
+        {"resized", g.resized},
         {"skipped", n_skipped}}},
-      {"skipped", skipped},
-      {"skipped_examples", examples},
+      {"skipped", g.skipped},
+      {"skipped_examples", g.examples},
       {"duplicate_captions", duplicates},
-      {"emoji_codes", units},
+      {"emoji_codes", u.units},
   };
+}
+
+}  // namespace
+
+io::Dataset build_emoji_dataset(const std::vector<std::string>& package_dirs,
+                                const EmojiBuildOptions& opts) {
+  check_build_options(package_dirs, opts);
+  const auto log = [&](const std::string& line) {
+    if (opts.log) opts.log(line);
+  };
+  const std::vector<Package> packages = describe_packages(package_dirs);
+  Gathered g = read_packages(packages, opts, log);
+  const UnitSplit u = split_units(g.items, opts);
+  std::map<std::string, int64_t> caption_count;
+  io::Dataset d = dataset_rows(g.items, u, caption_count);
+  d.info = dataset_info(d, g, u, caption_count, opts);
   return d;
 }
 
