@@ -50,6 +50,110 @@ QString wordsHint(const QString& example) {
              "Tab/arrows pick a completion)")
       .arg(example);
 }
+
+// Row 1's widgets, created in the bar's focus order: the prompt, the embedding-file picker, the
+// two big buttons.
+
+PromptEdit* makePromptEdit(QWidget* parent) {
+  auto* prompt = new PromptEdit(parent);
+  prompt->setObjectName("promptEdit");
+  prompt->setPlaceholderText(wordsHint({}));
+  prompt->setToolTip(
+      PromptBar::tr("The prompt: words the model knows (completion lists them as you type) "
+                    "or, for class models, one class name.\nReturn or Ctrl+Return generates."));
+  QFont pf = prompt->font();
+  pf.setPointSizeF(pf.pointSizeF() * 1.15);
+  prompt->setFont(pf);
+  prompt->setMinimumHeight(30);
+  return prompt;
+}
+
+QPushButton* makeGenerateButton(QWidget* parent) {
+  auto* generate = new QPushButton(PromptBar::tr("Generate"), parent);
+  generate->setObjectName("generateButton");
+  generate->setDefault(true);
+  generate->setMinimumHeight(30);
+  generate->setMinimumWidth(110);
+  generate->setToolTip(
+      PromptBar::tr("Generate from the prompt (Ctrl+Return); while a job runs, the new ones wait "
+                    "in the queue"));
+  generate->setStyleSheet(
+      "QPushButton#generateButton { background: #2563eb; color: white; font-weight: bold; "
+      "border-radius: 4px; padding: 4px 14px; }"
+      "QPushButton#generateButton:hover { background: #1d4ed8; }"
+      "QPushButton#generateButton:disabled { background: #93a4c3; color: #eef; }");
+  return generate;
+}
+
+QPushButton* makeCancelButton(QWidget* parent) {
+  auto* cancel = new QPushButton(PromptBar::tr("Cancel"), parent);
+  cancel->setObjectName("cancelButton");
+  cancel->setMinimumHeight(30);
+  cancel->setToolTip(PromptBar::tr(
+      "Stop the running generation (Esc); it stops within one step. Waiting jobs stay queued."));
+  return cancel;
+}
+
+// Models prompted with a caption-embedding file (converted LlamaGen t2i) get a file picker; the
+// chosen file's path becomes the prompt.
+QPushButton* makeFileButton(QWidget* parent, PromptEdit* prompt) {
+  auto* file = new QPushButton(PromptBar::tr("Embedding…"), parent);
+  file->setObjectName("promptFileButton");
+  file->setMinimumHeight(30);
+  file->setToolTip(PromptBar::tr(
+      "Choose a caption-embedding file (.safetensors from tools/t5_embed.py) as the prompt"));
+  file->setVisible(false);
+  QObject::connect(file, &QPushButton::clicked, parent, [parent, prompt] {
+    const QString path = QFileDialog::getOpenFileName(
+        parent, PromptBar::tr("Choose a caption embedding"), QDir::homePath(),
+        PromptBar::tr("Caption embeddings (*.safetensors);;All files (*)"));
+    if (!path.isEmpty()) prompt->setText(path);
+  });
+  return file;
+}
+
+// Row 2's widgets: how to decode, the seed, how many.
+
+QComboBox* makeMethodBox(QWidget* parent) {
+  auto* method = new QComboBox(parent);
+  method->setObjectName("methodBox");
+  method->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  fillMethodBox(method, /*withHelp=*/true);
+  method->setToolTip(
+      PromptBar::tr("Decoding method. All lossless methods draw from the same distribution "
+                    "as AR; they differ in speed.\nTree methods need the model's draft head "
+                    "(drafter.safetensors)."));
+  return method;
+}
+
+QSpinBox* makeSeedBox(QWidget* parent) {
+  auto* seed = new QSpinBox(parent);
+  seed->setObjectName("seedBox");
+  seed->setRange(0, std::numeric_limits<int>::max());
+  seed->setToolTip(
+      PromptBar::tr("Random seed: the same seed, settings and device give the same image."));
+  seed->setMinimumWidth(110);
+  return seed;
+}
+
+QCheckBox* makeRandomSeedBox(QWidget* parent) {
+  auto* random_seed = new QCheckBox(PromptBar::tr("random"), parent);
+  random_seed->setObjectName("randomSeedBox");
+  random_seed->setToolTip(
+      PromptBar::tr("Draw a new seed for every generation (it is shown in the seed box, "
+                    "so a good image can be reproduced)."));
+  return random_seed;
+}
+
+QSpinBox* makeCountBox(QWidget* parent) {
+  auto* count = new QSpinBox(parent);
+  count->setObjectName("countBox");
+  count->setRange(1, 100);
+  count->setToolTip(
+      PromptBar::tr("Pictures per Generate click, with consecutive seeds (seed, seed + 1, …); "
+                    "they run one after another from the queue"));
+  return count;
+}
 }  // namespace
 
 PromptBar::PromptBar(QWidget* parent) : QWidget(parent) {
@@ -58,49 +162,12 @@ PromptBar::PromptBar(QWidget* parent) : QWidget(parent) {
   v->setSpacing(6);
 
   // Row 1: the prompt and the two big buttons.
+  prompt_ = makePromptEdit(this);
+  generate_ = makeGenerateButton(this);
+  cancel_ = makeCancelButton(this);
+  file_ = makeFileButton(this, prompt_);
   auto* row1 = new QHBoxLayout;
   row1->setSpacing(6);
-  prompt_ = new PromptEdit(this);
-  prompt_->setObjectName("promptEdit");
-  prompt_->setPlaceholderText(wordsHint({}));
-  prompt_->setToolTip(
-      tr("The prompt: words the model knows (completion lists them as you type) "
-         "or, for class models, one class name.\nReturn or Ctrl+Return generates."));
-  QFont pf = prompt_->font();
-  pf.setPointSizeF(pf.pointSizeF() * 1.15);
-  prompt_->setFont(pf);
-  prompt_->setMinimumHeight(30);
-  generate_ = new QPushButton(tr("Generate"), this);
-  generate_->setObjectName("generateButton");
-  generate_->setDefault(true);
-  generate_->setMinimumHeight(30);
-  generate_->setMinimumWidth(110);
-  generate_->setToolTip(
-      tr("Generate from the prompt (Ctrl+Return); while a job runs, the new ones wait in the "
-         "queue"));
-  generate_->setStyleSheet(
-      "QPushButton#generateButton { background: #2563eb; color: white; font-weight: bold; "
-      "border-radius: 4px; padding: 4px 14px; }"
-      "QPushButton#generateButton:hover { background: #1d4ed8; }"
-      "QPushButton#generateButton:disabled { background: #93a4c3; color: #eef; }");
-  cancel_ = new QPushButton(tr("Cancel"), this);
-  cancel_->setObjectName("cancelButton");
-  cancel_->setMinimumHeight(30);
-  cancel_->setToolTip(
-      tr("Stop the running generation (Esc); it stops within one step. Waiting jobs stay queued."));
-  // Models prompted with a caption-embedding file (converted LlamaGen t2i) get a file picker.
-  file_ = new QPushButton(tr("Embedding…"), this);
-  file_->setObjectName("promptFileButton");
-  file_->setMinimumHeight(30);
-  file_->setToolTip(
-      tr("Choose a caption-embedding file (.safetensors from tools/t5_embed.py) as the prompt"));
-  file_->setVisible(false);
-  connect(file_, &QPushButton::clicked, this, [this] {
-    const QString path =
-        QFileDialog::getOpenFileName(this, tr("Choose a caption embedding"), QDir::homePath(),
-                                     tr("Caption embeddings (*.safetensors);;All files (*)"));
-    if (!path.isEmpty()) prompt_->setText(path);
-  });
   row1->addWidget(prompt_, 1);
   row1->addWidget(file_);
   row1->addWidget(generate_);
@@ -108,42 +175,22 @@ PromptBar::PromptBar(QWidget* parent) : QWidget(parent) {
   v->addLayout(row1);
 
   // Row 2: how to decode, the seed, how many.
-  auto* row2 = new QHBoxLayout;
-  row2->setSpacing(6);
   auto* method_label_w = new QLabel(tr("Method"), this);
-  method_ = new QComboBox(this);
-  method_->setObjectName("methodBox");
-  method_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
-  fillMethodBox(method_, /*withHelp=*/true);
-  method_->setToolTip(
-      tr("Decoding method. All lossless methods draw from the same distribution "
-         "as AR; they differ in speed.\nTree methods need the model's draft head "
-         "(drafter.safetensors)."));
+  method_ = makeMethodBox(this);
   method_label_w->setBuddy(method_);
   auto* relax_label = new QLabel(tr("&Acceptance"), this);
   relax_ = makeRelaxBox(this);
   relax_->setObjectName("relaxBox");
   relax_label->setBuddy(relax_);
   auto* seed_label = new QLabel(tr("Seed"), this);
-  seed_ = new QSpinBox(this);
-  seed_->setObjectName("seedBox");
-  seed_->setRange(0, std::numeric_limits<int>::max());
-  seed_->setToolTip(tr("Random seed: the same seed, settings and device give the same image."));
-  seed_->setMinimumWidth(110);
+  seed_ = makeSeedBox(this);
   seed_label->setBuddy(seed_);
-  random_seed_ = new QCheckBox(tr("random"), this);
-  random_seed_->setObjectName("randomSeedBox");
-  random_seed_->setToolTip(
-      tr("Draw a new seed for every generation (it is shown in the seed box, "
-         "so a good image can be reproduced)."));
+  random_seed_ = makeRandomSeedBox(this);
   auto* count_label = new QLabel(tr("Count"), this);
-  count_ = new QSpinBox(this);
-  count_->setObjectName("countBox");
-  count_->setRange(1, 100);
-  count_->setToolTip(
-      tr("Pictures per Generate click, with consecutive seeds (seed, seed + 1, …); they run one "
-         "after another from the queue"));
+  count_ = makeCountBox(this);
   count_label->setBuddy(count_);
+  auto* row2 = new QHBoxLayout;
+  row2->setSpacing(6);
   row2->addWidget(method_label_w);
   row2->addWidget(method_);
   row2->addSpacing(8);
