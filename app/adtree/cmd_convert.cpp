@@ -61,13 +61,8 @@ std::string today() {
   std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&now));
   return buf;
 }
-}  // namespace
 
-int cmd_convert(int argc, char** argv) {
-  Args a("convert",
-         "Convert a released LlamaGen checkpoint (GPT and/or VQ) into a model directory.\n"
-         "Reads .safetensors state dicts, and torch.save() files where this libtorch can; "
-         "otherwise use tools/convert_llamagen.py (docs/llamagen.md).");
+void declare_options(Args& a) {
   a.option("gpt", "FILE", "GPT checkpoint (c2i_*.pt, t2i_*.pt or a .safetensors state dict)")
       .option("vq", "FILE", "VQ tokenizer checkpoint (vq_ds16_c2i.pt, ...)")
       .option("out", "DIR", "model directory to create")
@@ -81,6 +76,105 @@ int cmd_convert(int argc, char** argv) {
       .option("name", "TEXT", "model name written to model.json (default: the out directory's)",
               "");
   a.flag("force", "replace an existing output directory");
+}
+
+// The checkpoints of --gpt and --vq, mapped onto the model layer's names (vq empty without --vq).
+struct Checkpoints {
+  model::GptImportOptions gopts;
+  model::VqConfig vcfg;
+  model::Imported vq;
+  model::GptConfig gcfg;
+  model::Imported gpt;
+};
+
+Checkpoints import_checkpoints(const Args& a) {
+  Checkpoints c;
+  c.gopts.model_name = a.str("model");
+  c.gopts.n_head = a.integer("n-head");
+  c.gopts.image_size = a.integer("image-size");
+  c.gopts.grid = a.integer("grid");
+  const auto gsd = model::read_state_dict(a.str("gpt"));
+  if (a.given("vq")) {
+    const auto vsd = model::read_state_dict(a.str("vq"));
+    c.vcfg = model::infer_vq_config(vsd);
+    c.vq = model::import_vq(vsd, c.vcfg);
+    c.gopts.vq_factor = c.vcfg.downsample_factor();
+  }
+  c.gcfg = model::infer_gpt_config(gsd, c.gopts);
+  c.gpt = model::import_gpt(gsd, c.gcfg);
+  if (a.given("vq") && c.vcfg.codebook_size != c.gcfg.vocab_size) {
+    throw Error("the VQ codebook has " + std::to_string(c.vcfg.codebook_size) +
+                " codes, the GPT's vocabulary " + std::to_string(c.gcfg.vocab_size));
+  }
+  return c;
+}
+
+io::Manifest converted_manifest(const Args& a, const fs::path& out, const Checkpoints& c) {
+  const bool c2i = c.gcfg.cond == model::CondKind::Class;
+  io::Manifest m;
+  m.name = a.str("name").empty() ? out.filename().string() : a.str("name");
+  m.kind = c2i ? "c2i" : "t2i-embeddings";
+  m.description = "LlamaGen " +
+                  (c.gopts.model_name.empty() ? std::string("GPT") : c.gopts.model_name) +
+                  ", converted by adtree convert";
+  m.grid_h = c.gcfg.grid_h;
+  m.grid_w = c.gcfg.grid_w;
+  m.codebook_size = c.gcfg.vocab_size;
+  m.gpt = c.gcfg.to_json();
+  m.vq = c.vcfg.to_json();
+  // LlamaGen's sample scripts' defaults (LLAMAGEN.md "Sampling").
+  // (top_k is capped at the vocabulary: the sampler refuses a larger one.)
+  m.sampling = {{"cfg_scale", c2i ? 4.0 : 7.5},
+                {"top_k", std::min<int64_t>(c2i ? 2000 : 1000, c.gcfg.vocab_size)},
+                {"temperature", 1.0},
+                {"top_p", 1.0}};
+  m.license = {{"weights",
+                "LlamaGen release (github.com/FoundationVision/LlamaGen): check the "
+                "model's terms"}};
+  nlohmann::json dropped = c.gpt.dropped;
+  for (const auto& d : c.vq.dropped) dropped.push_back(d);
+  m.provenance = {
+      {"tool", "adtree convert"},
+      {"date", today()},
+      {"gpt_checkpoint", fs::path(a.str("gpt")).filename().string()},
+      {"vq_checkpoint", a.given("vq") ? fs::path(a.str("vq")).filename().string() : std::string()},
+      {"dropped_buffers", dropped},
+      {"dtype", a.str("dtype")}};
+  return m;
+}
+
+// The model directory's files, written into `dir`: weights, model.json and, for c2i, the classes.
+void write_model_files(const fs::path& dir, const Args& a, const fs::path& out,
+                       const Checkpoints& c, at::ScalarType dtype,
+                       const std::vector<std::string>& classes) {
+  io::write_safetensors((dir / "gpt.safetensors").string(), cast_floats(c.gpt.weights, dtype));
+  if (a.given("vq")) {
+    io::write_safetensors((dir / "vq.safetensors").string(), cast_floats(c.vq.weights, dtype));
+  }
+  converted_manifest(a, out, c).save(dir.string());
+  if (c.gcfg.cond == model::CondKind::Class) {
+    model::Vocabulary(model::Vocabulary::Kind::Classes, classes).save((dir / "text.json").string());
+  }
+}
+
+void print_summary(const Args& a, const fs::path& out, const Checkpoints& c) {
+  const bool c2i = c.gcfg.cond == model::CondKind::Class;
+  const auto& g = c.gcfg;
+  std::cout << "wrote " << out.string() << ": " << (c2i ? "c2i" : "t2i-embeddings") << ", "
+            << g.n_layer << " layers x " << g.n_head << " heads x " << g.dim << " dim, " << g.grid_h
+            << "x" << g.grid_w << " grid, " << numel(c.gpt.weights) << " GPT parameters"
+            << (a.given("vq") ? ", VQ " + std::to_string(numel(c.vq.weights)) + " parameters"
+                              : std::string(", no VQ"))
+            << "; dropped " << c.gpt.dropped.size() + c.vq.dropped.size() << " buffer(s)\n";
+}
+}  // namespace
+
+int cmd_convert(int argc, char** argv) {
+  Args a("convert",
+         "Convert a released LlamaGen checkpoint (GPT and/or VQ) into a model directory.\n"
+         "Reads .safetensors state dicts, and torch.save() files where this libtorch can; "
+         "otherwise use tools/convert_llamagen.py (docs/llamagen.md).");
+  declare_options(a);
   if (!a.parse(argc, argv)) return 0;
   if (!a.given("gpt")) throw Error("give the GPT checkpoint with --gpt FILE");
   if (!a.given("out")) throw Error("give the directory to create with --out DIR");
@@ -90,29 +184,10 @@ int cmd_convert(int argc, char** argv) {
   }
   const auto dtype = model::parse_dtype(a.str("dtype"));
 
-  model::GptImportOptions gopts;
-  gopts.model_name = a.str("model");
-  gopts.n_head = a.integer("n-head");
-  gopts.image_size = a.integer("image-size");
-  gopts.grid = a.integer("grid");
-  const auto gsd = model::read_state_dict(a.str("gpt"));
-  model::VqConfig vcfg;
-  model::Imported vq;
-  if (a.given("vq")) {
-    const auto vsd = model::read_state_dict(a.str("vq"));
-    vcfg = model::infer_vq_config(vsd);
-    vq = model::import_vq(vsd, vcfg);
-    gopts.vq_factor = vcfg.downsample_factor();
-  }
-  const auto gcfg = model::infer_gpt_config(gsd, gopts);
-  const auto gpt = model::import_gpt(gsd, gcfg);
-  if (a.given("vq") && vcfg.codebook_size != gcfg.vocab_size) {
-    throw Error("the VQ codebook has " + std::to_string(vcfg.codebook_size) +
-                " codes, the GPT's vocabulary " + std::to_string(gcfg.vocab_size));
-  }
-  const bool c2i = gcfg.cond == model::CondKind::Class;
+  const Checkpoints c = import_checkpoints(a);
+  const bool c2i = c.gcfg.cond == model::CondKind::Class;
   const auto classes =
-      c2i ? load_classes(a.str("classes"), gcfg.num_classes) : std::vector<std::string>{};
+      c2i ? load_classes(a.str("classes"), c.gcfg.num_classes) : std::vector<std::string>{};
 
   // Everything goes to a sibling temporary directory first: an interrupted run leaves no
   // half-written model behind, and a failed one leaves an existing --out untouched.
@@ -120,44 +195,7 @@ int cmd_convert(int argc, char** argv) {
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   try {
-    io::write_safetensors((tmp / "gpt.safetensors").string(), cast_floats(gpt.weights, dtype));
-    if (a.given("vq")) {
-      io::write_safetensors((tmp / "vq.safetensors").string(), cast_floats(vq.weights, dtype));
-    }
-    io::Manifest m;
-    m.name = a.str("name").empty() ? out.filename().string() : a.str("name");
-    m.kind = c2i ? "c2i" : "t2i-embeddings";
-    m.description = "LlamaGen " +
-                    (gopts.model_name.empty() ? std::string("GPT") : gopts.model_name) +
-                    ", converted by adtree convert";
-    m.grid_h = gcfg.grid_h;
-    m.grid_w = gcfg.grid_w;
-    m.codebook_size = gcfg.vocab_size;
-    m.gpt = gcfg.to_json();
-    m.vq = vcfg.to_json();
-    // LlamaGen's sample scripts' defaults (LLAMAGEN.md "Sampling").
-    // (top_k is capped at the vocabulary: the sampler refuses a larger one.)
-    m.sampling = {{"cfg_scale", c2i ? 4.0 : 7.5},
-                  {"top_k", std::min<int64_t>(c2i ? 2000 : 1000, gcfg.vocab_size)},
-                  {"temperature", 1.0},
-                  {"top_p", 1.0}};
-    m.license = {{"weights",
-                  "LlamaGen release (github.com/FoundationVision/LlamaGen): check the "
-                  "model's terms"}};
-    nlohmann::json dropped = gpt.dropped;
-    for (const auto& d : vq.dropped) dropped.push_back(d);
-    m.provenance = {{"tool", "adtree convert"},
-                    {"date", today()},
-                    {"gpt_checkpoint", fs::path(a.str("gpt")).filename().string()},
-                    {"vq_checkpoint",
-                     a.given("vq") ? fs::path(a.str("vq")).filename().string() : std::string()},
-                    {"dropped_buffers", dropped},
-                    {"dtype", a.str("dtype")}};
-    m.save(tmp.string());
-    if (c2i) {
-      model::Vocabulary(model::Vocabulary::Kind::Classes, classes)
-          .save((tmp / "text.json").string());
-    }
+    write_model_files(tmp, a, out, c, dtype, classes);
     fs::remove_all(out);
     fs::rename(tmp, out);
   } catch (...) {
@@ -165,13 +203,7 @@ int cmd_convert(int argc, char** argv) {
     fs::remove_all(tmp, ec);
     throw;
   }
-  std::cout << "wrote " << out.string() << ": " << (c2i ? "c2i" : "t2i-embeddings") << ", "
-            << gcfg.n_layer << " layers x " << gcfg.n_head << " heads x " << gcfg.dim << " dim, "
-            << gcfg.grid_h << "x" << gcfg.grid_w << " grid, " << numel(gpt.weights)
-            << " GPT parameters"
-            << (a.given("vq") ? ", VQ " + std::to_string(numel(vq.weights)) + " parameters"
-                              : std::string(", no VQ"))
-            << "; dropped " << gpt.dropped.size() + vq.dropped.size() << " buffer(s)\n";
+  print_summary(a, out, c);
   return 0;
 }
 
