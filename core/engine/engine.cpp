@@ -400,7 +400,6 @@ struct Engine::Impl {
     }
     const auto m = bundle;  // keeps the model alive for the job whatever happens to `bundle`
     const auto t0 = Clock::now();
-    std::vector<int64_t> tokens;
     try {
       c10::InferenceMode guard;
       const auto& g = m->gpt_config;
@@ -415,71 +414,92 @@ struct Engine::Impl {
       const int64_t f = m->vq_config.downsample_factor();
       emit(JobStarted{t.id, t.job.prompt, decode::to_string(req.method.method), req.seed, g.grid_h,
                       g.grid_w, g.image_tokens(), g.grid_h * f, g.grid_w * f});
-
-      // The committed cells so far (-1 = open) and their raster prefix, which previews decode:
-      // PJD commits on several rows at once.
-      std::vector<int64_t> grid(size_t(g.image_tokens()), -1);
-      tokens.reserve(size_t(g.image_tokens()));
-      // engine/preview_schedule.h: the first preview waits for a costly decoder.
-      const auto after_ms = [](double ms) { return std::chrono::microseconds(int64_t(ms * 1000)); };
-      auto next_preview = Clock::now() + after_ms(first_preview_delay_ms(opts.preview_interval_ms,
-                                                                         previews->last_cost_ms()));
-      auto on_step = [&](const decode::StepEvent& ev) {
-        for (size_t i = 0; i < ev.tokens.size(); ++i) {
-          const int64_t c = ev.record.cell(i);
-          if (c >= 0 && c < int64_t(grid.size())) grid[size_t(c)] = ev.tokens[i];
-        }
-        while (tokens.size() < grid.size() && grid[tokens.size()] >= 0)
-          tokens.push_back(grid[tokens.size()]);
-        emit(JobStep{t.id, ev.record, ev.tokens, ev.cells, ms_since(t0),
-                     ev.trace ? std::make_shared<const decode::StepTrace>(*ev.trace) : nullptr});
-        if (!opts.previews) return;
-        if (auto p = previews->take(t.id)) emit(std::move(*p));
-        if (int64_t(tokens.size()) >= g.image_tokens() || Clock::now() < next_preview) return;
-        if (previews->request(m, t.id, tokens)) {
-          next_preview = Clock::now() + after_ms(preview_gap_ms(opts.preview_interval_ms,
-                                                                previews->last_cost_ms()));
-        }
-      };
-      decode::DecodeResult res;
-      const double cpu0 = thread_cpu_ms();
-      try {
-        res = decode::run_decode(*m, cond, run, on_step, t.cancel.get());
-      } catch (...) {
-        previews->settle();
-        throw;
-      }
-      const double decode_cpu_ms = thread_cpu_ms() - cpu0;
-      previews->settle();  // a preview still in flight would only show an older prefix
-
-      bool stopping_now = false;
-      {
-        std::lock_guard<std::mutex> lk(mu);
-        stopping_now = stopping;
-      }
+      double decode_cpu_ms = 0;
+      auto res = decode_with_steps(t, m, cond, run, t0, &decode_cpu_ms);
       if (res.cancelled) {
-        // Show where the run stopped, unless the whole engine is going away.
-        if (opts.previews && !stopping_now && !res.tokens.empty()) {
-          const auto p0 = Clock::now();
-          auto img = decode_prefix(*m, res.tokens, int64_t(res.tokens.size()));
-          emit(JobPreview{t.id, std::move(img), int64_t(res.tokens.size()), true, ms_since(p0)});
-        }
-        emit(JobCancelled{t.id, int64_t(res.tokens.size())});
+        emit_cancelled(t, *m, res);
         return;
       }
-      const auto p0 = Clock::now();
-      auto img = decode_prefix(*m, res.tokens, int64_t(res.tokens.size()));
-      if (opts.previews)
-        emit(JobPreview{t.id, img, int64_t(res.tokens.size()), true, ms_since(p0)});
-      const auto summary = res.stats.summary;
-      emit(JobFinished{t.id, summary,
-                       std::make_shared<const decode::RunStats>(std::move(res.stats)),
-                       std::move(res.tokens), std::move(img), ms_since(t0), decode_cpu_ms});
+      emit_finished(t, *m, std::move(res), t0, decode_cpu_ms);
     } catch (const std::exception& e) {
       emit(JobFailed{t.id, e.what()});
     } catch (...) {
       emit(JobFailed{t.id, "unknown error during generation"});
     }
+  }
+
+  // The decoding run, a JobStep per step and, with previews on, the committed raster prefix
+  // decoded now and then; `cpu_ms` receives the decoding thread's CPU time. No preview is in
+  // flight when it returns or throws.
+  decode::DecodeResult decode_with_steps(const Task& t,
+                                         const std::shared_ptr<const model::ModelBundle>& m,
+                                         const model::Condition& cond,
+                                         const decode::RunSettings& run, Clock::time_point t0,
+                                         double* cpu_ms) {
+    const auto& g = m->gpt_config;
+    // The committed cells so far (-1 = open) and their raster prefix, which previews decode:
+    // PJD commits on several rows at once.
+    std::vector<int64_t> grid(size_t(g.image_tokens()), -1);
+    std::vector<int64_t> tokens;
+    tokens.reserve(size_t(g.image_tokens()));
+    // engine/preview_schedule.h: the first preview waits for a costly decoder.
+    const auto after_ms = [](double ms) { return std::chrono::microseconds(int64_t(ms * 1000)); };
+    auto next_preview = Clock::now() + after_ms(first_preview_delay_ms(opts.preview_interval_ms,
+                                                                       previews->last_cost_ms()));
+    auto on_step = [&](const decode::StepEvent& ev) {
+      for (size_t i = 0; i < ev.tokens.size(); ++i) {
+        const int64_t c = ev.record.cell(i);
+        if (c >= 0 && c < int64_t(grid.size())) grid[size_t(c)] = ev.tokens[i];
+      }
+      while (tokens.size() < grid.size() && grid[tokens.size()] >= 0)
+        tokens.push_back(grid[tokens.size()]);
+      emit(JobStep{t.id, ev.record, ev.tokens, ev.cells, ms_since(t0),
+                   ev.trace ? std::make_shared<const decode::StepTrace>(*ev.trace) : nullptr});
+      if (!opts.previews) return;
+      if (auto p = previews->take(t.id)) emit(std::move(*p));
+      if (int64_t(tokens.size()) >= g.image_tokens() || Clock::now() < next_preview) return;
+      if (previews->request(m, t.id, tokens)) {
+        next_preview = Clock::now() +
+                       after_ms(preview_gap_ms(opts.preview_interval_ms, previews->last_cost_ms()));
+      }
+    };
+    decode::DecodeResult res;
+    const double cpu0 = thread_cpu_ms();
+    try {
+      res = decode::run_decode(*m, cond, run, on_step, t.cancel.get());
+    } catch (...) {
+      previews->settle();
+      throw;
+    }
+    *cpu_ms = thread_cpu_ms() - cpu0;
+    previews->settle();  // a preview still in flight would only show an older prefix
+    return res;
+  }
+
+  // A cancelled run: show where it stopped, unless the whole engine is going away.
+  void emit_cancelled(const Task& t, const model::ModelBundle& m, const decode::DecodeResult& res) {
+    bool stopping_now = false;
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      stopping_now = stopping;
+    }
+    if (opts.previews && !stopping_now && !res.tokens.empty()) {
+      const auto p0 = Clock::now();
+      auto img = decode_prefix(m, res.tokens, int64_t(res.tokens.size()));
+      emit(JobPreview{t.id, std::move(img), int64_t(res.tokens.size()), true, ms_since(p0)});
+    }
+    emit(JobCancelled{t.id, int64_t(res.tokens.size())});
+  }
+
+  // A finished run: its picture (as the last preview too) and its statistics.
+  void emit_finished(const Task& t, const model::ModelBundle& m, decode::DecodeResult res,
+                     Clock::time_point t0, double decode_cpu_ms) {
+    const auto p0 = Clock::now();
+    auto img = decode_prefix(m, res.tokens, int64_t(res.tokens.size()));
+    if (opts.previews) emit(JobPreview{t.id, img, int64_t(res.tokens.size()), true, ms_since(p0)});
+    const auto summary = res.stats.summary;
+    emit(JobFinished{t.id, summary, std::make_shared<const decode::RunStats>(std::move(res.stats)),
+                     std::move(res.tokens), std::move(img), ms_since(t0), decode_cpu_ms});
   }
 };
 
