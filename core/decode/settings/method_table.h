@@ -3,7 +3,7 @@
 // of it is lossless (and the note that says why not), and the colour ranges of the maps its
 // settings imply. The CLI's help, the studio's method picker, its lossy notes and maps, and the
 // run's statistics all read these rows. The settings a method reads are the table entries that
-// name it (setting.h, settings_read_by). Code compares Method values; strings appear only where
+// name it (setting.h, Setting::reads). Code compares Method values; strings appear only where
 // settings are read or written (method_from_string / to_string).
 #pragma once
 #include <string>
