@@ -46,6 +46,55 @@ std::pair<int64_t, float> choose(const Processed& p, CouplingNoise& noise, int64
   const auto host = at::stack({pick, p.top1[0].to(at::kDouble)}).to(at::kCPU);
   return {int64_t(host[0].item<double>()), float(host[1].item<double>())};
 }
+
+// The result before the first token: the run's settings and an empty grid.
+DecodeResult ar_result(const model::GptConfig& cfg, const SamplingParams& params, uint64_t seed) {
+  DecodeResult res;
+  res.stats.method = "ar";
+  auto& settings = res.stats.settings;
+  settings.request.sampling = params;
+  settings.request.seed = seed;
+  settings.verify = params.greedy() ? "greedy" : "coupled";
+  res.stats.grids = CellGrids(cfg.grid_h, cfg.grid_w);
+  res.tokens.reserve(size_t(cfg.image_tokens()));
+  return res;
+}
+
+// Token n (one committed cell per step) into the one statistics format, its trace when traced,
+// and the streamed event.
+void record_token(DecodeResult& res, int64_t n, int64_t tok, float top1, double verify_ms,
+                  double sample_ms, const Processed& p, const TraceOptions& trace,
+                  const StepCallback& on_step) {
+  res.tokens.push_back(tok);
+  StepRecord rec;
+  rec.step = n;
+  rec.method = "ar";
+  rec.committed = 1;
+  rec.first_cell = n;
+  rec.cum_tokens = n + 1;
+  rec.target_forwards = 1;
+  rec.t_verify_ms = verify_ms;
+  rec.t_sample_ms = sample_ms;
+  CellStats cs;
+  cs.top1 = top1;
+  cs.accept_len = 1;
+  res.stats.grids.set(n, cs);
+  res.stats.add_step(rec);
+  if (trace.enabled) {
+    StepTrace st;
+    st.step = n;
+    st.has_bonus = true;
+    st.bonus = tok;
+    st.cells.push_back(trace_cell(p.view[0], n, tok, false, nullptr, -1, trace));
+    res.stats.traces.push_back(std::move(st));
+  }
+  if (on_step) {
+    std::vector<int64_t> toks{tok};
+    std::vector<CellStats> cells{cs};
+    on_step(StepEvent{res.stats.steps.back(), toks, cells,
+                      trace.enabled ? &res.stats.traces.back() : nullptr});
+  }
+}
 }  // namespace
 
 DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
@@ -59,15 +108,8 @@ DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
   const auto t_start = Clock::now();
   LogitsProcessor proc(params, cfg.image_tokens());
   CouplingNoise noise(seed, cfg.vocab_size);  // Gumbel-max: x_n = argmax log p_n + g_n (coupling.h)
-  DecodeResult res;
-  res.stats.method = "ar";
-  auto& settings = res.stats.settings;
-  settings.request.sampling = params;
-  settings.request.seed = seed;
-  settings.verify = params.greedy() ? "greedy" : "coupled";
-  res.stats.grids = CellGrids(cfg.grid_h, cfg.grid_w);
+  DecodeResult res = ar_result(cfg, params, seed);
   const int64_t n_tokens = cfg.image_tokens();
-  res.tokens.reserve(size_t(n_tokens));
 
   auto cache = gpt.new_cache(batch, 0);
   const bool fixed = fixed_shapes || gpt.device().is_cuda();
@@ -87,35 +129,7 @@ DecodeResult generate_ar(const model::Gpt& gpt, const model::Condition& cond,
     noise.forget_before(n + 1);
     const double sample_ms = ms_since(t0);
 
-    res.tokens.push_back(tok);
-    StepRecord rec;
-    rec.step = n;
-    rec.method = "ar";
-    rec.committed = 1;
-    rec.first_cell = n;
-    rec.cum_tokens = n + 1;
-    rec.target_forwards = 1;
-    rec.t_verify_ms = verify_ms;
-    rec.t_sample_ms = sample_ms;
-    CellStats cs;
-    cs.top1 = top1;
-    cs.accept_len = 1;
-    res.stats.grids.set(n, cs);
-    res.stats.add_step(rec);
-    if (trace.enabled) {
-      StepTrace st;
-      st.step = n;
-      st.has_bonus = true;
-      st.bonus = tok;
-      st.cells.push_back(trace_cell(p.view[0], n, tok, false, nullptr, -1, trace));
-      res.stats.traces.push_back(std::move(st));
-    }
-    if (on_step) {
-      std::vector<int64_t> toks{tok};
-      std::vector<CellStats> cells{cs};
-      on_step(StepEvent{res.stats.steps.back(), toks, cells,
-                        trace.enabled ? &res.stats.traces.back() : nullptr});
-    }
+    record_token(res, n, tok, top1, verify_ms, sample_ms, p, trace, on_step);
     if (n + 1 < n_tokens) {  // the last token needs no forward: nothing comes after it
       t0 = Clock::now();
       if (fixed_steps) {

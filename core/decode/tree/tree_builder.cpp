@@ -199,80 +199,78 @@ double root_confidence(const DraftContext& ctx) {
 }
 
 namespace {
+// A candidate node of the dynamic tree; it remembers whether it was expanded (has a draft row and
+// its children's q).
+struct Candidate {
+  DraftNode node;
+  int64_t row = kRootRow - 1;  // draft row once expanded
+  at::Tensor dist;
+};
+using Candidates = std::vector<Candidate>;
+
 // The score below which nothing can enter the N best of `cands` (ties go to the earlier node, so a
 // later node with exactly this score loses too); -inf while fewer than N are recorded.
-template <class Cands>
-double nth_best_score(const Cands& cands, int64_t budget) {
+double nth_best_score(const Candidates& cands, int64_t budget) {
   if (budget <= 0 || int64_t(cands.size()) - 1 < budget) return -HUGE_VAL;
   std::vector<double> s;
   for (size_t i = 1; i < cands.size(); ++i) s.push_back(cands[i].node.score);
   std::nth_element(s.begin(), s.begin() + (budget - 1), s.end(), std::greater<double>());
   return s[size_t(budget - 1)];
 }
-}  // namespace
 
-DraftTree build_dynamic_tree(DraftContext& ctx, int64_t levels, int64_t width, int64_t budget) {
-  levels = std::min(levels, ctx.max_levels);
-  if (budget > 0) levels = std::min(levels, budget);  // N nodes hold at most N levels
-  // All recorded candidates; each remembers whether it was expanded (has a draft row and q).
-  struct Cand {
-    DraftNode node;
-    int64_t row = kRootRow - 1;  // draft row once expanded
-    at::Tensor dist;
-  };
-  std::vector<Cand> cands;
-  cands.push_back(Cand{DraftNode{ctx.root_token, -1, 0, 0.0, 1.f, 0}, kRootRow, {}});
-  cands[0].dist =
-      draft_probs(ctx.draft_proc, ctx.root_logits.unsqueeze(1), {ctx.root_index + 1})[0];
-  std::vector<int64_t> frontier{0};
-  for (int64_t level = 1; level <= levels; ++level) {
-    if (level > 1) {
-      // A frontier node at or below the N-th best score cannot have a child in the N best.
-      const double cut = nth_best_score(cands, budget);
-      frontier.erase(std::remove_if(frontier.begin(), frontier.end(),
-                                    [&](int64_t f) { return cands[size_t(f)].node.score <= cut; }),
-                     frontier.end());
-      if (frontier.empty()) break;
-      // Expand the frontier (one batched forward with the tree mask) to get its children's q.
-      std::vector<DraftInput> inputs;
-      std::vector<int64_t> idx;
-      for (auto f : frontier) {
-        const auto& n = cands[size_t(f)].node;
-        inputs.push_back(
-            DraftInput{n.token, cands[size_t(n.parent)].row, ctx.root_index + n.depth});
-        idx.push_back(ctx.root_index + n.depth + 1);
-      }
-      std::vector<int64_t> rows;
-      auto q = draft_probs(ctx.draft_proc, ctx.source.expand(inputs, rows), idx);
-      for (size_t i = 0; i < frontier.size(); ++i) {
-        cands[size_t(frontier[i])].row = rows[i];
-        cands[size_t(frontier[i])].dist = q[int64_t(i)];
-      }
-    }
-    // Each frontier node's top-K children; all are recorded. A child scores no higher than its
-    // parent or its earlier sibling (min), so the kept set stays a tree of candidate prefixes.
-    std::vector<int64_t> level_ids;
-    for (auto f : frontier) {
-      double prev = cands[size_t(f)].node.score;
-      const double base = prev;
-      int32_t rank = 0;
-      const int64_t cell = ctx.root_index + level;
-      for (const Child& ch : ctx.picker.pick(cands[size_t(f)].dist, width, cell)) {
-        prev = std::min(prev, base + ch.log_score);
-        level_ids.push_back(int64_t(cands.size()));
-        cands.push_back(Cand{DraftNode{ch.token, f, level, prev, ch.q, rank++}, kRootRow - 1, {}});
-      }
-    }
-    if (level_ids.empty()) break;
-    // The next frontier: the K best of this level.
-    std::stable_sort(level_ids.begin(), level_ids.end(), [&](int64_t a, int64_t b) {
-      return cands[size_t(a)].node.score > cands[size_t(b)].node.score;
-    });
-    if (int64_t(level_ids.size()) > width) level_ids.resize(size_t(width));
-    frontier = level_ids;
+// Expands the frontier in one batched draft forward with the tree mask: each node's draft row and
+// its children's q. Drops first the nodes that cannot have a child among the N best.
+void expand_frontier(DraftContext& ctx, Candidates& cands, std::vector<int64_t>& frontier,
+                     int64_t budget) {
+  const double cut = nth_best_score(cands, budget);
+  frontier.erase(std::remove_if(frontier.begin(), frontier.end(),
+                                [&](int64_t f) { return cands[size_t(f)].node.score <= cut; }),
+                 frontier.end());
+  if (frontier.empty()) return;
+  std::vector<DraftInput> inputs;
+  std::vector<int64_t> idx;
+  for (auto f : frontier) {
+    const auto& n = cands[size_t(f)].node;
+    inputs.push_back(DraftInput{n.token, cands[size_t(n.parent)].row, ctx.root_index + n.depth});
+    idx.push_back(ctx.root_index + n.depth + 1);
   }
-  // Rerank: the N best nodes by score. Scores never rise with depth or rank, and ties go to the
-  // shallower (earlier-recorded) node, so every kept node's parent and earlier siblings are kept.
+  std::vector<int64_t> rows;
+  auto q = draft_probs(ctx.draft_proc, ctx.source.expand(inputs, rows), idx);
+  for (size_t i = 0; i < frontier.size(); ++i) {
+    cands[size_t(frontier[i])].row = rows[i];
+    cands[size_t(frontier[i])].dist = q[int64_t(i)];
+  }
+}
+
+// Each frontier node's top-K children at `level`, all recorded; returns the next frontier, the K
+// best of the level. A child scores no higher than its parent or its earlier sibling (min), so the
+// kept set stays a tree of candidate prefixes.
+std::vector<int64_t> grow_level(DraftContext& ctx, Candidates& cands,
+                                const std::vector<int64_t>& frontier, int64_t level,
+                                int64_t width) {
+  std::vector<int64_t> level_ids;
+  for (auto f : frontier) {
+    double prev = cands[size_t(f)].node.score;
+    const double base = prev;
+    int32_t rank = 0;
+    const int64_t cell = ctx.root_index + level;
+    for (const Child& ch : ctx.picker.pick(cands[size_t(f)].dist, width, cell)) {
+      prev = std::min(prev, base + ch.log_score);
+      level_ids.push_back(int64_t(cands.size()));
+      cands.push_back(
+          Candidate{DraftNode{ch.token, f, level, prev, ch.q, rank++}, kRootRow - 1, {}});
+    }
+  }
+  std::stable_sort(level_ids.begin(), level_ids.end(), [&](int64_t a, int64_t b) {
+    return cands[size_t(a)].node.score > cands[size_t(b)].node.score;
+  });
+  if (int64_t(level_ids.size()) > width) level_ids.resize(size_t(width));
+  return level_ids;
+}
+
+// Rerank: the N best nodes by score. Scores never rise with depth or rank, and ties go to the
+// shallower (earlier-recorded) node, so every kept node's parent and earlier siblings are kept.
+DraftTree best_nodes(const Candidates& cands, int64_t budget, int64_t width) {
   std::vector<int64_t> order;
   for (int64_t i = 1; i < int64_t(cands.size()); ++i) order.push_back(i);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
@@ -296,6 +294,28 @@ DraftTree build_dynamic_tree(DraftContext& ctx, int64_t levels, int64_t width, i
   }
   tree.width = width;
   return tree;
+}
+}  // namespace
+
+// EAGLE-2's dynamic tree: expand by cumulative score level by level, keep the top-K frontier, and
+// rerank every recorded candidate to the N best.
+DraftTree build_dynamic_tree(DraftContext& ctx, int64_t levels, int64_t width, int64_t budget) {
+  levels = std::min(levels, ctx.max_levels);
+  if (budget > 0) levels = std::min(levels, budget);  // N nodes hold at most N levels
+  Candidates cands;
+  cands.push_back(Candidate{DraftNode{ctx.root_token, -1, 0, 0.0, 1.f, 0}, kRootRow, {}});
+  cands[0].dist =
+      draft_probs(ctx.draft_proc, ctx.root_logits.unsqueeze(1), {ctx.root_index + 1})[0];
+  std::vector<int64_t> frontier{0};
+  for (int64_t level = 1; level <= levels; ++level) {
+    if (level > 1) {
+      expand_frontier(ctx, cands, frontier, budget);
+      if (frontier.empty()) break;
+    }
+    frontier = grow_level(ctx, cands, frontier, level, width);
+    if (frontier.empty()) break;
+  }
+  return best_nodes(cands, budget, width);
 }
 
 DraftTree root_only_tree(int64_t root_token) {
