@@ -41,8 +41,25 @@ CompareWindow::CompareWindow(EngineBridge* bridge, QWidget* parent)
   setWindowTitle(tr("Compare — ADT-Tree Studio"));
   auto* v = new QVBoxLayout(this);
   v->setContentsMargins(8, 6, 8, 6);
+  v->addLayout(buildTopBar());
 
-  // The shared part: prompt, seed, greedy switch, run.
+  auto* sides = new QSplitter(Qt::Horizontal, this);
+  sides->addWidget(buildSide(0));
+  sides->addWidget(buildSide(1));
+  sides->setChildrenCollapsible(false);
+  v->addWidget(sides, 1);
+
+  v->addLayout(buildComparison());
+  connectSignals();
+  setSide(0, decode::Method::Ar, decode::Acceptance::Lossless);
+  setSide(1, decode::Method::Adt, decode::Acceptance::Lossless);
+  updateComparison();
+  updateBusy();
+  resize(1280, 860);
+}
+
+// The shared part: prompt, seed, greedy switch, run.
+QHBoxLayout* CompareWindow::buildTopBar() {
   auto* top = new QHBoxLayout;
   prompt_label_ = new QLabel(this);
   prompt_label_->setTextFormat(Qt::RichText);
@@ -65,15 +82,11 @@ CompareWindow::CompareWindow(EngineBridge* bridge, QWidget* parent)
   top->addWidget(greedy_);
   top->addWidget(run_button_);
   top->addWidget(cancel_);
-  v->addLayout(top);
+  return top;
+}
 
-  auto* sides = new QSplitter(Qt::Horizontal, this);
-  sides->addWidget(buildSide(0));
-  sides->addWidget(buildSide(1));
-  sides->setChildrenCollapsible(false);
-  v->addWidget(sides, 1);
-
-  // The comparison: speed, identity, difference map.
+// The comparison: speed, identity, difference map.
+QHBoxLayout* CompareWindow::buildComparison() {
   auto* bottom = new QHBoxLayout;
   auto* text = new QVBoxLayout;
   speed_ = new QLabel(this);
@@ -90,9 +103,14 @@ CompareWindow::CompareWindow(EngineBridge* bridge, QWidget* parent)
   text->addWidget(status_);
   text->addStretch(1);
   bottom->addLayout(text, 2);
+  bottom->addWidget(buildDiffPlot());
+  return bottom;
+}
+
+// The B ≠ A cell map: about square, like the grid it maps.
+QCustomPlot* CompareWindow::buildDiffPlot() {
   diff_plot_ = new QCustomPlot(this);
   diff_plot_->setObjectName("compareDiff");
-  // About square, like the grid it maps.
   diff_plot_->setMinimumSize(220, 200);
   diff_plot_->setMaximumWidth(260);
   diff_plot_->setToolTip(
@@ -108,9 +126,11 @@ CompareWindow::CompareWindow(EngineBridge* bridge, QWidget* parent)
   diff_plot_->yAxis->setRangeReversed(true);
   diff_plot_->xAxis->setTicks(false);
   diff_plot_->yAxis->setTicks(false);
-  bottom->addWidget(diff_plot_);
-  v->addLayout(bottom);
+  return diff_plot_;
+}
 
+// The buttons, and this window's jobs on the bridge.
+void CompareWindow::connectSignals() {
   connect(run_button_, &QPushButton::clicked, this, &CompareWindow::runBoth);
   connect(cancel_, &QPushButton::clicked, this, &CompareWindow::cancel);
   connect(bridge_, &EngineBridge::jobStarted, this, &CompareWindow::onStarted);
@@ -121,11 +141,6 @@ CompareWindow::CompareWindow(EngineBridge* bridge, QWidget* parent)
           [this](engine::JobId j, const QString& m) { onEnded(j, tr("failed: %1").arg(m)); });
   connect(bridge_, &EngineBridge::jobCancelled, this,
           [this](engine::JobId j, qint64) { onEnded(j, tr("cancelled")); });
-  setSide(0, decode::Method::Ar, decode::Acceptance::Lossless);
-  setSide(1, decode::Method::Adt, decode::Acceptance::Lossless);
-  updateComparison();
-  updateBusy();
-  resize(1280, 860);
 }
 
 QWidget* CompareWindow::buildSide(int side) {

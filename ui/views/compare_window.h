@@ -16,6 +16,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QHBoxLayout;
 class QCustomPlot;
 class QCPColorMap;
 class QLabel;
@@ -71,7 +72,12 @@ class CompareWindow : public QWidget {
   void comparisonEnded();     // both sides ended (finished, failed or cancelled)
 
  private:
+  // The constructor's steps, in creation order (the focus chain follows it).
+  QHBoxLayout* buildTopBar();
   QWidget* buildSide(int side);
+  QHBoxLayout* buildComparison();
+  QCustomPlot* buildDiffPlot();
+  void connectSignals();
   void onStarted(const engine::JobStarted& s);
   void onSteps(const std::vector<engine::JobStep>& steps);
   void onPreview(const engine::JobPreview& p);
