@@ -49,12 +49,7 @@ DistributionView::DistributionView(QWidget* parent) : QWidget(parent) {
   auto* col = new QVBoxLayout(this);
   col->setContentsMargins(0, 0, 0, 0);
   col->setSpacing(4);
-  headline_ = new QLabel(this);
-  headline_->setObjectName("distributionHeadline");
-  headline_->setWordWrap(true);
-  headline_->setTextFormat(Qt::PlainText);
-  headline_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  col->addWidget(headline_);
+  col->addWidget(buildHeadline());
 
   // Chart beside table: the view lives in a wide, short dock under the maps.
   auto* split = new QSplitter(Qt::Horizontal, this);
@@ -63,9 +58,30 @@ DistributionView::DistributionView(QWidget* parent) : QWidget(parent) {
   auto* topCol = new QVBoxLayout(top);
   topCol->setContentsMargins(0, 0, 0, 0);
   topCol->setSpacing(2);
+  topCol->addWidget(buildPlot(top), 1);
+  topCol->addWidget(buildLogBox(top));
 
+  buildTable(split);
+  split->addWidget(top);
+  split->addWidget(table_);
+  split->setStretchFactor(0, 3);
+  split->setStretchFactor(1, 2);
+  split->setChildrenCollapsible(false);
+  clear();
+}
+
+QLabel* DistributionView::buildHeadline() {
+  headline_ = new QLabel(this);
+  headline_->setObjectName("distributionHeadline");
+  headline_->setWordWrap(true);
+  headline_->setTextFormat(Qt::PlainText);
+  headline_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  return headline_;
+}
+
+QCustomPlot* DistributionView::buildPlot(QWidget* parent) {
   plot_ =
-      makeStyledPlot(top, tr("Target distribution"),
+      makeStyledPlot(parent, tr("Target distribution"),
                      tr("The target model's most likely tokens at this cell, most likely first "
                         "(tick labels: token ids).\nGreen: the committed token. Orange markers: "
                         "tokens the draft proposed here.\nOne tall bar = a simple region the draft "
@@ -74,7 +90,13 @@ DistributionView::DistributionView(QWidget* parent) : QWidget(parent) {
   plot_->xAxis->setLabel(tr("target rank (tick: token id)"));
   plot_->yAxis->setLabel(tr("target p"));
   plot_->xAxis->grid()->setVisible(false);
+  addSeries();
+  placeLegend();
+  return plot_;
+}
 
+// The bars (other tokens, the committed one) and the draft-candidate markers.
+void DistributionView::addSeries() {
   others_ = new QCPBars(plot_->xAxis, plot_->yAxis);
   others_->setName(tr("target p"));
   others_->setWidth(0.75);
@@ -90,27 +112,33 @@ DistributionView::DistributionView(QWidget* parent) : QWidget(parent) {
   cands_->setLineStyle(QCPGraph::lsNone);
   cands_->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssTriangleInverted,
                                           QPen(kOrange.darker(150), 1.2), QBrush(kOrange), 10));
+}
+
+// One row under the title, not inside the axes: in a short dock an inset legend hides bars.
+void DistributionView::placeLegend() {
   auto* legend = plot_->legend;
   legend->setVisible(true);
   legend->setFont(QFont(font().family(), std::max(6, font().pointSize() - 2)));
   legend->setBrush(QColor(255, 255, 255, 200));
   legend->setBorderPen(Qt::NoPen);
-  // One row under the title, not inside the axes: in a short dock an inset legend hides bars.
   plot_->axisRect()->insetLayout()->take(legend);
   legend->setFillOrder(QCPLayoutGrid::foColumnsFirst);
   plot_->plotLayout()->insertRow(1);
   plot_->plotLayout()->addElement(1, 0, legend);
   plot_->plotLayout()->setRowStretchFactor(1, 0.001);
   plot_->plotLayout()->setRowSpacing(0);
-  topCol->addWidget(plot_, 1);
+}
 
-  log_box_ = new QCheckBox(tr("Log scale"), top);
+QCheckBox* DistributionView::buildLogBox(QWidget* parent) {
+  log_box_ = new QCheckBox(tr("Log scale"), parent);
   log_box_->setObjectName("distributionLogScale");
   log_box_->setToolTip(tr("Logarithmic probability axis: shows the tail of the distribution."));
-  topCol->addWidget(log_box_);
   connect(log_box_, &QCheckBox::toggled, this, [this] { applyScale(); });
+  return log_box_;
+}
 
-  table_ = new QTableWidget(0, kColumns, split);
+void DistributionView::buildTable(QWidget* parent) {
+  table_ = new QTableWidget(0, kColumns, parent);
   table_->setObjectName("candidateTable");
   table_->setHorizontalHeaderLabels(
       {tr("token"), tr("draft q"), tr("target p"), tr("target rank"), QString()});
@@ -121,12 +149,6 @@ DistributionView::DistributionView(QWidget* parent) : QWidget(parent) {
   table_->setToolTip(
       tr("The draft's candidates at this cell (the children of the accepted parent "
          "node), with their draft and target probabilities."));
-  split->addWidget(top);
-  split->addWidget(table_);
-  split->setStretchFactor(0, 3);
-  split->setStretchFactor(1, 2);
-  split->setChildrenCollapsible(false);
-  clear();
 }
 
 void DistributionView::clear() {

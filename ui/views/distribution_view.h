@@ -42,6 +42,13 @@ class DistributionView : public QWidget {
   QCustomPlot* plot() const { return plot_; }
 
  private:
+  // The constructor's steps, in creation order (the focus chain follows it).
+  QLabel* buildHeadline();
+  QCustomPlot* buildPlot(QWidget* parent);
+  void addSeries();
+  void placeLegend();
+  QCheckBox* buildLogBox(QWidget* parent);
+  void buildTable(QWidget* parent);
   void applyScale();
 
   QLabel* headline_ = nullptr;
