@@ -182,6 +182,81 @@ std::map<std::string, std::string> parse_metadata(const std::string& path, const
   return out;
 }
 
+// The little-endian header length in the first 8 bytes, checked against the file size.
+uint64_t read_header_len(const std::string& path, const uint8_t* map, uint64_t file_size) {
+  if (file_size < 8) {
+    fail(path, "file is " + std::to_string(file_size) +
+                   " bytes, shorter than the 8-byte header length field (truncated or empty)");
+  }
+  uint64_t header_len = 0;
+  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | map[i];
+  if (header_len > kMaxHeaderBytes) {
+    fail(path, "header length " + std::to_string(header_len) + " is absurdly large (limit " +
+                   std::to_string(kMaxHeaderBytes) + " bytes)");
+  }
+  if (header_len > file_size - 8) {
+    fail(path, "header length " + std::to_string(header_len) + " is beyond the file size (" +
+                   std::to_string(file_size) + " bytes, so at most " +
+                   std::to_string(file_size - 8) + " header bytes)");
+  }
+  return header_len;
+}
+
+// The header's JSON object: no NUL byte, not nested too deep, no top-level key twice.
+json parse_header(const std::string& path, const char* header, uint64_t header_len) {
+  // nlohmann stops at a NUL byte as if the input ended there, which would let anything after
+  // it through unchecked; a NUL cannot occur in valid JSON.
+  if (const void* nul = std::memchr(header, '\0', header_len)) {
+    fail(path, "header is not valid JSON (NUL byte at header offset " +
+                   std::to_string(static_cast<const char*>(nul) - header) + ")");
+  }
+  if (max_json_depth(header, header_len) > kMaxJsonDepth) {
+    fail(path, "header JSON is nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
+  }
+  // nlohmann keeps only one of two equal keys; record top-level keys to reject duplicates,
+  // which would otherwise silently hide a tensor.
+  std::set<std::string> keys;
+  std::string duplicate;
+  json root;
+  try {
+    root = json::parse(header, header + header_len,
+                       [&](int depth, json::parse_event_t event, json& parsed) {
+                         if (depth == 1 && event == json::parse_event_t::key) {
+                           const std::string& k = parsed.get_ref<const std::string&>();
+                           if (!keys.insert(k).second && duplicate.empty()) duplicate = k;
+                         }
+                         return true;
+                       });
+  } catch (const json::exception& e) {
+    fail(path, std::string("header is not valid JSON (") + e.what() + ")");
+  }
+  if (!root.is_object()) {
+    fail(path, "header must be a JSON object, but it is a " + json_type(root));
+  }
+  if (!duplicate.empty())
+    fail(path, "header names '" + duplicate + "' more than once (duplicate key)");
+  return root;
+}
+
+// Puts the tensors in data-area order (by begin, end, name) and rejects overlapping byte ranges.
+void sort_and_check_overlaps(const std::string& path, std::vector<TensorInfo>& tensors) {
+  std::sort(tensors.begin(), tensors.end(), [](const TensorInfo& a, const TensorInfo& b) {
+    return std::tie(a.begin, a.end, a.name) < std::tie(b.begin, b.end, b.name);
+  });
+  // Empty tensors occupy no bytes, so they cannot overlap anything.
+  const TensorInfo* prev = nullptr;
+  for (const TensorInfo& t : tensors) {
+    if (t.begin == t.end) continue;
+    if (prev != nullptr && t.begin < prev->end) {
+      fail_tensor(path, t.name,
+                  "bytes [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
+                      ") overlap tensor '" + prev->name + "' at [" + std::to_string(prev->begin) +
+                      ", " + std::to_string(prev->end) + ")");
+    }
+    prev = &t;
+  }
+}
+
 // Writes all of `n` bytes, retrying short writes and EINTR.
 bool write_all(int fd, const void* data, size_t n) {
   const char* p = static_cast<const char*>(data);
@@ -354,56 +429,10 @@ SafetensorsReader::SafetensorsReader(const uint8_t* bytes, size_t size, const st
 
 void SafetensorsReader::parse() {
   const std::string& path = path_;
-  if (file_size_ < 8) {
-    fail(path, "file is " + std::to_string(file_size_) +
-                   " bytes, shorter than the 8-byte header length field (truncated or empty)");
-  }
-  uint64_t header_len = 0;
-  for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | map_[i];
-  if (header_len > kMaxHeaderBytes) {
-    fail(path, "header length " + std::to_string(header_len) + " is absurdly large (limit " +
-                   std::to_string(kMaxHeaderBytes) + " bytes)");
-  }
-  if (header_len > file_size_ - 8) {
-    fail(path, "header length " + std::to_string(header_len) + " is beyond the file size (" +
-                   std::to_string(file_size_) + " bytes, so at most " +
-                   std::to_string(file_size_ - 8) + " header bytes)");
-  }
+  const uint64_t header_len = read_header_len(path, map_, file_size_);
   data_start_ = 8 + header_len;
   const uint64_t data_size = file_size_ - data_start_;
-
-  const char* header = reinterpret_cast<const char*>(map_ + 8);
-  // nlohmann stops at a NUL byte as if the input ended there, which would let anything after
-  // it through unchecked; a NUL cannot occur in valid JSON.
-  if (const void* nul = std::memchr(header, '\0', header_len)) {
-    fail(path, "header is not valid JSON (NUL byte at header offset " +
-                   std::to_string(static_cast<const char*>(nul) - header) + ")");
-  }
-  if (max_json_depth(header, header_len) > kMaxJsonDepth) {
-    fail(path, "header JSON is nested more than " + std::to_string(kMaxJsonDepth) + " levels deep");
-  }
-  // nlohmann keeps only one of two equal keys; record top-level keys to reject duplicates,
-  // which would otherwise silently hide a tensor.
-  std::set<std::string> keys;
-  std::string duplicate;
-  json root;
-  try {
-    root = json::parse(header, header + header_len,
-                       [&](int depth, json::parse_event_t event, json& parsed) {
-                         if (depth == 1 && event == json::parse_event_t::key) {
-                           const std::string& k = parsed.get_ref<const std::string&>();
-                           if (!keys.insert(k).second && duplicate.empty()) duplicate = k;
-                         }
-                         return true;
-                       });
-  } catch (const json::exception& e) {
-    fail(path, std::string("header is not valid JSON (") + e.what() + ")");
-  }
-  if (!root.is_object()) {
-    fail(path, "header must be a JSON object, but it is a " + json_type(root));
-  }
-  if (!duplicate.empty())
-    fail(path, "header names '" + duplicate + "' more than once (duplicate key)");
+  const json root = parse_header(path, reinterpret_cast<const char*>(map_ + 8), header_len);
 
   for (const auto& [key, value] : root.items()) {
     if (key == kMetadataKey) {
@@ -420,21 +449,7 @@ void SafetensorsReader::parse() {
     tensors_.push_back(std::move(info));
   }
 
-  std::sort(tensors_.begin(), tensors_.end(), [](const TensorInfo& a, const TensorInfo& b) {
-    return std::tie(a.begin, a.end, a.name) < std::tie(b.begin, b.end, b.name);
-  });
-  // Empty tensors occupy no bytes, so they cannot overlap anything.
-  const TensorInfo* prev = nullptr;
-  for (const TensorInfo& t : tensors_) {
-    if (t.begin == t.end) continue;
-    if (prev != nullptr && t.begin < prev->end) {
-      fail_tensor(path, t.name,
-                  "bytes [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
-                      ") overlap tensor '" + prev->name + "' at [" + std::to_string(prev->begin) +
-                      ", " + std::to_string(prev->end) + ")");
-    }
-    prev = &t;
-  }
+  sort_and_check_overlaps(path, tensors_);
   for (size_t i = 0; i < tensors_.size(); ++i) index_.emplace(tensors_[i].name, i);
 }
 
