@@ -178,9 +178,7 @@ void skip(PackageResult& r, const std::string& reason, const std::string& what) 
   if (ex.size() < 5) ex.push_back(what);
 }
 
-PackageResult read_package(const Package& pkg, const EmojiBuildOptions& opts) {
-  const EmojiSource& src = emoji_source(pkg.set);
-  const fs::path ej = fs::path(pkg.root) / "emoji.json";
+json read_entries(const fs::path& ej) {
   json entries;
   try {
     std::ifstream in(ej);
@@ -189,76 +187,109 @@ PackageResult read_package(const Package& pkg, const EmojiBuildOptions& opts) {
     throw Error(ej.string() + ": not valid JSON (" + e.what() + ")");
   }
   if (!entries.is_array()) throw Error(ej.string() + ": expected a JSON array of emoji entries");
+  return entries;
+}
 
-  const fs::path img_dir = fs::path(pkg.root) / "img" / pkg.set / "64";
-  const std::string flag = "has_img_" + pkg.set;
+// One emoji entry's code and names (what its caption is made of).
+struct EntryNames {
+  std::string unit, name;
+  std::vector<std::string> short_names;
+};
+
+// The entry's names, or false (skipped as a bad entry) when it has no code or no usable name.
+bool read_names(PackageResult& res, const json& e, const std::string& where, EntryNames& out) {
+  if (!e.is_object() || !e.contains("unified") || !e["unified"].is_string()) {
+    skip(res, "bad_entry", where + " (no unified code)");
+    return false;
+  }
+  out.unit = upper(e["unified"].get<std::string>());
+  if (e.contains("name") && e["name"].is_string()) out.name = e["name"].get<std::string>();
+  if (e.contains("short_names") && e["short_names"].is_array()) {
+    for (const auto& s : e["short_names"]) {
+      if (s.is_string()) out.short_names.push_back(s.get<std::string>());
+    }
+  }
+  if (caption_words(out.name).empty() && out.short_names.empty()) {
+    skip(res, "bad_entry", out.unit + " (no name)");
+    return false;
+  }
+  return true;
+}
+
+// The entry itself (skin "") and its skin-tone variations, in file order.
+std::vector<std::pair<std::string, const json*>> variants_of(const json& e) {
+  std::vector<std::pair<std::string, const json*>> variants{{"", &e}};
+  if (e.contains("skin_variations") && e["skin_variations"].is_object()) {
+    for (const auto& [key, v] : e["skin_variations"].items()) variants.emplace_back(key, &v);
+  }
+  return variants;
+}
+
+// Where a package's pictures are and what an item from it looks like.
+struct PackageImages {
+  fs::path img_dir;    // img/<set>/64
+  std::string flag;    // has_img_<set>: the variant is drawn in this set
+  std::string style;   // the source's caption style word
+  int64_t image_size;  // the dataset's picture size
+};
+
+// One variant's picture and caption into res.items, or a skip by reason.
+void read_variant(PackageResult& res, const PackageImages& pi, const EntryNames& names,
+                  const std::string& skin, const json& v) {
+  const std::string id = skin.empty() ? names.unit : names.unit + " skin " + skin;
+  if (!v.is_object() || !v.contains("image") || !v["image"].is_string()) {
+    skip(res, "bad_entry", id + " (no image file name)");
+    return;
+  }
+  if (!v.value(pi.flag, false)) {
+    skip(res, "not_in_set", id);
+    return;
+  }
+  const std::string file = v["image"].get<std::string>();
+  if (file.find('/') != std::string::npos || file.find("..") != std::string::npos) {
+    skip(res, "bad_entry", id + " (image name '" + file + "' leaves the image folder)");
+    return;
+  }
+  const fs::path png = pi.img_dir / file;
+  if (!fs::is_regular_file(png)) {
+    skip(res, "missing_png", file);
+    return;
+  }
+  Item item;
+  try {
+    item.caption = emoji_caption(names.name, names.short_names, skin, pi.style);
+  } catch (const Error&) {
+    skip(res, "bad_entry", id + " (unknown skin tone)");
+    return;
+  }
+  try {
+    item.image = read_image(png.string());
+  } catch (const Error&) {
+    skip(res, "unreadable_png", file);
+    return;
+  }
+  if (item.image.size(0) != pi.image_size || item.image.size(1) != pi.image_size) {
+    item.image = resize_area(item.image, pi.image_size);
+    ++res.resized;
+  }
+  item.style = pi.style;
+  item.unit = names.unit;
+  res.items.push_back(std::move(item));
+}
+
+PackageResult read_package(const Package& pkg, const EmojiBuildOptions& opts) {
+  const EmojiSource& src = emoji_source(pkg.set);
+  const fs::path ej = fs::path(pkg.root) / "emoji.json";
+  const json entries = read_entries(ej);
+  const PackageImages pi{fs::path(pkg.root) / "img" / pkg.set / "64", "has_img_" + pkg.set,
+                         src.style, opts.image_size};
   PackageResult res;
   for (size_t i = 0; i < entries.size(); ++i) {
     const json& e = entries[i];
     const std::string where = ej.filename().string() + " entry " + std::to_string(i);
-    if (!e.is_object() || !e.contains("unified") || !e["unified"].is_string()) {
-      skip(res, "bad_entry", where + " (no unified code)");
-      continue;
-    }
-    const std::string unit = upper(e["unified"].get<std::string>());
-    std::string name;
-    if (e.contains("name") && e["name"].is_string()) name = e["name"].get<std::string>();
-    std::vector<std::string> short_names;
-    if (e.contains("short_names") && e["short_names"].is_array()) {
-      for (const auto& s : e["short_names"]) {
-        if (s.is_string()) short_names.push_back(s.get<std::string>());
-      }
-    }
-    if (caption_words(name).empty() && short_names.empty()) {
-      skip(res, "bad_entry", unit + " (no name)");
-      continue;
-    }
-
-    std::vector<std::pair<std::string, const json*>> variants{{"", &e}};
-    if (e.contains("skin_variations") && e["skin_variations"].is_object()) {
-      for (const auto& [key, v] : e["skin_variations"].items()) variants.emplace_back(key, &v);
-    }
-    for (const auto& [skin, v] : variants) {
-      const std::string id = skin.empty() ? unit : unit + " skin " + skin;
-      if (!v->is_object() || !v->contains("image") || !(*v)["image"].is_string()) {
-        skip(res, "bad_entry", id + " (no image file name)");
-        continue;
-      }
-      if (!v->value(flag, false)) {
-        skip(res, "not_in_set", id);
-        continue;
-      }
-      const std::string file = (*v)["image"].get<std::string>();
-      if (file.find('/') != std::string::npos || file.find("..") != std::string::npos) {
-        skip(res, "bad_entry", id + " (image name '" + file + "' leaves the image folder)");
-        continue;
-      }
-      const fs::path png = img_dir / file;
-      if (!fs::is_regular_file(png)) {
-        skip(res, "missing_png", file);
-        continue;
-      }
-      Item item;
-      try {
-        item.caption = emoji_caption(name, short_names, skin, src.style);
-      } catch (const Error&) {
-        skip(res, "bad_entry", id + " (unknown skin tone)");
-        continue;
-      }
-      try {
-        item.image = read_image(png.string());
-      } catch (const Error&) {
-        skip(res, "unreadable_png", file);
-        continue;
-      }
-      if (item.image.size(0) != opts.image_size || item.image.size(1) != opts.image_size) {
-        item.image = resize_area(item.image, opts.image_size);
-        ++res.resized;
-      }
-      item.style = src.style;
-      item.unit = unit;
-      res.items.push_back(std::move(item));
-    }
+    EntryNames names;
+    if (!read_names(res, e, where, names)) continue;
+    for (const auto& [skin, v] : variants_of(e)) read_variant(res, pi, names, skin, *v);
   }
   return res;
 }
