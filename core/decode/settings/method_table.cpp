@@ -102,8 +102,8 @@ const std::vector<MethodInfo>& method_table() {
        "it is lossy.",
        pathspec_lossless,
        "when it has more than one path and no shared-noise coupling (taking the longest accepted "
-       "chain biases the samples), or PathRelax on (it changes the target distribution; "
-       "docs/JACOBI.md)",
+       "chain biases the samples), or with PathRelax on and more than one path (it changes the "
+       "target distribution; docs/JACOBI.md)",
        jacobi_ranges},
       {Method::SjdPac, "sjd-pac", Family::Jacobi, false, "SJD-PAC (Jacobi)",
        "SJD with proactive drafting: a few candidates for the next cells, tried one after another "

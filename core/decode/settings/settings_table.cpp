@@ -114,13 +114,13 @@ std::vector<Setting> model_option_entries() {
       load_field("dtype", &model::LoadOptions::dtype)
           .cli("dtype", "TYPE")
           .words({"fp32", "bf16", "fp16"})
-          .help("the GPT's and the draft head's precision: fp32 (exact; best on the CPU), bf16, "
-                "fp16 (GPU only)"),
+          .help("the GPT's and the draft head's precision: fp32 is exact and best on the CPU, fp16 "
+                "runs on a GPU only"),
       load_field("vq_dtype", &model::LoadOptions::vq_dtype)
           .cli("vq-dtype", "TYPE")
           .words({"auto", "fp32", "bf16"})
-          .help("the picture decoder's precision on the CPU: auto (bf16 where the CPU has "
-                "AVX512-BF16, else fp32), fp32 or bf16"),
+          .help("the picture decoder's precision on the CPU: auto is bf16 where the CPU has "
+                "AVX512-BF16, else fp32"),
   };
 }
 
