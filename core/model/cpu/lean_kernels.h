@@ -2,7 +2,7 @@
 // of a block of queries over a head's cache rows, RMSNorm and the SwiGLU gate. Each has an AVX2+FMA
 // version chosen at run time with the matrix kernel (packed_kernel(): $ADTREE_KERNEL=portable
 // forces the portable loops too; eight keys' scores per pass, a polynomial exp) and a portable one;
-// both are pinned to the libtorch reference path by tests/test_lean_layer.cpp.
+// both are pinned to the libtorch reference path by tests/model/test_lean_layer.cpp.
 #pragma once
 #include <cstdint>
 

@@ -5,7 +5,7 @@
 // here RMSNorm, RoPE, the K/V write, attention over the cache, SwiGLU and the residual adds are
 // fused loops, the attention bias is a reused row buffer, and nothing is allocated once the
 // buffers have grown to the step's size (the caller's output tensors aside).
-// run_layer stays the reference; tests/test_lean_layer.cpp pins the two together.
+// run_layer stays the reference; tests/model/test_lean_layer.cpp pins the two together.
 #pragma once
 #include <ATen/ATen.h>
 
