@@ -31,6 +31,14 @@ void declare(Args& a, const decode::Setting& s) {
     a.option(s.flag, s.value_name, cli_help(s), s.default_text());
   }
 }
+
+// The flags of `scope` given on the command line, over what `r` holds (only those given: the
+// defaults are the structs', not a round trip through their text).
+void apply_given(const Args& a, decode::Scope scope, decode::DecodeRequest& r) {
+  for (const auto& s : decode::settings_table()) {
+    if (s.scope == scope && !s.flag.empty() && a.given(s.flag)) s.set(r, s.parse(a.str(s.flag)));
+  }
+}
 }  // namespace
 
 void add_setting_option(Args& a, const std::string& key) {
@@ -67,10 +75,7 @@ void add_sampling_options(Args& a) {
 decode::SamplingParams sampling_from(const Args& a, const model::ModelBundle& m) {
   decode::DecodeRequest r;
   r.sampling = decode::SamplingParams::of_model(m.manifest.sampling);
-  for (const auto& s : decode::settings_table()) {
-    if (s.scope == decode::Scope::Sampling && !s.flag.empty() && a.given(s.flag))
-      s.set(r, s.parse(a.str(s.flag)));
-  }
+  apply_given(a, decode::Scope::Sampling, r);
   r.sampling.validate(m.gpt_config.vocab_size, m.gpt_config.image_tokens());
   return r.sampling;
 }
@@ -109,11 +114,7 @@ decode::MethodSettings method_from(const Args& a, const std::string& method) {
         "--adt-d-min..--adt-d-max and --adt-k-min..--adt-k-max, starting from --adt-d0, "
         "--adt-k0");
   }
-  // Only the flags given: the defaults are the struct's, not a round trip through their text.
-  for (const auto& s : decode::settings_table()) {
-    if (s.scope == decode::Scope::Method && !s.flag.empty() && a.given(s.flag))
-      s.set(r, s.parse(a.str(s.flag)));
-  }
+  apply_given(a, decode::Scope::Method, r);
   return m;
 }
 

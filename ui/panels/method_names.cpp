@@ -39,12 +39,8 @@ void selectMethod(QComboBox* box, decode::Method m) {
 }
 
 MapRanges ranges_for(const decode::DecodeRequest& r) {
-  const auto m = decode::method_info(r.method.method).ranges(r.method);
   MapRanges g;
-  g.depth_max = m.depth_max;
-  g.accept_max = m.accept_max;
-  g.tree_d_min = m.tree_d_min, g.tree_d_max = m.tree_d_max;
-  g.tree_k_min = m.tree_k_min, g.tree_k_max = m.tree_k_max;
+  static_cast<decode::MethodRanges&>(g) = decode::method_info(r.method.method).ranges(r.method);
   return g;
 }
 

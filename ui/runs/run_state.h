@@ -15,13 +15,10 @@
 
 namespace adtree::ui {
 
-// The value ranges of the maps, fixed per run from the settings so colours do not shift while the
-// run fills the grid (grown if a value ever falls outside).
-struct MapRanges {
-  double depth_max = 1;   // draft levels a tree may have (0 = sampled by the target)
-  double accept_max = 1;  // tokens one step may commit
-  double tree_d_min = 0, tree_d_max = 1;
-  double tree_k_min = 0, tree_k_max = 1;
+// The value ranges of the maps, fixed per run from the settings (the method's row,
+// decode::MethodRanges) so colours do not shift while the run fills the grid (grown if a value ever
+// falls outside).
+struct MapRanges : decode::MethodRanges {
   double top1_max = 0;  // largest top-1 probability seen (the map's scale is rounded up from it)
 };
 
