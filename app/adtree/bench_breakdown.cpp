@@ -28,11 +28,16 @@ std::string top_shapes(const Breakdown& b, size_t n) {
 }
 }  // namespace
 
+double Breakdown::head_share() const {
+  return double(accepted_head) / double(std::max<int64_t>(1, accepted_head + accepted_guess));
+}
+
 void Breakdown::add(const decode::RunStats& stats) {
   for (const auto& r : stats.steps) {
     draft_ms += r.t_draft_ms, verify_ms += r.t_verify_ms;
     sample_ms += r.t_sample_ms, other_ms += r.t_other_ms;
     ++steps, grid += r.grid, drafted += r.drafted;
+    accepted_head += r.accepted_head, accepted_guess += r.accepted_guess;
     ++shapes[shape_of(r)];
   }
 }
@@ -50,13 +55,15 @@ nlohmann::json Breakdown::to_json() const {
             {"sample", sample_ms / double(std::max<int64_t>(1, steps))},
             {"other", other_ms / double(std::max<int64_t>(1, steps))}}},
           {"grid_share_of_drafted", double(grid) / double(std::max<int64_t>(1, drafted))},
+          {"accepted", {{"head", accepted_head}, {"guess", accepted_guess}}},
+          {"head_share_of_accepted", head_share()},
           {"shapes", shapes}};
 }
 
 void print_breakdowns(std::ostream& os, const std::vector<std::string>& methods,
                       const std::map<std::string, Breakdown>& b) {
-  os << "\nwhere the time goes (share of step time)  draft  verify  sample   other   grid  "
-        "shapes (d x k, N drafted, +g grid)\n";
+  os << "\nwhere the time goes (share of step time)  draft  verify  sample   other   grid   "
+        "head  shapes (d x k, N drafted, +g grid)\n";
   for (const auto& m : methods) {
     const auto it = b.find(m);
     if (it == b.end()) continue;
@@ -66,8 +73,11 @@ void print_breakdowns(std::ostream& os, const std::vector<std::string>& methods,
        << std::setprecision(2) << std::setw(6) << s["draft"].get<double>() << std::setw(8)
        << s["verify"].get<double>() << std::setw(8) << s["sample"].get<double>() << std::setw(8)
        << s["other"].get<double>() << std::setw(7) << j["grid_share_of_drafted"].get<double>()
-       << "  " << top_shapes(it->second, 4) << "\n";
+       << std::setw(7) << j["head_share_of_accepted"].get<double>() << "  "
+       << top_shapes(it->second, 4) << "\n";
   }
+  os << "  (grid: free candidates' share of the drafted tokens; head: the draft head's share of "
+        "the accepted drafted tokens, the rest free guesses)\n";
 }
 
 }  // namespace adtree::cli

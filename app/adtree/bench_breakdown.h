@@ -19,9 +19,11 @@ namespace adtree::cli {
 struct Breakdown {
   double draft_ms = 0, verify_ms = 0, sample_ms = 0, other_ms = 0;
   int64_t steps = 0, grid = 0, drafted = 0;
-  std::map<std::string, int64_t> shapes;  // "d x k, N n" (+ grid) -> steps
+  int64_t accepted_head = 0, accepted_guess = 0;  // accepted drafted tokens by origin
+  std::map<std::string, int64_t> shapes;          // "d x k, N n" (+ grid) -> steps
 
   void add(const decode::RunStats& stats);
+  double head_share() const;  // of the accepted drafted tokens: the head's (0 when none)
   nlohmann::json to_json() const;
 };
 

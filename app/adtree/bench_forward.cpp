@@ -5,6 +5,7 @@
 
 #include <c10/core/InferenceMode.h>
 
+#include "model/cpu/forward_profile.h"
 #include "model/gpu/cuda_graph.h"
 #include "model/gpu/static_forward.h"
 #include "util/clock.h"
@@ -37,6 +38,34 @@ double forward_ms(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefi
     if (r >= 2) ms.push_back(t);  // two warm-up runs
   }
   return median(ms);
+}
+
+nlohmann::json forward_parts(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefix,
+                             int reps, const model::Condition& cond) {
+  if (!gpt.lean_ready() || gpt.device().is_cuda()) return nlohmann::json::object();
+  c10::InferenceMode guard;
+  auto cache = gpt.new_cache(batch, 64);
+  gpt.prefill(cache, cond);
+  gpt.forward_tokens(cache, at::zeros({batch, prefix}, at::kLong), 0);
+  cache.commit();
+  auto block = at::zeros({batch, q}, at::kLong);
+  for (int r = 0; r < 2; ++r) {  // warm-up, unprofiled
+    gpt.forward_tokens(cache, block, prefix);
+    cache.pending = 0;
+  }
+  model::set_forward_profiling(true);
+  model::take_forward_profile();
+  for (int r = 0; r < reps; ++r) {
+    gpt.forward_tokens(cache, block, prefix);
+    cache.pending = 0;
+  }
+  const auto p = model::take_forward_profile();
+  model::set_forward_profiling(false);
+  nlohmann::json parts = nlohmann::json::object();
+  for (int i = 0; i < int(model::ForwardPart::Count); ++i) {
+    parts[model::to_string(model::ForwardPart(i))] = p.ms[i] / std::max(1, reps);
+  }
+  return parts;
 }
 
 // Median ms of one draft-head forward of q rows (one expansion level of q frontier nodes) after

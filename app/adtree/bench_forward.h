@@ -3,6 +3,8 @@
 // Each is the median of `reps` runs after two warm-ups, with the device waited for around every
 // run.
 #pragma once
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <vector>
 
@@ -18,6 +20,10 @@ double forward_ms(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefi
 // `graph`: replay a captured graph instead; -1 when this build or device has none.
 double fixed_forward_ms(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefix, int reps,
                         const model::Condition& cond, bool graph);
+// The same forward timed part by part (model/cpu/forward_profile.h): ms per forward of each part,
+// the mean of `reps` runs after two warm-ups; empty where the lean CPU path does not run.
+nlohmann::json forward_parts(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefix,
+                             int reps, const model::Condition& cond);
 double head_level_ms(const model::Drafter& head, const model::Gpt& gpt, int64_t batch, int64_t q,
                      int64_t prefix, int reps);
 

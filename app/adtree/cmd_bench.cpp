@@ -191,6 +191,7 @@ nlohmann::json time_forward_blocks(const Args& a, const model::ModelBundle& m, i
     blocks.push_back({{"q", q},
                       {"prefix", prefix},
                       {"ms", forward_ms(*m.gpt, batch, q, prefix, reps, cond)},
+                      {"parts", forward_parts(*m.gpt, batch, q, prefix, reps, cond)},
                       {"fixed_ms", fixed_forward_ms(*m.gpt, batch, q, prefix, reps, cond, false)},
                       {"graph_ms", graph_ms < 0 ? nlohmann::json() : nlohmann::json(graph_ms)}});
   }
@@ -276,6 +277,35 @@ StepFloor measure_step_floor(int64_t weight_bytes) {
   return f;
 }
 
+// Multiply-adds of one row through every matrix of the GPT (the layers' and the output head's).
+int64_t matrix_macs(const model::ModelBundle& m) {
+  int64_t macs = 0;
+  for (const auto& [name, t] : m.gpt->weights()) {
+    const bool matrix = t.dim() == 2 && (name.rfind("layers.", 0) == 0 || name == "output.weight");
+    if (matrix) macs += t.numel();
+  }
+  return macs;
+}
+
+// Where each block's forward goes, by part (ms), and the products' arithmetic rate.
+void print_block_parts(const nlohmann::json& blocks, int64_t batch, int64_t macs_per_row) {
+  if (blocks.empty() || blocks[0]["parts"].empty()) return;
+  std::cout << "\nwhere a block's forward goes (ms, profiled runs)\n    q";
+  for (const auto& [part, ms] : blocks[0]["parts"].items()) std::cout << std::setw(11) << part;
+  std::cout << "  products GFLOP/s\n";
+  for (const auto& b : blocks) {
+    std::cout << "  " << std::setw(3) << b["q"].get<int64_t>();
+    double products = 0;
+    for (const auto& [part, ms] : b["parts"].items()) {
+      std::cout << std::setw(11) << ms.get<double>();
+      if (part == "qkv" || part == "wo" || part == "w13" || part == "w2" || part == "head")
+        products += ms.get<double>();
+    }
+    const double flops = 2.0 * double(macs_per_row) * double(batch * b["q"].get<int64_t>());
+    std::cout << std::setw(12) << (products > 0 ? flops / (products * 1e6) : 0.0) << "\n";
+  }
+}
+
 // `blocks` by value: with no block timed, blocks[0] below inserts a null entry (and the table then
 // throws); the results' copy stays as it was.
 void print_forward_report(const nlohmann::json& out, const model::ModelBundle& m, int64_t batch,
@@ -308,6 +338,7 @@ void print_forward_report(const nlohmann::json& out, const model::ModelBundle& m
                                           : std::to_string(b["graph_ms"].get<double>()))
               << "\n";
   }
+  print_block_parts(blocks, batch, matrix_macs(m));
   for (const auto& h : head_levels) {
     std::cout << (&h == &head_levels[0] ? "\ndraft-head level: " : "                  ")
               << std::setw(3) << h["q"].get<int64_t>() << " rows " << std::setw(6)

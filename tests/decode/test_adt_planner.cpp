@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "decode/settings/method_table.h"
 #include "decode/tree/adt_planner.h"
 #include "decode/tree/step_cost.h"
 #include "decode/tree/tree_builder.h"
@@ -226,6 +227,65 @@ TEST(AdtPlanner, ArSizedStepsFeedTheHeadLaterAndStayTokenIdentical) {
     EXPECT_GT(skipped, 5) << "T = " << temperature;
     EXPECT_GT(trees, 5) << "T = " << temperature;
     EXPECT_EQ(whole, trees) << "T = " << temperature << ": the oracle missed after waiting rows";
+  }
+}
+
+// Every accepted draft is counted once, by where it came from (the bench's head share and the
+// studio's "Drafted by" map read these): the head's drafts and the free guesses of cost-aware
+// ADT-Tree, only guesses for SJD (no draft model). The planned shape is the policy's, within its
+// bounds, and the tree that ran is the one verified.
+TEST(AdtPlanner, AcceptedDraftsAreCountedByOrigin) {
+  auto cfg = SpecFixture::micro();
+  cfg.grid_h = cfg.grid_w = 8;
+  SpecFixture f(cfg);
+  const auto flat = flat_step_costs();
+  auto c = f.cond({1, 5}, true);
+  for (const std::string method : {"adt", "sjd"}) {
+    DecodeRequest r;
+    r.method.method = method_from_string(method);
+    r.method.verify = VerifyRule::Coupled;
+    r.sampling.cfg_scale = 2.0;
+    r.sampling.temperature = 1.0;
+    r.seed = 5;
+    auto src = make_model_source(*f.target, 2);
+    SpecOptions o;
+    o.budget = 16;
+    o.costs = &flat;
+    const auto res = method == "sjd" ? generate_jacobi(*f.target, c, r, o)
+                                     : generate_speculative(*f.target, *src, c, r, o);
+    int64_t head = 0, guess = 0, drafted_cells = 0;
+    for (const auto& s : res.stats.steps) {
+      head += s.accepted_head, guess += s.accepted_guess;
+      EXPECT_LE(s.accepted_head + s.accepted_guess, s.committed);
+      EXPECT_LE(s.tree_depth, s.drafted);
+      if (method == "adt" && s.drafted > 0) {
+        EXPECT_GE(s.plan_depth, r.method.adt.d_min);
+        EXPECT_LE(s.plan_depth, r.method.adt.d_max);
+      }
+    }
+    for (int64_t cell = 0; cell < cfg.image_tokens(); ++cell) {
+      const auto& cs = res.stats.grids.at(cell);
+      drafted_cells += cs.depth > 0;
+      EXPECT_EQ(cs.origin == TokenOrigin::Target, cs.depth == 0) << method << " cell " << cell;
+      if (method == "sjd") {
+        EXPECT_NE(cs.origin, TokenOrigin::Head);
+      }
+    }
+    EXPECT_EQ(head + guess, drafted_cells) << method;
+    EXPECT_EQ(res.stats.summary.accepted_head, head);
+    EXPECT_EQ(res.stats.summary.accepted_guess, guess);
+    EXPECT_GT(drafted_cells, 0) << method;
+    if (method == "sjd") {
+      EXPECT_EQ(head, 0);
+    } else {
+      EXPECT_GT(head, 0) << "a flat curve plans head trees";
+    }
+    // The statistics file keeps them.
+    const auto back = RunStats::from_json(res.stats.to_json());
+    EXPECT_EQ(back.summary.accepted_head, head);
+    EXPECT_EQ(back.steps.back().plan_depth, res.stats.steps.back().plan_depth);
+    EXPECT_EQ(back.grids.at(cfg.image_tokens() - 1).origin,
+              res.stats.grids.at(cfg.image_tokens() - 1).origin);
   }
 }
 

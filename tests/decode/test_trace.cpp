@@ -232,4 +232,26 @@ TEST(Trace, CorruptStatisticsAreRejectedWithAReason) {
   bad = j;
   bad["traces"][1]["cells"][0]["top_probs"] = nlohmann::json::array();
   expect_error(bad, "differ in length");
+  bad = j;
+  bad["grids"]["origin"][0][0] = 7;
+  expect_error(bad, "unknown value");
+  bad = j;
+  bad["steps"][1]["accepted"]["head"] = 99;
+  expect_error(bad, "more drafts than it commits");
+}
+
+// A statistics file from before the drafted-by and planned-shape grids reads as zeros there, the
+// rest unchanged.
+TEST(Trace, StatisticsFromBeforeTheOriginGridsStillRead) {
+  SpecFixture f(SpecFixture::micro());
+  auto j = run(f, "dynamic", 0.0, false).stats.to_json();
+  for (const char* key : {"plan_depth", "plan_width", "origin"}) j["grids"].erase(key);
+  for (auto& st : j["steps"]) st.erase("accepted"), st.erase("plan");
+  j["summary"].erase("accepted");
+  const auto back = RunStats::from_json(j);
+  EXPECT_EQ(back.grids.at(1).origin, TokenOrigin::Target);
+  EXPECT_EQ(back.grids.at(1).plan_depth, 0);
+  EXPECT_EQ(back.summary.accepted_head, 0);
+  EXPECT_EQ(back.grids.at(1).depth,
+            RunStats::from_json(run(f, "dynamic", 0.0, false).stats.to_json()).grids.at(1).depth);
 }

@@ -208,15 +208,23 @@ class GuiTest : public QObject {
       QCOMPARE(child<adtree::ui::HeatmapPanel>(*w, "heatmapPanel")->filledCells(RunState::Map(m)),
                cells);
     }
-    // Cells drafted by a tree show its depth, within the default ADT bounds; 0 marks a token
-    // sampled outside any tree (the first one, straight from the prefill).
-    const auto& depth = w->run().map(RunState::TreeDepth);
+    // Cells drafted by a tree show the policy's planned depth, within the default ADT bounds, and
+    // the depth of the tree that ran, at most that (a fixed budget drafts no free guesses); 0
+    // marks a token sampled outside any tree (the first one, straight from the prefill). Every
+    // drafted token of this rule is the head's.
+    const auto& planned = w->run().map(RunState::PlanDepth);
+    const auto& ran = w->run().map(RunState::TreeDepth);
+    const auto& origin = w->run().map(RunState::Origin);
+    const auto& accepted = w->run().map(RunState::Depth);
     QString all;
     int from_trees = 0;
-    for (double d : depth) {
-      all += QString::number(d) + " ";
+    for (int c = 0; c < cells; ++c) {
+      const double d = planned[c];
+      all += QStringLiteral("%1/%2/%3 ").arg(d).arg(ran[c]).arg(origin[c]);
       from_trees += d > 0 ? 1 : 0;
       QVERIFY2(d == 0 || (d >= 2 && d <= 8), qPrintable(all));
+      QVERIFY2(ran[c] <= d, qPrintable(all));
+      QVERIFY2(origin[c] == (accepted[c] > 0 ? 1 : 0), qPrintable(all));
     }
     QVERIFY2(from_trees >= cells / 2, qPrintable(all));
     // The cost rule (the default) fills every map too; its trees may be one level deep, and its
@@ -241,7 +249,8 @@ class GuiTest : public QObject {
       QCOMPARE(child<adtree::ui::HeatmapPanel>(*w, "heatmapPanel")->filledCells(RunState::Map(m)),
                cells);
     }
-    for (double d : w->run().map(RunState::TreeDepth)) QVERIFY(d >= 0 && d <= 8);
+    for (double d : w->run().map(RunState::PlanDepth)) QVERIFY(d >= 0 && d <= 8);
+    for (double d : w->run().map(RunState::TreeDepth)) QVERIFY(d >= 0 && d <= 16);
   }
 
   // The settings form is made from the settings table: a row per entry with a section, named by

@@ -319,7 +319,8 @@ class TeachingTest : public QObject {
     QCOMPARE(copied.convertToFormat(QImage::Format_RGB888),
              img.convertToFormat(QImage::Format_RGB888));
     QVERIFY(w->exports()->maps(out.path(), "run"));
-    for (const char* n : {"depth", "top1", "accept-length", "tree-depth", "tree-width"}) {
+    for (const char* n : {"depth", "top1", "accept-length", "drafted-depth", "drafted-width",
+                          "drafted-by", "planned-depth", "planned-width"}) {
       QImage map(out.filePath(QStringLiteral("run-%1.png").arg(n)));
       QVERIFY2(!map.isNull() && map.width() >= 320, n);
     }

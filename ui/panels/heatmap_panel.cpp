@@ -43,20 +43,35 @@ HeatmapPanel::HeatmapPanel(QWidget* parent) : QWidget(parent) {
       RunState::AcceptLen, tr("Acceptance length"), tr("tokens/step"),
       tr("Tokens committed by the decoding step that produced each cell (accepted drafts + 1).\n"
          "Every cell of one step has the same value; plain AR is always 1."));
-  setupMap(
-      RunState::TreeDepth, tr("Tree depth d"), tr("levels"),
-      tr("Draft levels d of the tree that produced each cell.\nADT-Tree grows d where drafts "
-         "are accepted (simple regions) and shrinks it where they are not.\nJacobi methods: the "
-         "window (SJD) or path length (PathSpec) drafted. 0 = plain AR."));
-  setupMap(RunState::TreeWidth, tr("Tree width k"), tr("branches"),
-           tr("Width k of the tree that produced each cell.\nADT-Tree widens the tree where depth "
-              "does not pay (complex regions).\nJacobi: the number of chains (1 for SJD). 0 = "
-              "plain AR."));
-  grid->addWidget(maps_[RunState::Depth].plot, 0, 0);
-  grid->addWidget(maps_[RunState::Top1].plot, 0, 1);
-  grid->addWidget(maps_[RunState::AcceptLen].plot, 0, 2);
-  grid->addWidget(maps_[RunState::TreeDepth].plot, 1, 0);
-  grid->addWidget(maps_[RunState::TreeWidth].plot, 1, 1);
+  setupMap(RunState::TreeDepth, tr("Drafted depth"), tr("levels"),
+           tr("Levels of the draft tree that ran at the step that produced each cell: head "
+              "levels and free guesses together.\nCost-aware ADT-Tree drafts only what pays on "
+              "this device, often less than its planned d.\nJacobi methods: the window (SJD) or "
+              "path length (PathSpec). 0 = no draft (an AR-sized step)."));
+  setupMap(RunState::TreeWidth, tr("Drafted width"), tr("nodes"),
+           tr("Nodes on the widest level of the draft tree that ran.\n1 = a chain; "
+              "Jacobi: the number of chains. 0 = no draft."));
+  setupMap(RunState::Origin, tr("Drafted by"), QString(),
+           tr("Where each committed token came from: sampled by the target itself (root, bonus "
+              "or residual), a draft of the draft head, or a free guess (the code above the cell "
+              "or the target's own earlier guess: no draft model ran for it)."));
+  setupMap(RunState::PlanDepth, tr("Planned depth d"), tr("levels"),
+           tr("Draft levels d the method planned for the step.\nADT-Tree: its adjacency policy, "
+              "deeper where drafts are accepted (simple regions), shallower where they are not; "
+              "the cost rule may draft less."));
+  setupMap(RunState::PlanWidth, tr("Planned width k"), tr("branches"),
+           tr("Width k the method planned for the step.\nADT-Tree widens the tree where depth "
+              "does not pay (complex regions)."));
+  applyOriginScale();
+  const RunState::Map layout[3][3] = {
+      {RunState::Depth, RunState::Top1, RunState::AcceptLen},
+      {RunState::TreeDepth, RunState::TreeWidth, RunState::Origin},
+      {RunState::PlanDepth, RunState::PlanWidth, RunState::MapCount}};
+  for (int r = 0; r < 3; ++r) {
+    for (int c = 0; c < 3; ++c) {
+      if (layout[r][c] != RunState::MapCount) grid->addWidget(maps_[layout[r][c]].plot, r, c);
+    }
+  }
   hover_ = new QLabel(this);
   hover_->setObjectName("hoverInfo");
   hover_->setWordWrap(true);
@@ -65,9 +80,9 @@ HeatmapPanel::HeatmapPanel(QWidget* parent) : QWidget(parent) {
   hover_->setFrameShape(QFrame::StyledPanel);
   hover_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   setHoverText({});
-  grid->addWidget(hover_, 1, 2);
+  grid->addWidget(hover_, 2, 2);
   for (int c = 0; c < 3; ++c) grid->setColumnStretch(c, 1);
-  for (int r = 0; r < 2; ++r) grid->setRowStretch(r, 1);
+  for (int r = 0; r < 3; ++r) grid->setRowStretch(r, 1);
 }
 
 void HeatmapPanel::setupMap(RunState::Map m, const QString& title, const QString& unit,
@@ -209,6 +224,24 @@ void HeatmapPanel::applyRange(RunState::Map m, double lo, double hi, bool intege
   }
 }
 
+void HeatmapPanel::applyOriginScale() {
+  // Three categories, three colours that read apart (not a ramp), named on the scale.
+  auto& v = maps_[RunState::Origin];
+  QCPColorGradient g;
+  g.clearColorStops();
+  g.setColorStopAt(0.0, QColor(0x9e, 0x9e, 0x9e));  // target: grey
+  g.setColorStopAt(0.5, QColor(0xe6, 0x7e, 0x22));  // head: orange
+  g.setColorStopAt(1.0, QColor(0x29, 0x80, 0xb9));  // free guess: blue
+  g.setLevelCount(3);
+  v.map->setGradient(g);
+  v.map->setDataRange(QCPRange(0, 2));
+  QSharedPointer<QCPAxisTickerText> t(new QCPAxisTickerText);
+  t->addTick(0, tr("target"));
+  t->addTick(1, tr("head"));
+  t->addTick(2, tr("guess"));
+  v.scale->axis()->setTicker(t);
+}
+
 void HeatmapPanel::refresh(const RunState& run) {
   if (run.version() == drawn_version_) return;
   drawn_version_ = run.version();
@@ -239,9 +272,17 @@ void HeatmapPanel::refresh(const RunState& run) {
         applyRange(m, 1, std::max(2.0, rg.accept_max), true);
         break;
       case RunState::TreeDepth:
-        applyRange(m, rg.tree_d_min, std::max(rg.tree_d_min + 1, rg.tree_d_max), true);
+        applyRange(m, 0, rg.ran_d_max, true);
         break;
       case RunState::TreeWidth:
+        applyRange(m, 0, rg.ran_k_max, true);
+        break;
+      case RunState::Origin:  // fixed categories (applyOriginScale)
+        break;
+      case RunState::PlanDepth:
+        applyRange(m, rg.tree_d_min, std::max(rg.tree_d_min + 1, rg.tree_d_max), true);
+        break;
+      case RunState::PlanWidth:
         applyRange(m, rg.tree_k_min, std::max(rg.tree_k_min + 1, rg.tree_k_max), true);
         break;
       default:

@@ -85,15 +85,20 @@ void RunState::addSteps(const std::vector<engine::JobStep>& steps) {
       maps_[AcceptLen][cell] = c.accept_len;
       maps_[TreeDepth][cell] = c.tree_depth;
       maps_[TreeWidth][cell] = c.tree_width;
+      maps_[Origin][cell] = double(c.origin);
+      maps_[PlanDepth][cell] = c.plan_depth;
+      maps_[PlanWidth][cell] = c.plan_width;
       tokens_[cell] = s.tokens[i];
       ranks_[cell] = c.rank;
       ranges_.depth_max = std::max(ranges_.depth_max, double(c.depth));
       ranges_.top1_max = std::max(ranges_.top1_max, double(c.top1));
       ranges_.accept_max = std::max(ranges_.accept_max, double(c.accept_len));
-      ranges_.tree_d_min = std::min(ranges_.tree_d_min, double(c.tree_depth));
-      ranges_.tree_d_max = std::max(ranges_.tree_d_max, double(c.tree_depth));
-      ranges_.tree_k_min = std::min(ranges_.tree_k_min, double(c.tree_width));
-      ranges_.tree_k_max = std::max(ranges_.tree_k_max, double(c.tree_width));
+      ranges_.ran_d_max = std::max(ranges_.ran_d_max, double(c.tree_depth));
+      ranges_.ran_k_max = std::max(ranges_.ran_k_max, double(c.tree_width));
+      ranges_.tree_d_min = std::min(ranges_.tree_d_min, double(c.plan_depth));
+      ranges_.tree_d_max = std::max(ranges_.tree_d_max, double(c.plan_depth));
+      ranges_.tree_k_min = std::min(ranges_.tree_k_min, double(c.plan_width));
+      ranges_.tree_k_max = std::max(ranges_.tree_k_max, double(c.plan_width));
     }
     committed_ = int(std::min<int64_t>(r.cum_tokens, cells()));
     forwards_ += r.target_forwards;
@@ -237,12 +242,21 @@ QString RunState::describeCell(int cell) const {
                         .arg(ranks_[cell]);
   s += QStringLiteral("\ntop-1 probability %1").arg(v(Top1), 0, 'f', 3);
   s += QStringLiteral("\nacceptance length %1 tokens/step").arg(int(v(AcceptLen)));
+  static const char* kOrigin[] = {"sampled by the target", "a draft of the head",
+                                  "a free guess (no draft model)"};
+  s += QStringLiteral("\ntoken: %1").arg(QLatin1String(kOrigin[std::clamp(int(v(Origin)), 0, 2)]));
   if (v(TreeDepth) > 0 || v(TreeWidth) > 0) {
-    s +=
-        QStringLiteral("\ndraft tree d = %1, k = %2").arg(int(v(TreeDepth))).arg(int(v(TreeWidth)));
+    s += QStringLiteral("\ndrafted tree: %1 levels, %2 at the widest")
+             .arg(int(v(TreeDepth)))
+             .arg(int(v(TreeWidth)));
   } else {
     s += QStringLiteral("\nno draft tree (%1)")
              .arg(QString::fromStdString(decode::to_string(method_)));
+  }
+  if (v(PlanDepth) > 0 || v(PlanWidth) > 0) {
+    s += QStringLiteral("\nplanned shape d = %1, k = %2")
+             .arg(int(v(PlanDepth)))
+             .arg(int(v(PlanWidth)));
   }
   if (cellTrace(cell)) s += QObject::tr("\nclick: the target's distribution here");
   return s;

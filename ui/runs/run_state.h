@@ -20,11 +20,15 @@ namespace adtree::ui {
 // falls outside).
 struct MapRanges : decode::MethodRanges {
   double top1_max = 0;  // largest top-1 probability seen (the map's scale is rounded up from it)
+  // The drafted trees that ran (head levels and free chains together), from 0: grown as they come.
+  double ran_d_max = 1, ran_k_max = 1;
 };
 
 class RunState {
  public:
-  enum Map { Depth, Top1, AcceptLen, TreeDepth, TreeWidth, MapCount };
+  // TreeDepth and TreeWidth: the drafted tree that ran; PlanDepth and PlanWidth: the shape the
+  // method planned (ADT-Tree's adjacency policy); Origin: decode::TokenOrigin of the cell's token.
+  enum Map { Depth, Top1, AcceptLen, TreeDepth, TreeWidth, Origin, PlanDepth, PlanWidth, MapCount };
 
   void reset(const engine::JobStarted& started, const MapRanges& ranges);
   void clear();

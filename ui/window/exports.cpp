@@ -62,8 +62,9 @@ bool Exports::image(const QString& path, int scale) {
 
 bool Exports::maps(const QString& dir, const QString& prefix) {
   HeatmapPanel* heatmaps = source_.view->heatmaps();
-  static const char* kNames[RunState::MapCount] = {"depth", "top1", "accept-length", "tree-depth",
-                                                   "tree-width"};
+  static const char* kNames[RunState::MapCount] = {
+      "depth",         "top1",       "accept-length", "drafted-depth",
+      "drafted-width", "drafted-by", "planned-depth", "planned-width"};
   QStringList written;
   for (int m = 0; m < RunState::MapCount; ++m) {
     const QString path = QDir(dir).filePath(QStringLiteral("%1-%2.png").arg(prefix, kNames[m]));

@@ -40,8 +40,9 @@ std::vector<CellStats> cell_stats(const PjdCommit& c, const at::Tensor& top1, in
     s.depth = c.depth[i];
     s.top1 = t[c.row_of[i]];
     s.accept_len = int32_t(c.cells.size());
-    s.tree_depth = int32_t(window);
-    s.tree_width = int32_t(rows);
+    s.tree_depth = s.plan_depth = int32_t(window);
+    s.tree_width = s.plan_width = int32_t(rows);
+    s.origin = s.depth > 0 ? TokenOrigin::Guess : TokenOrigin::Target;  // no draft model
     out.push_back(s);
   }
   return out;
@@ -112,6 +113,8 @@ DecodeResult generate_pjd(const model::Gpt& target, const model::Condition& cond
     rec.drafted = block.drafted();
     rec.tree_depth = request.method.pjd.window - 1;
     rec.tree_width = rows;
+    rec.plan_depth = rec.tree_depth;
+    rec.plan_width = rows;
     rec.relaxed = commit.relaxed;
     rec.cum_tokens = state.committed();
     rec.alpha = rec.drafted > 0 ? double(commit.cells.size() - 1) / double(rec.drafted) : 0.0;

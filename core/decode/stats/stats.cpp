@@ -1,5 +1,7 @@
 #include "decode/stats/stats.h"
 
+#include <iterator>
+
 #include "util/error.h"
 #include "util/json_int.h"
 
@@ -41,7 +43,10 @@ nlohmann::json CellGrids::to_json() const {
           {"accept_len", grid([](const CellStats& s) { return s.accept_len; })},
           {"tree_depth", grid([](const CellStats& s) { return s.tree_depth; })},
           {"tree_width", grid([](const CellStats& s) { return s.tree_width; })},
-          {"rank", grid([](const CellStats& s) { return s.rank; })}};
+          {"rank", grid([](const CellStats& s) { return s.rank; })},
+          {"plan_depth", grid([](const CellStats& s) { return s.plan_depth; })},
+          {"plan_width", grid([](const CellStats& s) { return s.plan_width; })},
+          {"origin", grid([](const CellStats& s) { return int32_t(s.origin); })}};
 }
 
 nlohmann::json RunSummary::to_json() const {
@@ -51,6 +56,7 @@ nlohmann::json RunSummary::to_json() const {
           {"tau", tau},
           {"mean_drafted", mean_drafted},
           {"relaxed", relaxed},
+          {"accepted", {{"head", accepted_head}, {"guess", accepted_guess}}},
           {"wall_ms", wall_ms},
           {"tokens_per_s", tokens_per_s},
           {"time_ms",
@@ -71,6 +77,7 @@ nlohmann::json to_json(const StepRecord& r) {
                           {"cum_tokens", r.cum_tokens},
                           {"target_forwards", r.target_forwards},
                           {"relaxed", r.relaxed},
+                          {"accepted", {{"head", r.accepted_head}, {"guess", r.accepted_guess}}},
                           {"time_ms",
                            {{"draft", r.t_draft_ms},
                             {"verify", r.t_verify_ms},
@@ -78,6 +85,7 @@ nlohmann::json to_json(const StepRecord& r) {
                             {"other", r.t_other_ms}}}};
   if (!r.cells.empty()) j["cells"] = r.cells;
   if (r.grid > 0) j["grid"] = r.grid;
+  if (r.plan_depth > 0 || r.plan_width > 0) j["plan"] = {{"d", r.plan_depth}, {"k", r.plan_width}};
   return j;
 }
 
@@ -95,6 +103,8 @@ void RunStats::finish(double wall_ms) {
     s.tokens += r.committed;
     s.target_forwards += r.target_forwards;
     s.relaxed += r.relaxed;
+    s.accepted_head += r.accepted_head;
+    s.accepted_guess += r.accepted_guess;
     drafted += r.drafted;
     s.t_draft_ms += r.t_draft_ms;
     s.t_verify_ms += r.t_verify_ms;
@@ -141,9 +151,14 @@ CellGrids CellGrids::from_json(const nlohmann::json& j) {
     throw Error("the statistics grid has an invalid size");
   // Every grid must really hold h x w values before h x w cells are allocated: a file claiming a
   // 4096 x 4096 grid in a few bytes must not cost 400 MB (reliability.md, Fuzzing).
+  // plan_depth, plan_width and origin are newer than the format: a file without them reads as 0.
   static constexpr const char* kGrids[] = {"depth",      "top1",       "accept_len",
-                                           "tree_depth", "tree_width", "rank"};
-  for (const char* key : kGrids) {
+                                           "tree_depth", "tree_width", "rank",
+                                           "plan_depth", "plan_width", "origin"};
+  static constexpr size_t kRequired = 6;
+  for (size_t k = 0; k < std::size(kGrids); ++k) {
+    const char* key = kGrids[k];
+    if (k >= kRequired && !j.contains(key)) continue;
     const auto& rows = j.at(key);
     bool ok = rows.is_array() && int64_t(rows.size()) == h;
     for (size_t r = 0; ok && r < rows.size(); ++r) {
@@ -165,6 +180,15 @@ CellGrids CellGrids::from_json(const nlohmann::json& j) {
       s.tree_depth = json_int<int32_t>(value("tree_depth", r, c), "tree_depth");
       s.tree_width = json_int<int32_t>(value("tree_width", r, c), "tree_width");
       s.rank = json_int<int32_t>(value("rank", r, c), "rank");
+      auto newer = [&](const char* key) {
+        return j.contains(key) ? json_int<int32_t>(value(key, r, c), key) : 0;
+      };
+      s.plan_depth = newer("plan_depth");
+      s.plan_width = newer("plan_width");
+      const int32_t origin = newer("origin");
+      if (origin < 0 || origin > 2)
+        throw Error("the statistics grid 'origin' holds an unknown value");
+      s.origin = TokenOrigin(origin);
       g.set(r * w + c, s);
     }
   }
@@ -179,6 +203,10 @@ RunSummary RunSummary::from_json(const nlohmann::json& j) {
   s.tau = j.at("tau").get<double>();
   s.mean_drafted = j.at("mean_drafted").get<double>();
   s.relaxed = json_int<int64_t>(j, "relaxed", 0);  // files from before the field: 0
+  if (j.contains("accepted")) {
+    s.accepted_head = json_int<int64_t>(j.at("accepted"), "head", 0);
+    s.accepted_guess = json_int<int64_t>(j.at("accepted"), "guess", 0);
+  }
   s.wall_ms = j.at("wall_ms").get<double>();
   s.tokens_per_s = j.at("tokens_per_s").get<double>();
   const auto& t = j.at("time_ms");
@@ -205,6 +233,18 @@ StepRecord step_record_from_json(const nlohmann::json& j) {
   r.target_forwards = json_int<int64_t>(j.at("target_forwards"), "target_forwards");
   r.relaxed = json_int<int64_t>(j, "relaxed", 0);  // files from before the field: 0
   r.grid = json_int<int64_t>(j, "grid", 0);
+  if (j.contains("accepted")) {  // files from before the field: 0
+    r.accepted_head = json_int<int64_t>(j.at("accepted"), "head", 0);
+    r.accepted_guess = json_int<int64_t>(j.at("accepted"), "guess", 0);
+    if (r.accepted_head < 0 || r.accepted_guess < 0 ||
+        r.accepted_head + r.accepted_guess > r.committed) {
+      throw Error("a step record accepts more drafts than it commits");
+    }
+  }
+  if (j.contains("plan")) {
+    r.plan_depth = json_int<int64_t>(j.at("plan"), "d", 0);
+    r.plan_width = json_int<int64_t>(j.at("plan"), "k", 0);
+  }
   if (r.grid < 0 || r.grid > r.drafted)
     throw Error("a step record counts " + std::to_string(r.grid) + " grid candidates of " +
                 std::to_string(r.drafted) + " drafted");

@@ -30,19 +30,32 @@ struct StepRecord {
   int64_t cum_tokens = 0;
   int64_t target_forwards = 0;  // forwards of the target in this step (1 for AR and trees)
   int64_t relaxed = 0;  // accepted draft tokens a lossless test would have rejected (LANTERN, ...)
+  // The accepted draft tokens by where they came from: the draft head, or a free guess (the code
+  // above, a Jacobi guess: no draft model). Their sum is committed - 1 for a tree step.
+  int64_t accepted_head = 0, accepted_guess = 0;
+  // The shape the method planned for the step (ADT-Tree: the adjacency policy's (d, k), which the
+  // cost rule may cut down; tree_depth and tree_width are the tree that ran).
+  int64_t plan_depth = 0, plan_width = 0;
   double t_draft_ms = 0, t_verify_ms = 0, t_sample_ms = 0, t_other_ms = 0;
 
   int64_t cell(size_t i) const { return cells.empty() ? first_cell + int64_t(i) : cells[i]; }
 };
+
+// Where a committed token came from: sampled by the target itself (root, bonus, residual), a draft
+// of the draft head, or a free guess (the code above its cell, a Jacobi guess: no draft model).
+enum class TokenOrigin : int32_t { Target = 0, Head = 1, Guess = 2 };
 
 // One committed token cell.
 struct CellStats {
   int32_t depth = 0;       // 0 = sampled from the target (root/bonus/residual); j = draft level
   float top1 = 0;          // target top-1 probability (after CFG and temperature)
   int32_t accept_len = 0;  // tokens committed by the step that produced this cell
-  int32_t tree_depth = 0;  // (d, k) of the tree that produced the cell
-  int32_t tree_width = 0;
-  int32_t rank = 0;  // rank among the parent's draft candidates (0 for target tokens)
+  int32_t tree_depth = 0;  // the drafted tree that produced the cell: its deepest level and
+  int32_t tree_width = 0;  // its widest level (head nodes and free guesses together)
+  int32_t rank = 0;        // rank among the parent's draft candidates (0 for target tokens)
+  int32_t plan_depth = 0;  // the shape the method planned for that step (ADT-Tree: the policy's)
+  int32_t plan_width = 0;
+  TokenOrigin origin = TokenOrigin::Target;
 };
 
 class CellGrids {
@@ -71,6 +84,7 @@ struct RunSummary {
   double tau = 0;           // tokens / target forwards
   double mean_drafted = 0;  // draft tokens per step
   int64_t relaxed = 0;      // accepted draft tokens only a relaxed rule let through
+  int64_t accepted_head = 0, accepted_guess = 0;  // accepted draft tokens by origin
   double wall_ms = 0;
   double tokens_per_s = 0;
   double t_draft_ms = 0, t_verify_ms = 0, t_sample_ms = 0, t_other_ms = 0;

@@ -15,7 +15,11 @@ void StepRecorder::emit(const std::vector<int64_t>& tokens, const std::vector<Ce
 void StepRecorder::cells_step(StepRecord rec, const std::vector<int64_t>& cells,
                               const std::vector<int64_t>& tokens,
                               const std::vector<CellStats>& stats) {
-  for (size_t i = 0; i < cells.size(); ++i) stats_.grids.set(cells[i], stats[i]);
+  for (size_t i = 0; i < cells.size(); ++i) {
+    stats_.grids.set(cells[i], stats[i]);
+    if (stats[i].origin == TokenOrigin::Guess) ++rec.accepted_guess;
+    if (stats[i].origin == TokenOrigin::Head) ++rec.accepted_head;
+  }
   rec.method = stats_.method;
   rec.committed = int64_t(tokens.size());
   rec.first_cell = cells.empty() ? 0 : cells.front();
@@ -47,9 +51,26 @@ void StepRecorder::prefill(const Processed& p0, int64_t token, double verify_ms,
   emit({token}, {cs}, trace_.enabled ? &stats_.traces.back() : nullptr);
 }
 
+namespace {
+// The drafted tree as it ran: its deepest level and its widest level (head nodes and free
+// candidates together; 0 x 0 for a root alone).
+TreeShape ran_shape(const DraftTree& tree) {
+  std::vector<int64_t> per_level;
+  for (const auto& n : tree.nodes) {
+    if (n.depth == 0) continue;
+    if (int64_t(per_level.size()) < n.depth) per_level.resize(size_t(n.depth), 0);
+    ++per_level[size_t(n.depth - 1)];
+  }
+  TreeShape s{int64_t(per_level.size()), 0};
+  for (int64_t c : per_level) s.k = std::max(s.k, c);
+  return s;
+}
+}  // namespace
+
 void StepRecorder::step(StepRecord rec, const CommittedStep& s, const Proposer& proposer) {
   const auto& tree = s.tree;
   const int64_t a = int64_t(s.acc.path.size());
+  const TreeShape ran = ran_shape(tree), plan = proposer.planned_shape();
   auto top1 = s.target.top1.to(at::kCPU);
   const float* top1_p = top1.data_ptr<float>();
   std::vector<CellStats> cells;
@@ -61,14 +82,22 @@ void StepRecorder::step(StepRecord rec, const CommittedStep& s, const Proposer& 
     cs.rank = node ? node->rank : 0;
     cs.top1 = top1_p[s.parents[i]];  // p at the node that predicted it
     cs.accept_len = int32_t(s.new_tokens.size());
-    cs.tree_depth = int32_t(tree.levels);  // the tree as built, after the budget and image end
-    cs.tree_width = int32_t(tree.width);
+    cs.tree_depth = int32_t(ran.d);
+    cs.tree_width = int32_t(ran.k);
+    cs.plan_depth = int32_t(plan.d);
+    cs.plan_width = int32_t(plan.k);
+    cs.origin = !node                                   ? TokenOrigin::Target
+                : node->grid || !proposer.head_drafts() ? TokenOrigin::Guess
+                                                        : TokenOrigin::Head;
+    if (drafted) ++(cs.origin == TokenOrigin::Guess ? rec.accepted_guess : rec.accepted_head);
     stats_.grids.set(s.first_cell + int64_t(i), cs);
     cells.push_back(cs);
   }
   rec.method = stats_.method;
-  rec.tree_depth = tree.levels;
-  rec.tree_width = tree.width;
+  rec.tree_depth = ran.d;
+  rec.tree_width = ran.k;
+  rec.plan_depth = plan.d;
+  rec.plan_width = plan.k;
   rec.drafted = tree.size() - 1;
   rec.grid = std::count_if(tree.nodes.begin(), tree.nodes.end(),
                            [](const DraftNode& n) { return n.grid; });

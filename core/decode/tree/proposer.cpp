@@ -113,12 +113,18 @@ class StaticProposer : public DraftTreeProposer {
       : DraftTreeProposer(in), spec_(StaticTreeSpec::preset(in.method.static_tree.preset)) {}
   int64_t budget() const override { return int64_t(spec_.paths.size()); }
   int64_t max_nodes() const override { return int64_t(spec_.paths.size()); }
+  TreeShape planned_shape() const override { return shape_; }
 
  protected:
-  DraftTree build(DraftContext& ctx) override { return build_static_tree(ctx, spec_); }
+  DraftTree build(DraftContext& ctx) override {
+    auto tree = build_static_tree(ctx, spec_);
+    shape_ = {tree.levels, tree.width};
+    return tree;
+  }
 
  private:
   StaticTreeSpec spec_;
+  TreeShape shape_;
 };
 
 // EAGLE-2's tree with fixed (D + 1, K); the budget N is fixed or follows the run (AdaptiveBudget).
@@ -143,6 +149,7 @@ class DynamicProposer : public DraftTreeProposer {
     DraftTreeProposer::observe(out);
     if (adaptive_) adaptive_->observe(out.tree, out.acc);
   }
+  TreeShape planned_shape() const override { return planned_shape_; }
 
  protected:
   // The step's shape and budget N for the root at image index `root_index`; `confidence` is the
@@ -159,19 +166,23 @@ class DynamicProposer : public DraftTreeProposer {
   int64_t step_budget() const { return adaptive_ ? adaptive_->current() : fixed_; }
   int64_t max_budget() const { return max_budget_; }
   void set_last_budget(int64_t n) { last_budget_ = n; }
+  void set_planned(TreeShape s) { planned_shape_ = s; }
   DraftTree build(DraftContext& ctx) override {
     const auto p = plan(ctx.root_index, needs_confidence() ? root_confidence(ctx) : 0.0);
     last_budget_ = p.n;
+    planned_shape_ = p.shape;
     return build_dynamic_tree(ctx, p.shape.d, p.shape.k, p.n);
   }
   DeviceTree build_on_device(DeviceDraftContext& ctx) override {
     const auto p = plan(ctx.root_index, 0.0);
     last_budget_ = p.n;
+    planned_shape_ = p.shape;
     return build_dynamic_tree_on_device(ctx, p.shape.d, p.shape.k, p.n);
   }
 
  private:
   TreeShape shape_;
+  TreeShape planned_shape_;  // the last tree's planned shape
   int64_t fixed_, max_budget_;
   std::optional<AdaptiveBudget> adaptive_;
   int64_t last_budget_ = 0;
@@ -217,6 +228,7 @@ class AdtProposer : public DynamicProposer {
     }
     if (plan_.grid > 0) add_grid_chain(tree, planner_->grid_tokens(committed, plan_.grid));
     set_last_budget(tree.size() - 1);
+    set_planned(shape_);  // the policy's shape, which the plan above may have cut down
     return tree;
   }
   void observe(const StepOutcome& out) override {
@@ -281,9 +293,13 @@ class JacobiProposer : public Proposer {
         rng_(rng) {}
   void start(const model::Condition&, const at::Tensor&) override {}
   DraftTree propose(const std::vector<int64_t>& committed, int64_t max_levels) override {
-    return state_.build_tree(committed, max_levels, rng_);
+    auto tree = state_.build_tree(committed, max_levels, rng_);
+    shape_ = {tree.levels, tree.width};
+    return tree;
   }
   void observe(const StepOutcome& out) override { state_.recycle(out.acc, rng_); }
+  TreeShape planned_shape() const override { return shape_; }
+  bool head_drafts() const override { return false; }
   int64_t budget() const override { return state_.max_nodes(); }
   int64_t max_nodes() const override { return state_.max_nodes(); }
   JacobiState& state() { return state_; }
@@ -291,6 +307,7 @@ class JacobiProposer : public Proposer {
  private:
   JacobiState state_;
   Rng& rng_;
+  TreeShape shape_;
 };
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "decode/jacobi/jacobi.h"
 #include "decode/settings/method.h"
 #include "decode/stats/trace.h"
+#include "decode/tree/adt_policy.h"
 #include "decode/tree/budget.h"
 #include "decode/tree/draft_source.h"
 #include "decode/tree/draft_tree.h"
@@ -54,6 +55,12 @@ class Proposer {
   virtual int64_t max_nodes() const = 0;        // the largest tree these settings build
   virtual double take_draft_ms() { return 0; }  // draft-model time since the last call
   virtual void annotate(StepTrace&) const {}    // the step's policy decision, for traces
+  // The shape the method planned for the last tree (ADT-Tree: the adjacency policy's, which the
+  // cost rule may cut down; a fixed tree: its settings; Jacobi: the window), for the studio's maps.
+  virtual TreeShape planned_shape() const = 0;
+  // Whether the tree's drafted nodes (grid candidates aside) come from a draft model; Jacobi
+  // windows hold the target's own guesses.
+  virtual bool head_drafts() const { return true; }
 };
 
 // What a proposer is built from. `source` is null for the Jacobi methods.

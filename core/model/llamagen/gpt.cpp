@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "io/mapped_pages.h"
+#include "model/cpu/forward_profile.h"
 #include "model/cpu/lean_kernels.h"
 #include "model/cpu/pack_cache.h"
 #include "model/cpu/small_gemm.h"
@@ -180,6 +181,7 @@ Gpt::Output Gpt::forward(const at::Tensor& x_in, const at::Tensor& pos, KvCache*
       lean_run_layer(layers_[size_t(l)], cfg_.n_head, cfg_.norm_eps, h, plan, cache, l);
     }
     out.hidden = at::empty_like(h);
+    PartTimer t(ForwardPart::Norms);
     lean_rms_norm(h.data_ptr<float>(), norm32_.data_ptr<float>(), B * q, cfg_.dim, cfg_.norm_eps,
                   out.hidden.data_ptr<float>());
   } else {
@@ -196,6 +198,7 @@ Gpt::Output Gpt::forward(const at::Tensor& x_in, const at::Tensor& pos, KvCache*
                      ? out.hidden.narrow(1, q - logits_last, logits_last)
                      : out.hidden;
   if (lean) {
+    PartTimer t(ForwardPart::Head);
     out.logits = packed_linear(head_in.to(at::kFloat).contiguous(), output_packed_);
   } else {
     out.logits = (inference_ ? inference_linear(head_in.contiguous(), output_)

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "model/cpu/forward_profile.h"
 #include "model/cpu/lean_kernels.h"
 #include "util/error.h"
 #include "util/worker_pool.h"
@@ -18,7 +19,7 @@ std::atomic<int> g_lean{-1};  // -1: not read from the environment yet
 // Per-thread work rows: grown to the largest step seen, never shrunk, so a decoding loop stops
 // allocating after its first steps. Per thread because one model may serve several engines.
 struct Work {
-  std::vector<float> xn, qkv, att, g, act, scores, cis, bias;
+  std::vector<float> xn, qkv, att, norm, g, act, scores, cis, bias;
   static float* grow(std::vector<float>& v, int64_t n) {
     if (int64_t(v.size()) < n) v.resize(size_t(n));
     return v.data();
@@ -39,6 +40,43 @@ void linear_rows(const float* x, int64_t rows, int64_t in, const at::Tensor& w,
   auto xt = at::from_blob(const_cast<float*>(x), {rows, in}, opts);
   auto yt = at::from_blob(y, {rows, w.size(0)}, opts);
   at::mm_out(yt, xt, w.t());
+}
+
+void add_rows(float* h, const float* d, int64_t n) {
+  PartTimer t(ForwardPart::Residual);
+  for (int64_t i = 0; i < n; ++i) h[i] += d[i];
+}
+
+// h += wo att; then the SwiGLU feed-forward on the normalised sum, added in place.
+void feed_forward(const DecoderLayer& L, double norm_eps, const float* att, int64_t rows,
+                  int64_t dim, int64_t hid, float* h) {
+  Work& w = t_work;
+  float* proj = Work::grow(w.xn, rows * dim);  // xn is no longer needed
+  {
+    PartTimer t(ForwardPart::Wo);
+    linear_rows(att, rows, dim, L.wo, L.p_wo, proj);
+  }
+  add_rows(h, proj, rows * dim);
+  float* hn = Work::grow(w.norm, rows * dim);
+  {
+    PartTimer t(ForwardPart::Norms);
+    lean_rms_norm(h, L.ffn_norm32.data_ptr<float>(), rows, dim, norm_eps, hn);
+  }
+  float* g = Work::grow(w.g, rows * 2 * hid);
+  {
+    PartTimer t(ForwardPart::W13);
+    linear_rows(hn, rows, dim, L.w13, L.p_w13, g);
+  }
+  float* act = Work::grow(w.act, rows * hid);
+  {
+    PartTimer t(ForwardPart::Swiglu);
+    lean_swiglu(g, rows, hid, act);
+  }
+  {
+    PartTimer t(ForwardPart::W2);
+    linear_rows(act, rows, hid, L.w2, L.p_w2, proj);
+  }
+  add_rows(h, proj, rows * dim);
 }
 
 }  // namespace
@@ -134,12 +172,16 @@ void lean_run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, at::
   // Attention input: the draft head's layer has no input norm.
   const float* xin = h;
   if (L.attn_norm.defined()) {
+    PartTimer t(ForwardPart::Norms);
     float* xn = Work::grow(w.xn, rows * dim);
     lean_rms_norm(h, L.attn_norm32.data_ptr<float>(), rows, dim, norm_eps, xn);
     xin = xn;
   }
   float* qkv = Work::grow(w.qkv, rows * 3 * dim);
-  linear_rows(xin, rows, dim, L.wqkv, L.p_wqkv, qkv);
+  {
+    PartTimer t(ForwardPart::Qkv);
+    linear_rows(xin, rows, dim, L.wqkv, L.p_wqkv, qkv);
+  }
 
   // RoPE on q and k, then k and v into the cache rows (or, without a cache, into work rows laid
   // out the same way: [B, H, q, hd]).
@@ -156,14 +198,17 @@ void lean_run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, at::
     K = local_kv.data();
     V = K + B * n_head * q * hd;
   }
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t i = 0; i < q; ++i) {
-      float* row = qkv + (b * q + i) * 3 * dim;
-      lean_rotate(row, cis + i * hd, 2 * n_head, hd);  // q heads then k heads, adjacent in the row
-      for (int64_t hh = 0; hh < n_head; ++hh) {
-        const int64_t slot = ((b * n_head + hh) * cap + plan.start + i) * hd;
-        std::memcpy(K + slot, row + dim + hh * hd, sizeof(float) * size_t(hd));
-        std::memcpy(V + slot, row + 2 * dim + hh * hd, sizeof(float) * size_t(hd));
+  {
+    PartTimer t(ForwardPart::RopeCache);
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t i = 0; i < q; ++i) {
+        float* row = qkv + (b * q + i) * 3 * dim;
+        lean_rotate(row, cis + i * hd, 2 * n_head, hd);  // q heads then k heads, adjacent
+        for (int64_t hh = 0; hh < n_head; ++hh) {
+          const int64_t slot = ((b * n_head + hh) * cap + plan.start + i) * hd;
+          std::memcpy(K + slot, row + dim + hh * hd, sizeof(float) * size_t(hd));
+          std::memcpy(V + slot, row + 2 * dim + hh * hd, sizeof(float) * size_t(hd));
+        }
       }
     }
   }
@@ -181,24 +226,15 @@ void lean_run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, at::
   };
   // One (batch row, head) per chunk once a block has a few queries; a single query's heads are
   // too little work to hand over.
-  if (q >= 4) {
-    WorkerPool::shared().run(B * n_head, 1, heads);
-  } else {
-    heads(0, B * n_head);
+  {
+    PartTimer t(ForwardPart::Attention);
+    if (q >= 4) {
+      WorkerPool::shared().run(B * n_head, 1, heads);
+    } else {
+      heads(0, B * n_head);
+    }
   }
-
-  // h += wo att; then the SwiGLU feed-forward on the normalised sum, added in place.
-  float* proj = Work::grow(w.xn, rows * dim);  // xn is no longer needed
-  linear_rows(att, rows, dim, L.wo, L.p_wo, proj);
-  for (int64_t i = 0; i < rows * dim; ++i) h[i] += proj[i];
-  float* hn = Work::grow(w.att, rows * dim);  // nor is att
-  lean_rms_norm(h, L.ffn_norm32.data_ptr<float>(), rows, dim, norm_eps, hn);
-  float* g = Work::grow(w.g, rows * 2 * hid);
-  linear_rows(hn, rows, dim, L.w13, L.p_w13, g);
-  float* act = Work::grow(w.act, rows * hid);
-  lean_swiglu(g, rows, hid, act);
-  linear_rows(act, rows, hid, L.w2, L.p_w2, proj);
-  for (int64_t i = 0; i < rows * dim; ++i) h[i] += proj[i];
+  feed_forward(L, norm_eps, att, rows, dim, hid, h);
 }
 
 }  // namespace adtree::model
