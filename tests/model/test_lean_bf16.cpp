@@ -97,9 +97,11 @@ TEST(PackedBf16, EveryVariantMatchesDoubleMathOnRoundedInputs) {
 
 // The invariant that keeps speculative decoding token-identical to AR: a row's outputs do not
 // depend on the other rows of the call (how many, or which tile the row falls in), bit for bit,
-// in every variant; on a product large enough to be shared out by the worker pool too. All
+// in every variant; on a product large enough to be shared out by the worker pool too. The vector
 // variants also agree with each other bit for bit: exact products summed in vdpbf16ps's documented
-// order (it flushes denormals, which these inputs do not have).
+// order (it flushes denormals, which these inputs do not have). The AMX tiles sum in their own
+// order (within the bound of EveryVariantMatchesDoubleMathOnRoundedInputs), so a bf16 picture made
+// on an AMX CPU may differ from one made without; each stays token-identical to its own AR.
 TEST(PackedBf16, RowsComputedAloneEqualRowsInABlock) {
   at::manual_seed(5);
   for (auto [out, in] : std::vector<std::pair<int64_t, int64_t>>{{37, 301}, {300, 600}}) {
@@ -117,6 +119,7 @@ TEST(PackedBf16, RowsComputedAloneEqualRowsInABlock) {
         const auto part = packed_linear(x.narrow(0, first, 13).contiguous(), pw);
         ASSERT_TRUE(at::equal(part, block.narrow(0, first, 13))) << "kernel " << kernel;
       }
+      if (kernel == int(CpuKernel::Amx)) return;
       if (!fallback.defined()) fallback = block;
       EXPECT_TRUE(at::equal(block, fallback)) << "kernel " << kernel;
     });

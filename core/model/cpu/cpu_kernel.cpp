@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "model/cpu/packed_amx.h"
 #include "util/worker_pool.h"
 
 namespace adtree::model {
@@ -15,7 +16,7 @@ std::atomic<int> g_forced{-2};  // a CpuKernel, -1: the best this CPU runs, -2: 
 CpuKernel detected_kernel() {
   static const CpuKernel k = [] {
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16")) {
-      return CpuKernel::Avx512Bf16;
+      return amx_available() ? CpuKernel::Amx : CpuKernel::Avx512Bf16;
     }
     if (__builtin_cpu_supports("avx512f")) return CpuKernel::Avx512;
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return CpuKernel::Avx2;
@@ -30,7 +31,12 @@ CpuKernel packed_kernel() {
   if (forced == -2) {
     const char* env = std::getenv("ADTREE_KERNEL");
     const std::string k = env ? env : "";
-    forced = k == "portable" ? 0 : k == "avx2" ? 1 : k == "avx512" ? 2 : -1;
+    forced = k == "portable"     ? 0
+             : k == "avx2"       ? 1
+             : k == "avx512"     ? 2
+             : k == "avx512bf16" ? 3
+             : k == "amx"        ? 4
+                                 : -1;
     g_forced.store(forced, std::memory_order_relaxed);
   }
   if (forced >= 0 && forced <= int(detected_kernel())) return CpuKernel(forced);
@@ -43,6 +49,8 @@ void force_packed_kernel(int kernel) {
 
 const char* to_string(CpuKernel k) {
   switch (k) {
+    case CpuKernel::Amx:
+      return "amx";
     case CpuKernel::Avx512Bf16:
       return "avx512bf16";
     case CpuKernel::Avx512:

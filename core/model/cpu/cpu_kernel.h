@@ -9,9 +9,10 @@
 namespace adtree::model {
 
 // The kernel the packed products run: the widest this CPU has, unless forced narrower (tests and
-// A/B benches; $ADTREE_KERNEL=avx512|avx2|portable at start-up, force_packed_kernel in code, -1 =
-// best). Avx512Bf16 differs from Avx512 only for bf16 panels (the BF16 dot product).
-enum class CpuKernel { Portable = 0, Avx2 = 1, Avx512 = 2, Avx512Bf16 = 3 };
+// A/B benches; $ADTREE_KERNEL=amx|avx512bf16|avx512|avx2|portable at start-up, force_packed_kernel
+// in code, -1 = best). Avx512Bf16 differs from Avx512 only for bf16 panels (the BF16 dot product),
+// Amx from Avx512Bf16 only for bf16 panels too (the AMX tiles, packed_amx.h).
+enum class CpuKernel { Portable = 0, Avx2 = 1, Avx512 = 2, Avx512Bf16 = 3, Amx = 4 };
 CpuKernel packed_kernel();
 void force_packed_kernel(int kernel);
 const char* to_string(CpuKernel k);

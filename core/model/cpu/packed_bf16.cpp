@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/cpu/cpu_kernel.h"
+#include "model/cpu/packed_amx.h"
 
 namespace adtree::model {
 
@@ -179,48 +180,59 @@ void panels_portable(const Bf16Args& a, int64_t p0, int64_t p1) {
 thread_local std::vector<uint32_t> t_pairs;
 thread_local std::vector<float> t_floats;
 
+const uint32_t* panel_words(const PackedWeight& w) {
+  return reinterpret_cast<const uint32_t*>(w.panels.data_ptr());
+}
+
 float widen(uint32_t bf16) {
   const uint32_t bits = bf16 << 16;  // a bf16's bits are its float's top half
   float f;
   std::memcpy(&f, &bits, sizeof(f));
   return f;
 }
+// Rows x [rows, in] rounded to bf16: as k-pairs (pairs, the odd k in the high half) or widened back
+// to floats (floats), `stride` words or floats per row.
+void round_rows(const float* x, int64_t rows, int64_t in, bool as_pairs, int64_t stride,
+                uint32_t* pairs, float* floats) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* src = x + r * in;
+    for (int64_t j = 0; j < (in + 1) / 2; ++j) {
+      const uint32_t lo = round_to_bf16(src[2 * j]);
+      const uint32_t hi = 2 * j + 1 < in ? round_to_bf16(src[2 * j + 1]) : 0u;
+      if (as_pairs) {
+        pairs[r * stride + j] = lo | hi << 16;
+      } else {
+        floats[r * stride + 2 * j] = widen(lo);
+        floats[r * stride + 2 * j + 1] = widen(hi);
+      }
+    }
+  }
+}
 }  // namespace
 
 void packed_gemm_bf16(const float* x, int64_t rows, const PackedWeight& w, const float* bias,
                       float* y) {
   const CpuKernel kernel = packed_kernel();
-  const bool dp = kernel == CpuKernel::Avx512Bf16;
+  const bool amx = kernel == CpuKernel::Amx, dp = amx || kernel == CpuKernel::Avx512Bf16;
   const int64_t pairs = (w.in + 1) / 2;
   // The rows rounded to bf16 once (rows * in conversions against rows * in * n_out products);
-  // the products then see the same bf16 inputs in every variant.
-  const int64_t stride = dp ? pairs : 2 * pairs;
+  // the products then see the same bf16 inputs in every variant. The tiles read whole 16-row
+  // blocks: the rows past the last are zeros.
+  const int64_t stride = dp ? pairs : 2 * pairs, padded = amx ? (rows + 15) / 16 * 16 : rows;
   auto& pairs_buf = t_pairs;
   auto& floats_buf = t_floats;
-  if (dp && int64_t(pairs_buf.size()) < rows * stride) pairs_buf.resize(size_t(rows * stride));
+  if (dp && int64_t(pairs_buf.size()) < padded * stride) pairs_buf.resize(size_t(padded * stride));
   if (!dp && int64_t(floats_buf.size()) < rows * stride) floats_buf.resize(size_t(rows * stride));
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* src = x + r * w.in;
-    for (int64_t j = 0; j < pairs; ++j) {
-      const uint32_t lo = round_to_bf16(src[2 * j]);
-      const uint32_t hi = 2 * j + 1 < w.in ? round_to_bf16(src[2 * j + 1]) : 0u;
-      if (dp) {
-        pairs_buf[size_t(r * stride + j)] = lo | hi << 16;
-      } else {
-        floats_buf[size_t(r * stride + 2 * j)] = widen(lo);
-        floats_buf[size_t(r * stride + 2 * j + 1)] = widen(hi);
-      }
-    }
+  round_rows(x, rows, w.in, dp, stride, pairs_buf.data(), floats_buf.data());
+  if (amx) {
+    std::fill(pairs_buf.begin() + rows * stride, pairs_buf.begin() + padded * stride, 0u);
+    const AmxArgs args{pairs_buf.data(), stride, rows, panel_words(w), w.n_out, pairs, bias, y};
+    run_panels(w.panels.size(0), rows * w.in * w.n_out,
+               [&](int64_t b, int64_t e) { panels_amx(args, b, e); });
+    return;
   }
-  const Bf16Args args{pairs_buf.data(),
-                      floats_buf.data(),
-                      stride,
-                      rows,
-                      reinterpret_cast<const uint32_t*>(w.panels.data_ptr()),
-                      w.n_out,
-                      pairs,
-                      bias,
-                      y};
+  const Bf16Args args{
+      pairs_buf.data(), floats_buf.data(), stride, rows, panel_words(w), w.n_out, pairs, bias, y};
   auto run = dp                            ? panels_dp
              : kernel == CpuKernel::Avx512 ? panels_avx512
              : kernel == CpuKernel::Avx2   ? panels_avx2

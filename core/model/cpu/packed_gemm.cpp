@@ -189,7 +189,8 @@ using PanelsFn = void (*)(const GemmArgs&, int64_t, int64_t);
 
 PanelsFn panels_fn(CpuKernel k) {
   switch (k) {
-    case CpuKernel::Avx512Bf16:  // fp32 panels: nothing for the BF16 dot product to do
+    case CpuKernel::Amx:  // fp32 panels: nothing for the BF16 dot product or the tiles to do
+    case CpuKernel::Avx512Bf16:
     case CpuKernel::Avx512:
       return panels_avx512;
     case CpuKernel::Avx2:

@@ -27,6 +27,9 @@ struct Work {
 };
 thread_local Work t_work;
 
+// Query-key pairs of a block from which its attention is shared out over the worker pool.
+constexpr int64_t kShareAttentionFrom = 64;
+
 // y [rows, n_out] = x @ w^T: the packed kernel (on the worker pool, at least as fast as
 // single-threaded BLAS from 1 row to a few hundred, docs/PERFORMANCE.md; fp32 or bf16 panels),
 // BLAS for an fp32 matrix that was not packed.
@@ -224,11 +227,12 @@ void lean_run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, at::
                    n_keys, hd, 3 * dim, dim, n_keys, 1, scores, att + b * q * dim + hh * hd});
     }
   };
-  // One (batch row, head) per chunk once a block has a few queries; a single query's heads are
-  // too little work to hand over.
+  // One (batch row, head) per chunk whenever the keys are many: even a single query reads its
+  // head's keys and values from the cache (about 75 KB a head at half an emoji picture), a
+  // stream that two cores read faster than one (docs/PERFORMANCE.md, "Verification blocks").
   {
     PartTimer t(ForwardPart::Attention);
-    if (q >= 4) {
+    if (q * n_keys >= kShareAttentionFrom) {
       WorkerPool::shared().run(B * n_head, 1, heads);
     } else {
       heads(0, B * n_head);
