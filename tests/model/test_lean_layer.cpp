@@ -8,6 +8,7 @@
 
 #include "decode/settings/method_table.h"
 #include "lean_blocks.h"
+#include "model/cpu/lean_attention.h"
 #include "model/cpu/lean_kernels.h"
 #include "model/cpu/packed_gemm.h"
 #include "model/llamagen/lean_layer.h"

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/cpu/forward_profile.h"
+#include "model/cpu/lean_attention.h"
 #include "model/cpu/lean_kernels.h"
 #include "util/error.h"
 #include "util/worker_pool.h"
