@@ -5,12 +5,14 @@
 # Needs xvfb, imagemagick (import) and xdotool. Timings (MID_S, FIN_S) are seconds after start;
 # the mid-generation shot wants the picture about half drawn, so it depends on the machine.
 # ONLY_MAIN=1 takes just those four shots per size, not the teaching views; ONLY_METHODS=1 just
-# the PJD and CASCADE views.
+# the PJD and CASCADE views; ONLY_TEACH=1 just the teaching views.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODEL=${1:-resources/models/emoji}
 # The teaching views: docs/teaching.md quotes numbers read off them, on the model they were taken
-# with, emoji-v2 (the default model until 2026-12-02). The PJD and CASCADE views use it too.
+# with, emoji-v2 (the default model until 2026-12-02), and ADT-Tree's budget rule of that day,
+# fixed (head trees of the adjacency shape; the cost rule's chains of free guesses on a CPU are in
+# the main views). The PJD and CASCADE views use the model too.
 TEACH_MODEL=${TEACH_MODEL:-resources/models/emoji-v2}
 # The main views show the studio's first example prompt, one the default model draws on every
 # seed tried (its card, "Example prompts"); the teaching views keep the prompt their numbers were
@@ -82,7 +84,7 @@ teach() {  # W H NAME WAIT ARGS...
   rm -rf "$XDG_CONFIG_HOME"
   # Each view in its own gallery folder: the history shows this run's pictures only.
   "$APP" --size "${W}x${H}" "$TEACH_MODEL" --gallery "$tmp/g-$name-$W" --run "$TEACH_PROMPT" \
-    --seed "${SEED:-3}" "$@" >>"$tmp/app.log" 2>&1 &
+    --seed "${SEED:-3}" --set adt.budget_rule=fixed "$@" >>"$tmp/app.log" 2>&1 &
   ap=$!
   sleep "$wait"
   import -window root "$OUT/$name-${W}x${H}.png"
@@ -139,14 +141,17 @@ methods() {
 }
 if [[ "${ONLY_METHODS:-0}" == 1 ]]; then methods; echo "wrote $OUT/{finished-pjd,cascade}-1280x800.png"; exit 0; fi
 if [[ "${ONLY_GALLERY:-0}" == 1 ]]; then gallery 1280 800; echo "wrote $OUT/{gallery,queue,restored-png}-1280x800.png"; exit 0; fi
-shoot 1280 800
-shoot 1920 1080
-gallery 1280 800
+if [[ "${ONLY_TEACH:-0}" != 1 ]]; then
+  shoot 1280 800
+  shoot 1920 1080
+  gallery 1280 800
+fi
 if [[ "${ONLY_MAIN:-0}" == 1 ]]; then echo "wrote $OUT/{idle,running-adt,finished-adt,hover}-*.png"; exit 0; fi
 teach 1920 1080 replay-inspector "${FIN_S:-8}" --method adt --replay-step 41 --inspect 30
 teach 1280 800 replay-inspector "${FIN_S:-8}" --method adt --replay-step 41 --inspect 30
 teach 1920 1080 histograms "$((${FIN_S:-8} * 2))" --method ar --methods dynamic,adt --show-dock histograms
 teach 1920 1080 history "$((${FIN_S:-8} * 2))" --method ar --methods dynamic,adt --show-dock history
 teach 1920 1080 compare "$((${FIN_S:-8} * 2))" --method adt --compare
+if [[ "${ONLY_TEACH:-0}" == 1 ]]; then echo "wrote $OUT/{replay-inspector,histograms,history,compare}-*.png"; exit 0; fi
 methods
 echo "wrote $OUT/{idle,running-adt,finished-adt,hover}-{1280x800,1920x1080}.png and the teaching views"

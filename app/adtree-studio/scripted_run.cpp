@@ -13,6 +13,7 @@
 #include "ui/panels/plot_panel.h"
 #include "ui/panels/prompt_edit.h"
 #include "ui/panels/replay_panel.h"
+#include "ui/panels/settings_panel.h"
 #include "ui/views/compare_window.h"
 
 namespace adtree::studio {
@@ -82,7 +83,7 @@ class ScriptedRun {
         [this] {
           named<ui::PromptEdit>(w_, "promptEdit")->setText(cli_.value(o_.run));
           if (!choose(named<QComboBox>(w_, "methodBox"), o_.method) ||
-              !choose(named<QComboBox>(w_, "relaxBox"), o_.relax))
+              !choose(named<QComboBox>(w_, "relaxBox"), o_.relax) || !applySettings())
             return;
           if (cli_.isSet(o_.seed)) {
             named<QCheckBox>(w_, "randomSeedBox")->setChecked(false);
@@ -98,6 +99,23 @@ class ScriptedRun {
                    qPrintable(message));
       QCoreApplication::exit(1);
     });
+  }
+
+  // --set KEY=VALUE: into the settings panel, checked by the table's entry; a wrong key or value
+  // ends the studio with the entry's own message.
+  bool applySettings() {
+    auto* panel = named<ui::SettingsPanel>(w_, "settingsPanel");
+    for (const QString& kv : cli_.values(o_.set)) {
+      const int eq = kv.indexOf('=');
+      QString why = eq <= 0 ? QStringLiteral("expected KEY=VALUE") : QString();
+      if (why.isEmpty()) panel->applySetting(kv.left(eq), kv.mid(eq + 1), &why);
+      if (!why.isEmpty()) {
+        std::fprintf(stderr, "adtree-studio: --set '%s': %s\n", qPrintable(kv), qPrintable(why));
+        QCoreApplication::exit(2);
+        return false;
+      }
+    }
+    return true;
   }
 
   // --methods: the same prompt and seed again with each listed method.

@@ -15,7 +15,7 @@ void StudioOptions::describe(QCommandLineParser& cli) const {
                             "model, or a random tiny one), or a PNG whose settings to restore "
                             "or a run file to open, on the default model");
   cli.addOptions({run, method, relax, seed, benchmark, size, preview, stall, replay, inspect, dock,
-                  compare, count, gallery, methods});
+                  compare, count, gallery, set, methods});
 }
 
 void set_application_identity() {

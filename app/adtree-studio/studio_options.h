@@ -47,6 +47,11 @@ struct StudioOptions {
                              "keep this session's pictures in DIR instead of the gallery folder "
                              "of the settings (not remembered)",
                              "DIR"};
+  QCommandLineOption set{"set",
+                         "with --run: set a sampling or method setting of the settings panel "
+                         "before the run, by its key in the settings table (the CLI's flags, "
+                         "e.g. adt.budget_rule=fixed); repeatable",
+                         "KEY=VALUE"};
   QCommandLineOption methods{"methods",
                              "with --run: after the first run, run the same prompt and seed with "
                              "each of these methods in turn (comma-separated), filling the "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 
 #include "model/cpu/forward_profile.h"
@@ -10,6 +11,7 @@
 #include "model/gpu/static_forward.h"
 #include "util/clock.h"
 #include "util/device_sync.h"
+#include "util/threads.h"
 
 namespace adtree::cli {
 
@@ -66,6 +68,32 @@ nlohmann::json forward_parts(const model::Gpt& gpt, int64_t batch, int64_t q, in
     parts[model::to_string(model::ForwardPart(i))] = p.ms[i] / std::max(1, reps);
   }
   return parts;
+}
+
+double onednn_products_ms(const model::Gpt& gpt, int64_t rows, int reps) {
+  if (gpt.dtype() != at::kBFloat16 || !gpt.device().is_cpu() || !at::hasMKLDNN()) return -1;
+  c10::InferenceMode guard;
+  std::vector<at::Tensor> mats;
+  for (const auto& [name, t] : gpt.weights()) {
+    const bool matrix = t.dim() == 2 && (name.rfind("layers.", 0) == 0 || name == "output.weight");
+    if (matrix) mats.push_back(t.to(at::kBFloat16).contiguous());
+  }
+  std::vector<at::Tensor> xs, ys;
+  for (const auto& w : mats) {
+    xs.push_back(at::randn({rows, w.size(1)}).to(at::kBFloat16));
+    ys.push_back(at::empty({rows, w.size(0)}, at::kBFloat16));
+  }
+  // On as many threads as the lean path's products (inference keeps libtorch at one).
+  const int intra = at::get_num_threads();
+  at::set_num_threads(worker_threads());
+  std::vector<double> ms;
+  for (int r = 0; r < reps + 2; ++r) {
+    const auto t0 = Clock::now();
+    for (size_t i = 0; i < mats.size(); ++i) at::mm_out(ys[i], xs[i], mats[i].t());
+    if (r >= 2) ms.push_back(ms_since(t0));
+  }
+  at::set_num_threads(intra);
+  return median(ms);
 }
 
 // Median ms of one draft-head forward of q rows (one expansion level of q frontier nodes) after

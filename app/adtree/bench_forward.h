@@ -24,6 +24,11 @@ double fixed_forward_ms(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t
 // the mean of `reps` runs after two warm-ups; empty where the lean CPU path does not run.
 nlohmann::json forward_parts(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefix,
                              int reps, const model::Condition& cond);
+// The products of one forward of `rows` rows (every layer's matrices and the output head) through
+// libtorch's bf16 matmul, which runs oneDNN's kernels (AMX or AVX512-BF16 where the CPU has them):
+// ms per forward, the median of `reps`, against which the lean path's own bf16 kernels are
+// measured. -1 where the model is not bf16 or libtorch does not take oneDNN for it.
+double onednn_products_ms(const model::Gpt& gpt, int64_t rows, int reps);
 double head_level_ms(const model::Drafter& head, const model::Gpt& gpt, int64_t batch, int64_t q,
                      int64_t prefix, int reps);
 

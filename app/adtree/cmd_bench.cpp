@@ -192,6 +192,7 @@ nlohmann::json time_forward_blocks(const Args& a, const model::ModelBundle& m, i
                       {"prefix", prefix},
                       {"ms", forward_ms(*m.gpt, batch, q, prefix, reps, cond)},
                       {"parts", forward_parts(*m.gpt, batch, q, prefix, reps, cond)},
+                      {"onednn_products_ms", onednn_products_ms(*m.gpt, batch * q, reps)},
                       {"fixed_ms", fixed_forward_ms(*m.gpt, batch, q, prefix, reps, cond, false)},
                       {"graph_ms", graph_ms < 0 ? nlohmann::json() : nlohmann::json(graph_ms)}});
   }
@@ -292,7 +293,7 @@ void print_block_parts(const nlohmann::json& blocks, int64_t batch, int64_t macs
   if (blocks.empty() || blocks[0]["parts"].empty()) return;
   std::cout << "\nwhere a block's forward goes (ms, profiled runs)\n    q";
   for (const auto& [part, ms] : blocks[0]["parts"].items()) std::cout << std::setw(11) << part;
-  std::cout << "  products GFLOP/s\n";
+  std::cout << "  products GFLOP/s  oneDNN products ms\n";
   for (const auto& b : blocks) {
     std::cout << "  " << std::setw(3) << b["q"].get<int64_t>();
     double products = 0;
@@ -302,7 +303,9 @@ void print_block_parts(const nlohmann::json& blocks, int64_t batch, int64_t macs
         products += ms.get<double>();
     }
     const double flops = 2.0 * double(macs_per_row) * double(batch * b["q"].get<int64_t>());
-    std::cout << std::setw(12) << (products > 0 ? flops / (products * 1e6) : 0.0) << "\n";
+    const double dnnl = b["onednn_products_ms"].get<double>();
+    std::cout << std::setw(12) << (products > 0 ? flops / (products * 1e6) : 0.0) << std::setw(20)
+              << (dnnl < 0 ? std::string("-") : std::to_string(dnnl)) << "\n";
   }
 }
 

@@ -247,6 +247,7 @@ TEST(AdtPlanner, AcceptedDraftsAreCountedByOrigin) {
     r.sampling.cfg_scale = 2.0;
     r.sampling.temperature = 1.0;
     r.seed = 5;
+    r.trace.enabled = true;
     auto src = make_model_source(*f.target, 2);
     SpecOptions o;
     o.budget = 16;
@@ -254,6 +255,16 @@ TEST(AdtPlanner, AcceptedDraftsAreCountedByOrigin) {
     const auto res = method == "sjd" ? generate_jacobi(*f.target, c, r, o)
                                      : generate_speculative(*f.target, *src, c, r, o);
     int64_t head = 0, guess = 0, drafted_cells = 0;
+    // The traces tell the same: their guess nodes are the step's grid candidates (every drafted
+    // node for SJD).
+    ASSERT_EQ(res.stats.traces.size(), res.stats.steps.size());
+    for (size_t i = 1; i < res.stats.steps.size(); ++i) {
+      const auto& nodes = res.stats.traces[i].nodes;
+      const auto guesses =
+          std::count_if(nodes.begin(), nodes.end(), [](const TraceNode& n) { return n.guess; });
+      const auto& st = res.stats.steps[i];
+      EXPECT_EQ(guesses, method == "sjd" ? st.drafted : st.grid) << method << " step " << i;
+    }
     for (const auto& s : res.stats.steps) {
       head += s.accepted_head, guess += s.accepted_guess;
       EXPECT_LE(s.accepted_head + s.accepted_guess, s.committed);

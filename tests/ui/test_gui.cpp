@@ -253,6 +253,31 @@ class GuiTest : public QObject {
     for (double d : w->run().map(RunState::TreeDepth)) QVERIFY(d >= 0 && d <= 16);
   }
 
+  // --set KEY=VALUE (scripted runs, the teaching screenshots): one entry of the table by its key,
+  // checked by the entry; a wrong key or value changes nothing and says why.
+  void settingsApplyOneEntryByKey() {
+    auto w = openWindow(micro_);
+    QVERIFY(w);
+    selectMethod(*w, "adt");
+    auto* panel = child<adtree::ui::SettingsPanel>(*w, "settingsPanel");
+    auto* rule = panel->findChild<QComboBox*>("adt.budget_rule");
+    QVERIFY(rule);
+    QString why;
+    QVERIFY2(panel->applySetting("adt.budget_rule", "fixed", &why), qPrintable(why));
+    QCOMPARE(rule->currentText(), QString("fixed"));
+    QVERIFY(panel->applySetting("temperature", "0.5", &why));
+    QCOMPARE(panel->request(adtree::decode::Method::Adt, adtree::decode::Acceptance::Lossless, 1)
+                 .sampling.temperature,
+             0.5);
+    const QString before = panel->saveState();
+    QVERIFY(!panel->applySetting("adt.no_such_knob", "1", &why));
+    QVERIFY2(!why.isEmpty(), "no reason given");
+    QVERIFY(!panel->applySetting("adt.budget_rule", "sometimes", &why));
+    QVERIFY2(why.contains("sometimes"), qPrintable(why));
+    QVERIFY(!panel->applySetting("dtype", "bf16", &why));  // a model option, not a run setting
+    QCOMPARE(panel->saveState(), before);
+  }
+
   // The settings form is made from the settings table: a row per entry with a section, named by
   // its key, with the entry's range (model bounds from the loaded model) and help as its tooltip,
   // greyed where the chosen method does not read it.

@@ -218,6 +218,26 @@ class ViewsTest : public QObject {
     QCOMPARE(bonus.x(), g1.x());
   }
 
+  // Free guesses (the code above, a Jacobi guess) are told apart from the head's drafts: a dashed
+  // blue border over the same accepted / rejected fill, their own words in the tooltip, and the
+  // caption counts both.
+  void treeFreeGuessesAreDashed() {
+    TreeView v;
+    StepTrace t = smallTree();
+    t.nodes[5].guess = true;  // 202, rejected
+    v.setTrace(t, kGridW);
+    auto* guess = boxFor(v, "token 202,");
+    auto* head = boxFor(v, "token 201,");
+    QVERIFY(guess && head);
+    QCOMPARE(guess->pen().style(), Qt::DashLine);
+    QCOMPARE(head->pen().style(), Qt::SolidLine);
+    QVERIFY(guess->pen().color().blue() > guess->pen().color().red() + 100);
+    QVERIFY2(v.nodeToolTip(5).contains("a free guess"), qPrintable(v.nodeToolTip(5)));
+    QVERIFY2(v.nodeToolTip(4).contains("drafted by the head"), qPrintable(v.nodeToolTip(4)));
+    QVERIFY2(v.caption().contains("drafted by the head: 4, free guesses: 1"),
+             qPrintable(v.caption()));
+  }
+
   void treeCaptionAndTooltips() {
     TreeView v;
     StepTrace t = smallTree();

@@ -225,16 +225,20 @@ void HeatmapPanel::applyRange(RunState::Map m, double lo, double hi, bool intege
 }
 
 void HeatmapPanel::applyOriginScale() {
-  // Three categories, three colours that read apart (not a ramp), named on the scale.
+  // Three categories, three colours that read apart (not a ramp), each named on the scale. As in
+  // applyRange's integer maps, n values over [lo - 0.5, hi + 0.5] take n + 1 levels, value j
+  // level j, so each name sits in the middle of its band.
   auto& v = maps_[RunState::Origin];
   QCPColorGradient g;
   g.clearColorStops();
-  g.setColorStopAt(0.0, QColor(0x9e, 0x9e, 0x9e));  // target: grey
-  g.setColorStopAt(0.5, QColor(0xe6, 0x7e, 0x22));  // head: orange
-  g.setColorStopAt(1.0, QColor(0x29, 0x80, 0xb9));  // free guess: blue
-  g.setLevelCount(3);
+  g.setColorStopAt(0.0, QColor(0x9e, 0x9e, 0x9e));      // target: grey
+  g.setColorStopAt(1.0 / 3, QColor(0xe6, 0x7e, 0x22));  // head: orange
+  g.setColorStopAt(2.0 / 3, QColor(0x29, 0x80, 0xb9));  // free guess: blue
+  g.setColorStopAt(1.0, QColor(0x29, 0x80, 0xb9));
+  g.setLevelCount(4);
+  g.setNanHandling(QCPColorGradient::nhTransparent);  // cells not generated: the checkerboard
   v.map->setGradient(g);
-  v.map->setDataRange(QCPRange(0, 2));
+  v.map->setDataRange(QCPRange(-0.5, 2.5));
   QSharedPointer<QCPAxisTickerText> t(new QCPAxisTickerText);
   t->addTick(0, tr("target"));
   t->addTick(1, tr("head"));
@@ -324,9 +328,8 @@ void HeatmapPanel::setHighlight(int cell) {
 
 void HeatmapPanel::setHoverText(const QString& text) {
   hover_->setText(text.isEmpty() ? tr("Hover a cell of the image or of a map to see its values "
-                                      "here.\n\nCheckerboard: not generated yet.\nHatched (image): "
-                                      "generated, shown in its code's colour until the decoded "
-                                      "picture arrives.")
+                                      "here.\nCheckerboard: not generated yet. Hatched: "
+                                      "generated, in its code's colour until decoded.")
                                  : text);
 }
 

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "decode/settings/method_table.h"
+#include "decode/settings/setting.h"
 #include "ui/panels/collapsible_section.h"
 
 namespace adtree::ui {
@@ -260,6 +261,19 @@ void SettingsPanel::setRequest(const decode::DecodeRequest& r) {
     for (const auto& row : rows_) setValueOf(row, row.setting->get(r));
   }
   updateEnabled();
+}
+
+bool SettingsPanel::applySetting(const QString& key, const QString& value, QString* why) {
+  try {
+    const auto& entry = decode::setting(key.toStdString());  // sampling and method entries only
+    auto r = request(method_, relax_, 0);
+    entry.set(r, entry.parse(value.toStdString()));
+    setRequest(r);
+    return true;
+  } catch (const std::exception& e) {
+    if (why) *why = QString::fromStdString(e.what());
+    return false;
+  }
 }
 
 void SettingsPanel::resetToDefaults() {

@@ -50,6 +50,9 @@ class SettingsPanel : public QWidget {
   std::optional<decode::DecodeRequest> validRequest(decode::Method method,
                                                     decode::Acceptance relax) const;
   void setRequest(const decode::DecodeRequest& request);
+  // One sampling or method entry of the settings table by its key (the CLI's flag words, e.g.
+  // "adt.budget_rule" = "fixed"); a wrong key or value leaves the panel as it was and says why.
+  bool applySetting(const QString& key, const QString& value, QString* why);
   void resetToDefaults();
   // Persistence through QSettings: the method settings and sampling as one JSON string.
   QString saveState() const;

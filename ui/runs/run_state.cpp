@@ -234,29 +234,25 @@ QString RunState::describeCell(int cell) const {
   QString head = QStringLiteral("Cell (row %1, col %2), token #%3").arg(r).arg(c).arg(cell);
   if (!filled(cell)) return head + QStringLiteral("\nnot generated yet");
   const auto v = [&](Map m) { return maps_[m][cell]; };
-  QString s = head + QStringLiteral("\ncode %1").arg(tokens_[cell]);
-  const int depth = int(v(Depth));
-  s += depth == 0 ? QStringLiteral("\naccepted at depth 0 (sampled from the target)")
-                  : QStringLiteral("\naccepted at draft depth %1 (rank %2 among its siblings)")
-                        .arg(depth)
-                        .arg(ranks_[cell]);
-  s += QStringLiteral("\ntop-1 probability %1").arg(v(Top1), 0, 'f', 3);
-  s += QStringLiteral("\nacceptance length %1 tokens/step").arg(int(v(AcceptLen)));
-  static const char* kOrigin[] = {"sampled by the target", "a draft of the head",
-                                  "a free guess (no draft model)"};
-  s += QStringLiteral("\ntoken: %1").arg(QLatin1String(kOrigin[std::clamp(int(v(Origin)), 0, 2)]));
+  QString s = head + QStringLiteral(", code %1").arg(tokens_[cell]);
+  const int depth = int(v(Depth)), origin = std::clamp(int(v(Origin)), 0, 2);
+  static const char* kDrafted[] = {"", "the head's draft", "a free guess (no draft model)"};
+  s += depth == 0 || origin == 0 ? QStringLiteral("\nsampled by the target (depth 0)")
+                                 : QStringLiteral("\n%1, accepted at depth %2 (rank %3)")
+                                       .arg(QLatin1String(kDrafted[origin]))
+                                       .arg(depth)
+                                       .arg(ranks_[cell]);
+  s += QStringLiteral("\ntop-1 probability %1; %2 tokens that step")
+           .arg(v(Top1), 0, 'f', 3)
+           .arg(int(v(AcceptLen)));
   if (v(TreeDepth) > 0 || v(TreeWidth) > 0) {
-    s += QStringLiteral("\ndrafted tree: %1 levels, %2 at the widest")
-             .arg(int(v(TreeDepth)))
-             .arg(int(v(TreeWidth)));
+    s += QStringLiteral("\ndrafted %1 levels x %2").arg(int(v(TreeDepth))).arg(int(v(TreeWidth)));
   } else {
     s += QStringLiteral("\nno draft tree (%1)")
              .arg(QString::fromStdString(decode::to_string(method_)));
   }
   if (v(PlanDepth) > 0 || v(PlanWidth) > 0) {
-    s += QStringLiteral("\nplanned shape d = %1, k = %2")
-             .arg(int(v(PlanDepth)))
-             .arg(int(v(PlanWidth)));
+    s += QStringLiteral("; planned d %1, k %2").arg(int(v(PlanDepth))).arg(int(v(PlanWidth)));
   }
   if (cellTrace(cell)) s += QObject::tr("\nclick: the target's distribution here");
   return s;

@@ -26,6 +26,9 @@ const QColor kRootFill(0x16, 0x65, 0x34);
 const QColor kRejectFill(0xe5, 0xe7, 0xeb), kRejectBorder(0x9c, 0xa3, 0xaf),
     kRejectText(0x6b, 0x72, 0x80);
 const QColor kBonusFill(0xf9, 0x73, 0x16), kBonusBorder(0x9a, 0x34, 0x12);
+// A free guess (no draft model proposed it) keeps its accepted / rejected fill, with a dashed blue
+// border: the studio's "Drafted by" map's colour for guesses.
+const QColor kGuessBorder(0x29, 0x80, 0xb9);
 
 constexpr double kMaxFitScale = 1.5;  // fitting never blows a 3-node tree up to fill the screen
 constexpr double kMinZoom = 0.05, kMaxZoom = 8;
@@ -70,10 +73,12 @@ QString adtLine(const decode::AdtTrace& a) {
 
 QGraphicsPathItem* makeBox(QGraphicsScene* scene, const QString& label, double w, double h,
                            const QColor& fill, const QColor& border, const QColor& text, bool bold,
-                           const QFont& base) {
+                           const QFont& base, bool guess = false) {
   QPainterPath shape;
   shape.addRoundedRect(QRectF(-w / 2, -h / 2, w, h), 6, 6);
-  auto* box = scene->addPath(shape, QPen(border, 1.2), QBrush(fill));
+  QPen pen(guess ? kGuessBorder : border, guess ? 2.4 : 1.2);
+  if (guess) pen.setStyle(Qt::DashLine);
+  auto* box = scene->addPath(shape, pen, QBrush(fill));
   box->setZValue(1);
   auto* t = new QGraphicsSimpleTextItem(label, box);
   QFont f = base;
@@ -207,9 +212,12 @@ QGraphicsPathItem* drawBox(QGraphicsScene* scene, const decode::StepTrace& t, co
     return makeBox(scene, l.label[v], w, h, kBonusFill, kBonusBorder, Qt::white, true, base);
   if (v == 0)
     return makeBox(scene, l.label[v], w, h, kRootFill, kAcceptBorder, Qt::white, true, base);
+  const bool guess = t.nodes[size_t(v)].guess;
   if (t.nodes[size_t(v)].accepted)
-    return makeBox(scene, l.label[v], w, h, kAcceptFill, kAcceptBorder, Qt::white, true, base);
-  return makeBox(scene, l.label[v], w, h, kRejectFill, kRejectBorder, kRejectText, false, base);
+    return makeBox(scene, l.label[v], w, h, kAcceptFill, kAcceptBorder, Qt::white, true, base,
+                   guess);
+  return makeBox(scene, l.label[v], w, h, kRejectFill, kRejectBorder, kRejectText, false, base,
+                 guess);
 }
 
 QString boxToolTip(const decode::StepTrace& t, int v, const QString& cell) {
@@ -222,7 +230,7 @@ QString boxToolTip(const decode::StepTrace& t, int v, const QString& cell) {
   if (v == 0)
     return TreeView::tr("root: the last committed token %1, cell %2").arg(nd.token).arg(cell);
   return TreeView::tr(
-             "token %1, cell %2\ndepth %3, rank %4 (0 = the draft's best)\ndraft q = %5\n"
+             "token %1, cell %2, %9\ndepth %3, rank %4 (0 = the draft's best)\ndraft q = %5\n"
              "cumulative draft score = %6\ntarget p = %7\n%8")
       .arg(nd.token)
       .arg(cell)
@@ -231,7 +239,9 @@ QString boxToolTip(const decode::StepTrace& t, int v, const QString& cell) {
       .arg(num(nd.q))
       .arg(num(nd.score))
       .arg(num(nd.p))
-      .arg(nd.accepted ? TreeView::tr("accepted") : TreeView::tr("rejected"));
+      .arg(nd.accepted ? TreeView::tr("accepted") : TreeView::tr("rejected"))
+      .arg(nd.guess ? TreeView::tr("a free guess (no draft model)")
+                    : TreeView::tr("drafted by the head"));
 }
 
 // The edge from the parent's bottom to this node's top; the accepted path is bold.
@@ -256,6 +266,13 @@ QString treeCaption(const decode::StepTrace& t, int drawn, int64_t rootCell, int
       t.cells.empty() ? int64_t(t.path.size()) + (t.has_bonus ? 1 : 0) : int64_t(t.cells.size());
   QString s = TreeView::tr("Step %1: %2 nodes drawn").arg(t.step).arg(drawn);
   if (t.nodes_dropped > 0) s += TreeView::tr(" (+ %1 dropped)").arg(t.nodes_dropped);
+  const auto guesses = std::count_if(t.nodes.begin() + (t.nodes.empty() ? 0 : 1), t.nodes.end(),
+                                     [](const decode::TraceNode& n) { return n.guess; });
+  if (!t.nodes.empty()) {
+    s += TreeView::tr(" (drafted by the head: %1, free guesses: %2, dashed)")
+             .arg(int64_t(t.nodes.size()) - 1 - guesses)
+             .arg(guesses);
+  }
   s += TreeView::tr("; accepted length %1").arg(t.path.size());
   if (t.has_bonus) s += TreeView::tr(" + bonus %1").arg(t.bonus);
   s += TreeView::tr(" -> %1 tokens committed").arg(committed);

@@ -110,6 +110,9 @@ void StepRecorder::step(StepRecord rec, const CommittedStep& s, const Proposer& 
   if (trace_.enabled) {
     // After the timings: tracing is for inspection and must not colour the step's time split.
     auto st = trace_tree_step(rec.step, tree, s.target.view, s.acc, s.first_cell, trace_);
+    if (!proposer.head_drafts()) {
+      for (size_t i = 1; i < st.nodes.size(); ++i) st.nodes[i].guess = true;
+    }
     proposer.annotate(st);
     stats_.traces.push_back(std::move(st));
   }

@@ -23,6 +23,7 @@ nlohmann::json to_json(const StepTrace& t) {
     nodes["q"].push_back(n.q);
     nodes["p"].push_back(n.p);
     nodes["accepted"].push_back(n.accepted ? 1 : 0);
+    nodes["guess"].push_back(n.guess ? 1 : 0);
   }
   nlohmann::json cells = nlohmann::json::array();
   for (const auto& c : t.cells) {
@@ -78,12 +79,15 @@ StepTrace step_trace_from_json(const nlohmann::json& j) {
     const auto score = vec<float>(n, "score"), q = vec<float>(n, "q"), p = vec<float>(n, "p");
     const auto acc = vec<int>(n, "accepted");
     const size_t count = token.size();
-    for (size_t s :
-         {parent.size(), depth.size(), rank.size(), score.size(), q.size(), p.size(), acc.size()}) {
+    // Traces from before the field: no node was a free guess.
+    const auto guess = n.contains("guess") ? vec<int>(n, "guess") : std::vector<int>(count, 0);
+    for (size_t s : {parent.size(), depth.size(), rank.size(), score.size(), q.size(), p.size(),
+                     acc.size(), guess.size()}) {
       if (s != count) throw Error("the trace's node arrays differ in length");
     }
     for (size_t i = 0; i < count; ++i) {
-      TraceNode nd{token[i], parent[i], depth[i], rank[i], score[i], q[i], p[i], acc[i] != 0};
+      TraceNode nd{token[i], parent[i], depth[i],    rank[i],      score[i],
+                   q[i],     p[i],      acc[i] != 0, guess[i] != 0};
       // Parents come before their children, so a reader can walk the tree in one pass.
       if (i == 0 ? nd.parent != -1 : (nd.parent < 0 || nd.parent >= int64_t(i))) {
         throw Error("trace node " + std::to_string(i) + " has an invalid parent");

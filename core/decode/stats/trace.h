@@ -28,6 +28,7 @@ struct TraceNode {
   float q = 1;            // draft probability under the parent's draft distribution
   float p = 0;            // target probability of this token at its parent (what verify saw)
   bool accepted = false;  // on the accepted path (the root counts as accepted)
+  bool guess = false;     // a free guess (the code above, a Jacobi guess): no draft model's draft
 };
 
 // The target's distribution where one cell was committed, and what the draft offered there.

@@ -65,6 +65,7 @@ StepTrace trace_tree_step(int64_t step, const DraftTree& tree, const at::Tensor&
     tn.q = nd.q;
     tn.p = i > 0 && nd.token >= 0 && nd.token < v ? pv[nd.parent * v + nd.token] : 1.f;
     tn.accepted = on_path[size_t(i)] != 0;
+    tn.guess = nd.grid;
     t.nodes.push_back(tn);
   }
   if (t.nodes_dropped > 0) {
