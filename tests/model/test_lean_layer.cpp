@@ -8,6 +8,7 @@
 
 #include "decode/settings/method_table.h"
 #include "lean_blocks.h"
+#include "model/cpu/forward_profile.h"
 #include "model/cpu/lean_attention.h"
 #include "model/cpu/lean_kernels.h"
 #include "model/cpu/packed_gemm.h"
@@ -126,4 +127,71 @@ TEST(LeanLayer, SwigluMatchesTheFormulaAcrossTheRange) {
   lean_swiglu(gg.data_ptr<float>(), 1, 4, a.data_ptr<float>());
   EXPECT_EQ(a[0][3].item<float>(), 0.0f);
   EXPECT_NEAR(a[0][2].item<float>(), 88.0f, 1e-4);
+}
+
+// The bench's block table (model/cpu/forward_profile.h): with profiling on, a lean forward's time
+// lands in its parts (every part a decoder step runs, each at most the whole forward's time);
+// off, nothing is counted and the logits are the same.
+TEST(ForwardProfile, CountsEachPartOnlyWhenOn) {
+  LeanSwitch restore;
+  set_lean_enabled(true);
+  SpecFixture f(wide_heads(), 5, 0.5);
+  const auto c = f.cond({2, 7}, true);
+  const auto toks = at::randint(f.target->config().vocab_size, {2, 6}, at::kLong);
+  auto forward = [&] {
+    auto cache = f.target->new_cache(2);
+    f.target->prefill(cache, c);
+    return f.target->forward_tokens(cache, toks, 0).logits;
+  };
+  take_forward_profile();
+  const auto off = forward();
+  const auto none = take_forward_profile();
+  EXPECT_EQ(none.total(), 0.0);
+  set_forward_profiling(true);
+  const auto t0 = Clock::now();
+  const auto on = forward();
+  const double wall = ms_since(t0);
+  set_forward_profiling(false);
+  const auto p = take_forward_profile();
+  EXPECT_TRUE(at::equal(on, off));
+  for (auto part : {ForwardPart::Norms, ForwardPart::Qkv, ForwardPart::RopeCache,
+                    ForwardPart::Attention, ForwardPart::Wo, ForwardPart::W13, ForwardPart::Swiglu,
+                    ForwardPart::W2, ForwardPart::Residual, ForwardPart::Head}) {
+    EXPECT_GT(p.ms[int(part)], 0.0) << to_string(part);
+  }
+  EXPECT_LE(p.total(), wall);
+  EXPECT_EQ(take_forward_profile().total(), 0.0) << "a take starts the sums afresh";
+}
+
+// The attention's AVX-512 loops (three queries at a time, the weighted sums on 16 lanes) give the
+// AVX2 loops' bits, with keys each query does or does not see (a tree's mask: hidden keys in the
+// middle of the row) and key counts that end inside an eight-key group.
+TEST(LeanAttention, Avx512LoopsGiveTheAvx2Bits) {
+  if (packed_kernel() < CpuKernel::Avx512) GTEST_SKIP() << "no AVX-512 on this CPU";
+  at::manual_seed(3);
+  const int64_t hd = 64;
+  for (int64_t n_query : {1, 2, 3, 5, 8}) {
+    for (int64_t n_keys : {9, 37, 150}) {
+      const auto q = at::randn({n_query, hd}), K = at::randn({n_keys, hd}),
+                 V = at::randn({n_keys, hd});
+      auto bias = at::zeros({n_query, n_keys});
+      for (int64_t i = 0; i < n_query; ++i) {
+        for (int64_t j = n_keys / 2; j < n_keys; ++j) {
+          if ((i + j) % 3 == 0) bias[i][j] = -INFINITY;  // hidden from some queries only
+        }
+      }
+      auto run = [&](CpuKernel kernel) {
+        force_packed_kernel(int(kernel));
+        auto out = at::zeros({n_query, hd});
+        std::vector<float> scores(static_cast<size_t>(n_keys), 0.0f);
+        lean_attend({q.data_ptr<float>(), K.data_ptr<float>(), V.data_ptr<float>(),
+                     bias.data_ptr<float>(), n_query, n_keys, hd, hd, hd, n_keys, 1, scores.data(),
+                     out.data_ptr<float>()});
+        return out;
+      };
+      const auto wide = run(CpuKernel::Avx512), narrow = run(CpuKernel::Avx2);
+      EXPECT_TRUE(at::equal(wide, narrow)) << n_query << " queries, " << n_keys << " keys";
+    }
+  }
+  force_packed_kernel(-1);
 }

@@ -114,8 +114,9 @@ std::vector<Setting> model_option_entries() {
       load_field("dtype", &model::LoadOptions::dtype)
           .cli("dtype", "TYPE")
           .words({"fp32", "bf16", "fp16"})
-          .help("the GPT's and the draft head's precision: fp32 is exact and best on the CPU, fp16 "
-                "runs on a GPU only"),
+          .help("the GPT's and the draft head's precision: fp32 is exact; bf16 halves the weights "
+                "streamed per step, and where the CPU has AMX tiles its blocks of drafts cost far "
+                "less than fp32's (docs/PERFORMANCE.md); fp16 runs on a GPU only"),
       load_field("vq_dtype", &model::LoadOptions::vq_dtype)
           .cli("vq-dtype", "TYPE")
           .words({"auto", "fp32", "bf16"})

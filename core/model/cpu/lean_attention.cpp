@@ -180,37 +180,97 @@ __attribute__((target("avx2,fma"), always_inline)) inline void weighted_v(const 
   }
 }
 
-// Queries [i0, i0 + G) of the block; `s` holds G rows of n_keys scores.
+// weighted_v on 16 lanes: each output float is the same chain of fused multiply-adds over the keys
+// as on 8 (lanes never mix here), so the sums are weighted_v's bit for bit, in half the
+// instructions; four registers of 16 hold a query's 64 floats.
 template <int G>
-__attribute__((target("avx2,fma"), always_inline)) inline void attend_group(const HeadBlock& a,
-                                                                            int64_t i0, float* s) {
+__attribute__((target("avx512f,avx2,fma"), always_inline)) inline void weighted_v16(
+    const float* const* p, const float* V, int64_t n, int64_t hd, float* const* out) {
+  for (int64_t c = 0; c < hd; c += 64) {
+    __m512 a[G][4];
+    for (int g = 0; g < G; ++g) {
+      for (int k = 0; k < 4; ++k) a[g][k] = _mm512_setzero_ps();
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const float* v = V + j * hd + c;
+      bool all = true;
+      for (int g = 0; g < G; ++g) all = all && p[g][j] != 0;
+      if (all) {
+        __m512 pj[G];
+        for (int g = 0; g < G; ++g) pj[g] = _mm512_set1_ps(p[g][j]);
+        for (int k = 0; k < 4; ++k) {
+          const __m512 vk = _mm512_loadu_ps(v + 16 * k);
+          for (int g = 0; g < G; ++g) a[g][k] = _mm512_fmadd_ps(pj[g], vk, a[g][k]);
+        }
+        continue;
+      }
+      for (int g = 0; g < G; ++g) {
+        if (p[g][j] == 0) continue;
+        const __m512 pj = _mm512_set1_ps(p[g][j]);
+        for (int k = 0; k < 4; ++k) {
+          a[g][k] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v + 16 * k), a[g][k]);
+        }
+      }
+    }
+    for (int g = 0; g < G; ++g) {
+      for (int k = 0; k < 4; ++k) _mm512_storeu_ps(out[g] + c + 16 * k, a[g][k]);
+    }
+  }
+}
+
+// Queries [i0, i0 + G) of the block; `s` holds G rows of n_keys scores: their scores and softmax,
+// then the weighted sums on 8 lanes (attend_group8) or, from an AVX-512 caller, on 16
+// (attend_group16), the same bits.
+template <int G>
+__attribute__((target("avx2,fma"), always_inline)) inline void group_scores(const HeadBlock& a,
+                                                                            int64_t i0, float* s,
+                                                                            const float** sg_out,
+                                                                            float** out) {
   const float* q[G];
   float* sg[G];
-  float* out[G];
   for (int g = 0; g < G; ++g) {
     q[g] = a.q + (i0 + g) * a.q_stride;
     sg[g] = s + g * a.n_keys;
+    sg_out[g] = sg[g];
     out[g] = a.out + (i0 + g) * a.out_stride;
   }
   scores<G>(q, a.K, a.n_keys, a.hd, sg);
   for (int g = 0; g < G; ++g) {
     softmax_row(sg[g], a.n_keys, a.bias + (i0 + g) * a.bias_row_stride, a.bias_key_stride);
   }
+}
+
+template <int G>
+__attribute__((target("avx2,fma"), always_inline)) inline void attend_group8(const HeadBlock& a,
+                                                                             int64_t i0, float* s) {
+  const float* sg[G];
+  float* out[G];
+  group_scores<G>(a, i0, s, sg, out);
   weighted_v<G>(sg, a.V, a.n_keys, a.hd, out);
 }
 
-__attribute__((target("avx2,fma"))) void attend_block_avx2(const HeadBlock& a) {
-  for (int64_t i = 0; i < a.n_query; ++i) attend_group<1>(a, i, a.scores);
+template <int G>
+__attribute__((target("avx512f,avx512vl,avx2,fma"), always_inline)) inline void attend_group16(
+    const HeadBlock& a, int64_t i0, float* s) {
+  const float* sg[G];
+  float* out[G];
+  group_scores<G>(a, i0, s, sg, out);
+  weighted_v16<G>(sg, a.V, a.n_keys, a.hd, out);
 }
 
-// Three queries at a time: 24 accumulators, three query (or weight) vectors and a key (or value)
-// vector fill AVX-512VL's 32 registers; the instructions on each lane are AVX2's.
+__attribute__((target("avx2,fma"))) void attend_block_avx2(const HeadBlock& a) {
+  for (int64_t i = 0; i < a.n_query; ++i) attend_group8<1>(a, i, a.scores);
+}
+
+// Three queries at a time: 24 accumulators, three query vectors and a key vector fill AVX-512VL's
+// 32 registers for the scores (the instructions on each lane are AVX2's), twelve of 16 lanes the
+// weighted sums.
 __attribute__((target("avx512f,avx512vl,avx2,fma"))) void attend_block_avx512(const HeadBlock& a) {
   thread_local std::vector<float> s;
   if (int64_t(s.size()) < 3 * a.n_keys) s.resize(size_t(3 * a.n_keys));
   int64_t i = 0;
-  for (; i + 3 <= a.n_query; i += 3) attend_group<3>(a, i, s.data());
-  for (; i < a.n_query; ++i) attend_group<1>(a, i, s.data());
+  for (; i + 3 <= a.n_query; i += 3) attend_group16<3>(a, i, s.data());
+  for (; i < a.n_query; ++i) attend_group16<1>(a, i, s.data());
 }
 }  // namespace
 
