@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "decode/ar_sampler.h"
 #include "decode/settings/method_table.h"
@@ -93,6 +94,36 @@ TEST(PackedBf16, EveryVariantMatchesDoubleMathOnRoundedInputs) {
     }
   }
   EXPECT_FALSE(pack_weight_bf16(at::randn({4, 4}, at::kDouble)).defined());
+}
+
+// A product's input rows are rounded 16 at a time on AVX-512: the scalar rounding's bits for
+// every kind of input (ties to even, carries into the exponent, infinities, NaNs kept quiet,
+// denormals, zeros of both signs), in each kernel variant, odd lengths included.
+TEST(PackedBf16, PairRoundingMatchesTheScalarRounding) {
+  std::vector<float> x;
+  for (uint32_t bits : {0x3f808000u, 0x3f818000u, 0x3f80ffffu, 0x7f7fffffu, 0x7f800000u,
+                        0xff800000u, 0x7fc00001u, 0x7f800001u, 0xffa00000u, 0x00000001u,
+                        0x807fffffu, 0x00000000u, 0x80000000u, 0x3effff80u}) {
+    float f;
+    std::memcpy(&f, &bits, sizeof(f));
+    x.push_back(f);
+  }
+  at::manual_seed(6);
+  const auto r = at::randn({70}) * 1e3;
+  for (int64_t i = 0; i < 70; ++i) x.push_back(r[i].item<float>());
+  for (int64_t n :
+       {int64_t(x.size()), int64_t(x.size()) - 1, int64_t(17), int64_t(16), int64_t(3)}) {
+    std::vector<uint32_t> want(size_t((n + 1) / 2));
+    for (int64_t j = 0; j < (n + 1) / 2; ++j) {
+      want[size_t(j)] = uint32_t(round_to_bf16(x[size_t(2 * j)])) |
+                        (2 * j + 1 < n ? uint32_t(round_to_bf16(x[size_t(2 * j + 1)])) << 16 : 0u);
+    }
+    for_each_kernel([&](int kernel) {
+      std::vector<uint32_t> got(want.size(), 0xdeadbeefu);
+      round_to_bf16_pairs(x.data(), n, got.data());
+      EXPECT_EQ(got, want) << "n " << n << " kernel " << kernel;
+    });
+  }
 }
 
 // The invariant that keeps speculative decoding token-identical to AR: a row's outputs do not

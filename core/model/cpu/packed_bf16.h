@@ -19,4 +19,8 @@ namespace adtree::model {
 void packed_gemm_bf16(const float* x, int64_t rows, const PackedWeight& w, const float* bias,
                       float* y);
 
+// x [n] rounded to bf16 as round_to_bf16 does and packed as ceil(n / 2) k-pair words (x[2j] in
+// the low half, x[2j + 1] or a zero in the high one): a product's input row as its kernels read it.
+void round_to_bf16_pairs(const float* x, int64_t n, uint32_t* pairs);
+
 }  // namespace adtree::model

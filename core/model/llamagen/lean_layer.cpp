@@ -1,5 +1,6 @@
 #include "model/llamagen/lean_layer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -30,6 +31,19 @@ thread_local Work t_work;
 
 // Query-key pairs of a block from which its attention is shared out over the worker pool.
 constexpr int64_t kShareAttentionFrom = 64;
+// Rows of a block from which the row-wise loops (norms, RoPE and the cache write, SwiGLU) are
+// shared out too: each row is its own work, so the split changes no value; below, handing over
+// costs more than the loop (a one-token step's two rows).
+constexpr int64_t kShareRowsFrom = 8;
+
+// body(begin, end) over rows [0, rows): on the pool in a few chunks per thread, or here.
+template <typename F>
+void by_rows(int64_t rows, F body) {
+  auto& pool = WorkerPool::shared();
+  if (rows < kShareRowsFrom || pool.threads() == 1) return body(int64_t(0), rows);
+  pool.run(rows, std::max<int64_t>(1, rows / (2 * pool.threads())),
+           [&](int64_t b, int64_t e) { body(b, e); });
+}
 
 // y [rows, n_out] = x @ w^T: the packed kernel (on the worker pool, at least as fast as
 // single-threaded BLAS from 1 row to a few hundred, docs/PERFORMANCE.md; fp32 or bf16 panels),
@@ -64,7 +78,10 @@ void feed_forward(const DecoderLayer& L, double norm_eps, const float* att, int6
   float* hn = Work::grow(w.norm, rows * dim);
   {
     PartTimer t(ForwardPart::Norms);
-    lean_rms_norm(h, L.ffn_norm32.data_ptr<float>(), rows, dim, norm_eps, hn);
+    by_rows(rows, [&](int64_t b, int64_t e) {
+      lean_rms_norm(h + b * dim, L.ffn_norm32.data_ptr<float>(), e - b, dim, norm_eps,
+                    hn + b * dim);
+    });
   }
   float* g = Work::grow(w.g, rows * 2 * hid);
   {
@@ -74,7 +91,8 @@ void feed_forward(const DecoderLayer& L, double norm_eps, const float* att, int6
   float* act = Work::grow(w.act, rows * hid);
   {
     PartTimer t(ForwardPart::Swiglu);
-    lean_swiglu(g, rows, hid, act);
+    by_rows(rows,
+            [&](int64_t b, int64_t e) { lean_swiglu(g + b * 2 * hid, e - b, hid, act + b * hid); });
   }
   {
     PartTimer t(ForwardPart::W2);
@@ -178,7 +196,10 @@ void lean_run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, at::
   if (L.attn_norm.defined()) {
     PartTimer t(ForwardPart::Norms);
     float* xn = Work::grow(w.xn, rows * dim);
-    lean_rms_norm(h, L.attn_norm32.data_ptr<float>(), rows, dim, norm_eps, xn);
+    by_rows(rows, [&](int64_t b, int64_t e) {
+      lean_rms_norm(h + b * dim, L.attn_norm32.data_ptr<float>(), e - b, dim, norm_eps,
+                    xn + b * dim);
+    });
     xin = xn;
   }
   float* qkv = Work::grow(w.qkv, rows * 3 * dim);
@@ -204,9 +225,10 @@ void lean_run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, at::
   }
   {
     PartTimer t(ForwardPart::RopeCache);
-    for (int64_t b = 0; b < B; ++b) {
-      for (int64_t i = 0; i < q; ++i) {
-        float* row = qkv + (b * q + i) * 3 * dim;
+    by_rows(rows, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const int64_t b = r / q, i = r % q;
+        float* row = qkv + r * 3 * dim;
         lean_rotate(row, cis + i * hd, 2 * n_head, hd);  // q heads then k heads, adjacent
         for (int64_t hh = 0; hh < n_head; ++hh) {
           const int64_t slot = ((b * n_head + hh) * cap + plan.start + i) * hd;
@@ -214,7 +236,7 @@ void lean_run_layer(const DecoderLayer& L, int64_t n_head, double norm_eps, at::
           std::memcpy(V + slot, row + 2 * dim + hh * hd, sizeof(float) * size_t(hd));
         }
       }
-    }
+    });
   }
 
   // Attention over every visible key, per batch row, head and query.
