@@ -20,15 +20,34 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+namespace {
+// A cache holding the condition and `prefix` image tokens, committed: what every timed block
+// attends to.
+model::KvCache primed_cache(const model::Gpt& gpt, int64_t batch, int64_t prefix,
+                            const model::Condition& cond) {
+  auto cache = gpt.new_cache(batch, 64);
+  gpt.prefill(cache, cond);
+  gpt.forward_tokens(cache, at::zeros({batch, prefix}, at::kLong), 0);
+  cache.commit();
+  return cache;
+}
+}  // namespace
+
+std::vector<at::Tensor> matrix_weights(const model::Gpt& gpt) {
+  std::vector<at::Tensor> mats;
+  for (const auto& [name, t] : gpt.weights()) {
+    if (t.dim() == 2 && (name.rfind("layers.", 0) == 0 || name == "output.weight")) {
+      mats.push_back(t);
+    }
+  }
+  return mats;
+}
+
 // Median ms of one forward of q tokens after `prefix` image tokens (KV rows reused each time).
 double forward_ms(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefix, int reps,
                   const model::Condition& cond) {
   c10::InferenceMode guard;
-  auto cache = gpt.new_cache(batch, 64);
-  gpt.prefill(cache, cond);
-  auto toks = at::zeros({batch, prefix}, at::kLong);
-  gpt.forward_tokens(cache, toks, 0);
-  cache.commit();
+  auto cache = primed_cache(gpt, batch, prefix, cond);
   auto block = at::zeros({batch, q}, at::kLong);
   std::vector<double> ms;
   for (int r = 0; r < reps + 2; ++r) {
@@ -46,10 +65,7 @@ nlohmann::json forward_parts(const model::Gpt& gpt, int64_t batch, int64_t q, in
                              int reps, const model::Condition& cond) {
   if (!gpt.lean_ready() || gpt.device().is_cuda()) return nlohmann::json::object();
   c10::InferenceMode guard;
-  auto cache = gpt.new_cache(batch, 64);
-  gpt.prefill(cache, cond);
-  gpt.forward_tokens(cache, at::zeros({batch, prefix}, at::kLong), 0);
-  cache.commit();
+  auto cache = primed_cache(gpt, batch, prefix, cond);
   auto block = at::zeros({batch, q}, at::kLong);
   for (int r = 0; r < 2; ++r) {  // warm-up, unprofiled
     gpt.forward_tokens(cache, block, prefix);
@@ -64,20 +80,20 @@ nlohmann::json forward_parts(const model::Gpt& gpt, int64_t batch, int64_t q, in
   const auto p = model::take_forward_profile();
   model::set_forward_profiling(false);
   nlohmann::json parts = nlohmann::json::object();
+  double products = 0;
   for (int i = 0; i < int(model::ForwardPart::Count); ++i) {
-    parts[model::to_string(model::ForwardPart(i))] = p.ms[i] / std::max(1, reps);
+    const auto part = model::ForwardPart(i);
+    parts[model::to_string(part)] = p.ms[i] / std::max(1, reps);
+    if (model::is_product(part)) products += p.ms[i] / std::max(1, reps);
   }
-  return parts;
+  return {{"parts", parts}, {"products_ms", products}};
 }
 
 double onednn_products_ms(const model::Gpt& gpt, int64_t rows, int reps) {
   if (gpt.dtype() != at::kBFloat16 || !gpt.device().is_cpu() || !at::hasMKLDNN()) return -1;
   c10::InferenceMode guard;
   std::vector<at::Tensor> mats;
-  for (const auto& [name, t] : gpt.weights()) {
-    const bool matrix = t.dim() == 2 && (name.rfind("layers.", 0) == 0 || name == "output.weight");
-    if (matrix) mats.push_back(t.to(at::kBFloat16).contiguous());
-  }
+  for (const auto& w : matrix_weights(gpt)) mats.push_back(w.to(at::kBFloat16).contiguous());
   std::vector<at::Tensor> xs, ys;
   for (const auto& w : mats) {
     xs.push_back(at::randn({rows, w.size(1)}).to(at::kBFloat16));
@@ -127,10 +143,7 @@ double head_level_ms(const model::Drafter& head, const model::Gpt& gpt, int64_t 
 double fixed_forward_ms(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefix, int reps,
                         const model::Condition& cond, bool graph) {
   c10::InferenceMode guard;
-  auto cache = gpt.new_cache(batch, 64);
-  gpt.prefill(cache, cond);
-  gpt.forward_tokens(cache, at::zeros({batch, prefix}, at::kLong), 0);
-  cache.commit();
+  auto cache = primed_cache(gpt, batch, prefix, cond);
   auto block = model::new_static_block(cache, q);
   const auto pos = at::arange(prefix, prefix + q, at::kLong) + gpt.config().cond_tokens();
   model::fill_static_block(block, cache, gpt.rope(), at::zeros({batch, q}, at::kLong), pos);

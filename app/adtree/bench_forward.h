@@ -20,8 +20,11 @@ double forward_ms(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefi
 // `graph`: replay a captured graph instead; -1 when this build or device has none.
 double fixed_forward_ms(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefix, int reps,
                         const model::Condition& cond, bool graph);
-// The same forward timed part by part (model/cpu/forward_profile.h): ms per forward of each part,
-// the mean of `reps` runs after two warm-ups; empty where the lean CPU path does not run.
+// The GPT's matrices: every layer's and the output head's (what a forward multiplies each row by).
+std::vector<at::Tensor> matrix_weights(const model::Gpt& gpt);
+// The same forward timed part by part (model/cpu/forward_profile.h): {"parts": ms per forward of
+// each part, "products_ms": their matrix products' sum}, the mean of `reps` runs after two
+// warm-ups; empty where the lean CPU path does not run.
 nlohmann::json forward_parts(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefix,
                              int reps, const model::Condition& cond);
 // The products of one forward of `rows` rows (every layer's matrices and the output head) through

@@ -188,10 +188,12 @@ nlohmann::json time_forward_blocks(const Args& a, const model::ModelBundle& m, i
     if (prefix < 0) continue;
     // Eager, then on fixed shapes (what the device step runs), then as a graph where built.
     const double graph_ms = fixed_forward_ms(*m.gpt, batch, q, prefix, reps, cond, true);
+    auto profile = forward_parts(*m.gpt, batch, q, prefix, reps, cond);  // empty off the lean path
     blocks.push_back({{"q", q},
                       {"prefix", prefix},
                       {"ms", forward_ms(*m.gpt, batch, q, prefix, reps, cond)},
-                      {"parts", forward_parts(*m.gpt, batch, q, prefix, reps, cond)},
+                      {"parts", profile["parts"]},
+                      {"products_ms", profile["products_ms"]},
                       {"onednn_products_ms", onednn_products_ms(*m.gpt, batch * q, reps)},
                       {"fixed_ms", fixed_forward_ms(*m.gpt, batch, q, prefix, reps, cond, false)},
                       {"graph_ms", graph_ms < 0 ? nlohmann::json() : nlohmann::json(graph_ms)}});
@@ -281,10 +283,7 @@ StepFloor measure_step_floor(int64_t weight_bytes) {
 // Multiply-adds of one row through every matrix of the GPT (the layers' and the output head's).
 int64_t matrix_macs(const model::ModelBundle& m) {
   int64_t macs = 0;
-  for (const auto& [name, t] : m.gpt->weights()) {
-    const bool matrix = t.dim() == 2 && (name.rfind("layers.", 0) == 0 || name == "output.weight");
-    if (matrix) macs += t.numel();
-  }
+  for (const auto& w : matrix_weights(*m.gpt)) macs += w.numel();
   return macs;
 }
 
@@ -292,16 +291,16 @@ int64_t matrix_macs(const model::ModelBundle& m) {
 void print_block_parts(const nlohmann::json& blocks, int64_t batch, int64_t macs_per_row) {
   if (blocks.empty() || blocks[0]["parts"].empty()) return;
   std::cout << "\nwhere a block's forward goes (ms, profiled runs)\n    q";
-  for (const auto& [part, ms] : blocks[0]["parts"].items()) std::cout << std::setw(11) << part;
+  for (const auto& [part, ms] : blocks[0]["parts"].items()) {
+    std::cout << std::setw(11) << part;
+  }
   std::cout << "  products GFLOP/s  oneDNN products ms\n";
   for (const auto& b : blocks) {
     std::cout << "  " << std::setw(3) << b["q"].get<int64_t>();
-    double products = 0;
     for (const auto& [part, ms] : b["parts"].items()) {
       std::cout << std::setw(11) << ms.get<double>();
-      if (part == "qkv" || part == "wo" || part == "w13" || part == "w2" || part == "head")
-        products += ms.get<double>();
     }
+    const double products = b["products_ms"].get<double>();
     const double flops = 2.0 * double(macs_per_row) * double(batch * b["q"].get<int64_t>());
     const double dnnl = b["onednn_products_ms"].get<double>();
     std::cout << std::setw(12) << (products > 0 ? flops / (products * 1e6) : 0.0) << std::setw(20)

@@ -273,6 +273,10 @@ TEST(AdtPlanner, AcceptedDraftsAreCountedByOrigin) {
         EXPECT_GE(s.plan_depth, r.method.adt.d_min);
         EXPECT_LE(s.plan_depth, r.method.adt.d_max);
       }
+      if (method == "sjd" && s.drafted > 0) {  // a window is its own plan
+        EXPECT_EQ(s.plan_depth, s.tree_depth);
+        EXPECT_EQ(s.plan_width, s.tree_width);
+      }
     }
     for (int64_t cell = 0; cell < cfg.image_tokens(); ++cell) {
       const auto& cs = res.stats.grids.at(cell);

@@ -70,7 +70,9 @@ TreeShape ran_shape(const DraftTree& tree) {
 void StepRecorder::step(StepRecord rec, const CommittedStep& s, const Proposer& proposer) {
   const auto& tree = s.tree;
   const int64_t a = int64_t(s.acc.path.size());
-  const TreeShape ran = ran_shape(tree), plan = proposer.planned_shape();
+  const TreeShape ran = ran_shape(tree);
+  TreeShape plan = proposer.planned_shape();
+  if (plan.d == 0 && plan.k == 0) plan = {tree.levels, tree.width};  // the tree is the plan
   auto top1 = s.target.top1.to(at::kCPU);
   const float* top1_p = top1.data_ptr<float>();
   std::vector<CellStats> cells;

@@ -113,18 +113,12 @@ class StaticProposer : public DraftTreeProposer {
       : DraftTreeProposer(in), spec_(StaticTreeSpec::preset(in.method.static_tree.preset)) {}
   int64_t budget() const override { return int64_t(spec_.paths.size()); }
   int64_t max_nodes() const override { return int64_t(spec_.paths.size()); }
-  TreeShape planned_shape() const override { return shape_; }
 
  protected:
-  DraftTree build(DraftContext& ctx) override {
-    auto tree = build_static_tree(ctx, spec_);
-    shape_ = {tree.levels, tree.width};
-    return tree;
-  }
+  DraftTree build(DraftContext& ctx) override { return build_static_tree(ctx, spec_); }
 
  private:
   StaticTreeSpec spec_;
-  TreeShape shape_;
 };
 
 // EAGLE-2's tree with fixed (D + 1, K); the budget N is fixed or follows the run (AdaptiveBudget).
@@ -293,12 +287,9 @@ class JacobiProposer : public Proposer {
         rng_(rng) {}
   void start(const model::Condition&, const at::Tensor&) override {}
   DraftTree propose(const std::vector<int64_t>& committed, int64_t max_levels) override {
-    auto tree = state_.build_tree(committed, max_levels, rng_);
-    shape_ = {tree.levels, tree.width};
-    return tree;
+    return state_.build_tree(committed, max_levels, rng_);
   }
   void observe(const StepOutcome& out) override { state_.recycle(out.acc, rng_); }
-  TreeShape planned_shape() const override { return shape_; }
   bool head_drafts() const override { return false; }
   int64_t budget() const override { return state_.max_nodes(); }
   int64_t max_nodes() const override { return state_.max_nodes(); }
@@ -307,7 +298,6 @@ class JacobiProposer : public Proposer {
  private:
   JacobiState state_;
   Rng& rng_;
-  TreeShape shape_;
 };
 
 }  // namespace

@@ -55,9 +55,10 @@ class Proposer {
   virtual int64_t max_nodes() const = 0;        // the largest tree these settings build
   virtual double take_draft_ms() { return 0; }  // draft-model time since the last call
   virtual void annotate(StepTrace&) const {}    // the step's policy decision, for traces
-  // The shape the method planned for the last tree (ADT-Tree: the adjacency policy's, which the
-  // cost rule may cut down; a fixed tree: its settings; Jacobi: the window), for the studio's maps.
-  virtual TreeShape planned_shape() const = 0;
+  // The shape the method planned for the last tree, for the studio's maps: ADT-Tree's adjacency
+  // policy (which the cost rule may cut down) and the dynamic tree's settings; {0, 0} where the
+  // tree built is the plan (a static tree, a Jacobi window), whose levels and width then stand.
+  virtual TreeShape planned_shape() const { return {}; }
   // Whether the tree's drafted nodes (grid candidates aside) come from a draft model; Jacobi
   // windows hold the target's own guesses.
   virtual bool head_drafts() const { return true; }

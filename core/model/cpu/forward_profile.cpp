@@ -15,6 +15,11 @@ const char* to_string(ForwardPart p) {
   return kNames[int(p)];
 }
 
+bool is_product(ForwardPart p) {
+  return p == ForwardPart::Qkv || p == ForwardPart::Wo || p == ForwardPart::W13 ||
+         p == ForwardPart::W2 || p == ForwardPart::Head;
+}
+
 double ForwardProfile::total() const {
   double t = 0;
   for (double v : ms) t += v;

@@ -23,6 +23,7 @@ enum class ForwardPart {
   Count
 };
 const char* to_string(ForwardPart p);
+bool is_product(ForwardPart p);  // a matrix product: qkv, wo, w13, w2, head
 
 struct ForwardProfile {
   double ms[int(ForwardPart::Count)] = {};

@@ -23,8 +23,8 @@ bool cpu_has_amx_bf16() {
 // The tiles: two accumulators (two panels of one 16-row block), the input rows and the two panels'
 // k-steps of 16 pairs, and the same three for the last k-step where the pairs do not fill one. The
 // intrinsics take a tile's number as a literal: 0-1 the accumulators, 2-4 a full k-step's
-// operands, 5-7 the last one's. (Four accumulators with a reused operand tile measured 20% slower
-// on a streamed product: the reuse waits for the product before it.)
+// operands, 5-7 the last one's. (Four accumulators with a reused operand tile were not faster by
+// hand-run trials: the reuse waits for the product before it.)
 struct TileConfig {
   uint8_t palette = 1, start_row = 0;
   uint8_t reserved[14] = {};

@@ -16,8 +16,9 @@ namespace adtree::model {
 bool amx_available();
 
 // One product's operands: the input rows as bf16 k-pairs (one 32-bit word per pair), x_stride
-// words apart, readable up to a multiple of 16 rows (pad rows: any finite value, their outputs
-// are dropped); panel p, pair j of the weight at w + (p * pairs + j) * 16.
+// words apart, readable up to a multiple of 16 rows (pad rows: any value; each output row depends
+// on its own input row only, and theirs are dropped); panel p, pair j of the weight at
+// w + (p * pairs + j) * 16.
 struct AmxArgs {
   const uint32_t* xp;
   int64_t x_stride, rows;

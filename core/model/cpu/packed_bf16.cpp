@@ -244,7 +244,8 @@ void packed_gemm_bf16(const float* x, int64_t rows, const PackedWeight& w, const
   const int64_t pairs = (w.in + 1) / 2;
   // The rows rounded to bf16 once (rows * in conversions against rows * in * n_out products);
   // the products then see the same bf16 inputs in every variant. The tiles read whole 16-row
-  // blocks: the rows past the last are zeros.
+  // blocks: past the last row they read what the buffer holds (zeros, or an earlier call's rows),
+  // and those rows' outputs are dropped.
   const int64_t stride = dp ? pairs : 2 * pairs, padded = amx ? (rows + 15) / 16 * 16 : rows;
   auto& pairs_buf = t_pairs;
   auto& floats_buf = t_floats;
@@ -252,7 +253,6 @@ void packed_gemm_bf16(const float* x, int64_t rows, const PackedWeight& w, const
   if (!dp && int64_t(floats_buf.size()) < rows * stride) floats_buf.resize(size_t(rows * stride));
   round_rows(x, rows, w.in, dp, stride, pairs_buf.data(), floats_buf.data());
   if (amx) {
-    std::fill(pairs_buf.begin() + rows * stride, pairs_buf.begin() + padded * stride, 0u);
     const AmxArgs args{pairs_buf.data(), stride, rows, panel_words(w), w.n_out, pairs, bias, y};
     run_panels(w.panels.size(0), rows * w.in * w.n_out,
                [&](int64_t b, int64_t e) { panels_amx(args, b, e); });
