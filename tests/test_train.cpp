@@ -17,6 +17,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "error_of.h"
 #include "io/dataset.h"
 #include "io/manifest.h"
 #include "io/safetensors.h"
@@ -35,6 +36,8 @@
 namespace fs = std::filesystem;
 namespace tr = adtree::train;
 using json = nlohmann::json;
+
+using adtree::testing::error_of;
 
 namespace {
 
@@ -119,17 +122,6 @@ tr::TrainOptions options(const std::string& out, int64_t steps, const json& conf
   o.log = log;
   o.log_every = 100;
   return o;
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const adtree::Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected adtree::Error";
-  return {};
 }
 
 double mean(const std::vector<double>& v, size_t from, size_t to) {

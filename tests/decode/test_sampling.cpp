@@ -2,12 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <functional>
 #include <nlohmann/json.hpp>
 
 #include "decode/sampling.h"
 #include "decode/settings/method.h"
 #include "decode/settings/picture_settings.h"
+#include "error_of.h"
 #include "util/error.h"
 
 using namespace adtree::decode;
@@ -168,16 +168,7 @@ TEST(SamplingParams, RejectsOutOfRangeSettings) {
   EXPECT_THROW(SamplingParams::from_json({{"top_k", "many"}}, SamplingParams{}), adtree::Error);
 }
 
-namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const adtree::Error& e) {
-    return e.what();
-  }
-  return "";
-}
-}  // namespace
+using adtree::testing::error_of;
 
 // Settings read from files (a PNG's chunk, a saved run, presets) name the field a wrong value is
 // in, with the right words for non-finite numbers, instead of a JSON library exception.

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "error_of.h"
 #include "imaging/captioned_grid.h"
 #include "imaging/emoji_dataset.h"
 #include "io/dataset.h"
@@ -27,6 +28,8 @@ using adtree::io::Dataset;
 using adtree::io::Split;
 using nlohmann::json;
 namespace im = adtree::imaging;
+
+using adtree::testing::error_of;
 
 namespace {
 
@@ -171,16 +174,6 @@ class DatasetTest : public ::testing::Test {
   static fs::path dir_, google_, twitter_;
 };
 fs::path DatasetTest::dir_, DatasetTest::google_, DatasetTest::twitter_;
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no adtree::Error)";
-}
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "error_of.h"
 #include "model/llamagen/vq.h"
 #include "small_vq.h"
 #include "util/error.h"
@@ -19,6 +20,8 @@ using adtree::model::TensorMap;
 using adtree::model::VqConfig;
 using adtree::model::VqModel;
 namespace vqd = adtree::model::detail;
+
+using adtree::testing::error_of;
 
 namespace {
 
@@ -36,18 +39,6 @@ const ParamSpec* find_spec(const std::vector<ParamSpec>& specs, const std::strin
   for (const auto& s : specs)
     if (s.name == name) return &s;
   return nullptr;
-}
-
-// Runs `f`, expects adtree::Error, returns its message.
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const adtree::Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected adtree::Error";
-  return {};
 }
 
 void expect_close(const at::Tensor& a, const at::Tensor& b, double tol = 1e-5) {
