@@ -18,6 +18,8 @@
 #include "train/drafter_trainer.h"
 #include "train/fidelity.h"
 #include "train/gpt_trainer.h"
+#include "train/head_on_model.h"
+#include "train/prompt_rows.h"
 #include "train/mixed_precision.h"
 #include "train/run_files.h"
 #include "train/vq_trainer.h"
@@ -42,7 +44,8 @@ void print_train_usage() {
          "Train the model's parts on a dataset file (from 'adtree data emoji'), in order:\n"
          "  vq         the VQ tokenizer (pictures -> 16x16 codes)\n"
          "  gpt        the caption-conditioned transformer over the codes (needs --vq RUN)\n"
-         "  drafter    the EAGLE draft head of a trained GPT (needs --gpt RUN)\n"
+         "  drafter    the EAGLE draft head of a trained GPT (needs --gpt RUN), or of any model\n"
+         "             directory on its own samples, with no dataset (--model DIR)\n"
          "  assemble   a model directory from finished runs (--vq, --gpt, --drafter)\n"
          "  fidelity   prompt fidelity of a model: generated pictures vs nearest training ones\n\n"
          "Every stage checkpoints into its --out folder and continues with --resume.\n"
@@ -240,7 +243,16 @@ Args stage_args(const std::string& stage) {
     a.option("gpt", "DIR", "finished 'train gpt' run folder")
         .option("init-from", "DIR",
                 "start from this finished 'train drafter' run's weights (a head of the same "
-                "shape, e.g. for an earlier stage of the GPT)");
+                "shape, e.g. for an earlier stage of the GPT)")
+        .option("model", "DIR",
+                "train the head of this model directory on the target's own samples: no --data, "
+                "no --gpt (a class model samples every class unless --prompts is given)")
+        .option("prompts", "FILE", "with --model: the prompts to sample, one a line")
+        .option("validation-prompts", "FILE",
+                "with --model: held-out prompts the head is measured on (default: 5% of --prompts)")
+        .flag("install",
+              "with --model: put the finished head into the model directory (the head it replaces "
+              "is kept in the run folder)");
   }
   return a;
 }
@@ -261,10 +273,49 @@ void write_reconstructions(const io::Dataset& data, const std::string& out) {
 #endif
 }
 
+// adtree train drafter --model DIR: the head of a model directory on its own samples.
+int train_head_on_model(const Args& a, int argc, char** argv) {
+  for (const char* other : {"gpt", "data"}) {
+    if (a.given(other)) {
+      throw Error(std::string("--model trains on the model's own samples: leave out --") + other);
+    }
+  }
+  const auto dir = a.str("model");
+  train::HeadPrompts prompts;
+  if (a.given("prompts")) {
+    prompts.train = train::read_prompt_list(a.str("prompts"));
+    prompts.train_source = a.str("prompts");
+  }
+  if (a.given("validation-prompts")) {
+    prompts.validation = train::read_prompt_list(a.str("validation-prompts"));
+    prompts.validation_source = a.str("validation-prompts");
+  }
+  if (a.flag_set("show-config") || prompts.train.empty()) {
+    model::LoadOptions lo;
+    lo.load_vq = false;
+    const auto m = model::load_model_dir(dir, lo);
+    if (a.flag_set("show-config")) {
+      std::cout << train::head_on_model_default_config(m).dump(2) << "\n";
+      return 0;
+    }
+    prompts.train = train::all_classes(m);  // an error naming --prompts for a caption model
+    prompts.train_source = "the model's classes";
+  }
+  configure_threads(int(a.integer("threads")), ThreadUse::Training);
+  keep_allocations_on_heap();
+  auto opts = run_options(a, "drafter", argc - 1, argv + 1);
+  if (a.given("init-from")) opts.init_from = a.str("init-from");
+  const auto r = train::train_head_on_model(dir, prompts, opts);
+  print_result("drafter", r, opts.out);
+  if (r.finished && a.flag_set("install")) std::cout << train::install_head(opts.out, dir) << "\n";
+  return 0;
+}
+
 // adtree train vq|gpt|drafter: one training stage into its run folder.
 int train_stage(const std::string& stage, int argc, char** argv) {
   Args a = stage_args(stage);
   if (!a.parse(argc - 1, argv + 1)) return 0;
+  if (stage == "drafter" && a.given("model")) return train_head_on_model(a, argc, argv);
   if (a.flag_set("show-config")) {
     const json d = stage == "vq"    ? train::vq_default_config()
                    : stage == "gpt" ? train::gpt_default_config()

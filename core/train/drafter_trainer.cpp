@@ -8,7 +8,8 @@
 #include "train/batches.h"
 #include "train/captions.h"
 #include "train/gpt_trainer.h"
-#include "train/head_unroll.h"
+#include "train/head_loss.h"
+#include "train/prompt_rows.h"
 #include "train/loop.h"
 #include "train/optimizer.h"
 #include "train/run_files.h"
@@ -72,111 +73,37 @@ namespace {
 constexpr uint64_t kRowStream = 21, kNullStream = 22, kNoiseStream = 23, kSampleStream = 24,
                    kSourceStream = 25;
 
-// Target features and probabilities for the head's rows j = 0 .. N-2 (token z_j with the
-// feature f_j that preceded it; targets f_{j+1} and p(z_{j+1} | ...)).
-struct TargetRows {
-  at::Tensor feats_in, tokens_in, feats_next, logits_next;
-};
-TargetRows target_rows(const model::Gpt& target, const at::Tensor& tokens,
-                       const at::Tensor& word_ids, const at::Tensor& null_rows) {
-  at::NoGradGuard no_grad;
-  const int64_t C = target.config().cond_len, N = tokens.size(1);
-  auto out = teacher_forced(target, tokens.to(target.device()), word_ids.to(target.device()),
-                            null_rows.defined() ? null_rows.to(target.device()) : null_rows);
-  auto F = out.hidden.narrow(1, C - 1, N);  // F_j: the feature whose logits predict z_j
-  TargetRows r;
-  r.feats_in = F.narrow(1, 0, N - 1).clone();
-  r.feats_next = F.narrow(1, 1, N - 1).clone();
-  r.tokens_in = tokens.narrow(1, 0, N - 1).to(target.device());
-  r.logits_next = out.logits.narrow(1, 1, N - 1).clone();
-  return r;
-}
-
-at::Tensor head_positions(const model::Gpt& target, int64_t n) {
-  // Row j holds token z_j at its own sequence position C + j (the 2-D RoPE cell of z_j).
-  return at::arange(n, at::TensorOptions().dtype(at::kLong)) + target.config().cond_len;
-}
-
-at::Tensor cfg_mix(const at::Tensor& c, const at::Tensor& u, double s) {
-  return u + s * (c - u);
-}
-
-// The loss of the recipe trained for what is verified (head_unroll.h) on rows of `tr` that hold
-// each picture twice, cond stream first: per unrolled pass p (rows j >= p, which have p predicted
-// ancestors), the feature regression, p_weight x the per-stream soft cross-entropy and
-// mix_weight x the KL of the CFG-mixed distributions.
-at::Tensor paired_loss(const model::Drafter& head, const TargetRows& tr, const at::Tensor& feats,
-                       const at::Tensor& pos, const nlohmann::json& cfg) {
-  const int64_t passes = cfg["tt_passes"], n = feats.size(1);
-  const double p_weight = cfg["p_weight"], mix_weight = cfg["mix_weight"];
-  const auto u = unrolled_forward(head, feats, tr.tokens_in, pos, passes);
-  at::Tensor loss;
-  for (int64_t p = 0; p < passes && p < n; ++p) {
-    auto rows = [&](const at::Tensor& t) { return t.narrow(1, p, n - p); };
-    const auto logits = rows(u.logits[size_t(p)]), target = rows(tr.logits_next);
-    auto ce = -(at::softmax(target, -1) * at::log_softmax(logits, -1)).sum(-1).mean();
-    auto kl = mixed_kl(target, logits, cfg["mix_cfg"], cfg["mix_temperature"]).mean();
-    auto l = at::smooth_l1_loss(rows(u.hidden[size_t(p)]), rows(tr.feats_next)) + p_weight * ce +
-             mix_weight * kl;
-    loss = loss.defined() ? loss + l : l;
-  }
-  return loss / double(std::min(passes, n));
-}
-
 }  // namespace
 
 json evaluate_drafter(const model::Gpt& target, const model::Drafter& head,
                       const at::Tensor& tokens, const at::Tensor& word_ids, double cfg,
                       int64_t batch) {
   at::NoGradGuard no_grad;
-  const int64_t n = tokens.size(0);
-  double top1 = 0, top3 = 0, mix1 = 0, mix3 = 0, acc = 0, rows = 0;
-  for (int64_t i = 0; i < n; i += batch) {
-    const int64_t b = std::min(batch, n - i);
-    auto tok = tokens.narrow(0, i, b), ids = word_ids.narrow(0, i, b);
-    auto cond = target_rows(target, tok, ids, at::zeros({b}, at::TensorOptions().dtype(at::kBool)));
-    auto unc = target_rows(target, tok, ids, at::ones({b}, at::TensorOptions().dtype(at::kBool)));
-    auto pos = head_positions(target, tok.size(1) - 1);
-    auto dc = head.forward(nullptr, cond.feats_in, cond.tokens_in, pos).logits;
-    auto du = head.forward(nullptr, unc.feats_in, unc.tokens_in, pos).logits;
-    auto score = [](const at::Tensor& draft, const at::Tensor& tgt, double& t1, double& t3) {
-      auto best = tgt.argmax(-1, true);
-      auto top = std::get<1>(draft.topk(3, -1));
-      t1 += top.narrow(-1, 0, 1).eq(best).sum().item<double>();
-      t3 += top.eq(best).any(-1).sum().item<double>();
-    };
-    score(dc, cond.logits_next, top1, top3);
-    auto tm = cfg_mix(cond.logits_next, unc.logits_next, cfg), dm = cfg_mix(dc, du, cfg);
-    score(dm, tm, mix1, mix3);
-    acc += at::minimum(at::softmax(tm, -1), at::softmax(dm, -1)).sum(-1).sum().item<double>();
-    rows += double(cond.logits_next.size(0) * cond.logits_next.size(1));
-  }
-  rows = std::max(rows, 1.0);
-  return json{{"top1", top1 / rows},
-              {"top3", top3 / rows},
-              {"cfg_top1", mix1 / rows},
-              {"cfg_top3", mix3 / rows},
-              {"accept_t1", acc / rows},
-              {"images", n},
-              {"cfg", cfg}};
+  return evaluate_head(target, head, tokens, word_condition(target, word_ids.to(target.device())),
+                       cfg, batch);
 }
 
 at::Tensor sample_target(const model::Gpt& target, const at::Tensor& word_ids, double cfg,
                          double temperature, uint64_t seed, int64_t batch, std::ostream* log) {
   at::NoGradGuard no_grad;
-  const auto& c = target.config();
-  const int64_t n = word_ids.size(0), N = c.image_tokens();
+  return sample_target(target, word_condition(target, word_ids), cfg, temperature, seed, batch,
+                       0, log);
+}
+
+at::Tensor sample_target(const model::Gpt& target, const model::Condition& cond, double cfg,
+                         double temperature, uint64_t seed, int64_t batch, int64_t first,
+                         std::ostream* log) {
+  at::NoGradGuard no_grad;
+  const int64_t n = cond.batch(), N = target.config().image_tokens();
   auto out = at::empty({n, N}, at::TensorOptions().dtype(at::kLong));
   for (int64_t i = 0; i < n; i += batch) {
     const int64_t b = std::min(batch, n - i);
-    auto ids = word_ids.narrow(0, i, b);
-    model::Condition cond;
-    auto cap = target.caption_from_words(ids);
-    cond.caption = at::cat({cap, target.null_caption().unsqueeze(0).expand_as(cap)}, 0);
-    cond.caption_mask = ids.ge(0).repeat({2, 1});
+    auto part = condition_rows(cond, at::arange(i, i + b, at::TensorOptions().dtype(at::kLong)));
     auto cache = target.new_cache(2 * b, 0);
-    auto logits = target.prefill(cache, cond).logits.select(1, 0);  // [2b, V]
-    auto gen = step_generator(seed, i, kSampleStream);
+    auto both = cat_conditions(part, null_condition(target, part));
+    auto logits = target.prefill(cache, both).logits.select(1, 0);  // [2b, V]
+    // Seeded by the row's index in the whole set, so a set drawn in parts is the same set.
+    auto gen = step_generator(seed, first + i, kSampleStream);
     for (int64_t t = 0; t < N; ++t) {
       auto mixed = cfg_mix(logits.narrow(0, 0, b), logits.narrow(0, b, b), cfg);
       // Drawn on the CPU from a seeded generator: the same samples on every device.
@@ -188,7 +115,7 @@ at::Tensor sample_target(const model::Gpt& target, const at::Tensor& word_ids, d
       cache.commit();
       logits = o.logits.select(1, 0);
     }
-    if (log) *log << "sampled " << i + b << "/" << n << " target images" << std::endl;
+    if (log) *log << "sampled " << first + i + b << " target images" << std::endl;
   }
   return out;
 }
@@ -408,7 +335,7 @@ double DrafterStep::operator()(int64_t step, double& items) {
   at::Tensor tok, ids;
   pick_rows(step, tok, ids);
   const at::Tensor null_rows = pick_streams(step, tok, ids);
-  auto tr = target_rows(target, tok, ids, null_rows);
+  auto tr = target_rows(target, tok, word_condition(target, ids.to(device), null_rows));
   auto feats = noisy(step, tr.feats_in);
   const auto pos = head_positions(target, run.config.image_tokens() - 1);
   auto loss = s.paired ? paired_loss(head, tr, feats, pos, cfg) : eagle_loss(tr, feats, pos);

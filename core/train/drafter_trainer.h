@@ -29,10 +29,8 @@ at::Tensor cascade_row_weights(const at::Tensor& feats, double tau_h, double wei
 TrainResult train_drafter(const io::Dataset& data, const std::string& gpt_dir,
                           const TrainOptions& opts);
 
-// Draft accuracy under teacher forcing on `tokens` [n, N] with caption word ids [n, C]: top-1 and
-// top-3 (the target's argmax among the head's 1 / 3 best) in the cond stream and on CFG-mixed
-// logits (scale `cfg`), and accept_t1 = mean sum_x min(p, q) of the CFG-mixed distributions at
-// temperature 1 (the chance one sampled draft token is accepted).
+// Draft accuracy (train/head_loss.h, evaluate_head) on `tokens` [n, N] with caption word ids
+// [n, C].
 nlohmann::json evaluate_drafter(const model::Gpt& target, const model::Drafter& head,
                                 const at::Tensor& tokens, const at::Tensor& word_ids, double cfg,
                                 int64_t batch = 16);
@@ -40,5 +38,11 @@ nlohmann::json evaluate_drafter(const model::Gpt& target, const model::Drafter& 
 // Samples of the target with CFG: tokens [n, N] for caption word ids [n, C], seeded, batched.
 at::Tensor sample_target(const model::Gpt& target, const at::Tensor& word_ids, double cfg,
                          double temperature, uint64_t seed, int64_t batch, std::ostream* log);
+// The same for any condition (n rows of the conditional stream). Row i of the set is drawn from
+// a generator seeded by (seed, first + i rounded down to its batch), so a set drawn in parts of
+// whole batches, `first` counting the rows before, equals the set drawn at once.
+at::Tensor sample_target(const model::Gpt& target, const model::Condition& cond, double cfg,
+                         double temperature, uint64_t seed, int64_t batch, int64_t first,
+                         std::ostream* log);
 
 }  // namespace adtree::train

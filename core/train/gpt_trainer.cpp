@@ -144,14 +144,12 @@ io::Dataset encode_dataset(const io::Dataset& data, const model::VqModel& vq, st
   return out;
 }
 
-model::Gpt::Output teacher_forced(const model::Gpt& gpt, const at::Tensor& tokens,
-                                  const at::Tensor& word_ids, const at::Tensor& null_rows,
-                                  double dropout, at::Generator* gen) {
+model::Condition word_condition(const model::Gpt& gpt, const at::Tensor& word_ids,
+                                const at::Tensor& null_rows) {
   const auto& c = gpt.config();
-  const int64_t B = tokens.size(0), N = tokens.size(1), C = c.cond_len;
-  if (N != c.image_tokens() || word_ids.size(1) != C || word_ids.size(0) != B) {
-    throw Error("teacher_forced: expected tokens [B, " + std::to_string(c.image_tokens()) +
-                "] and word ids [B, " + std::to_string(C) + "]");
+  const int64_t B = word_ids.size(0);
+  if (word_ids.dim() != 2 || word_ids.size(1) != c.cond_len) {
+    throw Error("word_condition: expected word ids [B, " + std::to_string(c.cond_len) + "]");
   }
   auto caption = gpt.caption_from_words(word_ids);
   if (null_rows.defined()) {
@@ -161,6 +159,27 @@ model::Gpt::Output teacher_forced(const model::Gpt& gpt, const at::Tensor& token
   model::Condition cond;
   cond.caption = caption;
   cond.caption_mask = word_ids.ge(0);
+  return cond;
+}
+
+model::Gpt::Output teacher_forced(const model::Gpt& gpt, const at::Tensor& tokens,
+                                  const at::Tensor& word_ids, const at::Tensor& null_rows,
+                                  double dropout, at::Generator* gen) {
+  if (word_ids.size(0) != tokens.size(0)) {
+    throw Error("teacher_forced: tokens and word ids have different batch sizes");
+  }
+  return teacher_forced(gpt, tokens, word_condition(gpt, word_ids, null_rows), dropout, gen);
+}
+
+model::Gpt::Output teacher_forced(const model::Gpt& gpt, const at::Tensor& tokens,
+                                  const model::Condition& cond, double dropout,
+                                  at::Generator* gen) {
+  const auto& c = gpt.config();
+  const int64_t B = tokens.size(0), N = tokens.size(1);
+  if (N != c.image_tokens() || cond.batch() != B) {
+    throw Error("teacher_forced: expected tokens [" + std::to_string(cond.batch()) + ", " +
+                std::to_string(c.image_tokens()) + "]");
+  }
   auto x = at::cat({gpt.embed_condition(cond), gpt.embed_tokens(tokens.narrow(1, 0, N - 1))}, 1);
   if (dropout > 0 && gen) {
     // LlamaGen drops the input embeddings (token_drop); its residual/FFN dropout lives inside the
@@ -170,9 +189,12 @@ model::Gpt::Output teacher_forced(const model::Gpt& gpt, const at::Tensor& token
                     .to(x.device(), x.scalar_type());
     x = x * keep / (1.0 - dropout);
   }
-  auto pos = at::arange(C + N - 1, at::TensorOptions().dtype(at::kLong));
-  auto key_valid =
-      at::cat({cond.caption_mask, at::ones({B, N - 1}, cond.caption_mask.options())}, 1);
+  auto pos = at::arange(x.size(1), at::TensorOptions().dtype(at::kLong));
+  at::Tensor key_valid;  // padded caption slots are hidden; a class has none
+  if (c.cond == model::CondKind::Caption && cond.caption_mask.defined()) {
+    auto mask = cond.caption_mask.to(x.device());
+    key_valid = at::cat({mask, at::ones({B, N - 1}, mask.options())}, 1);
+  }
   return gpt.forward(x, pos, nullptr, {}, key_valid, N);
 }
 

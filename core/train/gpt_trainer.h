@@ -49,6 +49,15 @@ GptRun load_gpt_run(const std::string& dir);
 model::Gpt::Output teacher_forced(const model::Gpt& gpt, const at::Tensor& tokens,
                                   const at::Tensor& word_ids, const at::Tensor& null_rows = {},
                                   double dropout = 0.0, at::Generator* gen = nullptr);
+// The same for any condition (a class, caption vectors with their mask): the sequence
+// [condition embeddings, z_0 .. z_{N-2}], hidden [B, cond_tokens + N - 1, dim].
+model::Gpt::Output teacher_forced(const model::Gpt& gpt, const at::Tensor& tokens,
+                                  const model::Condition& cond, double dropout = 0.0,
+                                  at::Generator* gen = nullptr);
+// The condition of caption word ids [B, C] (-1 = padding); `null_rows` [B] bool (optional) swaps
+// those rows' captions for the null caption with the same padding mask.
+model::Condition word_condition(const model::Gpt& gpt, const at::Tensor& word_ids,
+                                const at::Tensor& null_rows = {});
 
 // Mean next-token cross-entropy (nats/token) of `rows` under teacher forcing, with the captions'
 // word ids (uncond: the null caption with the same padding mask, as CFG sampling uses).

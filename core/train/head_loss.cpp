@@ -1,0 +1,85 @@
+#include "train/head_loss.h"
+
+#include <nlohmann/json.hpp>
+
+#include "train/gpt_trainer.h"
+#include "train/head_unroll.h"
+#include "train/prompt_rows.h"
+
+namespace adtree::train {
+
+TargetRows target_rows(const model::Gpt& target, const at::Tensor& tokens,
+                       const model::Condition& cond) {
+  at::NoGradGuard no_grad;
+  const int64_t C = target.config().cond_tokens(), N = tokens.size(1);
+  auto out = teacher_forced(target, tokens.to(target.device()), cond);
+  auto F = out.hidden.narrow(1, C - 1, N);  // F_j: the feature whose logits predict z_j
+  TargetRows r;
+  r.feats_in = F.narrow(1, 0, N - 1).clone();
+  r.feats_next = F.narrow(1, 1, N - 1).clone();
+  r.tokens_in = tokens.narrow(1, 0, N - 1).to(target.device());
+  r.logits_next = out.logits.narrow(1, 1, N - 1).clone();
+  return r;
+}
+
+at::Tensor head_positions(const model::Gpt& target, int64_t n) {
+  return at::arange(n, at::TensorOptions().dtype(at::kLong)) + target.config().cond_tokens();
+}
+
+at::Tensor cfg_mix(const at::Tensor& c, const at::Tensor& u, double s) {
+  return u + s * (c - u);
+}
+
+at::Tensor paired_loss(const model::Drafter& head, const TargetRows& tr, const at::Tensor& feats,
+                       const at::Tensor& pos, const nlohmann::json& cfg) {
+  const int64_t passes = cfg["tt_passes"], n = feats.size(1);
+  const double p_weight = cfg["p_weight"], mix_weight = cfg["mix_weight"];
+  const auto u = unrolled_forward(head, feats, tr.tokens_in, pos, passes);
+  at::Tensor loss;
+  for (int64_t p = 0; p < passes && p < n; ++p) {
+    auto rows = [&](const at::Tensor& t) { return t.narrow(1, p, n - p); };
+    const auto logits = rows(u.logits[size_t(p)]), target = rows(tr.logits_next);
+    auto ce = -(at::softmax(target, -1) * at::log_softmax(logits, -1)).sum(-1).mean();
+    auto kl = mixed_kl(target, logits, cfg["mix_cfg"], cfg["mix_temperature"]).mean();
+    auto l = at::smooth_l1_loss(rows(u.hidden[size_t(p)]), rows(tr.feats_next)) + p_weight * ce +
+             mix_weight * kl;
+    loss = loss.defined() ? loss + l : l;
+  }
+  return loss / double(std::min(passes, n));
+}
+
+nlohmann::json evaluate_head(const model::Gpt& target, const model::Drafter& head,
+                             const at::Tensor& tokens, const model::Condition& cond, double cfg,
+                             int64_t batch) {
+  at::NoGradGuard no_grad;
+  const int64_t n = tokens.size(0);
+  double top1 = 0, top3 = 0, mix1 = 0, mix3 = 0, acc = 0, rows = 0;
+  for (int64_t i = 0; i < n; i += batch) {
+    const int64_t b = std::min(batch, n - i);
+    auto tok = tokens.narrow(0, i, b);
+    auto part = condition_rows(cond, at::arange(i, i + b, at::TensorOptions().dtype(at::kLong)));
+    auto c = target_rows(target, tok, part);
+    auto u = target_rows(target, tok, null_condition(target, part));
+    auto pos = head_positions(target, tok.size(1) - 1);
+    auto dc = head.forward(nullptr, c.feats_in, c.tokens_in, pos).logits;
+    auto du = head.forward(nullptr, u.feats_in, u.tokens_in, pos).logits;
+    auto score = [](const at::Tensor& draft, const at::Tensor& tgt, double& t1, double& t3) {
+      auto best = tgt.argmax(-1, true);
+      auto top = std::get<1>(draft.topk(3, -1));
+      t1 += top.narrow(-1, 0, 1).eq(best).sum().item<double>();
+      t3 += top.eq(best).any(-1).sum().item<double>();
+    };
+    score(dc, c.logits_next, top1, top3);
+    auto tm = cfg_mix(c.logits_next, u.logits_next, cfg), dm = cfg_mix(dc, du, cfg);
+    score(dm, tm, mix1, mix3);
+    acc += at::minimum(at::softmax(tm, -1), at::softmax(dm, -1)).sum(-1).sum().item<double>();
+    rows += double(c.logits_next.size(0) * c.logits_next.size(1));
+  }
+  rows = std::max(rows, 1.0);
+  return nlohmann::json{{"top1", top1 / rows},         {"top3", top3 / rows},
+                        {"cfg_top1", mix1 / rows},     {"cfg_top3", mix3 / rows},
+                        {"accept_t1", acc / rows},     {"images", n},
+                        {"cfg", cfg}};
+}
+
+}  // namespace adtree::train
