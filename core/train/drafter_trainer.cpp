@@ -9,9 +9,9 @@
 #include "train/captions.h"
 #include "train/gpt_trainer.h"
 #include "train/head_loss.h"
-#include "train/prompt_rows.h"
 #include "train/loop.h"
 #include "train/optimizer.h"
+#include "train/prompt_rows.h"
 #include "train/run_files.h"
 #include "util/error.h"
 
@@ -86,8 +86,8 @@ json evaluate_drafter(const model::Gpt& target, const model::Drafter& head,
 at::Tensor sample_target(const model::Gpt& target, const at::Tensor& word_ids, double cfg,
                          double temperature, uint64_t seed, int64_t batch, std::ostream* log) {
   at::NoGradGuard no_grad;
-  return sample_target(target, word_condition(target, word_ids), cfg, temperature, seed, batch,
-                       0, log);
+  return sample_target(target, word_condition(target, word_ids), cfg, temperature, seed, batch, 0,
+                       log);
 }
 
 at::Tensor sample_target(const model::Gpt& target, const model::Condition& cond, double cfg,

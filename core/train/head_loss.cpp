@@ -76,9 +76,12 @@ nlohmann::json evaluate_head(const model::Gpt& target, const model::Drafter& hea
     rows += double(c.logits_next.size(0) * c.logits_next.size(1));
   }
   rows = std::max(rows, 1.0);
-  return nlohmann::json{{"top1", top1 / rows},         {"top3", top3 / rows},
-                        {"cfg_top1", mix1 / rows},     {"cfg_top3", mix3 / rows},
-                        {"accept_t1", acc / rows},     {"images", n},
+  return nlohmann::json{{"top1", top1 / rows},
+                        {"top3", top3 / rows},
+                        {"cfg_top1", mix1 / rows},
+                        {"cfg_top3", mix3 / rows},
+                        {"accept_t1", acc / rows},
+                        {"images", n},
                         {"cfg", cfg}};
 }
 

@@ -36,9 +36,9 @@ json head_on_model_default_config(const model::ModelBundle& m) {
               {"beta2", 0.95},
               {"weight_decay", 0.0},
               {"grad_clip", 0.5},
-              {"p_weight", 0.1},       // soft cross-entropy per stream, beside the mixed KL
-              {"feature_noise", 0.2},  // EAGLE: uniform noise of width 0.2 on input features
-              {"samples", 1024},       // the target's pictures of training prompts
+              {"p_weight", 0.1},            // soft cross-entropy per stream, beside the mixed KL
+              {"feature_noise", 0.2},       // EAGLE: uniform noise of width 0.2 on input features
+              {"samples", 1024},            // the target's pictures of training prompts
               {"validation_samples", 128},  // its pictures of held-out prompts
               {"validation_share", 0.05},   // prompts held out when no validation list is given
               {"sample_cfg", cfg},
@@ -176,12 +176,14 @@ void write_samples(const std::string& path, const std::string& key, const OwnSam
 // after every few batches so an interrupted run keeps what it drew; a file with fewer samples of
 // the same request is extended.
 OwnSamples own_samples(const model::ModelBundle& m, const PromptRows& rows, int64_t n,
-                       const json& cfg, uint64_t seed, const std::string& path,
-                       std::ostream& log) {
+                       const json& cfg, uint64_t seed, const std::string& path, std::ostream& log) {
   const int64_t batch = cfg["sample_batch"];
-  const json key = {{"model", m.hash},          {"prompts", rows.prompts},
-                    {"cfg", cfg["sample_cfg"]}, {"temperature", cfg["sample_temperature"]},
-                    {"seed", seed},             {"batch", batch}};
+  const json key = {{"model", m.hash},
+                    {"prompts", rows.prompts},
+                    {"cfg", cfg["sample_cfg"]},
+                    {"temperature", cfg["sample_temperature"]},
+                    {"seed", seed},
+                    {"batch", batch}};
   const std::string k = fnv1a_hex(key.dump());
   OwnSamples s = read_samples(path, k, log);
   const auto prompts = sample_prompts(rows.size(), n, seed);
@@ -202,7 +204,6 @@ OwnSamples own_samples(const model::ModelBundle& m, const PromptRows& rows, int6
   return s;
 }
 
-
 // The weights the head starts from: a finished run (--init-from), else the model's own head.
 model::TensorMap initial_weights(const model::ModelBundle& m, const json& cfg,
                                  const TrainOptions& opts, const std::string& what,
@@ -212,7 +213,8 @@ model::TensorMap initial_weights(const model::ModelBundle& m, const json& cfg,
   std::string source;
   if (!opts.init_from.empty()) {
     const auto path = run_file(opts.init_from, "drafter.safetensors");
-    if (!fs::exists(path)) throw Error(what + ": " + opts.init_from + " has no drafter.safetensors");
+    if (!fs::exists(path))
+      throw Error(what + ": " + opts.init_from + " has no drafter.safetensors");
     from = io::SafetensorsReader(path).all(), source = opts.init_from;
   } else if (cfg["warm_start"].get<bool>() && !m.drafter_weights.empty()) {
     from = m.drafter_weights, source = "the model's own head";
@@ -283,8 +285,8 @@ json head_eval(const HeadData& d, const PromptRows& val_rows, const OwnSamples& 
 std::string eval_line(const json& m) {
   char buf[96];
   const auto& v = m["validation"];
-  std::snprintf(buf, sizeof buf, "| val accept_t1 %.3f cfg top1 %.3f",
-                v["accept_t1"].get<double>(), v["cfg_top1"].get<double>());
+  std::snprintf(buf, sizeof buf, "| val accept_t1 %.3f cfg top1 %.3f", v["accept_t1"].get<double>(),
+                v["cfg_top1"].get<double>());
   return buf;
 }
 
@@ -294,8 +296,8 @@ std::string gpt_hash(const std::string& dir) {
   return io::sha256_files(io::safetensors_set_files(dir + "/gpt.safetensors"));
 }
 
-void write_finished(const TrainOptions& opts, const std::string& dir, const json& cfg, const Params& params, const json& initial,
-                    const TrainResult& r) {
+void write_finished(const TrainOptions& opts, const std::string& dir, const json& cfg,
+                    const Params& params, const json& initial, const TrainResult& r) {
   io::write_safetensors(
       run_file(opts.out, "drafter.safetensors"), params.detached(),
       {{"format", "adtree"},
@@ -370,8 +372,9 @@ namespace {
 json installable_run(const std::string& run_dir, const std::string& model_dir) {
   const auto run_path = run_file(run_dir, "run.json");
   if (!fs::exists(run_path) || !fs::exists(run_file(run_dir, "drafter.safetensors"))) {
-    throw Error(run_dir + ": not a finished 'adtree train drafter --model' run (run.json and "
-                          "drafter.safetensors are needed)");
+    throw Error(run_dir +
+                ": not a finished 'adtree train drafter --model' run (run.json and "
+                "drafter.safetensors are needed)");
   }
   auto run = read_json_file(run_path);
   if (run.value("kind", "") != "drafter" || run.value("source", "") != "model") {
@@ -396,9 +399,10 @@ void write_head(const std::string& run_dir, const std::string& path, at::ScalarT
   for (auto& [name, t] : io::SafetensorsReader(run_file(run_dir, "drafter.safetensors")).all()) {
     out[name] = t.to(dtype).contiguous();
   }
-  io::write_safetensors(path + ".partial", out,
-                        {{"format", "adtree"},
-                         {"content", "EAGLE-1 draft head trained by adtree train drafter --model"}});
+  io::write_safetensors(
+      path + ".partial", out,
+      {{"format", "adtree"},
+       {"content", "EAGLE-1 draft head trained by adtree train drafter --model"}});
   fs::rename(path + ".partial", path);
 }
 
@@ -432,11 +436,13 @@ std::string install_head(const std::string& run_dir, const std::string& model_di
     (void)model::load_model_dir(model_dir, lo);
   } catch (const std::exception& e) {
     // Put the directory back as it was: the old head (or none) and the old manifest.
-    if (had) fs::copy_file(kept, head, fs::copy_options::overwrite_existing, ec);
-    else fs::remove(head, ec);
+    if (had)
+      fs::copy_file(kept, head, fs::copy_options::overwrite_existing, ec);
+    else
+      fs::remove(head, ec);
     old_manifest.save(model_dir);
-    throw Error("installing the head into " + model_dir + " failed, the directory is as it was: " +
-                e.what());
+    throw Error("installing the head into " + model_dir +
+                " failed, the directory is as it was: " + e.what());
   }
   return "installed the head of " + run_dir + " into " + model_dir +
          (had ? " (the one it replaces is kept as " + kept + ")" : "");

@@ -70,7 +70,8 @@ model::Condition null_condition(const model::Gpt& gpt, const model::Condition& c
   if (c.class_ids.defined()) {
     out.class_ids = at::full_like(c.class_ids, gpt.config().num_classes);
   } else {
-    out.caption = gpt.null_caption().to(c.caption.device(), c.caption.scalar_type())
+    out.caption = gpt.null_caption()
+                      .to(c.caption.device(), c.caption.scalar_type())
                       .unsqueeze(0)
                       .expand_as(c.caption)
                       .contiguous();
