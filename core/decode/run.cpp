@@ -10,6 +10,7 @@
 #include "decode/tree/adt_planner.h"
 #include "decode/tree/budget.h"
 #include "decode/tree/draft_source.h"
+#include "decode/tree/parallel_source.h"
 #include "decode/tree/step_cost.h"
 #include "decode/tree/tree_builder.h"
 #include "decode/verify/lantern.h"
@@ -43,10 +44,17 @@ std::unique_ptr<LanternRule> lantern_for(const model::ModelBundle& model, const 
 void check_request(const model::ModelBundle& model, const DecodeRequest& request) {
   const auto& g = model.gpt_config;
   validate_settings(request.method, request.sampling, g.vocab_size, g.image_tokens());
-  if (request.method.needs_drafter() && !model.drafter) {
-    throw Error("method '" + to_string(request.method.method) +
-                "' needs a draft head, and this model has none (drafter.safetensors); use ar or a "
-                "Jacobi method");
+  const auto& m = request.method;
+  if (m.needs_drafter() && m.head == DraftHead::Eagle && !model.drafter) {
+    throw Error("method '" + to_string(m.method) +
+                "' needs a draft head, and this model has none (drafter.safetensors): train one "
+                "with 'adtree train drafter --model DIR --install', or use ar or a Jacobi method");
+  }
+  if (m.needs_drafter() && m.head == DraftHead::Parallel && !model.parallel_head) {
+    throw Error(
+        "--head parallel needs a parallel draft head, and this model has none "
+        "(parallel_head.safetensors): train one with 'adtree train drafter --model DIR "
+        "--config '{\"kind\": \"parallel\"}' --install', or use --head eagle");
   }
 }
 
@@ -71,10 +79,12 @@ DecodeResult decode_checked(const model::ModelBundle& model, const model::Condit
     BudgetChoice timed;
     StepCosts costs;
     const bool cost_rule = m.method == Method::Adt && m.adt.budget_rule == AdtBudget::Cost;
+    const bool parallel = m.head == DraftHead::Parallel;
     if (cost_rule) {
       // N is each step's choice from the device's curve, up to the given N (auto: the largest).
-      costs = m.adt.cost_curve.empty() ? measure_step_costs(*model.gpt, *model.drafter, batch)
-                                       : load_step_costs(m.adt.cost_curve);
+      costs = !m.adt.cost_curve.empty() ? load_step_costs(m.adt.cost_curve)
+              : parallel ? measure_parallel_costs(*model.gpt, *model.parallel_head, batch)
+                         : measure_step_costs(*model.gpt, *model.drafter, batch);
       opts.costs = &costs;
       if (opts.budget == 0) opts.budget = kMaxAutoBudget;
     } else if (opts.budget == 0 && m.method != Method::Static) {
@@ -95,7 +105,8 @@ DecodeResult decode_checked(const model::ModelBundle& model, const model::Condit
                         request.trace);
       res.stats.settings.ran_as_ar = kNoTreePays;
     } else {
-      auto source = make_eagle_source(*model.drafter, *model.gpt, batch, scratch);
+      auto source = parallel ? make_parallel_source(*model.parallel_head, *model.gpt, batch)
+                             : make_eagle_source(*model.drafter, *model.gpt, batch, scratch);
       res = generate_speculative(*model.gpt, *source, cond, request, opts, on_step, cancel);
     }
     if (cost_rule && m.adt.cost_curve.empty()) {

@@ -89,6 +89,15 @@ void read_required(Problems& p, Manifest& m) {
 // drafter, sampling, license, provenance, description and text_encoder (after kind).
 void read_optional(Problems& p, Manifest& m) {
   const nlohmann::json& j = p.j;
+  if (j.contains("parallel_head") && !j["parallel_head"].is_null()) {
+    const auto& ph = j["parallel_head"];
+    if (ph.is_object() && ph.value("kind", "") == "parallel" && ph.contains("depths") &&
+        ph["depths"].is_number_integer() && ph["depths"].get<int64_t>() >= 1 &&
+        ph["depths"].get<int64_t>() <= 64)
+      m.parallel_head = ph;
+    else
+      p.list.push_back("'parallel_head' must be {\"kind\": \"parallel\", \"depths\": 1..64}");
+  }
   if (j.contains("drafter") && !j["drafter"].is_null()) {
     if (j["drafter"].is_object())
       m.drafter = j["drafter"];
@@ -128,6 +137,7 @@ nlohmann::json Manifest::to_json() const {
                    {"license", license},
                    {"provenance", provenance}};
   if (!drafter.is_null()) j["drafter"] = drafter;
+  if (!parallel_head.is_null()) j["parallel_head"] = parallel_head;
   if (!text_encoder.empty()) j["text_encoder"] = text_encoder;
   return j;
 }

@@ -15,9 +15,11 @@ struct Manifest {
   int64_t grid_h = 16, grid_w = 16;
   int64_t codebook_size = 0;
   nlohmann::json gpt, vq, drafter;  // drafter is null when the model has none
-  nlohmann::json sampling;          // default sampling settings
-  nlohmann::json license;           // licence of weights and training data
-  nlohmann::json provenance;        // how the weights were made (or converted)
+  // The parallel draft head ({"kind": "parallel", "depths": K}); null when the model has none.
+  nlohmann::json parallel_head;
+  nlohmann::json sampling;    // default sampling settings
+  nlohmann::json license;     // licence of weights and training data
+  nlohmann::json provenance;  // how the weights were made (or converted)
   std::string description;
   // t2i-embeddings models: the T5 directory that encodes typed prompts (relative to the model
   // directory, or absolute); "" when the user names one (--t5, Model > Text Encoder).

@@ -72,8 +72,9 @@ struct Paths {
         gpt(dir + "/gpt.safetensors"),
         vq(dir + "/vq.safetensors"),
         drafter(dir + "/drafter.safetensors"),
+        parallel(dir + "/parallel_head.safetensors"),
         text(dir + "/text.json") {}
-  std::string model, gpt, vq, drafter, text;
+  std::string model, gpt, vq, drafter, parallel, text;
 };
 
 // model.json against itself: the GPT's, the VQ's and the manifest's sizes and kinds agree.
@@ -107,7 +108,7 @@ void check_manifest(const ModelBundle& b, const std::string& mpath,
 // Empty when a file cannot be read (the load reports that file).
 std::string model_hash(const Paths& p) {
   std::vector<std::string> files{p.model};
-  for (const auto& part : {p.gpt, p.vq, p.drafter}) {
+  for (const auto& part : {p.gpt, p.vq, p.drafter, p.parallel}) {
     auto set = io::safetensors_set_files(part);
     if (set.empty()) set = {part};
     files.insert(files.end(), set.begin(), set.end());
@@ -176,6 +177,26 @@ void map_drafter(ModelBundle& b, const Paths& p, bool values, std::vector<std::s
   add_problems(p.drafter, check_params(drafter_param_specs(g), b.drafter_weights, values),
                problems);
   release_all(b.drafter_weights);
+}
+
+// The parallel head's file: both it and model.json's section, or neither.
+void map_parallel_head(ModelBundle& b, const Paths& p, bool values,
+                       std::vector<std::string>& problems) {
+  const bool has_file = !io::safetensors_set_files(p.parallel).empty();
+  const auto& section = b.manifest.parallel_head;
+  if (section.is_null() && !has_file) return;
+  if (section.is_null() || !has_file) {
+    problems.push_back(p.model + (has_file ? ": parallel_head.safetensors is there but model.json "
+                                             "has no parallel_head section"
+                                           : ": a parallel head is configured but "
+                                             "parallel_head.safetensors is missing"));
+    return;
+  }
+  b.parallel_weights = read_all(p.parallel, problems);
+  if (b.parallel_weights.empty()) return;
+  const auto specs = parallel_head_param_specs(b.gpt_config, section["depths"].get<int64_t>());
+  add_problems(p.parallel, check_params(specs, b.parallel_weights, values), problems);
+  release_all(b.parallel_weights);
 }
 
 // text.json: the class names or words, as many as the GPT's table (t2i-embeddings models need
@@ -269,6 +290,7 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
   load_vocabulary(b, p.text, problems);
   const double drafter_eps = drafter_norm_eps(b, p.model, problems);
   map_drafter(b, p, !b.pack_cache_hit, problems);
+  map_parallel_head(b, p, !b.pack_cache_hit, problems);
   throw_problems(dir, problems);
   load_text_encoder(b, opts);
   // The picture decoder first, its file's pages handed back at once: the GPT's packed panels are
@@ -289,6 +311,11 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
   if (!b.drafter_weights.empty()) {
     b.drafter = std::make_shared<const Drafter>(*b.gpt, b.drafter_weights, /*inference=*/true,
                                                 drafter_eps, packs.get());
+  }
+  if (!b.parallel_weights.empty()) {
+    b.parallel_head = std::make_shared<const ParallelHead>(
+        *b.gpt, b.parallel_weights, b.manifest.parallel_head["depths"].get<int64_t>(),
+        /*inference=*/true, packs.get());
   }
   release_copied_gpt(b, gw);
   // Written only now, after every check passed: its existence vouches for the values, so not by a

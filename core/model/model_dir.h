@@ -12,6 +12,7 @@
 #include "model/device.h"
 #include "model/llamagen/drafter.h"
 #include "model/llamagen/gpt.h"
+#include "model/llamagen/parallel_head.h"
 #include "model/llamagen/vq.h"
 #include "model/llamagen/vq_decoder.h"
 #include "model/text/text_encoder.h"
@@ -53,6 +54,10 @@ struct ModelBundle {
   TensorMap drafter_weights;  // empty without drafter.safetensors
   // The EAGLE head (null without drafter.safetensors). It refers to *gpt, which the bundle owns.
   std::shared_ptr<const Drafter> drafter;
+  // The parallel draft head (model/llamagen/parallel_head.h; null without parallel_head.safetensors
+  // and model.json's parallel_head section). It refers to *gpt too.
+  TensorMap parallel_weights;
+  std::shared_ptr<const ParallelHead> parallel_head;
   // The packed-panel cache: whether this load mapped it (and skipped the value check), and why it
   // could not be written when that failed (the load itself succeeded).
   bool pack_cache_hit = false;

@@ -85,4 +85,82 @@ nlohmann::json evaluate_head(const model::Gpt& target, const model::Drafter& hea
                         {"cfg", cfg}};
 }
 
+at::Tensor codes_above(const at::Tensor& tokens, int64_t grid_w, int64_t depths) {
+  const int64_t B = tokens.size(0), N = tokens.size(1);
+  auto j = at::arange(N - 1, at::kLong).view({N - 1, 1});
+  auto d = at::arange(1, depths + 1, at::kLong).view({1, depths});
+  auto cell = j + d, up = cell - grid_w;
+  auto valid = cell.le(N - 1) & up.ge(0);
+  auto idx = up.clamp(0, N - 1).view({1, -1}).expand({B, (N - 1) * depths});
+  auto above = tokens.gather(1, idx.to(tokens.device())).view({B, N - 1, depths});
+  return above.masked_fill(valid.logical_not().to(tokens.device()), -1);
+}
+
+namespace {
+// The head's logits [B, N - 1, K, V] for every root of the pictures `tokens` [B, N].
+at::Tensor parallel_logits(const model::ParallelHead& head, const model::Gpt& target,
+                           const at::Tensor& tokens, const at::Tensor& feats,
+                           const at::Tensor& roots) {
+  const int64_t B = tokens.size(0), n = feats.size(1), K = head.depths();
+  const auto above = codes_above(tokens, target.config().grid_w, K);
+  auto logits =
+      head.forward(feats.reshape({B * n, -1}), roots.reshape({B * n}), above.reshape({B * n, K}));
+  return logits.view({B, n, K, -1});
+}
+}  // namespace
+
+at::Tensor parallel_loss(const model::ParallelHead& head, const TargetRows& tr,
+                         const at::Tensor& tokens, const at::Tensor& feats,
+                         const nlohmann::json& cfg) {
+  const int64_t B = tokens.size(0), n = feats.size(1), K = head.depths();
+  const double t = cfg["mix_temperature"];
+  const auto& target = tr.logits_next;
+  const auto mixed = cfg_mix(target.narrow(0, 0, B), target.narrow(0, B, B), cfg["mix_cfg"]);
+  const auto p_log = at::log_softmax(mixed / t, -1);  // row i: cell i + 1
+  const auto logits =
+      parallel_logits(head, head.target(), tokens, feats, tr.tokens_in.narrow(0, 0, B));
+  at::Tensor loss;
+  for (int64_t d = 1; d <= K && d <= n; ++d) {
+    const int64_t rows = n - d + 1;  // roots j with cell j + d in the image
+    auto pl = p_log.narrow(1, d - 1, rows);
+    auto ql = at::log_softmax(logits.narrow(1, 0, rows).select(2, d - 1) / t, -1);
+    auto kl = (pl.exp() * (pl - ql)).sum(-1).mean();
+    loss = loss.defined() ? loss + kl : kl;
+  }
+  return loss;
+}
+
+nlohmann::json evaluate_parallel_head(const model::Gpt& target, const model::ParallelHead& head,
+                                      const at::Tensor& tokens, const model::Condition& cond,
+                                      double cfg, int64_t batch) {
+  at::NoGradGuard no_grad;
+  const int64_t n = tokens.size(0), K = head.depths();
+  std::vector<double> acc(size_t(K), 0.0), top1(size_t(K), 0.0), rows(size_t(K), 0.0);
+  for (int64_t i = 0; i < n; i += batch) {
+    const int64_t b = std::min(batch, n - i);
+    auto tok = tokens.narrow(0, i, b);
+    auto part = condition_rows(cond, at::arange(i, i + b, at::TensorOptions().dtype(at::kLong)));
+    auto c = target_rows(target, tok, part);
+    auto u = target_rows(target, tok, null_condition(target, part));
+    const auto mixed = cfg_mix(c.logits_next, u.logits_next, cfg);  // [b, N - 1, V]
+    const auto logits = parallel_logits(head, target, tok, c.feats_in, c.tokens_in);
+    const int64_t N1 = c.feats_in.size(1);
+    for (int64_t d = 1; d <= K && d <= N1; ++d) {
+      const int64_t r = N1 - d + 1;
+      auto tm = mixed.narrow(1, d - 1, r), dm = logits.narrow(1, 0, r).select(2, d - 1);
+      acc[size_t(d - 1)] +=
+          at::minimum(at::softmax(tm, -1), at::softmax(dm, -1)).sum(-1).sum().item<double>();
+      top1[size_t(d - 1)] += dm.argmax(-1).eq(tm.argmax(-1)).sum().item<double>();
+      rows[size_t(d - 1)] += double(b * r);
+    }
+  }
+  for (int64_t d = 0; d < K; ++d) {
+    acc[size_t(d)] /= std::max(rows[size_t(d)], 1.0);
+    top1[size_t(d)] /= std::max(rows[size_t(d)], 1.0);
+  }
+  return nlohmann::json{
+      {"accept_t1", acc[0]},       {"cfg_top1", top1[0]}, {"accept_by_depth", acc},
+      {"cfg_top1_by_depth", top1}, {"images", n},         {"cfg", cfg}};
+}
+
 }  // namespace adtree::train

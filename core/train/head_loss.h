@@ -8,6 +8,7 @@
 
 #include "model/llamagen/drafter.h"
 #include "model/llamagen/gpt.h"
+#include "model/llamagen/parallel_head.h"
 
 namespace adtree::train {
 
@@ -40,5 +41,24 @@ at::Tensor paired_loss(const model::Drafter& head, const TargetRows& tr, const a
 nlohmann::json evaluate_head(const model::Gpt& target, const model::Drafter& head,
                              const at::Tensor& tokens, const model::Condition& cond, double cfg,
                              int64_t batch = 16);
+
+// The parallel head's inputs over a batch of pictures: for row j (root z_j) and depth d, the code
+// above cell j + d, -1 where there is none (the top row) or the cell is past the image.
+// tokens [B, N] -> [B, N - 1, K].
+at::Tensor codes_above(const at::Tensor& tokens, int64_t grid_w, int64_t depths);
+
+// The parallel head's loss on rows of `tr` that hold each picture twice, cond stream first: at
+// every depth d, KL(p || q) of the target's CFG-mixed distribution of cell j + d (cfg.mix_cfg,
+// scaled by cfg.mix_temperature) and the head's distribution from the cond stream's feature
+// `feats` [B, N - 1, D] of row j; the mean over the rows that have cell j + d, summed over depths.
+at::Tensor parallel_loss(const model::ParallelHead& head, const TargetRows& tr,
+                         const at::Tensor& tokens, const at::Tensor& feats,
+                         const nlohmann::json& cfg);
+
+// The parallel head's draft accuracy per depth (evaluate_head's measures of depth 1, plus
+// accept_by_depth and cfg_top1_by_depth) on `tokens` [n, N] under `cond` (the cond stream).
+nlohmann::json evaluate_parallel_head(const model::Gpt& target, const model::ParallelHead& head,
+                                      const at::Tensor& tokens, const model::Condition& cond,
+                                      double cfg, int64_t batch = 8);
 
 }  // namespace adtree::train

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 
 #include "io/file_hash.h"
 #include "io/manifest.h"
@@ -26,7 +27,9 @@ using json = nlohmann::json;
 json head_on_model_default_config(const model::ModelBundle& m) {
   const double cfg = m.manifest.sampling.value("cfg_scale", 1.0);
   const double t = m.manifest.sampling.value("temperature", 1.0);
-  return json{{"steps", 2000},
+  return json{{"kind", "eagle1"},  // or "parallel" (model/llamagen/parallel_head.h)
+              {"depths", 6},       // parallel: the levels one call drafts
+              {"steps", 2000},
               {"batch", 8},
               {"lr", 5e-4},
               {"warmup", 50},
@@ -69,6 +72,8 @@ std::string fnv1a_hex(const std::string& text) {
 
 // The resolved config's numbers, checked once.
 struct HeadSettings {
+  bool parallel = false;
+  int64_t depths = 0;
   int64_t batch = 0, samples = 0, validation_samples = 0, sample_batch = 0;
   double noise = 0, validation_share = 0;
   static HeadSettings read(const json& cfg, const std::string& what);
@@ -76,6 +81,10 @@ struct HeadSettings {
 
 HeadSettings HeadSettings::read(const json& cfg, const std::string& what) {
   HeadSettings s;
+  const std::string kind = cfg["kind"];
+  require(kind == "eagle1" || kind == "parallel", what, "kind must be eagle1 or parallel");
+  s.parallel = kind == "parallel", s.depths = cfg["depths"];
+  require(s.depths >= 1 && s.depths <= 64, what, "depths must be in 1..64");
   s.batch = cfg["batch"], s.samples = cfg["samples"];
   s.validation_samples = cfg["validation_samples"], s.sample_batch = cfg["sample_batch"];
   s.noise = cfg["feature_noise"], s.validation_share = cfg["validation_share"];
@@ -205,25 +214,33 @@ OwnSamples own_samples(const model::ModelBundle& m, const PromptRows& rows, int6
 }
 
 // The weights the head starts from: a finished run (--init-from), else the model's own head.
+// The head's weights file in a run folder and in a model directory.
+std::string head_file(bool parallel) {
+  return parallel ? "parallel_head.safetensors" : "drafter.safetensors";
+}
+
 model::TensorMap initial_weights(const model::ModelBundle& m, const json& cfg,
-                                 const TrainOptions& opts, const std::string& what,
-                                 std::ostream& log) {
-  auto init = model::init_params(model::drafter_param_specs(m.gpt_config), opts.seed + 2);
+                                 const HeadSettings& s, const TrainOptions& opts,
+                                 const std::string& what, std::ostream& log) {
+  const auto specs = s.parallel ? model::parallel_head_param_specs(m.gpt_config, s.depths)
+                                : model::drafter_param_specs(m.gpt_config);
+  auto init = model::init_params(specs, opts.seed + 2);
+  const auto& own = s.parallel ? m.parallel_weights : m.drafter_weights;
   model::TensorMap from;
   std::string source;
   if (!opts.init_from.empty()) {
-    const auto path = run_file(opts.init_from, "drafter.safetensors");
+    const auto path = run_file(opts.init_from, head_file(s.parallel));
     if (!fs::exists(path))
-      throw Error(what + ": " + opts.init_from + " has no drafter.safetensors");
+      throw Error(what + ": " + opts.init_from + " has no " + head_file(s.parallel));
     from = io::SafetensorsReader(path).all(), source = opts.init_from;
-  } else if (cfg["warm_start"].get<bool>() && !m.drafter_weights.empty()) {
-    from = m.drafter_weights, source = "the model's own head";
+  } else if (cfg["warm_start"].get<bool>() && !own.empty()) {
+    from = own, source = "the model's own head";
   }
   if (from.empty()) return init;
   for (auto& [name, t] : init) {
     auto it = from.find(name);
     if (it == from.end() || it->second.sizes() != t.sizes()) {
-      throw Error(what + ": " + source + " is a head for another GPT shape (" + name +
+      throw Error(what + ": " + source + " is a head of another shape (" + name +
                   (it == from.end() ? " is missing" : " has another shape") + ")");
     }
     t = it->second.to(at::kFloat).clone();
@@ -244,7 +261,8 @@ model::Gpt training_target(const std::string& dir, const model::ModelBundle& m, 
 // What a step reads: the samples of training prompts and their conditions.
 struct HeadData {
   const model::Gpt& target;
-  const model::Drafter& head;
+  const model::Drafter* head;           // eagle1
+  const model::ParallelHead* parallel;  // parallel
   const PromptRows& rows;
   const OwnSamples& samples;
   const HeadSettings& s;
@@ -259,14 +277,15 @@ double head_step(const HeadData& d, BatchOrder& order, int64_t step, double& ite
   auto cond = condition_rows(d.rows.cond, d.samples.prompt.index_select(0, idx));
   auto tr = target_rows(d.target, at::cat({tok, tok}),
                         cat_conditions(cond, null_condition(d.target, cond)));
-  auto feats = tr.feats_in;
+  auto feats = d.parallel ? tr.feats_in.narrow(0, 0, tok.size(0)) : tr.feats_in;
   if (d.s.noise > 0) {
     auto gen = step_generator(d.seed, step, kNoiseStream);
     auto u = at::empty(feats.sizes(), at::kFloat).uniform_(0.0, 1.0, gen) - 0.5;
     feats = feats + u.to(feats.device()) * d.s.noise;
   }
   const auto pos = head_positions(d.target, tok.size(1) - 1);
-  auto loss = paired_loss(d.head, tr, feats, pos, d.cfg);
+  auto loss = d.parallel ? parallel_loss(*d.parallel, tr, tok, feats, d.cfg)
+                         : paired_loss(*d.head, tr, feats, pos, d.cfg);
   loss.backward();
   items += double(tr.tokens_in.numel());
   return loss.item<double>();
@@ -278,8 +297,11 @@ json head_eval(const HeadData& d, const PromptRows& val_rows, const OwnSamples& 
   const int64_t some = d.cfg["eval_images"];
   if (!final && some > 0) n = std::min(n, some);
   auto cond = condition_rows(val_rows.cond, val.prompt.narrow(0, 0, n));
-  return json{{"validation", evaluate_head(d.target, d.head, val.tokens.narrow(0, 0, n), cond,
-                                           d.cfg["mix_cfg"])}};
+  const auto tok = val.tokens.narrow(0, 0, n);
+  const double cfg = d.cfg["mix_cfg"];
+  return json{{"validation", d.parallel
+                                 ? evaluate_parallel_head(d.target, *d.parallel, tok, cond, cfg)
+                                 : evaluate_head(d.target, *d.head, tok, cond, cfg)}};
 }
 
 std::string eval_line(const json& m) {
@@ -298,10 +320,11 @@ std::string gpt_hash(const std::string& dir) {
 
 void write_finished(const TrainOptions& opts, const std::string& dir, const json& cfg,
                     const Params& params, const json& initial, const TrainResult& r) {
-  io::write_safetensors(
-      run_file(opts.out, "drafter.safetensors"), params.detached(),
-      {{"format", "adtree"},
-       {"content", "EAGLE-1 draft head trained by adtree train drafter --model"}});
+  const bool parallel = cfg["kind"] == "parallel";
+  io::write_safetensors(run_file(opts.out, head_file(parallel)), params.detached(),
+                        {{"format", "adtree"},
+                         {"content", std::string(parallel ? "parallel" : "EAGLE-1") +
+                                         " draft head trained by adtree train drafter --model"}});
   write_json_file(run_file(opts.out, "run.json"), {{"kind", "drafter"},
                                                    {"source", "model"},
                                                    {"model_dir", fs::absolute(dir).string()},
@@ -337,17 +360,23 @@ TrainResult train_head_on_model(const std::string& dir, const HeadPrompts& given
 
   const auto device = train_device(opts);
   const model::Gpt target = training_target(dir, m, device);
-  Params params = Params::from(initial_weights(m, cfg, opts, what, log), device);
+  Params params = Params::from(initial_weights(m, cfg, s, opts, what, log), device);
   AdamW opt(params, {cfg["lr"].get<double>(), cfg["beta1"].get<double>(),
                      cfg["beta2"].get<double>(), 1e-8, cfg["weight_decay"].get<double>()});
   const double eps = m.manifest.drafter.is_object()
                          ? m.manifest.drafter.value("norm_eps", m.gpt_config.norm_eps)
                          : m.gpt_config.norm_eps;
-  const model::Drafter head(target, params.tensors, /*inference=*/false, eps);
+  std::unique_ptr<model::Drafter> head;
+  std::unique_ptr<model::ParallelHead> parallel;
+  if (s.parallel) {
+    parallel = std::make_unique<model::ParallelHead>(target, params.tensors, s.depths, false);
+  } else {
+    head = std::make_unique<model::Drafter>(target, params.tensors, /*inference=*/false, eps);
+  }
   log << "draft head: " << params.count() << " parameters; target " << m.gpt_config.dim << "x"
       << m.gpt_config.n_layer << std::endl;
 
-  const HeadData data{target, head, rows, samples, s, cfg, opts.seed};
+  const HeadData data{target, head.get(), parallel.get(), rows, samples, s, cfg, opts.seed};
   json initial;
   if (!opts.resume) {
     initial = head_eval(data, val_rows, val, /*final=*/true);
@@ -371,14 +400,16 @@ namespace {
 // The finished run's record, checked against the model it is to go into.
 json installable_run(const std::string& run_dir, const std::string& model_dir) {
   const auto run_path = run_file(run_dir, "run.json");
-  if (!fs::exists(run_path) || !fs::exists(run_file(run_dir, "drafter.safetensors"))) {
-    throw Error(run_dir +
-                ": not a finished 'adtree train drafter --model' run (run.json and "
-                "drafter.safetensors are needed)");
+  if (!fs::exists(run_path)) {
+    throw Error(run_dir + ": not a finished 'adtree train drafter --model' run (no run.json)");
   }
   auto run = read_json_file(run_path);
   if (run.value("kind", "") != "drafter" || run.value("source", "") != "model") {
     throw Error(run_path + ": not a head trained on a model directory ('train drafter --model')");
+  }
+  const bool parallel = run["config"].value("kind", "eagle1") == "parallel";
+  if (!fs::exists(run_file(run_dir, head_file(parallel)))) {
+    throw Error(run_dir + ": the run has no " + head_file(parallel));
   }
   const auto want = run.value("gpt_hash", ""), have = gpt_hash(model_dir);
   if (!want.empty() && !have.empty() && want != have) {
@@ -394,42 +425,48 @@ at::ScalarType storage_dtype(const std::string& model_dir) {
   return w.empty() ? at::kFloat : w.begin()->second.scalar_type();
 }
 
-void write_head(const std::string& run_dir, const std::string& path, at::ScalarType dtype) {
+void write_head(const std::string& from, const std::string& path, at::ScalarType dtype) {
   std::map<std::string, at::Tensor> out;
-  for (auto& [name, t] : io::SafetensorsReader(run_file(run_dir, "drafter.safetensors")).all()) {
-    out[name] = t.to(dtype).contiguous();
-  }
-  io::write_safetensors(
-      path + ".partial", out,
-      {{"format", "adtree"},
-       {"content", "EAGLE-1 draft head trained by adtree train drafter --model"}});
+  io::SafetensorsReader r(from);
+  for (auto& [name, t] : r.all()) out[name] = t.to(dtype).contiguous();
+  io::write_safetensors(path + ".partial", out, r.metadata());
   fs::rename(path + ".partial", path);
+}
+
+// model.json with the run's head: its section and the run in the provenance.
+io::Manifest manifest_with(io::Manifest m, const json& run, bool parallel) {
+  if (parallel) {
+    m.parallel_head = {{"kind", "parallel"}, {"depths", run["config"]["depths"]}};
+  } else if (!m.drafter.is_object()) {
+    m.drafter = {{"kind", "eagle1"}, {"layers", 1}};
+  }
+  if (!m.provenance.is_object()) m.provenance = json::object();
+  m.provenance["runs"][parallel ? "parallel_head" : "drafter"] = {
+      {"steps", run["steps"]},
+      {"config", run["config"]},
+      {"metrics", run["metrics"]},
+      {"initial_metrics", run["initial_metrics"]},
+      {"provenance", run["provenance"]}};
+  return m;
 }
 
 }  // namespace
 
 std::string install_head(const std::string& run_dir, const std::string& model_dir) {
   const json run = installable_run(run_dir, model_dir);
+  const bool parallel = run["config"].value("kind", "eagle1") == "parallel";
   const auto old_manifest = io::Manifest::load(model_dir);
-  const std::string head = model_dir + "/drafter.safetensors";
-  const std::string kept = run_file(run_dir, "replaced-drafter.safetensors");
+  const std::string head = model_dir + "/" + head_file(parallel);
+  const std::string kept = run_file(run_dir, "replaced-" + head_file(parallel));
   const bool had = fs::exists(head);
   std::error_code ec;
   if (had && !fs::copy_file(head, kept, fs::copy_options::overwrite_existing, ec)) {
     throw Error("cannot keep the model's head as " + kept + " (" + ec.message() +
                 "): nothing was installed");
   }
-  auto m = old_manifest;
-  if (!m.drafter.is_object()) m.drafter = {{"kind", "eagle1"}, {"layers", 1}};
-  if (!m.provenance.is_object()) m.provenance = json::object();
-  m.provenance["runs"]["drafter"] = {{"steps", run["steps"]},
-                                     {"config", run["config"]},
-                                     {"metrics", run["metrics"]},
-                                     {"initial_metrics", run["initial_metrics"]},
-                                     {"provenance", run["provenance"]}};
   try {
-    write_head(run_dir, head, storage_dtype(model_dir));
-    m.save(model_dir);
+    write_head(run_file(run_dir, head_file(parallel)), head, storage_dtype(model_dir));
+    manifest_with(old_manifest, run, parallel).save(model_dir);
     model::LoadOptions lo;
     lo.load_vq = false;
     lo.pack_cache = model::LoadOptions::PackCacheUse::Off;

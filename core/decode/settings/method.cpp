@@ -165,6 +165,16 @@ int64_t MethodSettings::max_expansion_rows(int64_t budget) const {
   return std::max<int64_t>(0, levels - 1) * width;    // each round feeds <= K frontier rows
 }
 
+std::string to_string(DraftHead h) {
+  return h == DraftHead::Parallel ? "parallel" : "eagle";
+}
+
+DraftHead draft_head_from_string(const std::string& s) {
+  if (s == "eagle") return DraftHead::Eagle;
+  if (s == "parallel") return DraftHead::Parallel;
+  throw Error("unknown draft head '" + s + "' (expected eagle or parallel)");
+}
+
 std::string to_string(DeviceStep s) {
   return s == DeviceStep::On ? "on" : s == DeviceStep::Off ? "off" : "auto";
 }

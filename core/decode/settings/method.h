@@ -129,6 +129,13 @@ constexpr int64_t kMaxDraftRows = 4096;  // draft-head scratch rows one step may
 // Where a draft-tree step runs (device_tree.h): Auto = on the model's device when it is not the
 // CPU and the settings allow it, On = always (an error for settings it does not cover), Off = the
 // host step, whose tree building and rules read the probability rows on the CPU.
+// Which draft head drafts a tree: the EAGLE head, one call per level (drafter.safetensors), or the
+// parallel head, every level in one call (parallel_head.safetensors,
+// model/llamagen/parallel_head.h).
+enum class DraftHead { Eagle, Parallel };
+std::string to_string(DraftHead h);
+DraftHead draft_head_from_string(const std::string& s);
+
 enum class DeviceStep { Auto, On, Off };
 std::string to_string(DeviceStep s);
 DeviceStep device_step_from_string(const std::string& s);
@@ -144,6 +151,7 @@ struct MethodSettings {
   CascadeSettings cascade;
   JacobiSettings jacobi;
   PjdSettings pjd;
+  DraftHead head = DraftHead::Eagle;
   DeviceStep device_step = DeviceStep::Auto;  // how the engine runs it, not what it computes
 
   bool needs_drafter() const;  // method_table.cpp: the method's row says

@@ -526,6 +526,14 @@ std::vector<Setting> method_entries() {
           .studio("pjd", "Spatial init")
           .check_text("above, else left")
           .sweep("pjd-inits", "init"),
+      choice("head", &MethodSettings::head, {DraftHead::Eagle, DraftHead::Parallel},
+             draft_head_from_string)
+          .cli("head", "KIND")
+          .reads(kTrees)
+          .help("the draft head: eagle (one call per tree level) or parallel (every level in one "
+                "call, a model with parallel_head.safetensors: adtree train drafter --model DIR "
+                "--config '{\"kind\": \"parallel\"}')")
+          .studio("budget", "Draft head"),
       choice("device_step", &MethodSettings::device_step,
              {DeviceStep::Auto, DeviceStep::On, DeviceStep::Off}, device_step_from_string)
           .cli("device-step", "WHEN")

@@ -156,8 +156,8 @@ StepPlan AdtPlanner::plan(const std::vector<int64_t>& committed, TreeShape bound
         head += reach *= a;
       }
       const int64_t n = std::min(d * k, n_cap_);
-      const double head_ms =
-          d > 0 ? costs_.head(std::max<int64_t>(feed, 1)) + double(d - 1) * costs_.head(k) : 0.0;
+      const double levels_ms = costs_.one_call ? 0.0 : double(d - 1) * costs_.head(k);
+      const double head_ms = d > 0 ? costs_.head(std::max<int64_t>(feed, 1)) + levels_ms : 0.0;
       for (int64_t len = 0; len < int64_t(chain.size()); ++len) {
         const double in_chain = miss1 * chain[size_t(len)];
         const double tokens = 1 + head + in_chain;

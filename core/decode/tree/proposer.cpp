@@ -28,9 +28,13 @@ class DraftTreeProposer : public Proposer {
 
   DraftTree propose(const std::vector<int64_t>& committed, int64_t max_levels) override {
     auto root_logits = begin(committed);
-    DraftContext ctx{
-        src_,      proc_, picker_, root_logits, committed.back(), int64_t(committed.size()) - 1,
-        max_levels};
+    DraftContext ctx{src_,
+                     proc_,
+                     picker_,
+                     root_logits,
+                     committed.back(),
+                     int64_t(committed.size()) - 1,
+                     std::min(max_levels, src_.max_depth())};
     auto tree = build(ctx);
     src_.end_step();
     return tree;
@@ -46,7 +50,7 @@ class DraftTreeProposer : public Proposer {
                            root_logits,
                            committed.back(),
                            int64_t(committed.size()) - 1,
-                           max_levels};
+                           std::min(max_levels, src_.max_depth())};
     auto tree = build_on_device(ctx);
     src_.end_step();
     return tree;
@@ -193,8 +197,9 @@ class AdtProposer : public DynamicProposer {
       // Any candidate keeps these rules' tokens AR's (deterministic children would stay lossless
       // in distribution only, with other draws than the same tree without them).
       const bool any_candidate = in.rule == VerifyRule::Coupled || in.greedy;
-      planner_.emplace(*in.costs, in.target.grid_h, in.target.grid_w, s_.d_max, s_.k_max,
-                       max_budget(),
+      // No deeper than the source drafts (a parallel head's depths).
+      const int64_t d_max = std::min(s_.d_max, in.source ? in.source->max_depth() : s_.d_max);
+      planner_.emplace(*in.costs, in.target.grid_h, in.target.grid_w, d_max, s_.k_max, max_budget(),
                        s_.grid && any_candidate && in.method.acceptance == Acceptance::Lossless,
                        in.noise, s_.leftover);
     }

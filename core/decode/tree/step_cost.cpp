@@ -84,7 +84,8 @@ double StepCosts::head(int64_t rows) const {
 }
 
 nlohmann::json StepCosts::to_json() const {
-  return {{"verify_ms", verify_ms}, {"head_ms", head_ms}, {"source", source}};
+  return {
+      {"verify_ms", verify_ms}, {"head_ms", head_ms}, {"one_call", one_call}, {"source", source}};
 }
 
 StepCosts StepCosts::from_json(const nlohmann::json& j, const std::string& what) {
@@ -92,6 +93,10 @@ StepCosts StepCosts::from_json(const nlohmann::json& j, const std::string& what)
   StepCosts c;
   c.verify_ms = curve_from(j, "verify_ms", what);
   c.head_ms = curve_from(j, "head_ms", what);
+  if (j.contains("one_call")) {
+    if (!j["one_call"].is_boolean()) throw Error(what + ": \"one_call\" must be true or false");
+    c.one_call = j["one_call"].get<bool>();
+  }
   c.source = what;
   return c;
 }
@@ -124,18 +129,12 @@ StepCosts load_step_costs(const std::string& path) {
   return StepCosts::from_json(j, "cost curve '" + path + "'");
 }
 
-StepCosts measure_step_costs(const model::Gpt& target, const model::Drafter& head, int64_t batch) {
-  static std::mutex mu;
-  static std::map<std::pair<const model::Gpt*, int64_t>, StepCosts> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_pair(&target, batch);
-  if (auto it = cache.find(key); it != cache.end()) return it->second;
+namespace {
 
-  c10::InferenceMode guard;
+// The target's blocks of 1 .. 64 rows after half the image (a typical step's cache length).
+Curve timed_verify(const model::Gpt& target, int64_t batch) {
   const auto& cfg = target.config();
-  const int64_t prefix = cfg.image_tokens() / 2;  // a typical step's cache length
-  StepCosts c;
-  c.source = "timed on this device";
+  const int64_t prefix = cfg.image_tokens() / 2;
   auto kv = target.new_cache(batch, 66);
   target.prefill(kv, model::null_condition(target, batch));
   target.forward_tokens(kv, at::zeros({batch, prefix}, at::kLong), 0);
@@ -147,7 +146,15 @@ StepCosts measure_step_costs(const model::Gpt& target, const model::Drafter& hea
     target.forward_tokens(kv, at::zeros({batch, q}, at::kLong), prefix);
     kv.pending = 0;
   });
-  for (size_t i = 0; i < rows.size(); ++i) c.verify_ms.emplace_back(rows[i], verify[i]);
+  Curve c;
+  for (size_t i = 0; i < rows.size(); ++i) c.emplace_back(rows[i], verify[i]);
+  return c;
+}
+
+// The EAGLE head's forwards of 1 .. 16 rows after half the image.
+Curve timed_head(const model::Gpt& target, const model::Drafter& head, int64_t batch) {
+  const auto& cfg = target.config();
+  const int64_t prefix = cfg.image_tokens() / 2;
   auto hk = head.new_cache(batch, 64);
   auto feed = [&](int64_t first, int64_t n) {
     const auto feats = at::zeros({batch, n, cfg.dim},
@@ -157,14 +164,52 @@ StepCosts measure_step_costs(const model::Gpt& target, const model::Drafter& hea
   };
   feed(0, prefix);
   hk.commit();
-  std::vector<int64_t> head_rows;
+  std::vector<int64_t> rows;
   for (int64_t q : {1, 2, 3, 4, 6, 8, 12, 16})
-    if (prefix + q <= cfg.image_tokens()) head_rows.push_back(q);
-  const auto head_ms = timed_rounds(head_rows, [&](int64_t q) {
+    if (prefix + q <= cfg.image_tokens()) rows.push_back(q);
+  const auto ms = timed_rounds(rows, [&](int64_t q) {
     feed(prefix, q);
     hk.pending = 0;
   });
-  for (size_t i = 0; i < head_rows.size(); ++i) c.head_ms.emplace_back(head_rows[i], head_ms[i]);
+  Curve c;
+  for (size_t i = 0; i < rows.size(); ++i) c.emplace_back(rows[i], ms[i]);
+  return c;
+}
+
+}  // namespace
+
+StepCosts measure_step_costs(const model::Gpt& target, const model::Drafter& head, int64_t batch) {
+  static std::mutex mu;
+  static std::map<std::pair<const model::Gpt*, int64_t>, StepCosts> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(&target, batch);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  c10::InferenceMode guard;
+  StepCosts c;
+  c.source = "timed on this device";
+  c.verify_ms = timed_verify(target, batch);
+  c.head_ms = timed_head(target, head, batch);
+  cache[key] = c;
+  return c;
+}
+
+StepCosts measure_parallel_costs(const model::Gpt& target, const model::ParallelHead& head,
+                                 int64_t batch) {
+  static std::mutex mu;
+  static std::map<std::pair<const model::Gpt*, int64_t>, StepCosts> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(&target, batch);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  c10::InferenceMode guard;
+  StepCosts c;
+  c.source = "timed on this device";
+  c.verify_ms = timed_verify(target, batch);
+  const auto feats = at::zeros({1, target.config().dim}, at::kFloat);
+  const auto above = at::zeros({1, head.depths()}, at::kLong);
+  const auto ms =
+      timed_rounds({1}, [&](int64_t) { head.forward(feats, at::zeros({1}, at::kLong), above); });
+  c.head_ms = {{1, ms[0]}, {64, ms[0]}};  // one call, whatever the rows fed
+  c.one_call = true;
   cache[key] = c;
   return c;
 }

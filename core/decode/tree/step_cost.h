@@ -14,6 +14,7 @@
 
 #include "model/llamagen/drafter.h"
 #include "model/llamagen/gpt.h"
+#include "model/llamagen/parallel_head.h"
 
 namespace adtree::decode {
 
@@ -21,6 +22,9 @@ struct StepCosts {
   std::vector<std::pair<int64_t, double>> verify_ms;  // (rows incl. the root, ms), rows ascending
   std::vector<std::pair<int64_t, double>> head_ms;    // (rows, ms of one head forward)
   std::string source;                                 // "timed on this device" or the file
+  // The head drafts every level in its first call (the parallel head): head_ms is that call, and
+  // further levels cost nothing.
+  bool one_call = false;
 
   // Piecewise-linear in the rows between measured points, linear beyond the last two.
   double verify(int64_t rows) const;
@@ -47,5 +51,8 @@ StepCosts load_step_costs(const std::string& path);
 // Times the target at blocks of 1 .. 64 rows after half the image and the head at 1 .. 16 rows
 // (medians of 9 interleaved rounds), once per (model, CFG batch) in this process.
 StepCosts measure_step_costs(const model::Gpt& target, const model::Drafter& head, int64_t batch);
+// The same target curve with the parallel head's one call (one_call set).
+StepCosts measure_parallel_costs(const model::Gpt& target, const model::ParallelHead& head,
+                                 int64_t batch);
 
 }  // namespace adtree::decode
