@@ -222,3 +222,37 @@ TEST_F(TrainHeadTest, BadPromptsAndSettingsAreClearErrors) {
             }).find("sampels"),
             std::string::npos);
 }
+
+TEST_F(TrainHeadTest, AParallelHeadLearnsEveryDepthAndInstallsBesideTheEagleHead) {
+  const auto dir = model_copy("words", "parallel-model");
+  auto o = options("parallel-run", 40,
+                   {{"kind", "parallel"},
+                    {"depths", 3},
+                    {"sample_temperature", 0.25},
+                    {"mix_temperature", 0.25}});
+  const auto r = tr::train_head_on_model(dir, word_prompts(), o);
+  ASSERT_TRUE(r.finished);
+  std::ifstream in(o.out + "/initial-metrics.json");
+  const json initial = json::parse(in);
+  const auto& depth = r.metrics["validation"]["cfg_top1_by_depth"];
+  ASSERT_EQ(depth.size(), 3u);
+  for (size_t d = 0; d < 3; ++d) {
+    EXPECT_GT(depth[d].get<double>(),
+              initial["validation"]["cfg_top1_by_depth"][d].get<double>() + 0.03)
+        << "depth " << d + 1 << "\n"
+        << log.str();
+  }
+  ASSERT_TRUE(fs::exists(o.out + "/parallel_head.safetensors"));
+  tr::install_head(o.out, dir);
+  md::LoadOptions lo;
+  lo.load_vq = false;
+  const auto m = md::load_model_dir(dir, lo);
+  ASSERT_TRUE(m.parallel_head);
+  ASSERT_TRUE(m.drafter);  // the EAGLE head stays
+  EXPECT_EQ(m.parallel_head->depths(), 3);
+  EXPECT_EQ(m.manifest.provenance["runs"]["parallel_head"]["config"]["kind"], "parallel");
+  const auto bad = error_of([&] {
+    tr::train_head_on_model(dir, word_prompts(), options("bad-kind", 1, {{"kind", "medusa"}}));
+  });
+  EXPECT_NE(bad.find("kind must be eagle1 or parallel"), std::string::npos) << bad;
+}

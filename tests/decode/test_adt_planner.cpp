@@ -123,6 +123,21 @@ TEST(AdtPlanner, AFlatCurveBuysTheBiggerTree) {
   EXPECT_LE(gpu.plan(tok, TreeShape{8, 10}, 1, 1).d, 1);
 }
 
+// A head that drafts every level in its first call (the parallel head) pays for one call whatever
+// the depth: on the same curve its plans go deeper than a head that pays each level.
+TEST(AdtPlanner, AOneCallHeadPaysForNoLevelAfterTheFirst) {
+  auto levels = curve({{1, 1.0}, {2, 1.05}, {4, 1.2}, {8, 1.6}, {64, 12.0}}, {{1, 0.3}, {10, 0.5}});
+  auto one = levels;
+  one.one_call = true;
+  const std::vector<int64_t> tok(40, 3);
+  const auto a = AdtPlanner(levels, 16, 16, 8, 10, 58, false).plan(tok, TreeShape{8, 10}, 1, 200);
+  const auto b = AdtPlanner(one, 16, 16, 8, 10, 58, false).plan(tok, TreeShape{8, 10}, 1, 200);
+  EXPECT_GT(b.d, a.d);
+  EXPECT_NEAR(b.ms, one.verify(1 + b.n) + one.head(1), 1e-9);
+  const auto back = StepCosts::from_json(one.to_json(), "round trip");
+  EXPECT_TRUE(back.one_call);
+}
+
 TEST(AdtPlanner, LearnsTheHeadsAcceptanceFromVerifiedTrees) {
   AdtPlanner p(flat_step_costs(), 4, 4, 4, 4, 16, false);
   const double before = p.head_level(1, 1, 1.0);
