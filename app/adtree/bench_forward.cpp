@@ -140,6 +140,21 @@ double head_level_ms(const model::Drafter& head, const model::Gpt& gpt, int64_t 
   return median(ms);
 }
 
+double parallel_call_ms(const model::ParallelHead& head, int reps) {
+  c10::InferenceMode guard;
+  const auto feats = at::zeros({1, head.target().config().dim}, at::kFloat);
+  const auto above = at::zeros({1, head.depths()}, at::kLong);
+  const auto token = at::zeros({1}, at::kLong);
+  std::vector<double> ms;
+  for (int r = 0; r < reps + 2; ++r) {
+    auto t0 = Clock::now();
+    wait_for(head.forward(feats, token, above));
+    const double t = ms_since(t0);
+    if (r >= 2) ms.push_back(t);
+  }
+  return median(ms);
+}
+
 double fixed_forward_ms(const model::Gpt& gpt, int64_t batch, int64_t q, int64_t prefix, int reps,
                         const model::Condition& cond, bool graph) {
   c10::InferenceMode guard;

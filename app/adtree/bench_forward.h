@@ -10,6 +10,7 @@
 
 #include "model/llamagen/drafter.h"
 #include "model/llamagen/gpt.h"
+#include "model/llamagen/parallel_head.h"
 
 namespace adtree::cli {
 
@@ -32,6 +33,8 @@ nlohmann::json forward_parts(const model::Gpt& gpt, int64_t batch, int64_t q, in
 // ms per forward, the median of `reps`, against which the lean path's own bf16 kernels are
 // measured. -1 where the model is not bf16 or libtorch does not take oneDNN for it.
 double onednn_products_ms(const model::Gpt& gpt, int64_t rows, int reps);
+// One call of the parallel head (every level of a tree), median of `reps`.
+double parallel_call_ms(const model::ParallelHead& head, int reps);
 double head_level_ms(const model::Drafter& head, const model::Gpt& gpt, int64_t batch, int64_t q,
                      int64_t prefix, int reps);
 

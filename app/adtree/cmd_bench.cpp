@@ -212,8 +212,17 @@ nlohmann::json time_head_levels(const model::ModelBundle& m, int64_t batch, int 
       const int64_t prefix = std::min<int64_t>(128, m.gpt_config.image_tokens() - q);
       if (prefix < 0) continue;
       const double ms = head_level_ms(*m.drafter, *m.gpt, batch, q, prefix, reps);
-      head_levels.push_back({{"q", q}, {"ms", ms}, {"share_of_step", ms / step}});
+      head_levels.push_back(
+          {{"head", "eagle"}, {"q", q}, {"ms", ms}, {"share_of_step", ms / step}});
     }
+  }
+  if (m.parallel_head && !blocks.empty()) {
+    // The parallel head's one call drafts every level of a tree: q is its depths.
+    const double ms = parallel_call_ms(*m.parallel_head, reps);
+    head_levels.push_back({{"head", "parallel"},
+                           {"q", m.parallel_head->depths()},
+                           {"ms", ms},
+                           {"share_of_step", ms / blocks[0]["ms"].get<double>()}});
   }
   return head_levels;
 }
@@ -342,8 +351,10 @@ void print_forward_report(const nlohmann::json& out, const model::ModelBundle& m
   }
   print_block_parts(blocks, batch, matrix_macs(m));
   for (const auto& h : head_levels) {
+    const bool parallel = h.value("head", "eagle") == "parallel";
     std::cout << (&h == &head_levels[0] ? "\ndraft-head level: " : "                  ")
-              << std::setw(3) << h["q"].get<int64_t>() << " rows " << std::setw(6)
+              << std::setw(3) << h["q"].get<int64_t>()
+              << (parallel ? " levels, parallel head, one call " : " rows ") << std::setw(6)
               << h["ms"].get<double>() << " ms = " << std::setw(5)
               << 100.0 * h["share_of_step"].get<double>()
               << "% of a target step (q = " << blocks[0]["q"].get<int64_t>() << ")\n";

@@ -64,6 +64,10 @@ nlohmann::json info_json(const Args& a, const model::ModelBundle& m, const Facts
             {"params", f.vq_n},
             {"has_encoder", m.vq && m.vq->has_encoder()}}},
           {"drafter", {{"present", f.dr_n > 0}, {"params", f.dr_n}}},
+          {"parallel_head",
+           {{"present", m.parallel_head != nullptr},
+            {"depths", m.parallel_head ? m.parallel_head->depths() : 0},
+            {"params", count(m.parallel_weights)}}},
           {"vocabulary", m.vocab.size()},
           {"sampling", decode::SamplingParams::of_model(m.manifest.sampling).to_json()},
           {"license", m.manifest.license},
@@ -107,6 +111,11 @@ void print_card(const Args& a, const model::ModelBundle& m, const Facts& f) {
                      : std::string("not loaded"))
             << "\n"
             << "  drafter       " << (f.dr_n ? std::to_string(f.dr_n) + " parameters" : "none")
+            << "\n"
+            << "  parallel head "
+            << (m.parallel_head ? std::to_string(count(m.parallel_weights)) + " parameters, " +
+                                      std::to_string(m.parallel_head->depths()) + " levels a call"
+                                : std::string("none"))
             << "\n"
             << "  KV cache      " << mib(f.kv_bytes) << " (CFG batch 2, " << a.str("dtype") << ")\n"
             << "  CUDA graphs   "
