@@ -23,6 +23,7 @@
 #include <set>
 
 #include "decode/settings/method_table.h"
+#include "decode/tree/parallel_source.h"
 #include "decode/verify/verifier.h"
 #include "exact_distribution.h"
 #include "spec_fixture.h"
@@ -79,6 +80,7 @@ struct Tiny {
   model::GptConfig cfg = tiny_config();
   std::unique_ptr<model::Gpt> target, draft;
   std::unique_ptr<model::Drafter> head;
+  std::unique_ptr<model::ParallelHead> parallel;  // random: every level in one call
   Tiny() {
     auto w = scaled_params(model::gpt_param_specs(cfg), 11, 0.15);
     target = std::make_unique<model::Gpt>(cfg, w);
@@ -87,6 +89,8 @@ struct Tiny {
     auto dw = w;
     for (auto& [name, t] : dw) t = t + 0.3 * t.std().item<double>() * at::randn_like(t);
     draft = std::make_unique<model::Gpt>(cfg, dw);
+    parallel = std::make_unique<model::ParallelHead>(
+        *target, scaled_params(model::parallel_head_param_specs(cfg, 3), 12, 0.3), 3);
   }
 };
 
@@ -95,6 +99,7 @@ struct Case {
   VerifyRule rule;
   double pinned_accepted;  // mean accepted drafts per image (reference block, see header)
   bool cost = false;       // ADT's cost rule (flat curve: trees, grid candidates) over fixed N
+  bool parallel = false;   // drafted by the parallel head
 };
 
 struct Outcome {
@@ -133,7 +138,8 @@ Outcome sample(const Tiny& s, const Case& c, uint64_t first_seed, int64_t runs,
   double total = 0;
   for (double x : joint) total += x;
   EXPECT_NEAR(total, 1.0, 1e-4) << "the enumerated distribution does not sum to 1";
-  auto src = make_model_source(*s.draft, 2);
+  auto src =
+      c.parallel ? make_parallel_source(*s.parallel, *s.target, 2) : make_model_source(*s.draft, 2);
   SpecOptions o;
   o.budget = 6;
   o.verifier = verifier;
@@ -259,6 +265,15 @@ TEST(SamplingMatchesExactDistribution, AdtTreeCoupled) {
 // candidates included, keep coupled samples exact.
 TEST(SamplingMatchesExactDistribution, AdtCostRuleCoupled) {
   check({"adt", VerifyRule::Coupled, 1.7734, true});
+}
+
+// The parallel head gives every node of a level the same q whatever its parent: the rejection rules
+// stay exact with it.
+TEST(SamplingMatchesExactDistribution, ParallelHeadSampledChildren) {
+  check({"dynamic", VerifyRule::Sampled, 1.4817, false, true});
+}
+TEST(SamplingMatchesExactDistribution, ParallelHeadAdtDeterministicChildren) {
+  check({"adt", VerifyRule::Deterministic, 1.1864, false, true});
 }
 
 TEST(SamplingMatchesExactDistribution, ForgettingEarlierRejectedChildrenFails) {
