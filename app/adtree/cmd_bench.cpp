@@ -253,12 +253,14 @@ std::vector<BenchMethod> bench_methods(const Args& a, const std::vector<std::str
                                        const decode::SamplingParams& params) {
   std::vector<BenchMethod> methods;
   for (const auto& method : names) {
-    // An entry may name its verification rule: "adt:sampled" is ADT-Tree with q-sampled children.
-    const auto colon = method.find(':');
+    // An entry may name its verification rule and its draft head: "adt:sampled" is ADT-Tree with
+    // q-sampled children, "adt:coupled:parallel" drafted by the parallel head.
+    const auto parts = split_list(method, ':');
     decode::DecodeRequest req;
-    req.method = method_from(a, method.substr(0, colon));
-    if (colon != std::string::npos)
-      req.method.verify = decode::verify_rule_from_string(method.substr(colon + 1));
+    req.method = method_from(a, parts.at(0));
+    if (parts.size() > 1) req.method.verify = decode::verify_rule_from_string(parts[1]);
+    if (parts.size() > 2) req.method.head = decode::draft_head_from_string(parts[2]);
+    if (parts.size() > 3) throw Error("'" + method + "': give METHOD[:RULE[:HEAD]]");
     req.sampling = params;
     if (req.method.method == decode::Method::Ar)
       req.method.acceptance = decode::Acceptance::Lossless;

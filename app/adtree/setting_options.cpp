@@ -88,7 +88,8 @@ void add_method_options(Args& a, bool list) {
     if (*m.lossy_note) lossy += std::string("; ") + m.key + " is lossy " + m.lossy_note;
   }
   a.option("method", list ? "LIST" : "NAME",
-           (list ? "comma-separated methods, each optionally METHOD:RULE with a --verify rule: "
+           (list ? "comma-separated methods, each optionally METHOD:RULE with a --verify rule, or "
+                   "METHOD:RULE:HEAD with a --head: "
                  : "decoding method: ") +
                names + " (trees are lossy with --relax lantern or cascade" + lossy +
                "); default adt, the fastest lossless method (docs/PERFORMANCE.md), or ar for a "
