@@ -256,3 +256,33 @@ TEST_F(TrainHeadTest, AParallelHeadLearnsEveryDepthAndInstallsBesideTheEagleHead
   });
   EXPECT_NE(bad.find("kind must be eagle1 or parallel"), std::string::npos) << bad;
 }
+
+TEST_F(TrainHeadTest, AnEagleHeadOfTheMixedDistributionRunsOneStream) {
+  const auto dir = model_copy("words", "mixed-model");
+  auto o = options("mixed-run", 40,
+                   {{"output", "mixed"}, {"sample_temperature", 0.25}, {"mix_temperature", 0.25}});
+  const auto r = tr::train_head_on_model(dir, word_prompts(), o);
+  ASSERT_TRUE(r.finished);
+  std::ifstream in(o.out + "/initial-metrics.json");
+  const json initial = json::parse(in);
+  EXPECT_GT(r.metrics["validation"]["cfg_top1"].get<double>(),
+            initial["validation"]["cfg_top1"].get<double>() + 0.05)
+      << log.str();
+  tr::install_head(o.out, dir);
+  md::LoadOptions lo;
+  lo.load_vq = false;
+  const auto m = md::load_model_dir(dir, lo);
+  EXPECT_TRUE(m.drafter_mixed);
+  EXPECT_EQ(m.manifest.drafter["output"], "mixed");
+  EXPECT_NE(error_of([&] {
+              tr::train_head_on_model(
+                  dir, word_prompts(),
+                  options("bad-output", 1, {{"kind", "parallel"}, {"output", "mixed"}}));
+            }).find("output applies to eagle1"),
+            std::string::npos);
+  auto bad = adtree::io::Manifest::load(dir);
+  bad.drafter["output"] = "both";
+  bad.save(dir);
+  EXPECT_NE(error_of([&] { md::load_model_dir(dir, lo); }).find("drafter.output"),
+            std::string::npos);
+}

@@ -84,7 +84,8 @@ DecodeResult decode_checked(const model::ModelBundle& model, const model::Condit
       // N is each step's choice from the device's curve, up to the given N (auto: the largest).
       costs = !m.adt.cost_curve.empty() ? load_step_costs(m.adt.cost_curve)
               : parallel ? measure_parallel_costs(*model.gpt, *model.parallel_head, batch)
-                         : measure_step_costs(*model.gpt, *model.drafter, batch);
+                         : measure_step_costs(*model.gpt, *model.drafter, batch,
+                                              model.drafter_mixed ? 1 : batch);
       opts.costs = &costs;
       if (opts.budget == 0) opts.budget = kMaxAutoBudget;
     } else if (opts.budget == 0 && m.method != Method::Static) {
@@ -106,7 +107,8 @@ DecodeResult decode_checked(const model::ModelBundle& model, const model::Condit
       res.stats.settings.ran_as_ar = kNoTreePays;
     } else {
       auto source = parallel ? make_parallel_source(*model.parallel_head, *model.gpt, batch)
-                             : make_eagle_source(*model.drafter, *model.gpt, batch, scratch);
+                             : make_eagle_source(*model.drafter, *model.gpt, batch, scratch,
+                                                 model.drafter_mixed);
       res = generate_speculative(*model.gpt, *source, cond, request, opts, on_step, cancel);
     }
     if (cost_rule && m.adt.cost_curve.empty()) {

@@ -230,6 +230,19 @@ double drafter_norm_eps(const ModelBundle& b, const std::string& mpath,
   return e.get<double>();
 }
 
+// drafter.output: "streams" (the default) or "mixed".
+bool drafter_mixed(const ModelBundle& b, const std::string& mpath,
+                   std::vector<std::string>& problems) {
+  const auto& d = b.manifest.drafter;
+  if (!d.is_object() || !d.contains("output")) return false;
+  const auto& o = d["output"];
+  if (!o.is_string() || (o != "streams" && o != "mixed")) {
+    problems.push_back(mpath + ": drafter.output must be \"streams\" or \"mixed\"");
+    return false;
+  }
+  return o == "mixed";
+}
+
 // The T5 encoder of a t2i-embeddings model: the one the user names, else model.json's (relative to
 // the model directory). Its width must be the GPT's caption width.
 void load_text_encoder(ModelBundle& b, const LoadOptions& opts) {
@@ -289,6 +302,7 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
   map_weights(b, p, opts, !b.pack_cache_hit, gw, vw, problems);
   load_vocabulary(b, p.text, problems);
   const double drafter_eps = drafter_norm_eps(b, p.model, problems);
+  b.drafter_mixed = drafter_mixed(b, p.model, problems);
   map_drafter(b, p, !b.pack_cache_hit, problems);
   map_parallel_head(b, p, !b.pack_cache_hit, problems);
   throw_problems(dir, problems);

@@ -54,6 +54,9 @@ struct ModelBundle {
   TensorMap drafter_weights;  // empty without drafter.safetensors
   // The EAGLE head (null without drafter.safetensors). It refers to *gpt, which the bundle owns.
   std::shared_ptr<const Drafter> drafter;
+  // model.json's drafter.output is "mixed": the head predicts the CFG-mixed distribution from the
+  // conditional stream alone (else "streams", the default: each CFG stream, mixed after).
+  bool drafter_mixed = false;
   // The parallel draft head (model/llamagen/parallel_head.h; null without parallel_head.safetensors
   // and model.json's parallel_head section). It refers to *gpt too.
   TensorMap parallel_weights;

@@ -48,9 +48,33 @@ at::Tensor paired_loss(const model::Drafter& head, const TargetRows& tr, const a
   return loss / double(std::min(passes, n));
 }
 
+at::Tensor mixed_stream_loss(const model::Drafter& head, const TargetRows& tr,
+                             const at::Tensor& feats, const at::Tensor& pos,
+                             const nlohmann::json& cfg) {
+  const int64_t B = feats.size(0), n = feats.size(1), passes = cfg["tt_passes"];
+  const double t = cfg["mix_temperature"], p_weight = cfg["p_weight"];
+  const double mix_weight = cfg["mix_weight"];
+  const auto cond = [&](const at::Tensor& x) { return x.narrow(0, 0, B); };
+  const auto mixed = cfg_mix(cond(tr.logits_next), tr.logits_next.narrow(0, B, B), cfg["mix_cfg"]);
+  const auto p_t = at::log_softmax(mixed / t, -1), p_1 = at::softmax(mixed, -1);
+  const auto u = unrolled_forward(head, feats, cond(tr.tokens_in), pos, passes);
+  at::Tensor loss;
+  for (int64_t p = 0; p < passes && p < n; ++p) {
+    auto rows = [&](const at::Tensor& x) { return x.narrow(1, p, n - p); };
+    const auto q = rows(u.logits[size_t(p)]);
+    const auto pl = rows(p_t);
+    auto kl = (pl.exp() * (pl - at::log_softmax(q / t, -1))).sum(-1).mean();
+    auto ce = -(rows(p_1) * at::log_softmax(q, -1)).sum(-1).mean();
+    auto l = at::smooth_l1_loss(rows(u.hidden[size_t(p)]), rows(cond(tr.feats_next))) +
+             p_weight * ce + mix_weight * kl;
+    loss = loss.defined() ? loss + l : l;
+  }
+  return loss / double(std::min(passes, n));
+}
+
 nlohmann::json evaluate_head(const model::Gpt& target, const model::Drafter& head,
                              const at::Tensor& tokens, const model::Condition& cond, double cfg,
-                             int64_t batch) {
+                             int64_t batch, bool mixed_output) {
   at::NoGradGuard no_grad;
   const int64_t n = tokens.size(0);
   double top1 = 0, top3 = 0, mix1 = 0, mix3 = 0, acc = 0, rows = 0;
@@ -70,7 +94,8 @@ nlohmann::json evaluate_head(const model::Gpt& target, const model::Drafter& hea
       t3 += top.eq(best).any(-1).sum().item<double>();
     };
     score(dc, c.logits_next, top1, top3);
-    auto tm = cfg_mix(c.logits_next, u.logits_next, cfg), dm = cfg_mix(dc, du, cfg);
+    auto tm = cfg_mix(c.logits_next, u.logits_next, cfg);
+    auto dm = mixed_output ? dc : cfg_mix(dc, du, cfg);
     score(dm, tm, mix1, mix3);
     acc += at::minimum(at::softmax(tm, -1), at::softmax(dm, -1)).sum(-1).sum().item<double>();
     rows += double(c.logits_next.size(0) * c.logits_next.size(1));

@@ -34,13 +34,23 @@ at::Tensor cfg_mix(const at::Tensor& c, const at::Tensor& u, double s);
 at::Tensor paired_loss(const model::Drafter& head, const TargetRows& tr, const at::Tensor& feats,
                        const at::Tensor& pos, const nlohmann::json& cfg);
 
+// The loss of a head that predicts the guided distribution from the conditional stream alone
+// (model.json's drafter.output "mixed"): `tr` holds each picture twice, cond stream first, and the
+// head runs on the cond rows' features `feats` [B, N - 1, D]; per unrolled pass, the feature
+// regression, cfg.mix_weight x KL(p || q) of the target's CFG-mixed distribution and the head's
+// own at cfg.mix_temperature, and cfg.p_weight x the cross-entropy at temperature 1.
+at::Tensor mixed_stream_loss(const model::Drafter& head, const TargetRows& tr,
+                             const at::Tensor& feats, const at::Tensor& pos,
+                             const nlohmann::json& cfg);
+
 // Draft accuracy under teacher forcing on `tokens` [n, N] under `cond` (n rows, the conditional
 // stream): top-1 and top-3 (the target's argmax among the head's 1 / 3 best) in the cond stream
 // and on CFG-mixed logits (scale `cfg`), and accept_t1 = mean sum_x min(p, q) of the CFG-mixed
 // distributions at temperature 1 (the chance that one sampled draft token is accepted).
+// `mixed_output`: the head's cond-stream logits are its guided distribution (no mixing).
 nlohmann::json evaluate_head(const model::Gpt& target, const model::Drafter& head,
                              const at::Tensor& tokens, const model::Condition& cond, double cfg,
-                             int64_t batch = 16);
+                             int64_t batch = 16, bool mixed_output = false);
 
 // The parallel head's inputs over a batch of pictures: for row j (root z_j) and depth d, the code
 // above cell j + d, -1 where there is none (the top row) or the cell is past the image.

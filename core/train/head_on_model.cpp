@@ -29,6 +29,9 @@ json head_on_model_default_config(const model::ModelBundle& m) {
   const double t = m.manifest.sampling.value("temperature", 1.0);
   return json{{"kind", "eagle1"},  // or "parallel" (model/llamagen/parallel_head.h)
               {"depths", 6},       // parallel: the levels one call drafts
+              // eagle1: "streams" (each CFG stream, mixed after) or "mixed" (the guided
+              // distribution from the conditional stream alone: one stream to run)
+              {"output", "streams"},
               {"steps", 2000},
               {"batch", 8},
               {"lr", 5e-4},
@@ -72,7 +75,7 @@ std::string fnv1a_hex(const std::string& text) {
 
 // The resolved config's numbers, checked once.
 struct HeadSettings {
-  bool parallel = false;
+  bool parallel = false, mixed = false;
   int64_t depths = 0;
   int64_t batch = 0, samples = 0, validation_samples = 0, sample_batch = 0;
   double noise = 0, validation_share = 0;
@@ -84,6 +87,11 @@ HeadSettings HeadSettings::read(const json& cfg, const std::string& what) {
   const std::string kind = cfg["kind"];
   require(kind == "eagle1" || kind == "parallel", what, "kind must be eagle1 or parallel");
   s.parallel = kind == "parallel", s.depths = cfg["depths"];
+  const std::string output = cfg["output"];
+  require(output == "streams" || output == "mixed", what, "output must be streams or mixed");
+  require(!s.parallel || output == "streams", what,
+          "output applies to eagle1 (the parallel head always predicts the mix)");
+  s.mixed = output == "mixed";
   require(s.depths >= 1 && s.depths <= 64, what, "depths must be in 1..64");
   s.batch = cfg["batch"], s.samples = cfg["samples"];
   s.validation_samples = cfg["validation_samples"], s.sample_batch = cfg["sample_batch"];
@@ -277,15 +285,18 @@ double head_step(const HeadData& d, BatchOrder& order, int64_t step, double& ite
   auto cond = condition_rows(d.rows.cond, d.samples.prompt.index_select(0, idx));
   auto tr = target_rows(d.target, at::cat({tok, tok}),
                         cat_conditions(cond, null_condition(d.target, cond)));
-  auto feats = d.parallel ? tr.feats_in.narrow(0, 0, tok.size(0)) : tr.feats_in;
+  // The parallel head and a head of output "mixed" run on the conditional stream alone.
+  const bool cond_only = d.parallel || d.s.mixed;
+  auto feats = cond_only ? tr.feats_in.narrow(0, 0, tok.size(0)) : tr.feats_in;
   if (d.s.noise > 0) {
     auto gen = step_generator(d.seed, step, kNoiseStream);
     auto u = at::empty(feats.sizes(), at::kFloat).uniform_(0.0, 1.0, gen) - 0.5;
     feats = feats + u.to(feats.device()) * d.s.noise;
   }
   const auto pos = head_positions(d.target, tok.size(1) - 1);
-  auto loss = d.parallel ? parallel_loss(*d.parallel, tr, tok, feats, d.cfg)
-                         : paired_loss(*d.head, tr, feats, pos, d.cfg);
+  auto loss = d.parallel  ? parallel_loss(*d.parallel, tr, tok, feats, d.cfg)
+              : d.s.mixed ? mixed_stream_loss(*d.head, tr, feats, pos, d.cfg)
+                          : paired_loss(*d.head, tr, feats, pos, d.cfg);
   loss.backward();
   items += double(tr.tokens_in.numel());
   return loss.item<double>();
@@ -299,9 +310,9 @@ json head_eval(const HeadData& d, const PromptRows& val_rows, const OwnSamples& 
   auto cond = condition_rows(val_rows.cond, val.prompt.narrow(0, 0, n));
   const auto tok = val.tokens.narrow(0, 0, n);
   const double cfg = d.cfg["mix_cfg"];
-  return json{{"validation", d.parallel
-                                 ? evaluate_parallel_head(d.target, *d.parallel, tok, cond, cfg)
-                                 : evaluate_head(d.target, *d.head, tok, cond, cfg)}};
+  return json{
+      {"validation", d.parallel ? evaluate_parallel_head(d.target, *d.parallel, tok, cond, cfg)
+                                : evaluate_head(d.target, *d.head, tok, cond, cfg, 16, d.s.mixed)}};
 }
 
 std::string eval_line(const json& m) {
@@ -437,8 +448,9 @@ void write_head(const std::string& from, const std::string& path, at::ScalarType
 io::Manifest manifest_with(io::Manifest m, const json& run, bool parallel) {
   if (parallel) {
     m.parallel_head = {{"kind", "parallel"}, {"depths", run["config"]["depths"]}};
-  } else if (!m.drafter.is_object()) {
-    m.drafter = {{"kind", "eagle1"}, {"layers", 1}};
+  } else {
+    if (!m.drafter.is_object()) m.drafter = {{"kind", "eagle1"}, {"layers", 1}};
+    m.drafter["output"] = run["config"].value("output", "streams");
   }
   if (!m.provenance.is_object()) m.provenance = json::object();
   m.provenance["runs"][parallel ? "parallel_head" : "drafter"] = {

@@ -315,10 +315,53 @@ class ModelSource : public DraftSource {
   FixedLevels fixed_levels_;
 };
 
+// A head that predicts the guided distribution itself runs on the conditional stream alone: the
+// inner source sees row 0 of every feature, and both CFG rows get its logits, which the mix leaves
+// as they are (u + s (c - u) with c = u).
+class CondStreamSource : public DraftSource {
+ public:
+  CondStreamSource(std::unique_ptr<DraftSource> inner, int64_t batch)
+      : inner_(std::move(inner)), batch_(batch) {}
+
+  int64_t scratch_rows() const override { return inner_->scratch_rows(); }
+  int64_t max_depth() const override { return inner_->max_depth(); }
+  void use_fixed_shapes(bool on) override { inner_->use_fixed_shapes(on); }
+  int64_t graphs() const override { return inner_->graphs(); }
+  void start(const model::Condition& cond, const at::Tensor& root_feature) override {
+    inner_->start(cond, root_feature.narrow(0, 0, 1));
+  }
+  at::Tensor begin_step(const std::vector<int64_t>& tokens, const at::Tensor& feats,
+                        int64_t first_index) override {
+    return both(inner_->begin_step(tokens, feats.narrow(0, 0, 1), first_index));
+  }
+  at::Tensor expand(const std::vector<DraftInput>& nodes, std::vector<int64_t>& rows) override {
+    return both(inner_->expand(nodes, rows));
+  }
+  at::Tensor expand_on_device(const at::Tensor& tokens, const at::Tensor& parent_rows,
+                              int64_t index) override {
+    return both(inner_->expand_on_device(tokens, parent_rows, index));
+  }
+  void end_step() override { inner_->end_step(); }
+
+ private:
+  at::Tensor both(const at::Tensor& logits) {
+    forward_ms_ += inner_->take_forward_ms();
+    auto sizes = logits.sizes().vec();
+    sizes[0] = batch_;
+    return logits.expand(sizes);
+  }
+  std::unique_ptr<DraftSource> inner_;
+  int64_t batch_;
+};
+
 }  // namespace
 
 std::unique_ptr<DraftSource> make_eagle_source(const model::Drafter& head, const model::Gpt& target,
-                                               int64_t batch, int64_t scratch) {
+                                               int64_t batch, int64_t scratch, bool mixed) {
+  if (mixed && batch > 1) {
+    return std::make_unique<CondStreamSource>(
+        std::make_unique<EagleSource>(head, target, 1, scratch), batch);
+  }
   return std::make_unique<EagleSource>(head, target, batch, scratch);
 }
 

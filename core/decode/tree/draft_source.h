@@ -77,10 +77,12 @@ class DraftSource {
 constexpr int64_t kDefaultScratchRows = 192;
 
 // EAGLE-1 head: its own KV cache for the accepted prefix; tree rows are temporary scratch
-// (`scratch` rows: the largest tree's expansions, tree_builder.h max_draft_rows).
+// (`scratch` rows: the largest tree's expansions, tree_builder.h max_draft_rows). `mixed`: the head
+// predicts the CFG-mixed distribution from the conditional stream alone (model.json's
+// drafter.output "mixed"), so it runs one stream and hands both CFG rows its logits.
 std::unique_ptr<DraftSource> make_eagle_source(const model::Drafter& head, const model::Gpt& target,
-                                               int64_t batch,
-                                               int64_t scratch = kDefaultScratchRows);
+                                               int64_t batch, int64_t scratch = kDefaultScratchRows,
+                                               bool mixed = false);
 // A GPT as the draft model (tokens only, features ignored).
 std::unique_ptr<DraftSource> make_model_source(const model::Gpt& draft_model, int64_t batch,
                                                int64_t scratch = kDefaultScratchRows);

@@ -178,17 +178,19 @@ Curve timed_head(const model::Gpt& target, const model::Drafter& head, int64_t b
 
 }  // namespace
 
-StepCosts measure_step_costs(const model::Gpt& target, const model::Drafter& head, int64_t batch) {
+StepCosts measure_step_costs(const model::Gpt& target, const model::Drafter& head, int64_t batch,
+                             int64_t head_batch) {
   static std::mutex mu;
   static std::map<std::pair<const model::Gpt*, int64_t>, StepCosts> cache;
   std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_pair(&target, batch);
+  if (head_batch < 1) head_batch = batch;
+  const auto key = std::make_pair(&target, batch * 100 + head_batch);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   c10::InferenceMode guard;
   StepCosts c;
   c.source = "timed on this device";
   c.verify_ms = timed_verify(target, batch);
-  c.head_ms = timed_head(target, head, batch);
+  c.head_ms = timed_head(target, head, head_batch);
   cache[key] = c;
   return c;
 }

@@ -50,7 +50,9 @@ StepCosts load_step_costs(const std::string& path);
 
 // Times the target at blocks of 1 .. 64 rows after half the image and the head at 1 .. 16 rows
 // (medians of 9 interleaved rounds), once per (model, CFG batch) in this process.
-StepCosts measure_step_costs(const model::Gpt& target, const model::Drafter& head, int64_t batch);
+// `head_batch`: the rows the head runs per node (1 for a head on the conditional stream alone).
+StepCosts measure_step_costs(const model::Gpt& target, const model::Drafter& head, int64_t batch,
+                             int64_t head_batch = -1);
 // The same target curve with the parallel head's one call (one_call set).
 StepCosts measure_parallel_costs(const model::Gpt& target, const model::ParallelHead& head,
                                  int64_t batch);

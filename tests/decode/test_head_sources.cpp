@@ -1,6 +1,7 @@
-// The parallel head as a draft source (decode/tree/parallel_source.h): every tree method drafted by
-// it commits AR's tokens, greedy and coupled, takes some of its drafts, and builds no level deeper
-// than the head's depths.
+// The draft sources of the heads that predict the guided distribution: the parallel head
+// (decode/tree/parallel_source.h) and an EAGLE head on the conditional stream alone (output
+// "mixed"). Every tree method drafted by either commits AR's tokens, greedy and coupled, and takes
+// some of its drafts; the parallel head builds no level deeper than its depths.
 #include <gtest/gtest.h>
 
 #include "decode/settings/method_table.h"
@@ -49,6 +50,29 @@ TEST(ParallelSource, EveryTreeMethodCommitsArsTokensGreedyAndCoupled) {
         o.budget = 20;
         // The source refuses a level past its depths: a tree that went deeper would throw here.
         auto res = generate_speculative(*f.target, *src, c, request(m, rule, t, seed), o);
+        EXPECT_EQ(res.tokens, ar.tokens) << m << " T " << t << " seed " << seed;
+        accepted += res.stats.summary.tokens - res.stats.summary.target_forwards;
+      }
+    }
+  }
+  EXPECT_GT(accepted, 0);
+}
+
+TEST(CondStreamSource, AnEagleHeadOnTheConditionalStreamCommitsArsTokens) {
+  SpecFixture f(SpecFixture::micro());
+  int64_t accepted = 0;
+  for (uint64_t seed : {0, 1}) {
+    for (double t : {0.0, 1.0}) {
+      auto c = f.cond({2, 7}, true);
+      const auto rule = t == 0 ? VerifyRule::Auto : VerifyRule::Coupled;
+      auto ar = generate_ar(*f.target, c, request("ar", rule, t, seed).sampling, seed);
+      for (const char* m : {"static", "dynamic", "adt"}) {
+        auto src = make_eagle_source(*f.head, *f.target, 2, kDefaultScratchRows, /*mixed=*/true);
+        auto r = request(m, rule, t, seed);
+        r.method.head = DraftHead::Eagle;
+        SpecOptions o;
+        o.budget = 20;
+        auto res = generate_speculative(*f.target, *src, c, r, o);
         EXPECT_EQ(res.tokens, ar.tokens) << m << " T " << t << " seed " << seed;
         accepted += res.stats.summary.tokens - res.stats.summary.target_forwards;
       }
