@@ -350,6 +350,41 @@ void write_finished(const TrainOptions& opts, const std::string& dir, const json
 
 }  // namespace
 
+namespace {
+
+// The heads under training: one of the two, on the training copy of the target.
+struct HeadModels {
+  std::unique_ptr<model::Drafter> eagle;
+  std::unique_ptr<model::ParallelHead> parallel;
+};
+
+HeadModels make_heads(const model::ModelBundle& m, const model::Gpt& target, const Params& params,
+                      const HeadSettings& s) {
+  HeadModels h;
+  if (s.parallel) {
+    h.parallel = std::make_unique<model::ParallelHead>(target, params.tensors, s.depths, false);
+  } else {
+    const auto& d = m.manifest.drafter;
+    const double eps =
+        d.is_object() ? d.value("norm_eps", m.gpt_config.norm_eps) : m.gpt_config.norm_eps;
+    h.eagle = std::make_unique<model::Drafter>(target, params.tensors, /*inference=*/false, eps);
+  }
+  return h;
+}
+
+// The starting head's figures: measured before a fresh run, read back when resuming.
+json initial_metrics(const HeadData& d, const PromptRows& val_rows, const OwnSamples& val,
+                     const TrainOptions& opts, std::ostream& log) {
+  const auto path = run_file(opts.out, "initial-metrics.json");
+  if (opts.resume) return fs::exists(path) ? read_json_file(path) : json();
+  auto initial = head_eval(d, val_rows, val, /*final=*/true);
+  log << "before training " << eval_line(initial) << std::endl;
+  write_json_file(path, initial);
+  return initial;
+}
+
+}  // namespace
+
 TrainResult train_head_on_model(const std::string& dir, const HeadPrompts& given,
                                 const TrainOptions& opts) {
   const std::string what = "train drafter";
@@ -374,28 +409,13 @@ TrainResult train_head_on_model(const std::string& dir, const HeadPrompts& given
   Params params = Params::from(initial_weights(m, cfg, s, opts, what, log), device);
   AdamW opt(params, {cfg["lr"].get<double>(), cfg["beta1"].get<double>(),
                      cfg["beta2"].get<double>(), 1e-8, cfg["weight_decay"].get<double>()});
-  const double eps = m.manifest.drafter.is_object()
-                         ? m.manifest.drafter.value("norm_eps", m.gpt_config.norm_eps)
-                         : m.gpt_config.norm_eps;
-  std::unique_ptr<model::Drafter> head;
-  std::unique_ptr<model::ParallelHead> parallel;
-  if (s.parallel) {
-    parallel = std::make_unique<model::ParallelHead>(target, params.tensors, s.depths, false);
-  } else {
-    head = std::make_unique<model::Drafter>(target, params.tensors, /*inference=*/false, eps);
-  }
+  const auto heads = make_heads(m, target, params, s);
   log << "draft head: " << params.count() << " parameters; target " << m.gpt_config.dim << "x"
       << m.gpt_config.n_layer << std::endl;
 
-  const HeadData data{target, head.get(), parallel.get(), rows, samples, s, cfg, opts.seed};
-  json initial;
-  if (!opts.resume) {
-    initial = head_eval(data, val_rows, val, /*final=*/true);
-    log << "before training " << eval_line(initial) << std::endl;
-    write_json_file(run_file(opts.out, "initial-metrics.json"), initial);
-  } else if (fs::exists(run_file(opts.out, "initial-metrics.json"))) {
-    initial = read_json_file(run_file(opts.out, "initial-metrics.json"));
-  }
+  const HeadData data{target, heads.eagle.get(), heads.parallel.get(), rows, samples, s,
+                      cfg,    opts.seed};
+  const json initial = initial_metrics(data, val_rows, val, opts, log);
   BatchOrder order(first_rows(samples.size()), s.batch, opts.seed);
   auto spec = LoopSpec::from_config("drafter", "tok", cfg);
   spec.step_fn = [&](int64_t i, double& items) { return head_step(data, order, i, items); };
