@@ -47,6 +47,7 @@ void print_train_usage() {
          "  drafter    the EAGLE draft head of a trained GPT (needs --gpt RUN), or of any model\n"
          "             directory on its own samples, with no dataset (--model DIR)\n"
          "  assemble   a model directory from finished runs (--vq, --gpt, --drafter)\n"
+         "  install    a finished head run's head into its model directory (--run, --model)\n"
          "  fidelity   prompt fidelity of a model: generated pictures vs nearest training ones\n\n"
          "Every stage checkpoints into its --out folder and continues with --resume.\n"
          "Run 'adtree train <stage> --help' for its options.\n";
@@ -273,6 +274,20 @@ void write_reconstructions(const io::Dataset& data, const std::string& out) {
 #endif
 }
 
+// adtree train install: a finished head run's head into a model directory (what --install does).
+int train_install(int argc, char** argv) {
+  Args a("train install",
+         "Put the head of a finished 'train drafter --model' run into a model directory: its "
+         "weights in the GPT's storage dtype, model.json's section and provenance. The head it "
+         "replaces is kept in the run folder.");
+  a.option("run", "DIR", "finished 'train drafter --model' run folder")
+      .option("model", "DIR", "the model directory (the one the head was trained for)");
+  if (!a.parse(argc - 1, argv + 1)) return 0;
+  if (!a.given("run") || !a.given("model")) throw Error("give --run DIR and --model DIR");
+  std::cout << train::install_head(a.str("run"), a.str("model")) << "\n";
+  return 0;
+}
+
 // adtree train drafter --model DIR: the head of a model directory on its own samples.
 int train_head_on_model(const Args& a, int argc, char** argv) {
   for (const char* other : {"gpt", "data"}) {
@@ -355,10 +370,11 @@ int cmd_train(int argc, char** argv) {
   }
   const std::string stage = argv[0];
   if (stage == "assemble") return train_assemble(argc, argv);
+  if (stage == "install") return train_install(argc, argv);
   if (stage == "fidelity") return train_fidelity(argc, argv);
   if (stage != "vq" && stage != "gpt" && stage != "drafter") {
     throw Error("unknown 'train' stage '" + stage +
-                "' (known: vq, gpt, drafter, assemble, fidelity)");
+                "' (known: vq, gpt, drafter, assemble, install, fidelity)");
   }
   return train_stage(stage, argc, argv);
 }

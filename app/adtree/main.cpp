@@ -21,7 +21,7 @@ void print_usage() {
          "  model          make model directories (model random)\n"
          "  convert        convert released LlamaGen checkpoints into a model directory\n"
          "  data           build training datasets (data emoji)\n"
-         "  train          train models (train vq|gpt|drafter, assemble, fidelity)\n"
+         "  train          train models (train vq|gpt|drafter, assemble, install, fidelity)\n"
          "  soak           many generations through the engine: memory and hang check\n"
          "  sweep          ablation grids of decoding settings (JSONL rows, shards, merge)\n\n"
          "Run 'adtree <command> --help' for a command's options.\n";
