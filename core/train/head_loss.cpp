@@ -1,6 +1,7 @@
 #include "train/head_loss.h"
 
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "train/gpt_trainer.h"
 #include "train/head_unroll.h"
@@ -72,6 +73,17 @@ at::Tensor mixed_stream_loss(const model::Drafter& head, const TargetRows& tr,
   return loss / double(std::min(passes, n));
 }
 
+namespace {
+// The target's rows of pictures `tok` [b, N] in the cond stream (rows first .. first + b - 1 of
+// `cond`) and in the null stream.
+std::pair<TargetRows, TargetRows> both_streams(const model::Gpt& target, const at::Tensor& tok,
+                                               const model::Condition& cond, int64_t first) {
+  const auto idx = at::arange(first, first + tok.size(0), at::TensorOptions().dtype(at::kLong));
+  const auto part = condition_rows(cond, idx);
+  return {target_rows(target, tok, part), target_rows(target, tok, null_condition(target, part))};
+}
+}  // namespace
+
 nlohmann::json evaluate_head(const model::Gpt& target, const model::Drafter& head,
                              const at::Tensor& tokens, const model::Condition& cond, double cfg,
                              int64_t batch, bool mixed_output) {
@@ -81,9 +93,7 @@ nlohmann::json evaluate_head(const model::Gpt& target, const model::Drafter& hea
   for (int64_t i = 0; i < n; i += batch) {
     const int64_t b = std::min(batch, n - i);
     auto tok = tokens.narrow(0, i, b);
-    auto part = condition_rows(cond, at::arange(i, i + b, at::TensorOptions().dtype(at::kLong)));
-    auto c = target_rows(target, tok, part);
-    auto u = target_rows(target, tok, null_condition(target, part));
+    const auto [c, u] = both_streams(target, tok, cond, i);
     auto pos = head_positions(target, tok.size(1) - 1);
     auto dc = head.forward(nullptr, c.feats_in, c.tokens_in, pos).logits;
     auto du = head.forward(nullptr, u.feats_in, u.tokens_in, pos).logits;
@@ -164,9 +174,7 @@ nlohmann::json evaluate_parallel_head(const model::Gpt& target, const model::Par
   for (int64_t i = 0; i < n; i += batch) {
     const int64_t b = std::min(batch, n - i);
     auto tok = tokens.narrow(0, i, b);
-    auto part = condition_rows(cond, at::arange(i, i + b, at::TensorOptions().dtype(at::kLong)));
-    auto c = target_rows(target, tok, part);
-    auto u = target_rows(target, tok, null_condition(target, part));
+    const auto [c, u] = both_streams(target, tok, cond, i);
     const auto mixed = cfg_mix(c.logits_next, u.logits_next, cfg);  // [b, N - 1, V]
     const auto logits = parallel_logits(head, target, tok, c.feats_in, c.tokens_in);
     const int64_t N1 = c.feats_in.size(1);
