@@ -43,6 +43,11 @@ class TrainHeadTest : public ::testing::Test {
     g.num_classes = 5;
     md::write_random_model(root_ + "/classes", g, md::small_vq_config(g.vocab_size, g.grid_h), 12,
                            "head classes");
+    // A LlamaGen-style t2i model: caption rows from a (tiny, random) T5 encoder in its t5/ folder.
+    auto t = md::GptConfig::preset("micro");
+    t.num_words = 0, t.cond_len = 16;
+    md::write_random_model(root_ + "/t5", t, md::small_vq_config(t.vocab_size, t.grid_h), 13,
+                           "head t5", "t5");
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
 
@@ -285,4 +290,13 @@ TEST_F(TrainHeadTest, AnEagleHeadOfTheMixedDistributionRunsOneStream) {
   bad.save(dir);
   EXPECT_NE(error_of([&] { md::load_model_dir(dir, lo); }).find("drafter.output"),
             std::string::npos);
+}
+
+TEST_F(TrainHeadTest, AT5ModelReadsItsTypedPromptsThroughItsEncoder) {
+  tr::HeadPrompts p;
+  p.train = {"a red apple on a table", "a dog in the snow", "two cats", "a blue car at night"};
+  p.validation = {"a green tree"};
+  const auto o = options("t5-run", 3);
+  ASSERT_TRUE(tr::train_head_on_model(root_ + "/t5", p, o).finished);
+  EXPECT_NE(log.str().find("4 training prompts, 1 held out"), std::string::npos) << log.str();
 }
