@@ -53,9 +53,6 @@ class DraftSource {
   // The deepest level below the root the source drafts (a parallel head's depths); builders draft
   // no deeper.
   virtual int64_t max_depth() const { return std::numeric_limits<int64_t>::max(); }
-  // Whether every level after the first comes with the first call (no forward per level): the cost
-  // rule then prices a tree's levels at nothing beyond that call.
-  virtual bool one_call() const { return false; }
   // Tree rows one step can feed through expand() (the scratch area of its cache).
   virtual int64_t scratch_rows() const = 0;
   // Milliseconds spent in draft-model forwards since the last call (then reset): the decoding loop

@@ -16,7 +16,6 @@ class ParallelSource : public DraftSource {
 
   int64_t scratch_rows() const override { return std::numeric_limits<int32_t>::max(); }
   int64_t max_depth() const override { return head_.depths(); }
-  bool one_call() const override { return true; }
 
   void start(const model::Condition&, const at::Tensor&) override {
     committed_.clear();
