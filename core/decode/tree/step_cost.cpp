@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "model/conditioning.h"
 #include "util/clock.h"
@@ -181,10 +182,10 @@ Curve timed_head(const model::Gpt& target, const model::Drafter& head, int64_t b
 StepCosts measure_step_costs(const model::Gpt& target, const model::Drafter& head, int64_t batch,
                              int64_t head_batch) {
   static std::mutex mu;
-  static std::map<std::pair<const model::Gpt*, int64_t>, StepCosts> cache;
+  static std::map<std::tuple<const model::Gpt*, int64_t, int64_t>, StepCosts> cache;
   std::lock_guard<std::mutex> lock(mu);
   if (head_batch < 1) head_batch = batch;
-  const auto key = std::make_pair(&target, batch * 100 + head_batch);
+  const auto key = std::make_tuple(&target, batch, head_batch);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
   c10::InferenceMode guard;
   StepCosts c;
