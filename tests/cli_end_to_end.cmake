@@ -224,6 +224,21 @@ if(NOT bench_runs EQUAL 4 OR NOT second STREQUAL "adt" OR NOT third EQUAL 1 OR N
   message(FATAL_ERROR "bench order: ${bench_runs} runs, second ${second}, third's round ${third}")
 endif()
 run_fails("--seeds and --rounds need at least 1" ${ADTREE} bench --model ${WORK}/model --rounds 0)
+# A bench entry with method settings of its own (an ablation in one run).
+run_ok(${ADTREE} bench --model ${WORK}/model --method "adt@adt-grid-tree=off@adt-leftover=0"
+       --prompts "a red cat" --seeds 1 --rounds 1 --blocks 1 --reps 1 --budget 4
+       --json ${WORK}/bench-at.json)
+file(READ "${WORK}/bench-at.json" bj)
+string(JSON at_runs GET "${bj}" summary "adt@adt-grid-tree=off@adt-leftover=0" runs)
+if(NOT at_runs EQUAL 1)
+  message(FATAL_ERROR "bench entry with settings: ${at_runs} runs")
+endif()
+# The default blocks on a model smaller than the largest of them: those that fit are timed.
+run_ok(${ADTREE} bench --model ${WORK}/model --method ar --seeds 1 --rounds 1 --reps 1)
+run_fails("'@adt-nothing=1': give a method setting as FLAG=VALUE" ${ADTREE} bench --model
+          ${WORK}/model --method "adt@adt-nothing=1" --seeds 1 --rounds 1)
+run_fails("--adt-leftover" ${ADTREE} bench --model ${WORK}/model --method "adt@adt-leftover=lots"
+          --seeds 1 --rounds 1)
 # bench-picture: the whole picture both ways, each split into its phases, and the load.
 run_ok(${ADTREE} bench-picture --model ${WORK}/model --prompts "a red cat" --seeds 2 --previews 1
        --json ${WORK}/picture.json)

@@ -22,6 +22,7 @@
 #include "bench_runs.h"
 #include "commands.h"
 #include "decode/run.h"
+#include "decode/settings/setting.h"
 #include "decode/tree/step_cost.h"
 #include "io/file_write.h"
 #include "model/llamagen/drafter.h"
@@ -183,9 +184,10 @@ nlohmann::json time_forward_blocks(const Args& a, const model::ModelBundle& m, i
   nlohmann::json blocks = nlohmann::json::array();
   for (const auto& s : split_list(a.str("blocks"), ',')) {
     const int64_t q = std::stoll(s);
-    // Positions must stay inside the image: prefix + q <= image tokens.
+    // Positions must stay inside the image: prefix + q <= image tokens, after a prefix of at
+    // least one token (what every step but the first has).
     const int64_t prefix = std::min<int64_t>(128, g.image_tokens() - q);
-    if (prefix < 0) continue;
+    if (prefix < 1) continue;
     // Eager, then on fixed shapes (what the device step runs), then as a graph where built.
     const double graph_ms = fixed_forward_ms(*m.gpt, batch, q, prefix, reps, cond, true);
     auto profile = forward_parts(*m.gpt, batch, q, prefix, reps, cond);  // empty off the lean path
@@ -210,7 +212,7 @@ nlohmann::json time_head_levels(const model::ModelBundle& m, int64_t batch, int 
     for (int64_t q : {int64_t(1), decode::MethodSettings{}.dynamic_tree.width}) {
       // Positions must stay inside the image, as for the target's blocks.
       const int64_t prefix = std::min<int64_t>(128, m.gpt_config.image_tokens() - q);
-      if (prefix < 0) continue;
+      if (prefix < 1) continue;
       const double ms = head_level_ms(*m.drafter, *m.gpt, batch, q, prefix, reps);
       head_levels.push_back(
           {{"head", "eagle"}, {"q", q}, {"ms", ms}, {"share_of_step", ms / step}});
@@ -240,6 +242,18 @@ void time_cost_curve(const Args& a, const model::ModelBundle& m, int64_t batch,
   }
 }
 
+// "flag=value" of a method setting (its command-line flag without the dashes) onto `req`.
+void apply_method_flag(const std::string& text, decode::DecodeRequest& req) {
+  const auto eq = text.find('=');
+  const std::string flag = text.substr(0, eq);
+  for (const auto& s : decode::settings_table()) {
+    if (s.scope != decode::Scope::Method || s.flag != flag || eq == std::string::npos) continue;
+    s.set(req, s.parse(text.substr(eq + 1)));
+    return;
+  }
+  throw Error("'@" + text + "': give a method setting as FLAG=VALUE, e.g. @adt-leftover=0");
+}
+
 // AR first, as the baseline every speed-up is measured against.
 std::vector<std::string> method_names(const Args& a, const model::ModelBundle& m) {
   std::vector<std::string> names{"ar"};
@@ -254,13 +268,18 @@ std::vector<BenchMethod> bench_methods(const Args& a, const std::vector<std::str
   std::vector<BenchMethod> methods;
   for (const auto& method : names) {
     // An entry may name its verification rule and its draft head: "adt:sampled" is ADT-Tree with
-    // q-sampled children, "adt:coupled:parallel" drafted by the parallel head.
-    const auto parts = split_list(method, ':');
+    // q-sampled children, "adt:coupled:parallel" drafted by the parallel head; and method
+    // settings of its own after '@': "adt@adt-grid-tree=off@adt-leftover=0" (ablations).
+    auto overrides = split_list(method, '@');
+    const auto parts = split_list(overrides.at(0), ':');
+    overrides.erase(overrides.begin());
     decode::DecodeRequest req;
     req.method = method_from(a, parts.at(0));
     if (parts.size() > 1) req.method.verify = decode::verify_rule_from_string(parts[1]);
     if (parts.size() > 2) req.method.head = decode::draft_head_from_string(parts[2]);
-    if (parts.size() > 3) throw Error("'" + method + "': give METHOD[:RULE[:HEAD]]");
+    if (parts.size() > 3)
+      throw Error("'" + method + "': give METHOD[:RULE[:HEAD]][@FLAG=VALUE...]");
+    for (const auto& o : overrides) apply_method_flag(o, req);
     req.sampling = params;
     if (req.method.method == decode::Method::Ar)
       req.method.acceptance = decode::Acceptance::Lossless;
@@ -395,6 +414,9 @@ int cmd_bench(int argc, char** argv) {
   nlohmann::json out = describe_setup(a, bm, params);
   const int64_t weight_bytes = streamed_weight_bytes(m);
 
+  // The methods first: a wrong entry fails before minutes of timing.
+  const std::vector<std::string> names = method_names(a, m);
+  const auto methods = bench_methods(a, names, params);
   auto cond = model::condition_for_prompt(m, plan.prompts[0], params.uses_cfg());
   nlohmann::json blocks = time_forward_blocks(a, m, batch, plan.reps, cond);
   out["forward_by_block"] = blocks;
@@ -404,9 +426,7 @@ int cmd_bench(int argc, char** argv) {
 
   // Every method on the same pictures in this one process, taken in turn per picture
   // (bench_runs.h).
-  const std::vector<std::string> names = method_names(a, m);
-  auto gens =
-      run_generations(m, bench_methods(a, names, params), plan.prompts, plan.seeds, plan.rounds);
+  auto gens = run_generations(m, methods, plan.prompts, plan.seeds, plan.rounds);
   out["runs"] = gens.runs;
   out["peak_rss_mib"] = peak_rss_mib();  // before the bandwidth probe's 256 MiB buffer
   const StepFloor floor = measure_step_floor(weight_bytes);

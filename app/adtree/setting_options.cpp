@@ -89,7 +89,8 @@ void add_method_options(Args& a, bool list) {
   }
   a.option("method", list ? "LIST" : "NAME",
            (list ? "comma-separated methods, each optionally METHOD:RULE with a --verify rule, or "
-                   "METHOD:RULE:HEAD with a --head: "
+                   "METHOD:RULE:HEAD with a --head, then method settings of its own as @FLAG=VALUE "
+                   "(adt@adt-grid-tree=off): "
                  : "decoding method: ") +
                names + " (trees are lossy with --relax lantern or cascade" + lossy +
                "); default adt, the fastest lossless method (docs/PERFORMANCE.md), or ar for a "

@@ -99,7 +99,7 @@ DecodeResult decode_checked(const model::ModelBundle& model, const model::Condit
     auto lantern = lantern_for(model, m);
     opts.lantern = lantern.get();
     const int64_t scratch = std::max(kDefaultScratchRows, max_draft_rows(m, largest));
-    if (cost_rule && !drafts_can_pay(costs, 1 + opts.budget + kMaxGridChain)) {
+    if (cost_rule && !drafts_can_pay(costs, 1 + opts.budget + kMaxFree)) {
       // No tree can pay on this curve, whatever it drafts: AR itself, without the speculative
       // loop's bookkeeping (SPEC_DECODING.md 5.8).
       res = generate_ar(*model.gpt, cond, request.sampling, request.seed, on_step, cancel,

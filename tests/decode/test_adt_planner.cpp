@@ -171,35 +171,23 @@ TEST(AdtPlanner, GridCandidatesWhereTheCodesRepeatAndOnlyWhereTheRuleAllows) {
   AdtPlanner with(cpu, 8, w, 8, 10, 58, true), without(cpu, 8, w, 8, 10, 58, false);
   // Learn from the committed picture: every cell repeated its upper code.
   with.observe(root_only_tree(tok[0]), AcceptResult{}, tok, 1);
-  EXPECT_GT(with.grid_hit(tok, int64_t(tok.size()), true), 0.9);
+  const auto next =
+      with.free_guesses().candidates(tok, int64_t(tok.size()), int64_t(tok.size()), tok.back());
+  ASSERT_FALSE(next.empty());
+  EXPECT_EQ(next[0].token, tok[tok.size() - size_t(w)]);
+  EXPECT_GT(next[0].p, 0.9);
   const auto g = with.plan(tok, TreeShape{4, 4}, 1, 100);
   EXPECT_GT(g.grid, 2);
   EXPECT_EQ(without.plan(tok, TreeShape{4, 4}, 1, 100).grid, 0);
-  // The chain's codes are the cells above the next ones.
-  const auto codes = with.grid_tokens(tok, 4);
-  ASSERT_EQ(codes.size(), 4u);
-  for (int64_t j = 0; j < 4; ++j) EXPECT_EQ(codes[size_t(j)], tok[tok.size() + size_t(j) - w]);
-}
-
-TEST(AdtPlanner, GridChainFollowsDraftedNodesAndAddsOnlyWhatIsNew) {
-  DraftTree t = root_only_tree(1);
-  t.nodes.push_back(DraftNode{4, 0, 1, -0.1, 0.9f, 0});
-  t.nodes.push_back(DraftNode{6, 1, 2, -0.3, 0.8f, 0});
-  t.child_dist.resize(3);
-  t.levels = 2;
-  // 4 and 6 are drafted already: the chain follows them and adds 7, then 9 below it.
-  EXPECT_EQ(add_grid_chain(t, {4, 6, 7, 9}), 2);
-  ASSERT_EQ(t.size(), 5);
-  EXPECT_TRUE(t.nodes[3].grid);
-  EXPECT_EQ(t.nodes[3].parent, 2);
-  EXPECT_EQ(t.nodes[4].parent, 3);
-  EXPECT_EQ(t.nodes[4].depth, 4);
-  EXPECT_EQ(t.levels, 4);
-  EXPECT_LT(t.nodes[3].score, t.nodes[2].score);
-  // A different first code starts a branch of its own under the root.
-  EXPECT_EQ(add_grid_chain(t, {5}), 1);
-  EXPECT_EQ(t.nodes.back().parent, 0);
-  EXPECT_EQ(t.nodes.back().rank, 1);
+  // The chain's codes are the cells above the next ones, one below the other.
+  DraftTree t = root_only_tree(tok.back());
+  ASSERT_EQ(with.add_free(t, tok, g), g.grid);
+  for (int64_t j = 1; j <= 3; ++j) {
+    const auto& nd = t.nodes[size_t(j)];
+    EXPECT_TRUE(nd.grid);
+    EXPECT_EQ(nd.parent, j - 1);
+    EXPECT_EQ(nd.token, tok[tok.size() + size_t(j - 1) - w]);
+  }
 }
 
 // The loop under plans that skip the head: a curve on which feeding exactly three waiting rows is
@@ -338,13 +326,20 @@ TEST(AdtPlanner, RejectedRowsLeaveGuessesForTheNextChain) {
   acc.has_bonus = true, acc.bonus = 1;  // cell 5 takes 1: the draft 0 was rejected
   tok.push_back(1);
   p.observe(t, acc, tok, 5, probs);
-  const auto chain = p.grid_tokens(tok, 3);
-  ASSERT_GE(chain.size(), 2u);
-  EXPECT_EQ(chain[0], 2);  // cell 6: node 1's guess
-  EXPECT_EQ(chain[1], 4);  // cell 7: node 2's guess
-  if (chain.size() > 2) {
-    EXPECT_EQ(chain[2], tok[8 - w]);  // cell 8: no guess, the code above
-  }
+  const auto& f = p.free_guesses();
+  const int64_t first = int64_t(tok.size());
+  EXPECT_EQ(f.candidates(tok, first, 6, tok.back()).at(0).token, 2);  // cell 6: node 1's guess
+  EXPECT_EQ(f.candidates(tok, first, 7, 2).at(0).token, 4);           // cell 7: node 2's guess
+  EXPECT_EQ(f.candidates(tok, first, 8, 4).at(0).token, tok[8 - w]);  // cell 8: the code above
+  // The guesses chain below each other, best first.
+  DraftTree chain = root_only_tree(tok.back());
+  StepPlan three;
+  three.grid = 3, three.grid_depth = 3;
+  p.add_free(chain, tok, three);
+  ASSERT_EQ(chain.size(), 4);
+  EXPECT_EQ(chain.nodes[1].token, 2);
+  EXPECT_EQ(chain.nodes[2].token, 4);
+  EXPECT_EQ(chain.nodes[2].parent, 1);
 }
 
 TEST(AdtPlanner, GuessesLeftForTheNextStepLengthenTheChain) {

@@ -48,7 +48,8 @@ struct AdtSettings {              // SPEC_DECODING.md section 5
   int64_t step_d = 1, step_k = 1;           // step mode increments
   Adjacency adjacency = Adjacency::LeftUp;  // measured best (docs/adt-tree.md)
   AdtBudget budget_rule = AdtBudget::Cost;  // the device decides (docs/PERFORMANCE.md)
-  bool grid = true;        // Cost: the codes above the next cells as free candidates
+  bool grid = true;        // Cost: free candidates (guesses, codes above) without a head call
+  bool grid_tree = true;   // Cost: ... also inside the head's tree, and the codes to the left
   double leftover = 0.15;  // Cost: tokens a guess left for the next step is worth (adt_planner.h)
   std::string cost_curve;  // Cost: a curve file (step_cost.h) instead of timing this device
 };

@@ -342,6 +342,16 @@ std::vector<Setting> method_entries() {
                 "(coupled rule or temperature 0)")
           .studio("adt", "Grid")
           .check_text("codes above as free candidates"),
+      field("adt.grid_tree", &MethodSettings::adt, &AdtSettings::grid_tree)
+          .cli("adt-grid-tree", "on|off")
+          .bool_words("on", "off")
+          .reads({M::Adt})
+          .help("cost rule with --adt-grid on: free candidates also below the draft head's "
+                "rank-0 path where its drafts miss, and the codes to the left of the cells; off: "
+                "one chain of guesses and codes above below the root (the rule before "
+                "2026-12-06)")
+          .studio("adt", "Free in tree")
+          .check_text("free candidates inside the head's tree"),
       field("adt.leftover", &MethodSettings::adt, &AdtSettings::leftover)
           .cli("adt-leftover", "V")
           .range(0, 1)

@@ -8,19 +8,12 @@ namespace adtree::decode {
 
 namespace {
 constexpr double kHeadPseudo = 4;  // the head's prior is worth this many observations per rank
-constexpr double kGridPseudo = 2;
 constexpr double kLocalPseudo = 2;
-// Prior of a grid hit by neighbourhood kind: (cell above repeats its upper code) + 2 x (the cell to
-// the left repeats its upper code). Flat regions repeat; the data moves these within a picture.
-// Kind 4, a target guess (the coupled choice of a row that saw a wrong token before it): SJD's
-// guesses, which images mostly keep.
-constexpr double kGridPrior[5] = {0.2, 0.45, 0.45, 0.8, 0.5};
-constexpr int64_t kGuessKind = 4;
 }  // namespace
 
 AdtPlanner::AdtPlanner(const StepCosts& costs, int64_t grid_h, int64_t grid_w, int64_t d_max,
                        int64_t k_max, int64_t n_cap, bool grid_ok, CouplingNoise* noise,
-                       double leftover)
+                       double leftover, bool in_tree)
     : costs_(costs),
       h_(grid_h),
       w_(grid_w),
@@ -28,8 +21,9 @@ AdtPlanner::AdtPlanner(const StepCosts& costs, int64_t grid_h, int64_t grid_w, i
       k_max_(k_max),
       n_cap_(n_cap),
       grid_ok_(grid_ok),
+      in_tree_(in_tree),
       leftover_(leftover),
-      noise_(noise) {
+      free_(grid_h, grid_w, noise, in_tree) {
   // Head prior: the top child right about half the time at level 1, the next ranks far less,
   // every level a little worse (the head drafts deeper levels from its own features).
   prior_.assign(size_t(d_max), std::vector<double>(size_t(k_max)));
@@ -45,9 +39,7 @@ void AdtPlanner::start() {
   hits_.assign(size_t(d_max_), std::vector<double>(size_t(k_max_), 0.0));
   trials_ = hits_;
   top1_.assign(size_t(h_ * w_), int8_t(-1));
-  std::fill(std::begin(grid_hits_), std::end(grid_hits_), 0.0);
-  std::fill(std::begin(grid_trials_), std::end(grid_trials_), 0.0);
-  guess_.assign(size_t(h_ * w_), -1);
+  free_.start();
   learned_to_ = 0;
 }
 
@@ -74,42 +66,6 @@ double AdtPlanner::local_factor(int64_t first_cell) const {
   return std::clamp(local / std::max(global, 1e-3), 0.25, 1.8);
 }
 
-int64_t AdtPlanner::grid_kind(const std::vector<int64_t>& tok, int64_t cell,
-                              bool left_repeats) const {
-  const bool up = cell >= 2 * w_ && tok[size_t(cell - w_)] == tok[size_t(cell - 2 * w_)];
-  return int64_t(up) + 2 * int64_t(left_repeats);
-}
-
-double AdtPlanner::grid_hit(const std::vector<int64_t>& committed, int64_t cell,
-                            bool left_repeats) const {
-  const auto kind = size_t(grid_kind(committed, cell, left_repeats));
-  return (grid_hits_[kind] + kGridPseudo * kGridPrior[kind]) / (grid_trials_[kind] + kGridPseudo);
-}
-
-std::pair<int64_t, double> AdtPlanner::chain_cell(const std::vector<int64_t>& tok, int64_t cell,
-                                                  int64_t j, bool left_repeats) const {
-  if (cell >= int64_t(guess_.size())) return {-1, 0.0};
-  if (guess_[size_t(cell)] >= 0) {
-    const auto g = size_t(kGuessKind);
-    return {guess_[size_t(cell)],
-            (grid_hits_[g] + kGridPseudo * kGridPrior[g]) / (grid_trials_[g] + kGridPseudo)};
-  }
-  if (cell < w_ || j >= w_) return {-1, 0.0};  // no committed code above it
-  return {tok[size_t(cell - w_)], grid_hit(tok, cell, left_repeats)};
-}
-
-std::vector<int64_t> AdtPlanner::grid_tokens(const std::vector<int64_t>& committed,
-                                             int64_t cells) const {
-  const int64_t first = int64_t(committed.size());
-  std::vector<int64_t> out;
-  for (int64_t j = 0; j < cells; ++j) {
-    const auto [code, p] = chain_cell(committed, first + j, j, true);
-    if (code < 0) break;
-    out.push_back(code);
-  }
-  return out;
-}
-
 std::string describe(const StepPlan& p) {
   std::ostringstream why;
   why.precision(3);
@@ -128,45 +84,41 @@ StepPlan AdtPlanner::plan(const std::vector<int64_t>& committed, TreeShape bound
   StepPlan best;
   best.ms = costs_.verify(1);
   double best_rate = 1.0 / best.ms;
-  // The grid chain's expected tokens by length: the first cell's left neighbour is the root;
-  // further cells are reached only when the cell before matched, i.e. repeated the code above.
-  std::vector<double> chain{0.0};
-  if (grid_ok_) {
-    const int64_t root = first - 1;
-    const bool root_repeats = root >= w_ && committed[size_t(root)] == committed[size_t(root - w_)];
-    // The free chain costs no head call, so the curve alone bounds it (not the adjacency depth).
-    const int64_t cells = std::min({max_levels, kMaxGridChain, bound.d});
-    double reach = 1;
-    for (int64_t j = 0; j < cells; ++j) {
-      const auto [code, p] = chain_cell(committed, first + j, j, j > 0 || root_repeats);
-      if (code < 0) break;
-      chain.push_back(chain.back() + (reach *= p));
-    }
-  }
+  // Free candidates cost no head call, so the curve alone bounds how many (not the adjacency
+  // width); the adjacency depth bounds how deep they reach.
+  const int64_t free_depth = std::min(bound.d, max_levels);
   const double local = local_factor(first);
   const int64_t d_top = std::min({bound.d, max_levels, d_max_});
+  const auto below = free_below(committed, in_tree_ ? d_top : 0, free_depth);
   for (int64_t d = 0; d <= d_top; ++d) {
     for (int64_t k = d == 0 ? 0 : 1; k <= (d == 0 ? 0 : std::min(bound.k, k_max_)); ++k) {
-      // The head's path level by level; the grid chain pays where the head misses at level 1
-      // (independence assumed: the two sources look at different evidence).
-      double head = 0, reach = 1, miss1 = 1;
+      // The head's path, level by level, and where free candidates may take over: below the
+      // root where the first level misses, below the rank-0 node of level l (reached while every
+      // rank-0 child before it was right) where its own children miss.
+      double head = 0, reach = 1, spine = 1;
+      std::vector<double> open{d > 0 ? 1 - head_level(1, k, local) : 1.0};
       for (int64_t l = 1; l <= d; ++l) {
-        const double a = head_level(l, k, local);
-        if (l == 1) miss1 = 1 - a;
-        head += reach *= a;
+        head += reach *= head_level(l, k, local);
+        spine *= head_level(l, 1, local);
+        if (in_tree_) open.push_back(spine * (l < d ? 1 - head_level(l + 1, k, local) : 1.0));
       }
       const int64_t n = std::min(d * k, n_cap_);
       const double levels_ms = costs_.one_call ? 0.0 : double(d - 1) * costs_.head(k);
       const double head_ms = d > 0 ? costs_.head(std::max<int64_t>(feed, 1)) + levels_ms : 0.0;
-      for (int64_t len = 0; len < int64_t(chain.size()); ++len) {
-        const double in_chain = miss1 * chain[size_t(len)];
-        const double tokens = 1 + head + in_chain;
-        // Rejected rows leave guesses only where the rule offers them and the noise makes them.
-        const double left = grid_ok_ && noise_ ? leftover_ * (double(len) - in_chain) : 0.0;
-        const double ms = costs_.verify(1 + n + len) + head_ms;
+      // The free candidates' chances of being reached, best first (independence from the head
+      // assumed: the two look at different evidence).
+      const auto gain = best_first_gains(below, open, guess_worth());
+      for (int64_t g = 0; g < int64_t(gain.size()); ++g) {
+        const auto& fg = gain[size_t(g)];
+        const double tokens = 1 + head + fg.tokens;
+        // Rejected rows leave guesses only where the rule offers them and the noise makes them:
+        // one a cell, so only for the levels the free candidates add below the head's.
+        const double guesses = std::max(0.0, double(fg.deepest - d) - fg.tokens);
+        const double left = guess_worth() * guesses;
+        const double ms = costs_.verify(1 + n + g) + head_ms;
         if ((tokens + left) / ms > best_rate * (1 + 1e-9)) {
           best_rate = (tokens + left) / ms;
-          best = StepPlan{d, k, n, len, tokens, left, ms};
+          best = StepPlan{d, k, n, g, free_depth, tokens, left, ms};
         }
       }
     }
@@ -174,48 +126,66 @@ StepPlan AdtPlanner::plan(const std::vector<int64_t>& committed, TreeShape bound
   return best;
 }
 
-void AdtPlanner::learn_grid(const std::vector<int64_t>& tok, int64_t from, int64_t to) {
-  for (int64_t c = from; c < to; ++c) {
-    auto& g = guess_[size_t(c)];
-    if (g >= 0) {  // a guess was offered for this cell: its hit rate, whatever the code above
-      grid_trials_[kGuessKind] += 1;
-      grid_hits_[kGuessKind] += tok[size_t(c)] == g ? 1 : 0;
-      g = -1;
-      continue;
-    }
-    if (c < w_) continue;
-    const bool left = c - 1 >= w_ && tok[size_t(c - 1)] == tok[size_t(c - 1 - w_)];
-    const auto kind = size_t(grid_kind(tok, c, left));
-    grid_trials_[kind] += 1;
-    grid_hits_[kind] += tok[size_t(c)] == tok[size_t(c - w_)] ? 1 : 0;
+std::vector<std::vector<FreeNode>> AdtPlanner::free_below(const std::vector<int64_t>& committed,
+                                                          int64_t deepest,
+                                                          int64_t free_depth) const {
+  // Below each anchor depth, for a unit chance of reaching it and of its children missing; the
+  // codes of the head's nodes are unknown until it drafts them (-1).
+  std::vector<std::vector<FreeNode>> below;
+  for (int64_t l = 0; grid_ok_ && l <= deepest; ++l) {
+    const FreeAnchor a{l, l, l == 0 ? committed.back() : -1, 1.0, {}};
+    below.push_back(free_.pick(committed, {a}, kMaxFree, free_depth, guess_worth()));
   }
+  return below;
 }
 
-void AdtPlanner::learn_guesses(const DraftTree& tree, const AcceptResult& acc, int64_t first_cell,
-                               int64_t committed, const at::Tensor& probs) {
-  // Rows of the subtree below the last accepted node saw the right tokens up to the bonus cell
-  // and one wrong one there: their guesses come first, then by score; each cell takes one.
-  const int64_t last = acc.path.empty() ? 0 : acc.path.back();
-  std::vector<int64_t> order;
-  std::vector<char> below(size_t(tree.size()), 0);
-  for (int64_t i = 1; i < tree.size(); ++i) {
-    const auto parent = tree.nodes[size_t(i)].parent;
-    below[size_t(i)] = parent == last || (parent > 0 && below[size_t(parent)]);
-    order.push_back(i);
+std::vector<FreeGain> best_first_gains(const std::vector<std::vector<FreeNode>>& below,
+                                       const std::vector<double>& open, double leftover) {
+  // The subtrees below different anchors do not interact: the best first order of all of them
+  // merges each one's own, scaled by its anchor's chance (worth as FreeGuesses::pick weighs it).
+  std::vector<FreeGain> gain{FreeGain{}};
+  std::vector<size_t> at(below.size(), 0);
+  while (int64_t(gain.size()) <= kMaxFree) {
+    int64_t best = -1;
+    double top = -1, reach = 0;
+    for (size_t l = 0; l < std::min(below.size(), open.size()); ++l) {
+      if (at[l] >= below[l].size() || open[l] <= 0) continue;
+      const auto& f = below[l][at[l]];
+      const double r = open[l] * f.reach, worth = r + (f.first_of_cell ? leftover * (1 - r) : 0);
+      if (worth > top) best = int64_t(l), top = worth, reach = r;
+    }
+    if (best < 0) break;
+    const auto& f = below[size_t(best)][at[size_t(best)]++];
+    gain.push_back(FreeGain{gain.back().tokens + reach, std::max(gain.back().deepest, f.depth)});
   }
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    if (below[size_t(a)] != below[size_t(b)]) return below[size_t(a)] > below[size_t(b)];
-    return tree.nodes[size_t(a)].score > tree.nodes[size_t(b)].score;
-  });
-  const auto p = probs.to(at::kFloat).contiguous();
-  std::vector<char> set(size_t(tree.levels + 2), 0);
-  for (int64_t i : order) {
-    const int64_t depth = tree.nodes[size_t(i)].depth;
-    const int64_t cell = first_cell + depth;  // what node i's row predicts
-    if (cell < committed || cell >= int64_t(guess_.size()) || set[size_t(depth)]) continue;
-    set[size_t(depth)] = 1;
-    guess_[size_t(cell)] = noise_->choose(p[i].data_ptr<float>(), cell);
+  return gain;
+}
+
+int64_t AdtPlanner::add_free(DraftTree& tree, const std::vector<int64_t>& committed,
+                             const StepPlan& plan) const {
+  if (plan.grid <= 0) return 0;
+  // The anchors of the tree as drafted: the root and the rank-0 path, with their children's codes.
+  const double local = local_factor(int64_t(committed.size()));
+  std::vector<FreeAnchor> anchors;
+  double spine = 1;
+  for (int64_t node = 0; node >= 0;) {
+    const auto& nd = tree.nodes[size_t(node)];
+    std::vector<int64_t> taken;
+    int64_t next = -1;
+    for (int64_t i = 1; i < tree.size(); ++i) {
+      const auto& c = tree.nodes[size_t(i)];
+      if (c.parent != node || c.grid) continue;
+      taken.push_back(c.token);
+      if (c.rank == 0) next = i;
+    }
+    const int64_t kids = int64_t(taken.size());
+    const double miss = kids > 0 ? 1 - head_level(nd.depth + 1, kids, local) : 1.0;
+    anchors.push_back(FreeAnchor{node, nd.depth, nd.token, spine * miss, taken});
+    if (next >= 0) spine *= head_level(nd.depth + 1, 1, local);
+    node = in_tree_ ? next : -1;
   }
+  return add_free_nodes(tree,
+                        free_.pick(committed, anchors, plan.grid, plan.grid_depth, guess_worth()));
 }
 
 void AdtPlanner::observe(const DraftTree& tree, const AcceptResult& acc,
@@ -242,10 +212,9 @@ void AdtPlanner::observe(const DraftTree& tree, const AcceptResult& acc,
     }
     if (on_path) node = acc.path[step];
   }
-  learn_grid(committed, learned_to_, int64_t(committed.size()));
+  free_.learn(committed, learned_to_, int64_t(committed.size()));
   learned_to_ = int64_t(committed.size());
-  if (grid_ok_ && noise_ && probs.defined())
-    learn_guesses(tree, acc, first_cell, int64_t(committed.size()), probs);
+  if (grid_ok_) free_.keep_guesses(tree, acc, first_cell, int64_t(committed.size()), probs);
 }
 
 }  // namespace adtree::decode

@@ -201,11 +201,11 @@ class AdtProposer : public DynamicProposer {
       const int64_t d_max = std::min(s_.d_max, in.source ? in.source->max_depth() : s_.d_max);
       planner_.emplace(*in.costs, in.target.grid_h, in.target.grid_w, d_max, s_.k_max, max_budget(),
                        s_.grid && any_candidate && in.method.acceptance == Acceptance::Lossless,
-                       in.noise, s_.leftover);
+                       in.noise, s_.leftover, s_.grid_tree);
     }
   }
   int64_t max_nodes() const override {
-    return std::max<int64_t>(max_budget(), s_.k_max * s_.d_max) + (planner_ ? kMaxGridChain : 0);
+    return std::max<int64_t>(max_budget(), s_.k_max * s_.d_max) + (planner_ ? kMaxFree : 0);
   }
   void start(const model::Condition& cond, const at::Tensor& feature) override {
     DynamicProposer::start(cond, feature);
@@ -225,7 +225,7 @@ class AdtProposer : public DynamicProposer {
       skip_head(committed.back());
       tree = root_only_tree(committed.back());
     }
-    if (plan_.grid > 0) add_grid_chain(tree, planner_->grid_tokens(committed, plan_.grid));
+    planner_->add_free(tree, committed, plan_);
     set_last_budget(tree.size() - 1);
     set_planned(shape_);  // the policy's shape, which the plan above may have cut down
     return tree;

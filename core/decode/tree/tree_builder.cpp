@@ -325,31 +325,6 @@ DraftTree root_only_tree(int64_t root_token) {
   return tree;
 }
 
-int64_t add_grid_chain(DraftTree& tree, const std::vector<int64_t>& tokens) {
-  int64_t cur = 0, added = 0;
-  for (int64_t token : tokens) {
-    int64_t next = -1, children = 0;
-    for (int64_t i = 1; i < tree.size(); ++i) {
-      if (tree.nodes[size_t(i)].parent != cur) continue;
-      ++children;
-      if (tree.nodes[size_t(i)].token == token) next = i;
-    }
-    if (next < 0) {
-      // Below every drafted score: a budget never prefers a free candidate to a drafted one.
-      // Copies: push_back may move the nodes.
-      const int64_t depth = tree.nodes[size_t(cur)].depth + 1;
-      const double score = tree.nodes[size_t(cur)].score - 1e6;
-      tree.nodes.push_back(DraftNode{token, cur, depth, score, 0.f, int32_t(children), true});
-      tree.child_dist.emplace_back();
-      tree.levels = std::max(tree.levels, depth);
-      next = tree.size() - 1;
-      ++added;
-    }
-    cur = next;
-  }
-  return added;
-}
-
 int64_t max_draft_rows(const MethodSettings& m, int64_t budget) {
   if (m.method == Method::Static)
     return int64_t(StaticTreeSpec::preset(m.static_tree.preset).paths.size());

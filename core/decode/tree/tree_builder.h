@@ -74,11 +74,6 @@ DraftTree build_dynamic_tree(DraftContext& ctx, int64_t levels, int64_t width, i
 // A tree of the root alone (an AR-sized step: nothing drafted).
 DraftTree root_only_tree(int64_t root_token);
 
-// Adds the chain `tokens` (the codes for cells root + 1, root + 2, ...) below the root: where a
-// node of the tree already holds the chain's next token the chain follows it, elsewhere it adds a
-// grid node (DraftNode::grid) scored below every drafted node. Returns the nodes added.
-int64_t add_grid_chain(DraftTree& tree, const std::vector<int64_t>& tokens);
-
 // Draft rows the head's scratch area needs for the largest tree these settings can build.
 int64_t max_draft_rows(const MethodSettings& m, int64_t budget);
 
