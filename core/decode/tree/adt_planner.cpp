@@ -90,24 +90,31 @@ StepPlan AdtPlanner::plan(const std::vector<int64_t>& committed, TreeShape bound
   const double local = local_factor(first);
   const int64_t d_top = std::min({bound.d, max_levels, d_max_});
   const auto below = free_below(committed, in_tree_ ? d_top : 0, free_depth);
+  std::vector<double> open;  // per anchor (reused)
+  std::vector<FreeGain> gain;
+  // A_l(k) for every level and width the loops below ask for, once a step.
+  const int64_t k_top = std::min(bound.k, k_max_);
+  std::vector<std::vector<double>> a(size_t(d_top + 2), std::vector<double>(size_t(k_top + 1)));
+  for (int64_t l = 1; l <= d_top + 1; ++l)
+    for (int64_t k = 1; k <= k_top; ++k) a[size_t(l)][size_t(k)] = head_level(l, k, local);
   for (int64_t d = 0; d <= d_top; ++d) {
-    for (int64_t k = d == 0 ? 0 : 1; k <= (d == 0 ? 0 : std::min(bound.k, k_max_)); ++k) {
+    for (int64_t k = d == 0 ? 0 : 1; k <= (d == 0 ? 0 : k_top); ++k) {
       // The head's path, level by level, and where free candidates may take over: below the
       // root where the first level misses, below the rank-0 node of level l (reached while every
       // rank-0 child before it was right) where its own children miss.
       double head = 0, reach = 1, spine = 1;
-      std::vector<double> open{d > 0 ? 1 - head_level(1, k, local) : 1.0};
+      open.assign(1, d > 0 ? 1 - a[1][size_t(k)] : 1.0);
       for (int64_t l = 1; l <= d; ++l) {
-        head += reach *= head_level(l, k, local);
-        spine *= head_level(l, 1, local);
-        if (in_tree_) open.push_back(spine * (l < d ? 1 - head_level(l + 1, k, local) : 1.0));
+        head += reach *= a[size_t(l)][size_t(k)];
+        spine *= a[size_t(l)][1];
+        if (in_tree_) open.push_back(spine * (l < d ? 1 - a[size_t(l + 1)][size_t(k)] : 1.0));
       }
       const int64_t n = std::min(d * k, n_cap_);
       const double levels_ms = costs_.one_call ? 0.0 : double(d - 1) * costs_.head(k);
       const double head_ms = d > 0 ? costs_.head(std::max<int64_t>(feed, 1)) + levels_ms : 0.0;
       // The free candidates' chances of being reached, best first (independence from the head
       // assumed: the two look at different evidence).
-      const auto gain = best_first_gains(below, open, guess_worth());
+      best_first_gains(below, open, guess_worth(), gain);
       for (int64_t g = 0; g < int64_t(gain.size()); ++g) {
         const auto& fg = gain[size_t(g)];
         const double tokens = 1 + head + fg.tokens;
@@ -139,11 +146,12 @@ std::vector<std::vector<FreeNode>> AdtPlanner::free_below(const std::vector<int6
   return below;
 }
 
-std::vector<FreeGain> best_first_gains(const std::vector<std::vector<FreeNode>>& below,
-                                       const std::vector<double>& open, double leftover) {
+void best_first_gains(const std::vector<std::vector<FreeNode>>& below,
+                      const std::vector<double>& open, double leftover,
+                      std::vector<FreeGain>& gain) {
   // The subtrees below different anchors do not interact: the best first order of all of them
   // merges each one's own, scaled by its anchor's chance (worth as FreeGuesses::pick weighs it).
-  std::vector<FreeGain> gain{FreeGain{}};
+  gain.assign(1, FreeGain{});
   std::vector<size_t> at(below.size(), 0);
   while (int64_t(gain.size()) <= kMaxFree) {
     int64_t best = -1;
@@ -158,7 +166,6 @@ std::vector<FreeGain> best_first_gains(const std::vector<std::vector<FreeNode>>&
     const auto& f = below[size_t(best)][at[size_t(best)]++];
     gain.push_back(FreeGain{gain.back().tokens + reach, std::max(gain.back().deepest, f.depth)});
   }
-  return gain;
 }
 
 int64_t AdtPlanner::add_free(DraftTree& tree, const std::vector<int64_t>& committed,

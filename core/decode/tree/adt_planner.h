@@ -41,9 +41,10 @@ struct FreeGain {
 };
 // The best first merge of the free candidates `below` each anchor (each list best first), their
 // chances scaled by the chance `open` of their anchor, weighed as FreeGuesses::pick does with
-// `leftover`; entry g is for the g best.
-std::vector<FreeGain> best_first_gains(const std::vector<std::vector<FreeNode>>& below,
-                                       const std::vector<double>& open, double leftover);
+// `leftover`; entry g of `gain` (filled) is for the g best.
+void best_first_gains(const std::vector<std::vector<FreeNode>>& below,
+                      const std::vector<double>& open, double leftover,
+                      std::vector<FreeGain>& gain);
 
 // The plan in words, for step traces.
 std::string describe(const StepPlan& p);

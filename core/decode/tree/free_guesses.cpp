@@ -43,10 +43,9 @@ int64_t FreeGuesses::above_kind(const std::vector<int64_t>& tok, int64_t first, 
   return int64_t(up) + 2 * int64_t(left_repeats);
 }
 
-std::vector<FreeGuesses::Candidate> FreeGuesses::candidates(const std::vector<int64_t>& committed,
-                                                            int64_t first, int64_t cell,
-                                                            int64_t left) const {
-  std::vector<Candidate> out;
+FreeGuesses::Candidates FreeGuesses::candidates(const std::vector<int64_t>& committed,
+                                                int64_t first, int64_t cell, int64_t left) const {
+  Candidates out;
   if (cell < 0 || cell >= h_ * w_) return out;
   if (guess_[size_t(cell)] >= 0) {
     out.push_back({guess_[size_t(cell)], chance(kGuess)});
@@ -55,7 +54,7 @@ std::vector<FreeGuesses::Candidate> FreeGuesses::candidates(const std::vector<in
   }
   // The left code, where it is a neighbour (not across a row end) and another code than the first.
   // A plan's left code may be unknown (-1): a node the head has not drafted yet.
-  const int64_t primary = out.empty() ? -1 : out.front().token;
+  const int64_t primary = out.empty() ? -1 : out[0].token;
   if (left_ && cell % w_ != 0 && (left < 0 || left != primary))
     out.push_back({left, chance(primary < 0 ? kLeftAlone : kLeftAfterMiss)});
   return out;
@@ -73,7 +72,9 @@ std::vector<FreeNode> FreeGuesses::pick(const std::vector<int64_t>& committed,
   auto worse = [](const Pending& a, const Pending& b) {
     return a.worth != b.worth ? a.worth < b.worth : a.order > b.order;
   };
-  std::priority_queue<Pending, std::vector<Pending>, decltype(worse)> open(worse);
+  std::vector<Pending> store;
+  store.reserve(size_t(2 * (count + int64_t(anchors.size()))));
+  std::priority_queue<Pending, std::vector<Pending>, decltype(worse)> open(worse, std::move(store));
   int64_t offers = 0;
   // Offers the candidates for the cell after a node at `depth` holding `left`, reached with
   // chance `reach` and its own children missing.

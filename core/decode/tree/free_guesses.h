@@ -9,6 +9,7 @@
 #pragma once
 #include <ATen/ATen.h>
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -65,10 +66,25 @@ class FreeGuesses {
     int64_t token = -1;
     double p = 0;  // chance it is the target's token, given the candidates before it missed
   };
+  // At most two a cell, kept on the stack: the planner asks for them many times a step.
+  class Candidates {
+   public:
+    void push_back(const Candidate& c) { items_[n_++] = c; }
+    size_t size() const { return n_; }
+    bool empty() const { return n_ == 0; }
+    const Candidate& operator[](size_t i) const { return items_[i]; }
+    const Candidate& at(size_t i) const { return items_.at(i < n_ ? i : items_.size()); }
+    const Candidate* begin() const { return items_.data(); }
+    const Candidate* end() const { return items_.data() + n_; }
+
+   private:
+    std::array<Candidate, 2> items_{};
+    size_t n_ = 0;
+  };
   // The candidates for `cell`, whose left neighbour holds `left` (-1: unknown); `first` is the
   // first cell not committed.
-  std::vector<Candidate> candidates(const std::vector<int64_t>& committed, int64_t first,
-                                    int64_t cell, int64_t left) const;
+  Candidates candidates(const std::vector<int64_t>& committed, int64_t first, int64_t cell,
+                        int64_t left) const;
   bool has_guesses() const { return noise_ != nullptr; }
 
  private:
