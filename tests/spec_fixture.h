@@ -39,4 +39,12 @@ struct SpecFixture {
   }
 };
 
+// A picture whose rows all repeat the first one (codes 0 .. w - 1): every cell from the second row
+// on repeats the code above it, none the one to its left. The free candidates' tests read it.
+inline std::vector<int64_t> striped_codes(int64_t cells, int64_t w) {
+  std::vector<int64_t> t;
+  for (int64_t c = 0; c < cells; ++c) t.push_back(c % w);
+  return t;
+}
+
 }  // namespace adtree::testing

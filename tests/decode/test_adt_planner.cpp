@@ -17,6 +17,7 @@
 using namespace adtree;
 using namespace adtree::decode;
 using adtree::testing::SpecFixture;
+using adtree::testing::striped_codes;
 
 namespace {
 StepCosts curve(std::vector<std::pair<int64_t, double>> verify,
@@ -40,12 +41,6 @@ std::string error_of(const nlohmann::json& j) {
   return {};
 }
 
-// A picture whose rows all repeat the first one: every cell repeats the code above it.
-std::vector<int64_t> striped(int64_t cells, int64_t w) {
-  std::vector<int64_t> t;
-  for (int64_t c = 0; c < cells; ++c) t.push_back(c % w);
-  return t;
-}
 }  // namespace
 
 TEST(StepCosts, InterpolatesBetweenAndBeyondTheMeasuredRows) {
@@ -166,7 +161,7 @@ TEST(AdtPlanner, LearnsTheHeadsAcceptanceFromVerifiedTrees) {
 
 TEST(AdtPlanner, GridCandidatesWhereTheCodesRepeatAndOnlyWhereTheRuleAllows) {
   const int64_t w = 8;
-  const auto tok = striped(5 * w + 3, w);
+  const auto tok = striped_codes(5 * w + 3, w);
   const auto cpu = curve({{1, 1.0}, {4, 1.2}, {8, 1.6}, {16, 2.6}}, {{1, 0.3}, {8, 0.9}});
   AdtPlanner with(cpu, 8, w, 8, 10, 58, true), without(cpu, 8, w, 8, 10, 58, false);
   // Learn from the committed picture: every cell repeated its upper code.

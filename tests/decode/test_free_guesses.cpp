@@ -15,6 +15,7 @@
 using namespace adtree;
 using namespace adtree::decode;
 using adtree::testing::SpecFixture;
+using adtree::testing::striped_codes;
 
 namespace {
 // Every row holds one code (its row number): each cell repeats the one to its left, none the one
@@ -22,12 +23,6 @@ namespace {
 std::vector<int64_t> banded(int64_t cells, int64_t w) {
   std::vector<int64_t> t;
   for (int64_t c = 0; c < cells; ++c) t.push_back(c / w);
-  return t;
-}
-// Every row repeats the first: each cell repeats the code above, none the one to its left.
-std::vector<int64_t> striped(int64_t cells, int64_t w) {
-  std::vector<int64_t> t;
-  for (int64_t c = 0; c < cells; ++c) t.push_back(c % w);
   return t;
 }
 }  // namespace
@@ -67,7 +62,7 @@ TEST(FreeGuesses, TheCodeToTheLeftWhereTheCellsRepeatSideways) {
 // hang below the root, A and B, never below the sibling, and never copy a drafted child.
 TEST(FreeGuesses, HangBelowTheHeadsRankZeroPathAndCopyNoDraft) {
   const int64_t w = 8;
-  const auto tok = striped(3 * w + 2, w);
+  const auto tok = striped_codes(3 * w + 2, w);
   const auto flat = flat_step_costs();
   AdtPlanner p(flat, 8, w, 4, 4, 16, true);
   p.observe(root_only_tree(tok[0]), AcceptResult{}, tok, 1);
