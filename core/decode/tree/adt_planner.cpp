@@ -9,6 +9,37 @@ namespace adtree::decode {
 namespace {
 constexpr double kHeadPseudo = 4;  // the head's prior is worth this many observations per rank
 constexpr double kLocalPseudo = 2;
+
+// What the g best free candidates add: tokens, and the deepest level they reach.
+struct FreeGain {
+  double tokens = 0;
+  int64_t deepest = 0;
+};
+// The best first merge of the free candidates `below` each anchor (each list best first), their
+// chances scaled by the chance `open` of their anchor, weighed as FreeGuesses::pick does with
+// `leftover`; entry g of `gain` (filled) is for the g best.
+void best_first_gains(const std::vector<std::vector<FreeNode>>& below,
+                      const std::vector<double>& open, double leftover,
+                      std::vector<FreeGain>& gain) {
+  // The subtrees below different anchors do not interact: the best first order of all of them
+  // merges each one's own.
+  gain.assign(1, FreeGain{});
+  std::vector<size_t> at(below.size(), 0);
+  while (int64_t(gain.size()) <= kMaxFree) {
+    int64_t best = -1;
+    double top = -1, reach = 0;
+    for (size_t l = 0; l < std::min(below.size(), open.size()); ++l) {
+      if (at[l] >= below[l].size() || open[l] <= 0) continue;
+      const auto& f = below[l][at[l]];
+      const double r = open[l] * f.reach, worth = r + (f.first_of_cell ? leftover * (1 - r) : 0);
+      if (worth > top) best = int64_t(l), top = worth, reach = r;
+    }
+    if (best < 0) break;
+    const auto& f = below[size_t(best)][at[size_t(best)]++];
+    gain.push_back(FreeGain{gain.back().tokens + reach, std::max(gain.back().deepest, f.depth)});
+  }
+}
+
 }  // namespace
 
 AdtPlanner::AdtPlanner(const StepCosts& costs, int64_t grid_h, int64_t grid_w, int64_t d_max,
@@ -144,28 +175,6 @@ std::vector<std::vector<FreeNode>> AdtPlanner::free_below(const std::vector<int6
     below.push_back(free_.pick(committed, {a}, kMaxFree, free_depth, guess_worth()));
   }
   return below;
-}
-
-void best_first_gains(const std::vector<std::vector<FreeNode>>& below,
-                      const std::vector<double>& open, double leftover,
-                      std::vector<FreeGain>& gain) {
-  // The subtrees below different anchors do not interact: the best first order of all of them
-  // merges each one's own, scaled by its anchor's chance (worth as FreeGuesses::pick weighs it).
-  gain.assign(1, FreeGain{});
-  std::vector<size_t> at(below.size(), 0);
-  while (int64_t(gain.size()) <= kMaxFree) {
-    int64_t best = -1;
-    double top = -1, reach = 0;
-    for (size_t l = 0; l < std::min(below.size(), open.size()); ++l) {
-      if (at[l] >= below[l].size() || open[l] <= 0) continue;
-      const auto& f = below[l][at[l]];
-      const double r = open[l] * f.reach, worth = r + (f.first_of_cell ? leftover * (1 - r) : 0);
-      if (worth > top) best = int64_t(l), top = worth, reach = r;
-    }
-    if (best < 0) break;
-    const auto& f = below[size_t(best)][at[size_t(best)]++];
-    gain.push_back(FreeGain{gain.back().tokens + reach, std::max(gain.back().deepest, f.depth)});
-  }
 }
 
 int64_t AdtPlanner::add_free(DraftTree& tree, const std::vector<int64_t>& committed,

@@ -34,18 +34,6 @@ struct StepPlan {
   double ms = 0;        // predicted time of the step's forwards
 };
 
-// What the g best free candidates add: tokens, and the deepest level they reach.
-struct FreeGain {
-  double tokens = 0;
-  int64_t deepest = 0;
-};
-// The best first merge of the free candidates `below` each anchor (each list best first), their
-// chances scaled by the chance `open` of their anchor, weighed as FreeGuesses::pick does with
-// `leftover`; entry g of `gain` (filled) is for the g best.
-void best_first_gains(const std::vector<std::vector<FreeNode>>& below,
-                      const std::vector<double>& open, double leftover,
-                      std::vector<FreeGain>& gain);
-
 // The plan in words, for step traces.
 std::string describe(const StepPlan& p);
 
