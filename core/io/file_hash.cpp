@@ -22,7 +22,8 @@ bool have_sha256() {
   return true;
 }
 
-std::string sha256_files(const std::vector<std::string>& paths) {
+namespace {
+std::string sha256_of(const std::vector<std::string>& paths, bool headers) {
   namespace fs = std::filesystem;
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
@@ -35,7 +36,7 @@ std::string sha256_files(const std::vector<std::string>& paths) {
     // Name and size first: renaming a file or moving bytes between files changes the hash.
     const std::string head =
         fs::path(path).filename().string() + "\n" + std::to_string(fs::file_size(path)) + "\n";
-    EVP_DigestUpdate(ctx.get(), head.data(), head.size());
+    if (headers) EVP_DigestUpdate(ctx.get(), head.data(), head.size());
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error(path + ": cannot be read to compute the model's hash");
     while (in) {
@@ -55,11 +56,24 @@ std::string sha256_files(const std::vector<std::string>& paths) {
   }
   return out;
 }
+}  // namespace
+
+std::string sha256_files(const std::vector<std::string>& paths) {
+  return sha256_of(paths, true);
+}
+
+std::string sha256_file(const std::string& path) {
+  if (!std::filesystem::is_regular_file(path)) throw Error(path + ": no such file to hash");
+  return sha256_of({path}, false).substr(7);
+}
 #else
 bool have_sha256() {
   return false;
 }
 std::string sha256_files(const std::vector<std::string>&) {
+  return {};
+}
+std::string sha256_file(const std::string&) {
   return {};
 }
 #endif

@@ -15,6 +15,10 @@ bool have_sha256();
 // Throws adtree::Error naming a file that exists but cannot be read.
 std::string sha256_files(const std::vector<std::string>& paths);
 
+// The SHA-256 of one whole file's bytes, 64 hex digits (what sha256sum prints); empty without
+// libcrypto. Throws adtree::Error when the file is missing or unreadable.
+std::string sha256_file(const std::string& path);
+
 // The same hash, remembered across runs in $XDG_CACHE_HOME/adtree-studio/model-hashes.json
 // (~/.cache/...) under the files' paths, sizes and modification times, as make and ccache trust
 // them: a multi-GB checkpoint is read once, not at every load. A cache that cannot be read or

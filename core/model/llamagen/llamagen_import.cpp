@@ -1,13 +1,13 @@
 #include "model/llamagen/llamagen_import.h"
 
-#include <torch/csrc/jit/serialization/pickle.h>
-#include <torch/version.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "io/safetensors.h"
+#include "io/torch_checkpoint.h"
+#include "model/llamagen/drafter.h"
 #include "model/llamagen/gpt.h"
 #include "util/error.h"
 
@@ -25,59 +25,6 @@ std::string strip_prefixes(std::string name) {
     while (name.rfind(p, 0) == 0) name = name.substr(std::char_traits<char>::length(p));
   }
   return name;
-}
-
-// A dict whose values are all tensors (the state dict itself).
-bool is_state_dict(const c10::IValue& v) {
-  if (!v.isGenericDict()) return false;
-  const auto d = v.toGenericDict();
-  if (d.size() == 0) return false;
-  for (const auto& kv : d) {
-    if (!kv.key().isString() || !kv.value().isTensor()) return false;
-  }
-  return true;
-}
-
-TensorMap read_pickled(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot open the checkpoint");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::string use_python =
-      " Convert it with tools/convert_llamagen.py instead (needs Python with torch; "
-      "docs/llamagen.md).";
-  c10::IValue root;
-  try {
-    root = torch::jit::pickle_load(bytes);
-  } catch (const std::exception& e) {
-    std::string why = e.what();
-    why = why.substr(0, why.find('\n'));
-    const std::string version =
-        std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR);
-    throw Error(path + ": this build's libtorch (" + version +
-                ") cannot read this torch.save() checkpoint (" + why + ")." + use_python);
-  }
-  c10::IValue sd;
-  if (is_state_dict(root)) {
-    sd = root;
-  } else if (root.isGenericDict()) {
-    for (const char* key : {"model", "module", "state_dict", "ema"}) {
-      const auto d = root.toGenericDict();
-      if (d.contains(std::string(key)) && is_state_dict(d.at(std::string(key)))) {
-        sd = d.at(std::string(key));
-        break;
-      }
-    }
-  }
-  if (sd.isNone()) {
-    throw Error(path +
-                ": no state dict found (looked at the file itself and at \"model\", "
-                "\"module\", \"state_dict\", \"ema\")");
-  }
-  TensorMap out;
-  for (const auto& kv : sd.toGenericDict()) {
-    out[strip_prefixes(kv.key().toStringRef())] = kv.value().toTensor();
-  }
-  return out;
 }
 
 int64_t count_indexed(const TensorMap& sd, const std::string& prefix, const std::string& suffix) {
@@ -108,14 +55,18 @@ Imported checked(const TensorMap& sd, const std::vector<ParamSpec>& specs,
 
 }  // namespace
 
-TensorMap read_state_dict(const std::string& path) {
+TensorMap read_state_dict(const std::string& path, nlohmann::json* args) {
   if (!std::filesystem::is_regular_file(path)) throw Error(path + ": no such checkpoint file");
+  if (args != nullptr) *args = nullptr;
+  TensorMap out;
   if (ends_with(path, ".safetensors")) {
-    TensorMap out;
     for (auto& [k, t] : io::map_safetensors(path)) out[strip_prefixes(k)] = t;
     return out;
   }
-  return read_pickled(path);
+  auto ckpt = io::read_torch_checkpoint(path);
+  for (auto& [k, t] : ckpt.tensors) out[strip_prefixes(k)] = t;
+  if (args != nullptr) *args = std::move(ckpt.args);
+  return out;
 }
 
 bool is_stray_buffer(const std::string& n) {
@@ -163,7 +114,7 @@ int64_t llamagen_image_size(const std::string& model_name) {
   return 0;
 }
 
-GptConfig infer_gpt_config(const TensorMap& sd, const GptImportOptions& opts) {
+GptConfig infer_gpt_config(const TensorMap& sd, const GptImportOptions& opts, std::string* how) {
   const std::string what = "GPT checkpoint";
   GptConfig c;
   const auto& tok = need(sd, "tok_embeddings.weight", what);
@@ -201,7 +152,16 @@ GptConfig infer_gpt_config(const TensorMap& sd, const GptImportOptions& opts) {
                 " is not int(8 * dim / 3) rounded up to any power of two (dim " +
                 std::to_string(c.dim) + ")");
   }
-  c.n_head = opts.n_head > 0 ? opts.n_head : llamagen_heads(opts.model_name);
+  // Names to read n_head and the image size from, most trusted first.
+  std::vector<std::pair<std::string, std::string>> names;
+  if (!opts.model_name.empty()) names.emplace_back(opts.model_name, "--model");
+  names.insert(names.end(), opts.more_names.begin(), opts.more_names.end());
+  std::string heads_from = "--n-head", grid_from = "--grid";
+  c.n_head = opts.n_head;
+  for (size_t k = 0; c.n_head <= 0 && k < names.size(); ++k) {
+    c.n_head = llamagen_heads(names[k].first);
+    heads_from = names[k].second + " '" + names[k].first + "'";
+  }
   if (c.n_head <= 0) {
     throw Error(
         "the number of attention heads cannot be read from the weights: give the "
@@ -213,7 +173,13 @@ GptConfig infer_gpt_config(const TensorMap& sd, const GptImportOptions& opts) {
   }
   int64_t grid = opts.grid;
   if (grid <= 0) {
-    const int64_t px = opts.image_size > 0 ? opts.image_size : llamagen_image_size(opts.model_name);
+    int64_t px = opts.image_size;
+    std::string px_from = "--image-size";
+    for (size_t k = 0; px <= 0 && k < names.size(); ++k) {
+      px = llamagen_image_size(names[k].first);
+      px_from = names[k].second + " '" + names[k].first + "'";
+    }
+    if (px <= 0) px = opts.saved_image_size, px_from = "the checkpoint's saved arguments";
     if (px <= 0) {
       throw Error(
           "the token grid cannot be read from the weights: give --image-size (256, 384, "
@@ -221,6 +187,11 @@ GptConfig infer_gpt_config(const TensorMap& sd, const GptImportOptions& opts) {
     }
     if (px % opts.vq_factor != 0) throw Error("image size must be a multiple of the VQ factor");
     grid = px / opts.vq_factor;
+    grid_from = std::to_string(px) + " px from " + px_from + " / " + std::to_string(opts.vq_factor);
+  }
+  if (how != nullptr) {
+    *how = "n_head " + std::to_string(c.n_head) + " from " + heads_from + "; grid " +
+           std::to_string(grid) + "x" + std::to_string(grid) + " from " + grid_from;
   }
   c.grid_h = c.grid_w = grid;
   c.validate();
@@ -264,6 +235,68 @@ VqConfig infer_vq_config(const TensorMap& sd) {
 Imported import_vq(const TensorMap& sd, const VqConfig& cfg) {
   const bool enc = sd.count("encoder.conv_in.weight") > 0;
   return checked(sd, vq_param_specs(cfg, enc), "VQ checkpoint");
+}
+
+namespace {
+
+const std::map<std::string, std::string>& hf_drafter_names() {
+  static const std::map<std::string, std::string> m = {
+      {"layers.0.self_attn.o_proj.weight", "layers.0.attention.wo.weight"},
+      {"layers.0.mlp.gate_proj.weight", "layers.0.feed_forward.w1.weight"},
+      {"layers.0.mlp.up_proj.weight", "layers.0.feed_forward.w3.weight"},
+      {"layers.0.mlp.down_proj.weight", "layers.0.feed_forward.w2.weight"},
+      {"layers.0.post_attention_layernorm.weight", "layers.0.ffn_norm.weight"}};
+  return m;
+}
+
+std::string embedding_warning(const at::Tensor& emb, const at::Tensor& tok) {
+  if (!tok.defined()) return "";
+  if (emb.sizes() != tok.sizes()) {
+    return "the drafter's embed_tokens.weight has another shape than the target's "
+           "tok_embeddings; the target's is used, as in EAGLE";
+  }
+  if (at::equal(emb, tok.to(emb.scalar_type()))) return "";
+  const double d = (emb.to(at::kFloat) - tok.to(at::kFloat)).abs().max().item<double>();
+  return "the drafter's embed_tokens.weight differs from the target's tok_embeddings (max "
+         "|difference| " +
+         std::to_string(d) + "); the target's is used, as in EAGLE";
+}
+
+}  // namespace
+
+ImportedDrafter import_drafter(TensorMap sd, const GptConfig& target,
+                               const at::Tensor& tok_embeddings, double native_norm_eps) {
+  const std::string what = "drafter checkpoint";
+  ImportedDrafter out;
+  if (auto it = sd.find("embed_tokens.weight"); it != sd.end()) {
+    out.warning = embedding_warning(it->second, tok_embeddings);
+    sd.erase(it);
+  }
+  const char* qkv[] = {"layers.0.self_attn.q_proj.weight", "layers.0.self_attn.k_proj.weight",
+                       "layers.0.self_attn.v_proj.weight"};
+  bool hf = false, native = false;
+  for (const auto& [k, t] : sd) {
+    hf |= hf_drafter_names().count(k) > 0 || k.find(".self_attn.") != std::string::npos;
+    native |= k.rfind("layers.", 0) == 0 && (k.find(".attention.") != std::string::npos ||
+                                             k.find(".feed_forward.") != std::string::npos);
+  }
+  if (hf && native) throw Error(what + ": mixes Hugging Face names with the app's names");
+  if (hf) {
+    std::vector<at::Tensor> parts;
+    for (const char* k : qkv) parts.push_back(need(sd, k, what));
+    for (const char* k : qkv) sd.erase(k);
+    sd["layers.0.attention.wqkv.weight"] = at::cat(parts, 0);
+    TensorMap renamed;
+    for (auto& [k, t] : sd) {
+      const auto r = hf_drafter_names().find(k);
+      renamed[r == hf_drafter_names().end() ? k : r->second] = t;
+    }
+    sd = std::move(renamed);
+  }
+  out.weights = checked(sd, drafter_param_specs(target), what).weights;
+  out.norm_eps = hf ? 1e-6 : native_norm_eps;
+  out.source = hf ? "lantern-hf" : "adtree";
+  return out;
 }
 
 }  // namespace adtree::model

@@ -5,7 +5,9 @@
 // layer's own parameter specs reject anything unknown or missing.
 #pragma once
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/llamagen/gpt_config.h"
@@ -14,11 +16,11 @@
 
 namespace adtree::model {
 
-// A state dict from a file: .safetensors (any libtorch), or a torch.save() checkpoint (.pt/.pth)
-// where this libtorch's unpickler can read it: the whole file, "model", "module", "state_dict" or
-// "ema". Debian's libtorch 1.13 cannot read Python-pickled dicts; then the adtree::Error says to
-// use tools/convert_llamagen.py. Leading "module." / "_orig_mod." prefixes are stripped.
-TensorMap read_state_dict(const std::string& path);
+// A state dict from a file: .safetensors, or a torch.save() checkpoint (.pt/.pth/.bin, read by
+// io/torch_checkpoint.h without Python): the whole file, "model", "module", "state_dict" or
+// "ema". Leading "module." / "_orig_mod." prefixes are stripped. `args`, when given, receives the
+// checkpoint's saved training arguments as JSON (null when it has none).
+TensorMap read_state_dict(const std::string& path, nlohmann::json* args = nullptr);
 
 // Names a released checkpoint carries that are not weights (RoPE tables, masks, KV caches,
 // codebook usage counters). Everything else must be a known weight.
@@ -32,10 +34,14 @@ int64_t llamagen_image_size(const std::string& model_name);
 
 struct GptImportOptions {
   std::string model_name;  // for n_head and the image size
-  int64_t n_head = 0;      // > 0 overrides the name
-  int64_t grid = 0;        // > 0: the token grid side; else image_size / vq_factor
-  int64_t image_size = 0;  // > 0 overrides the name
-  int64_t vq_factor = 16;  // VQ downsampling (16 for VQ-16)
+  // Further names to read them from, in order, when model_name says nothing: the checkpoint's
+  // file name, its saved arguments' gpt_model (tools/convert_llamagen.py's order).
+  std::vector<std::pair<std::string, std::string>> more_names;  // {name, where it came from}
+  int64_t saved_image_size = 0;  // the saved arguments' image_size: the last resort
+  int64_t n_head = 0;            // > 0 overrides the name
+  int64_t grid = 0;              // > 0: the token grid side; else image_size / vq_factor
+  int64_t image_size = 0;        // > 0 overrides the name
+  int64_t vq_factor = 16;        // VQ downsampling (16 for VQ-16)
 };
 
 struct Imported {
@@ -44,11 +50,27 @@ struct Imported {
 };
 
 // GPT config from the shapes (+ options); throws adtree::Error naming what is missing/ambiguous.
-GptConfig infer_gpt_config(const TensorMap& sd, const GptImportOptions& opts);
+// `how`, when given, receives where n_head and the grid came from ("n_head 16 from size L in ...").
+GptConfig infer_gpt_config(const TensorMap& sd, const GptImportOptions& opts,
+                           std::string* how = nullptr);
 // The GPT's weights checked against gpt_param_specs(cfg) (every problem listed in one error).
 Imported import_gpt(const TensorMap& sd, const GptConfig& cfg);
 
 VqConfig infer_vq_config(const TensorMap& sd);
 Imported import_vq(const TensorMap& sd, const VqConfig& cfg);
+
+// An EAGLE-1 draft head for `target`: LANTERN's Hugging Face names (q/k/v/o_proj, mlp.gate/up/
+// down_proj, post_attention_layernorm; q, k, v fused into wqkv, RMSNorm eps 1e-6, no rotate-half
+// permutation: LANTERN applies LlamaGen's 2-D RoPE) or the app's own (eps `native_norm_eps`).
+// Its embed_tokens.weight is dropped (the target's is used, as in EAGLE); `warning` says so when
+// it differs from `tok_embeddings`.
+struct ImportedDrafter {
+  TensorMap weights;
+  double norm_eps = 1e-5;
+  std::string source;   // "lantern-hf" or "adtree"
+  std::string warning;  // empty, or why the user should look
+};
+ImportedDrafter import_drafter(TensorMap sd, const GptConfig& target,
+                               const at::Tensor& tok_embeddings, double native_norm_eps);
 
 }  // namespace adtree::model
