@@ -18,6 +18,8 @@
 #include "decode/settings/method_table.h"
 #include "io/safetensors.h"
 #include "model/conditioning.h"
+#include "io/manifest.h"
+#include "model/llamagen/llamagen_convert.h"
 #include "model/llamagen/llamagen_import.h"
 #include "model/model_dir.h"
 #include "util/error.h"
@@ -226,18 +228,84 @@ TEST(LlamaGenParity, TheCppImporterAgreesWithThePythonConverter) {
   }
 }
 
-TEST(LlamaGenParity, PickledCheckpointsNeedThePythonConverterOnThisLibtorch) {
+// The same fixture's meta "convert" arguments as a C++ conversion request.
+model::ConvertRequest cpp_request(const Fixture& f, const fs::path& out) {
+  model::ConvertRequest r;
+  const auto& args = f.meta.at("convert");
+  for (size_t k = 0; k + 1 < args.size(); k += 2) {
+    const auto key = args[k].get<std::string>(), v = args[k + 1].get<std::string>();
+    const std::string file = (f.dir / "ref" / v).string();
+    if (key == "--gpt") r.gpt = file;
+    if (key == "--vq") r.vq = file;
+    if (key == "--drafter") r.drafter = file;
+    if (key == "--n-head") r.n_head = std::stoll(v);
+    if (key == "--grid") r.grid = std::stoll(v);
+  }
+  r.out = out.string();
+  return r;
+}
+
+void expect_same_tensors(const fs::path& want_file, const fs::path& got_file) {
+  const auto want = io::SafetensorsReader(want_file.string()).all();
+  const auto got = io::SafetensorsReader(got_file.string()).all();
+  ASSERT_EQ(got.size(), want.size()) << got_file;
+  for (const auto& [name, t] : want) {
+    ASSERT_TRUE(got.count(name)) << got_file << " lacks " << name;
+    EXPECT_EQ(got.at(name).scalar_type(), t.scalar_type()) << name;
+    EXPECT_TRUE(got.at(name).sizes() == t.sizes() && at::equal(got.at(name), t)) << name;
+  }
+}
+
+// `adtree convert`'s conversion, from the .pt files without Python, writes what
+// tools/convert_llamagen.py writes: the same tensors bit for bit, the same configuration, sampling
+// and drafter entries, the same class names; and the two directories draw the same tokens.
+TEST(LlamaGenParity, TheCppConverterWritesThePythonConvertersDirectory) {
+  REQUIRE_TORCH();
+  for (const char* kind : {"c2i", "t2i"}) {
+    const auto& f = fixture(kind);
+    const fs::path out = f.dir / "cpp-model";
+    fs::remove_all(out);
+    const auto res = model::convert_llamagen(cpp_request(f, out));
+    EXPECT_FALSE(res.summary.empty());
+    for (const auto& entry : fs::directory_iterator(f.dir / "model")) {
+      const auto name = entry.path().filename().string();
+      ASSERT_TRUE(fs::exists(out / name)) << kind << ": no " << name;
+      if (entry.path().extension() == ".safetensors") expect_same_tensors(entry.path(), out / name);
+    }
+    const auto py = io::Manifest::load((f.dir / "model").string()).to_json();
+    const auto cpp = io::Manifest::load(out.string()).to_json();
+    for (const char* key : {"kind", "grid", "codebook_size", "gpt", "vq", "sampling", "drafter"}) {
+      EXPECT_EQ(cpp.value(key, nlohmann::json()), py.value(key, nlohmann::json())) << key;
+    }
+    EXPECT_EQ(cpp["provenance"]["sources"], py["provenance"]["sources"]);  // sizes and SHA-256
+    EXPECT_EQ(cpp["provenance"]["inferred"], py["provenance"]["inferred"]);
+    const auto cpp_model = model::load_model_dir(out.string());
+    EXPECT_EQ(cpp_model.vocab.size(), f.model.vocab.size());
+    if (std::string(kind) == "c2i") {
+      decode::DecodeRequest r;  // sampled, T = 1: every draw must agree
+      r.sampling.cfg_scale = 4.0;
+      r.seed = 5;
+      const auto cond = class_cond(*f.model.gpt, 3);
+      EXPECT_EQ(decode::run_decode(cpp_model, cond, r).tokens,
+                decode::run_decode(f.model, cond, r).tokens);
+    }
+  }
+}
+
+// A pickled checkpoint is read as it is, without Python: the state dict under "model" with its
+// stray buffers, and the saved arguments (the fixture's GPT-tiny).
+TEST(LlamaGenParity, PickledCheckpointsAreReadWithoutPython) {
   REQUIRE_TORCH();
   const auto& f = fixture("c2i");
-  const auto pt = (f.dir / "ref/gpt.pt").string();
-  try {
-    const auto sd = model::read_state_dict(pt);
-    // A libtorch whose unpickler reads Python dicts: then the state dict must be complete.
-    EXPECT_TRUE(sd.count("tok_embeddings.weight"));
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("tools/convert_llamagen.py"), std::string::npos)
-        << e.what();
+  nlohmann::json args;
+  const auto sd = model::read_state_dict((f.dir / "ref/gpt.pt").string(), &args);
+  EXPECT_EQ(args.at("gpt_model"), "GPT-tiny");
+  const auto conv = io::SafetensorsReader((f.dir / "model/gpt.safetensors").string()).all();
+  for (const auto& [name, t] : conv) {
+    ASSERT_TRUE(sd.count(name)) << name;
+    EXPECT_TRUE(at::equal(sd.at(name), t)) << name;
   }
+  EXPECT_TRUE(sd.count("freqs_cis"));  // dropped later, by the import
 }
 
 // The converter's refusals: one line on stderr and exit status 2, nothing written.
@@ -259,6 +327,26 @@ TEST(LlamaGenParity, ConverterRefusesWhatItDoesNotRecognise) {
   EXPECT_EQ(status("--gpt " + ref + "/vq.pt --n-head 4 --grid 4", out), 2);      // a VQ, not a GPT
   EXPECT_EQ(status("--gpt " + ref + "/gpt.pt --grid 4", out), 2);                // heads unknown
   EXPECT_EQ(status("--gpt " + ref + "/gpt.pt --n-head 4", out), 2);              // grid unknown
+  // The C++ conversion refuses the same, with an adtree::Error and nothing written.
+  auto refused = [&](model::ConvertRequest r) {
+    r.out = out;
+    EXPECT_THROW(model::convert_llamagen(r), Error) << r.gpt;
+    EXPECT_FALSE(fs::exists(out));
+    for (const auto& e : fs::directory_iterator(f.dir)) {
+      EXPECT_EQ(e.path().filename().string().find(".refused.converting"), std::string::npos);
+    }
+  };
+  model::ConvertRequest r;
+  r.n_head = 4, r.grid = 4;
+  for (const char* file : {"missing.pt", "meta.json", "vq.pt"}) {
+    r.gpt = ref + "/" + file;
+    refused(r);
+  }
+  r.gpt = ref + "/gpt.pt";
+  r.n_head = 0;
+  refused(r);
+  r.n_head = 4, r.grid = 0;
+  refused(r);
 }
 
 // tools/t5_embed.py's file is what the app reads as a t2i prompt (its --fake-encoder writes the
