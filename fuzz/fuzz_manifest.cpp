@@ -42,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   try {
     const auto s = decode::SamplingParams::from_json(m.sampling, decode::SamplingParams{});
-    s.validate(m.codebook_size);
+    s.validate(m.codebook_size, m.grid_h * m.grid_w);
   } catch (const Error&) {
   }
   return 0;

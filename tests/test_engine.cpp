@@ -243,16 +243,26 @@ TEST_F(EngineTest, TokenColoursTooCostlyAtLoadAreBuiltWhileIdleAndCached) {
     EXPECT_EQ(loaded(rec.events()).token_colors, built) << "read from the cache";
     EXPECT_FALSE(rec.wait([&](const auto& ev) { return colours_event(ev) != nullptr; }, 300ms));
   }
-  fs::resize_file(cache, 10);  // damaged: ignored and rebuilt
-  rec.clear();
-  {
-    Engine e(rec.listener(), opts);
-    e.load_model({model_dir()});
-    ASSERT_TRUE(rec.wait_load());
-    EXPECT_TRUE(loaded(rec.events()).token_colors.empty());
-    ASSERT_TRUE(rec.wait([&](const auto& ev) { return colours_event(ev) != nullptr; }));
+  // Damaged, cut short or with one colour byte changed (its checksum no longer matches): ignored
+  // and rebuilt, never shown in other colours.
+  for (const bool cut : {true, false}) {
+    if (cut) {
+      fs::resize_file(cache, 10);
+    } else {
+      std::fstream f(cache, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(5);
+      f.put(char(built[5] ^ 0x40));
+    }
+    rec.clear();
+    {
+      Engine e(rec.listener(), opts);
+      e.load_model({model_dir()});
+      ASSERT_TRUE(rec.wait_load());
+      EXPECT_TRUE(loaded(rec.events()).token_colors.empty()) << cut;
+      ASSERT_TRUE(rec.wait([&](const auto& ev) { return colours_event(ev) != nullptr; }));
+    }
+    EXPECT_EQ(read_cached_palette(cache, int64_t(built.size() / 3)), built);
   }
-  EXPECT_EQ(read_cached_palette(cache, int64_t(built.size() / 3)), built);
 }
 
 TEST_F(EngineTest, LoadsTheShippedTrainedModelWithItsLicenceRecords) {

@@ -10,6 +10,7 @@ PKGS=(
   libopenblas0-pthread                                  # fast BLAS behind Debian's libtorch
   nlohmann-json3-dev                                    # JSON: model.json, safetensors headers, stats
   libminizip-dev                                        # the zip container of torch.save() checkpoints
+  libxxhash-dev                                         # checksums of the caches (XXH3)
   libssl-dev                                            # SHA-256 of a model's files (libcrypto), in PNG settings
   libopencv-dev                                         # PNG I/O, resizing, colour maps (core/imaging)
   libgtest-dev libgmock-dev                             # unit tests

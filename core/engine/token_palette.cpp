@@ -1,5 +1,7 @@
 #include "engine/token_palette.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -7,6 +9,7 @@
 #include <iterator>
 #include <system_error>
 
+#include "io/checksum.h"
 #include "model/llamagen/vq.h"
 #include "util/clock.h"
 #include "util/resource_paths.h"
@@ -59,13 +62,21 @@ fs::path palette_cache_path(const std::string& model_hash, const std::string& ca
   return root / "palettes" / (model_hash.substr(prefix.size()) + ".rgb");
 }
 
+// The file: the colours (codebook_size x 3 bytes) and 16 hex digits of their checksum, so a
+// damaged byte is found and the palette built again rather than shown in wrong colours.
+constexpr size_t kCheckBytes = 16;
+
 std::vector<uint8_t> read_cached_palette(const fs::path& file, int64_t codebook_size) {
   std::error_code ec;
-  if (file.empty() || fs::file_size(file, ec) != uint64_t(codebook_size * 3) || ec) return {};
+  const uint64_t want = uint64_t(codebook_size * 3) + kCheckBytes;
+  if (file.empty() || fs::file_size(file, ec) != want || ec) return {};
   std::ifstream in(file, std::ios::binary);
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
                              std::istreambuf_iterator<char>());
-  if (int64_t(bytes.size()) != codebook_size * 3) return {};
+  if (bytes.size() != want) return {};
+  const std::string check(bytes.end() - kCheckBytes, bytes.end());
+  bytes.resize(bytes.size() - kCheckBytes);
+  if (io::checksum_hex(bytes.data(), bytes.size()) != check) return {};
   return bytes;
 }
 
@@ -73,9 +84,10 @@ bool write_cached_palette(const fs::path& file, const std::vector<uint8_t>& colo
   if (file.empty()) return false;
   std::error_code ec;
   fs::create_directories(file.parent_path(), ec);
-  const fs::path tmp = file.string() + ".tmp";
+  const fs::path tmp = file.string() + ".tmp." + std::to_string(::getpid());
   std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(colours.data()), std::streamsize(colours.size()));
+  out << io::checksum_hex(colours.data(), colours.size());
   out.close();
   if (out) fs::rename(tmp, file, ec);
   if (!out || ec) {

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "io/checksum.h"
 #include "util/error.h"
 #include "util/resource_paths.h"
 #ifdef ADTREE_HAVE_OPENSSL
@@ -103,6 +104,11 @@ std::string signature(const std::vector<std::string>& paths) {
   }
   return sig;
 }
+// An entry's own checksum over its fields: a damaged entry (a changed digit of a hash) is not
+// trusted and the files are hashed again, so a picture never records a wrong model hash.
+std::string entry_check(const nlohmann::json& e) {
+  return checksum_hex(e.value("files", std::string()) + "\n" + e.value("sha256", std::string()));
+}
 }  // namespace
 
 std::string sha256_files_cached(const std::vector<std::string>& paths) {
@@ -121,13 +127,15 @@ std::string sha256_files_cached(const std::vector<std::string>& paths) {
     if (!cache.is_array()) cache = nlohmann::json::array();
     for (const auto& e : cache) {
       if (e.is_object() && e.value("files", std::string()) == key && e.contains("sha256") &&
-          e["sha256"].is_string())
+          e["sha256"].is_string() && e.value("check", std::string()) == entry_check(e))
         return e["sha256"].get<std::string>();
     }
   }
   const std::string hash = sha256_files(paths);
   if (file.empty()) return hash;
-  cache.push_back({{"files", key}, {"sha256", hash}});
+  nlohmann::json entry = {{"files", key}, {"sha256", hash}};
+  entry["check"] = entry_check(entry);
+  cache.push_back(std::move(entry));
   while (cache.size() > kKeep) cache.erase(cache.begin());
   std::error_code ec;
   fs::create_directories(file.parent_path(), ec);

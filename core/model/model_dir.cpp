@@ -334,7 +334,13 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
   release_copied_gpt(b, gw);
   // Written only now, after every check passed: its existence vouches for the values, so not by a
   // load that skipped the VQ's file (a later hit would skip checking it).
-  if (packs && opts.load_vq) b.pack_cache_warning = packs->save();
+  if (packs) b.pack_cache_warning = packs->warning();
+  if (packs && opts.load_vq) {
+    const std::string failed = packs->save();
+    if (!failed.empty()) {
+      b.pack_cache_warning += (b.pack_cache_warning.empty() ? "" : "; ") + failed;
+    }
+  }
 #ifdef __GLIBC__
   malloc_trim(0);  // the conversions' temporaries, freed between the kept copies, back to the OS
 #endif

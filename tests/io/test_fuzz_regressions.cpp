@@ -1,7 +1,8 @@
 // Inputs that the fuzz targets (fuzz/, tools/fuzz.sh) found or that guard the limits added for them
 // (docs/reliability.md "Fuzzing"), fed to the same core functions as the targets: each must be
 // rejected with adtree::Error (never a crash, a sanitizer report or a huge allocation). The file
-// name's prefix names the target: safetensors-, manifest-, run_file-, settings-, png_text-.
+// name's prefix names the target: safetensors-, manifest-, run_file-, settings-, png_text-,
+// torch_checkpoint-.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "imaging/png_text.h"
 #include "io/manifest.h"
 #include "io/safetensors.h"
+#include "io/torch_checkpoint.h"
 #include "model/llamagen/gpt.h"
 #include "model/llamagen/vq.h"
 #include "util/error.h"
@@ -66,6 +68,11 @@ void settings(const std::string& text) {
   p.validate(16384, 256);
 }
 
+void torch_checkpoint(const std::string& bytes) {
+  (void)io::read_torch_checkpoint(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
+                                  "regression.pt");
+}
+
 // A picture's settings as `adtree generate --from-png` reads them; a PNG without them is an error
 // there too.
 void png_settings(const std::string& bytes) {
@@ -98,6 +105,7 @@ TEST(FuzzRegressions, EveryInputIsAnError) {
     if (starts_with(name, "run_file-")) check = run_file;
     if (starts_with(name, "settings-")) check = settings;
     if (starts_with(name, "png_text-")) check = png_settings;
+    if (starts_with(name, "torch_checkpoint-")) check = torch_checkpoint;
     ASSERT_NE(check, nullptr) << "unknown prefix";
     EXPECT_THROW(check(bytes), Error);
     ++count;
@@ -125,6 +133,7 @@ TEST(FuzzRegressions, SeedsAreAccepted) {
   each("fuzz_run_file", nullptr, run_file);
   each("fuzz_settings", ".json", settings);  // prompt-*.txt are prompts
   each("fuzz_png_text", ".png", png_settings);
+  each("fuzz_torch_checkpoint", nullptr, torch_checkpoint);
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ TEST(FileHash, MatchesAnIndependentSha256AndSkipsMissingFiles) {
 }
 
 // The cache is keyed by path, size and mtime: an entry for the same files is used (a planted
-// value comes back), a changed file is hashed again.
+// value comes back), a changed file is hashed again, a damaged entry is detected by its check.
 TEST(FileHash, CachedHashIsReusedUntilAFileChanges) {
   if (!adtree::io::have_sha256()) GTEST_SKIP() << "built without libcrypto";
   const fs::path d = fs::path(::testing::TempDir()) / "adtree_file_hash_cache";
@@ -95,9 +95,11 @@ TEST(FileHash, CachedHashIsReusedUntilAFileChanges) {
   ASSERT_TRUE(fs::exists(cache));
   auto j = read_json(cache.string());
   ASSERT_EQ(j.size(), 1u);
-  j[0]["sha256"] = "sha256:planted";
+  EXPECT_TRUE(j[0].contains("check"));
+  j[0]["sha256"] = "sha256:planted";  // a damaged entry: its check no longer matches
   write_json(cache.string(), j);
-  EXPECT_EQ(adtree::io::sha256_files_cached(files), "sha256:planted");
+  EXPECT_EQ(adtree::io::sha256_files_cached(files), real);
+  EXPECT_EQ(read_json(cache.string()).back()["sha256"], real);
   std::ofstream(d / "a.bin", std::ios::binary) << "abcd";  // size and mtime change
   age(900);
   EXPECT_EQ(adtree::io::sha256_files_cached(files), adtree::io::sha256_files(files));

@@ -1,6 +1,6 @@
 // The packed-panel cache (model/cpu/pack_cache.h): a second load maps byte-identical panels and
-// decodes the same logits; a changed file is packed and checked afresh; a damaged, foreign or
-// unwritable cache costs only the cache.
+// decodes the same logits; a changed file is packed and checked afresh; a damaged (checksums),
+// foreign or unwritable cache costs only the cache, and concurrent first loads each write whole.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <thread>
+#include <vector>
 
 #include "io/file_hash.h"
 #include "io/safetensors.h"
@@ -187,6 +189,56 @@ TEST(PackCache, DamagedOrForeignFilesAreReplaced) {
   EXPECT_FALSE(foreign.pack_cache_hit);
   EXPECT_TRUE(at::equal(logits_of(foreign), want));
   EXPECT_TRUE(load_model_dir(d.model, always(d)).pack_cache_hit);
+}
+
+// 4 KiB XOR-ed anywhere in the file (the damage): the load either finds the damage (a
+// warning, packed afresh, the file rewritten) or the bytes were padding nobody reads; the logits
+// are the same either way, so no picture can change.
+TEST(PackCache, XoredBlocksAreWarningsAndRebuildsNeverOtherLogits) {
+  if (!adtree::io::have_sha256()) GTEST_SKIP() << "built without libcrypto";
+  const auto d = fresh("xored");
+  const auto want = logits_of(load_model_dir(d.model, always(d)));
+  const auto file = files_in(d.packed).at(0);
+  const auto size = fs::file_size(file);
+  int warned = 0, blocks = 0;
+  for (uint64_t at = 0; at < size; at += 4096 + 1000, ++blocks) {
+    {
+      std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+      std::vector<char> buf(std::min<uint64_t>(4096, size - at));
+      f.seekg(std::streamoff(at));
+      f.read(buf.data(), std::streamsize(buf.size()));
+      for (auto& c : buf) c = char(c ^ 0x5a);
+      f.seekp(std::streamoff(at));
+      f.write(buf.data(), std::streamsize(buf.size()));
+    }
+    const auto b = load_model_dir(d.model, always(d));
+    ASSERT_TRUE(at::equal(logits_of(b), want)) << "XOR at " << at;
+    if (!b.pack_cache_hit) {
+      ++warned;
+      EXPECT_NE(b.pack_cache_warning.find("is damaged"), std::string::npos) << at;
+      EXPECT_TRUE(load_model_dir(d.model, always(d)).pack_cache_hit) << "rebuilt after " << at;
+    }
+  }
+  EXPECT_GT(warned, blocks / 2) << "almost every block holds panels or the table";
+}
+
+// Three first loads at once into one empty cache: no warning, and one whole file is left (each
+// writer renames its own temporary file into place).
+TEST(PackCache, ConcurrentFirstLoadsLeaveOneValidFile) {
+  if (!adtree::io::have_sha256()) GTEST_SKIP() << "built without libcrypto";
+  const auto d = fresh("concurrent");
+  std::vector<std::string> warnings(3);
+  std::vector<std::thread> loads;
+  for (size_t i = 0; i < 3; ++i) {
+    loads.emplace_back(
+        [&, i] { warnings[i] = load_model_dir(d.model, always(d)).pack_cache_warning; });
+  }
+  for (auto& t : loads) t.join();
+  for (const auto& w : warnings) EXPECT_EQ(w, "");
+  ASSERT_EQ(files_in(d.packed).size(), 1u) << "temporary files left behind";
+  const auto b = load_model_dir(d.model, always(d));
+  EXPECT_TRUE(b.pack_cache_hit);
+  EXPECT_EQ(b.pack_cache_warning, "");
 }
 
 // A cache that cannot be written (its folder is a file) is a warning; the model loads.

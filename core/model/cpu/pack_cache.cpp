@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "io/checksum.h"
 #include "io/safetensors.h"
 #include "model/cpu/pack_rows.h"
 #include "util/error.h"
@@ -18,7 +19,8 @@ using json = nlohmann::json;
 namespace {
 // Bumped whenever pack_rows lays panels out differently: an old file is then someone else's.
 constexpr const char* kFormat = "adtree-packed-panels";
-constexpr const char* kVersion = "2";
+// 3: each entry carries a checksum of its bytes, and the entry table one of its own.
+constexpr const char* kVersion = "3";
 // The data area starts on a page: each panel's bytes are a multiple of 64, so every panel starts
 // on a cache line as a freshly allocated one does.
 constexpr size_t kAlignment = 4096;
@@ -107,25 +109,55 @@ PackCache::PackCache(std::string root, std::string hash, std::string dtype)
       io::SafetensorsReader header(path_);
       meta = header.metadata();
     }
-    if (meta["format"] != kFormat || meta["version"] != kVersion || meta["model_hash"] != hash_ ||
-        meta["dtype"] != dtype_)
-      return;
-    const auto entries = json::parse(meta.at("entries"));
-    for (auto& [stored, t] : io::map_safetensors(path_)) {
-      const auto key = key_of(stored);
-      if (key.empty()) continue;  // padding
-      const auto& e = entries.at(key);
-      if (e.at("kind") == "panels") {
-        cached_[key] = PackedWeight{t, e.at("n_out").get<int64_t>(), e.at("in").get<int64_t>()};
-      } else {
-        cached_copies_[key] = e.at("layout") == "channels_last" ? t.permute({0, 3, 1, 2}) : t;
-      }
-    }
-    touch(path_);
-  } catch (const std::exception&) {
-    cached_.clear();  // damaged or foreign: packed afresh and replaced at save()
+    auto entries = check_pack_cache(meta, io::map_safetensors(path_), hash_, dtype_);
+    cached_ = std::move(entries.panels);
+    cached_copies_ = std::move(entries.copies);
+    if (!cached_.empty() || !cached_copies_.empty()) touch(path_);
+  } catch (const std::exception& e) {
+    cached_.clear();  // packed afresh and replaced at save()
     cached_copies_.clear();
+    warning_ = "the packed-weight cache " + path_ + " is damaged (" + e.what() +
+               "): packing afresh and replacing it";
   }
+}
+
+PackCacheEntries check_pack_cache(const std::map<std::string, std::string>& meta,
+                                  const std::map<std::string, at::Tensor>& stored,
+                                  const std::string& hash, const std::string& dtype) {
+  PackCacheEntries out;
+  const auto field = [&](const char* k) {
+    const auto it = meta.find(k);
+    return it == meta.end() ? std::string() : it->second;
+  };
+  // Another layout, model or dtype (an older program's file): not damage, just not this cache.
+  if (field("format") != kFormat || field("version") != kVersion || field("model_hash") != hash ||
+      field("dtype") != dtype)
+    return out;
+  if (field("checksum") != io::checksum_name())
+    return out;  // written by a build that sums otherwise
+  const std::string table = field("entries");
+  if (io::checksum_hex(table) != field("entries_checksum")) {
+    throw Error("its table of entries does not match its checksum");
+  }
+  const auto entries = json::parse(table);
+  for (const auto& [name, t] : stored) {
+    const auto key = key_of(name);
+    if (key.empty()) continue;  // padding: never read
+    const auto& e = entries.at(key);
+    if (!t.is_contiguous() ||
+        io::checksum_hex(t.data_ptr(), size_t(t.nbytes())) != e.at("checksum").get<std::string>()) {
+      throw Error("entry '" + key + "' does not match its checksum");
+    }
+    if (e.at("kind") == "panels") {
+      out.panels[key] = PackedWeight{t, e.at("n_out").get<int64_t>(), e.at("in").get<int64_t>()};
+    } else {
+      out.copies[key] = e.at("layout") == "channels_last" ? t.permute({0, 3, 1, 2}) : t;
+    }
+  }
+  if (out.panels.size() + out.copies.size() != entries.size()) {
+    throw Error("entries are missing from the file");
+  }
+  return out;
 }
 
 PackCache::~PackCache() = default;
@@ -166,7 +198,7 @@ std::string PackCache::save(uint64_t max_bytes) {
   int index = 0;
   const auto add = [&](const std::string& key, const at::Tensor& t) {
     const std::string stored = stored_name(index++, key);
-    tensors.emplace(stored, t);
+    tensors.emplace(stored, t.contiguous());
     offset += uint64_t(t.nbytes());
     if (const uint64_t pad = (64 - offset % 64) % 64) {
       tensors.emplace(stored_name(index - 1, "~pad"), at::zeros({int64_t(pad)}, at::kByte));
@@ -179,21 +211,31 @@ std::string PackCache::save(uint64_t max_bytes) {
   panels.insert(cached_.begin(), cached_.end());
   auto copies = copies_;
   copies.insert(cached_copies_.begin(), cached_copies_.end());
+  const auto sum = [](const at::Tensor& t) {
+    const at::Tensor c = t.contiguous();
+    return io::checksum_hex(c.data_ptr(), size_t(c.nbytes()));
+  };
   for (const auto& [key, w] : panels) {
     add(key, w.panels);
-    entries[key] = {{"kind", "panels"}, {"n_out", w.n_out}, {"in", w.in}};
+    entries[key] = {
+        {"kind", "panels"}, {"n_out", w.n_out}, {"in", w.in}, {"checksum", sum(w.panels)}};
   }
   for (const auto& [key, t] : copies) {
     const bool nhwc =
         t.dim() == 4 && !t.is_contiguous() && t.is_contiguous(at::MemoryFormat::ChannelsLast);
-    add(key, nhwc ? t.permute({0, 2, 3, 1}) : t.contiguous());
-    entries[key] = {{"kind", "copy"}, {"layout", nhwc ? "channels_last" : "contiguous"}};
+    const at::Tensor s = nhwc ? t.permute({0, 2, 3, 1}) : t;
+    add(key, s);
+    entries[key] = {
+        {"kind", "copy"}, {"layout", nhwc ? "channels_last" : "contiguous"}, {"checksum", sum(s)}};
   }
+  const std::string table = entries.dump();
   const std::map<std::string, std::string> meta{{"format", kFormat},
                                                 {"version", kVersion},
                                                 {"model_hash", hash_},
                                                 {"dtype", dtype_},
-                                                {"entries", entries.dump()}};
+                                                {"checksum", io::checksum_name()},
+                                                {"entries", table},
+                                                {"entries_checksum", io::checksum_hex(table)}};
   try {
     std::error_code ec;
     fs::create_directories(root_, ec);

@@ -10,6 +10,12 @@
 // read-only views of the private mapping: the page cache holds them once for every process that
 // loads the model.
 //
+// Each entry carries a checksum of its bytes (io/checksum.h) and the entry table one of its own,
+// checked when the file is opened: a damaged file (a flipped sector, a torn write) is a warning and
+// a rebuild, never other weights and so never other tokens. Files are written under a temporary
+// name unique to the writer and renamed into place, so concurrent first loads each write a whole
+// file and the last one stays.
+//
 // A file is written only at the end of a load whose weights passed every check (the value check
 // included), so its existence says the files of that hash were checked: load_model_dir skips the
 // value check on a hit. The hash is io/file_hash.h's, remembered by path, size and modification
@@ -40,6 +46,8 @@ class PackCache {
 
   // Whether the file was there for this model (the load's values were checked when it was written).
   bool hit() const { return !cached_.empty(); }
+  // Why the file there was not used (damage found at open), for the user; empty otherwise.
+  const std::string& warning() const { return warning_; }
   const std::string& path() const { return path_; }
 
   // The panels of pack_rows(parts, scaled_rows, scale) under `key`: the cached ones when their
@@ -64,12 +72,24 @@ class PackCache {
   static constexpr uint64_t kDefaultMaxBytes = uint64_t(16) << 30;
 
  private:
-  std::string root_, path_, hash_, dtype_;
+  std::string root_, path_, hash_, dtype_, warning_;
   // Views of the file's mapping, and what this load asked for (what save() writes).
   std::map<std::string, PackedWeight> cached_, packed_;
   std::map<std::string, at::Tensor> cached_copies_, copies_;
   bool fresh_ = false;  // something was packed or converted now
 };
+
+// What a cache file holds, checked (the constructor's reading, apart for the fuzz target and the
+// tests): the entries of `stored` (the file's tensors by stored name) when `meta` says the file is
+// `hash`'s in `dtype` in this format; none when it is another model's or layout's. Throws
+// adtree::Error when a checksum does not match or the table is malformed.
+struct PackCacheEntries {
+  std::map<std::string, PackedWeight> panels;
+  std::map<std::string, at::Tensor> copies;
+};
+PackCacheEntries check_pack_cache(const std::map<std::string, std::string>& meta,
+                                  const std::map<std::string, at::Tensor>& stored,
+                                  const std::string& hash, const std::string& dtype);
 
 // pack_rows through `cache` when there is one (a null cache packs).
 PackedWeight pack_with(PackCache* cache, const std::string& key,
