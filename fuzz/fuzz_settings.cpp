@@ -50,7 +50,7 @@ void settings(const nlohmann::json& j) {
     const auto p = SamplingParams::from_json(sj, SamplingParams{});
     for (const auto& s : kShapes) {
       try {
-        p.validate(s[0]);
+        p.validate(s[0], s[1]);
       } catch (const adtree::Error&) {
       }
     }

@@ -21,10 +21,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ALL_TARGETS=(fuzz_safetensors fuzz_manifest fuzz_run_file fuzz_settings fuzz_png_text
-             fuzz_torch_checkpoint)
+             fuzz_torch_checkpoint fuzz_pack_cache)
 # Longest input per target: a little above the largest seed, so mutations stay near real sizes.
 declare -A MAX_LEN=([fuzz_safetensors]=4096 [fuzz_manifest]=8192 [fuzz_run_file]=16384
-                    [fuzz_settings]=2048 [fuzz_png_text]=8192 [fuzz_torch_checkpoint]=8192)
+                    [fuzz_settings]=2048 [fuzz_png_text]=8192 [fuzz_torch_checkpoint]=8192
+                    [fuzz_pack_cache]=8192)
 
 seconds=60 runs="" max_time="" build=1 summary=docs/bench/fuzz-summary.json timeout=10
 targets=("${ALL_TARGETS[@]}")

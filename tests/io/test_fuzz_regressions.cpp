@@ -2,7 +2,7 @@
 // (docs/reliability.md "Fuzzing"), fed to the same core functions as the targets: each must be
 // rejected with adtree::Error (never a crash, a sanitizer report or a huge allocation). The file
 // name's prefix names the target: safetensors-, manifest-, run_file-, settings-, png_text-,
-// torch_checkpoint-.
+// torch_checkpoint-, pack_cache-.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -20,6 +20,7 @@
 #include "io/manifest.h"
 #include "io/safetensors.h"
 #include "io/torch_checkpoint.h"
+#include "model/cpu/pack_cache.h"
 #include "model/llamagen/gpt.h"
 #include "model/llamagen/vq.h"
 #include "util/error.h"
@@ -73,6 +74,14 @@ void torch_checkpoint(const std::string& bytes) {
                                   "regression.pt");
 }
 
+void pack_cache(const std::string& bytes) {
+  const io::SafetensorsReader r(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(),
+                                "regression-cache.safetensors");
+  auto meta = r.metadata();
+  const auto e = model::check_pack_cache(meta, r.all(), meta["model_hash"], meta["dtype"]);
+  if (e.panels.empty()) throw Error("not a cache of this format");
+}
+
 // A picture's settings as `adtree generate --from-png` reads them; a PNG without them is an error
 // there too.
 void png_settings(const std::string& bytes) {
@@ -106,6 +115,7 @@ TEST(FuzzRegressions, EveryInputIsAnError) {
     if (starts_with(name, "settings-")) check = settings;
     if (starts_with(name, "png_text-")) check = png_settings;
     if (starts_with(name, "torch_checkpoint-")) check = torch_checkpoint;
+    if (starts_with(name, "pack_cache-")) check = pack_cache;
     ASSERT_NE(check, nullptr) << "unknown prefix";
     EXPECT_THROW(check(bytes), Error);
     ++count;
@@ -134,6 +144,7 @@ TEST(FuzzRegressions, SeedsAreAccepted) {
   each("fuzz_settings", ".json", settings);  // prompt-*.txt are prompts
   each("fuzz_png_text", ".png", png_settings);
   each("fuzz_torch_checkpoint", nullptr, torch_checkpoint);
+  each("fuzz_pack_cache", nullptr, pack_cache);
 }
 
 }  // namespace
