@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "model/llamagen/llamagen_convert.h"
+#include "model/text/t5_convert.h"
 #include "terminal_progress.h"
 #include "util/error.h"
 
@@ -18,6 +19,8 @@ void declare_options(Args& a) {
       .option("vq", "FILE", "VQ tokenizer checkpoint (vq_ds16_c2i.pt, ...)")
       .option("drafter", "FILE",
               "EAGLE-1 drafter (LANTERN's pytorch_model.bin, or the app's names)")
+      .option("t5", "DIR",
+              "instead: a T5 directory with pytorch_model*.bin -> its model.safetensors")
       .option("out", "DIR", "model directory to create")
       .option("model", "NAME", "LlamaGen model name, for heads and image size (c2i_L_256)", "")
       .option("n-head", "N", "attention heads (overrides --model)", "0")
@@ -41,6 +44,16 @@ int cmd_convert(int argc, char** argv) {
          "without Python; Python objects in them are never run (docs/llamagen.md).");
   declare_options(a);
   if (!a.parse(argc, argv)) return 0;
+  if (a.given("t5")) {
+    if (a.given("gpt") || a.given("out"))
+      throw Error("--t5 converts a T5 directory in place: no --gpt or --out");
+    TerminalProgress bar("converting", a.flag_set("quiet"));
+    const auto line =
+        model::convert_t5_dir(a.str("t5"), a.str("dtype"),
+                              [&bar](const std::string& stage, double f) { bar.update(stage, f); });
+    std::cout << line << "\n";
+    return 0;
+  }
   model::ConvertRequest r;
   r.gpt = a.str("gpt"), r.vq = a.str("vq"), r.drafter = a.str("drafter"), r.out = a.str("out");
   r.model = a.str("model"), r.classes = a.str("classes"), r.dtype = a.str("dtype");

@@ -17,6 +17,7 @@
 #include "io/safetensors.h"
 #include "model/random_model.h"
 #include "model/text/random_t5.h"
+#include "model/text/t5_convert.h"
 #include "model/text/t5_encoder.h"
 #include "model/text/t5_tokenizer.h"
 #include "model/text/text_encoder.h"
@@ -387,15 +388,30 @@ TEST(TextEncoder, PytorchBinOnlyDirectoriesConvertToTheSameEncoder) {
       d.string() + "'";
   ASSERT_EQ(std::system(save.c_str()), 0) << save;
   fs::rename(d / "model.safetensors", d / "original.safetensors");
-  EXPECT_NE(load_error(d.string()).find("tools/t5_to_safetensors.py"), std::string::npos);
+  EXPECT_NE(load_error(d.string()).find("adtree convert --t5"), std::string::npos);
 
+  // The Python converter and the C++ one (adtree convert --t5) give the same tensors, and the
+  // encoder encodes as the original does.
   const std::string convert = python() + " '" + std::string(ADTREE_SOURCE_DIR) +
                               "/tools/t5_to_safetensors.py' '" + d.string() + "' >/dev/null";
   ASSERT_EQ(std::system(convert.c_str()), 0) << convert;
+  fs::rename(d / "model.safetensors", d / "python.safetensors");
+  EXPECT_NE(model::convert_t5_dir(d.string(), "").find("encoder tensors"), std::string::npos);
+  const auto py = io::SafetensorsReader((d / "python.safetensors").string()).all();
+  const auto cpp = io::SafetensorsReader((d / "model.safetensors").string()).all();
+  ASSERT_EQ(cpp.size(), py.size());
+  for (const auto& [name, t] : py) {
+    ASSERT_TRUE(cpp.count(name)) << name;
+    EXPECT_TRUE(at::equal(cpp.at(name), t)) << name;
+  }
   const auto converted = model::TextEncoder::load(d.string())->encode("a red bus at night", 120);
   fs::rename(d / "model.safetensors", d / "converted.safetensors");
   fs::rename(d / "original.safetensors", d / "model.safetensors");
   const auto original = model::TextEncoder::load(d.string())->encode("a red bus at night", 120);
   EXPECT_TRUE(at::equal(converted.embedding, original.embedding));
   EXPECT_EQ(std::system(convert.c_str()) == 0, false) << "refuses to overwrite model.safetensors";
+  EXPECT_THROW(model::convert_t5_dir(d.string(), ""), Error) << "refuses to overwrite";
+  fs::remove(d / "config.json");
+  fs::remove(d / "model.safetensors");
+  EXPECT_THROW(model::convert_t5_dir(d.string(), ""), Error) << "no config.json";
 }

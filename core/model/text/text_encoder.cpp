@@ -41,7 +41,7 @@ TensorMap encoder_tensors(const std::string& dir, std::vector<std::string>& prob
     problems.push_back(
         fs::exists(dir + "/pytorch_model.bin")
             ? base + ": missing; the directory has pytorch_model.bin only (convert it: " +
-                  "tools/t5_to_safetensors.py " + dir + ")"
+                  "adtree convert --t5 " + dir + ")"
             : base + ": missing (the T5 encoder's weights)");
     return {};
   }
