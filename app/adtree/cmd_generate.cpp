@@ -10,6 +10,7 @@
 #include "decode/run.h"
 #include "decode/settings/picture_settings.h"
 #include "io/file_write.h"
+#include "terminal_progress.h"
 #include "util/error.h"
 #include "util/resource_paths.h"
 #include "util/threads.h"
@@ -36,7 +37,13 @@ model::ModelBundle load_model(const Args& a, bool load_vq, const std::string& fa
   }
   model::LoadOptions opts = load_options(a);
   opts.load_vq = load_vq;
-  auto m = model::load_model_dir(dir, opts);
+  model::ModelBundle m;
+  {
+    TerminalProgress bar("loading " + std::filesystem::path(dir).filename().string(),
+                         a.flag_set("quiet"));
+    opts.progress = [&bar](const std::string& stage, double f) { bar.update(stage, f); };
+    m = model::load_model_dir(dir, opts);
+  }
   if (!opts.text_encoder.empty() && m.manifest.kind != "t2i-embeddings") {
     throw Error("--t5: " + dir + " is a " + m.manifest.kind +
                 " model; a T5 text encoder is for LlamaGen t2i (t2i-embeddings) models");

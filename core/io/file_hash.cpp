@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -24,13 +25,19 @@ bool have_sha256() {
 }
 
 namespace {
-std::string sha256_of(const std::vector<std::string>& paths, bool headers) {
+std::string sha256_of(const std::vector<std::string>& paths, bool headers,
+                      const std::function<void(double)>& progress = {}) {
   namespace fs = std::filesystem;
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
   if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1) {
     throw Error("SHA-256 is not available from libcrypto");
   }
   std::vector<char> buf(1 << 20);
+  uint64_t total = 0, done = 0;
+  for (const auto& path : paths) {
+    std::error_code ec;
+    if (fs::is_regular_file(path, ec)) total += fs::file_size(path, ec);
+  }
   for (const auto& path : paths) {
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) continue;
@@ -43,6 +50,8 @@ std::string sha256_of(const std::vector<std::string>& paths, bool headers) {
     while (in) {
       in.read(buf.data(), std::streamsize(buf.size()));
       if (in.gcount() > 0) EVP_DigestUpdate(ctx.get(), buf.data(), size_t(in.gcount()));
+      done += uint64_t(std::max<std::streamsize>(in.gcount(), 0));
+      if (progress && total > 0) progress(double(done) / double(total));
     }
     if (in.bad()) throw Error(path + ": read error while computing the model's hash");
   }
@@ -68,6 +77,12 @@ std::string sha256_file(const std::string& path) {
   return sha256_of({path}, false).substr(7);
 }
 #else
+namespace {
+std::string sha256_of(const std::vector<std::string>&, bool,
+                      const std::function<void(double)>& = {}) {
+  return {};
+}
+}  // namespace
 bool have_sha256() {
   return false;
 }
@@ -111,7 +126,8 @@ std::string entry_check(const nlohmann::json& e) {
 }
 }  // namespace
 
-std::string sha256_files_cached(const std::vector<std::string>& paths) {
+std::string sha256_files_cached(const std::vector<std::string>& paths,
+                                const std::function<void(double)>& progress) {
   constexpr size_t kKeep = 64;  // models remembered; the oldest are forgotten first
   if (!have_sha256()) return {};
   const std::string key = signature(paths);
@@ -131,7 +147,7 @@ std::string sha256_files_cached(const std::vector<std::string>& paths) {
         return e["sha256"].get<std::string>();
     }
   }
-  const std::string hash = sha256_files(paths);
+  const std::string hash = have_sha256() ? sha256_of(paths, true, progress) : std::string();
   if (file.empty()) return hash;
   nlohmann::json entry = {{"files", key}, {"sha256", hash}};
   entry["check"] = entry_check(entry);

@@ -2,6 +2,7 @@
 // (OpenSSL's libcrypto). Lets a user tell, years later, whether a picture came from the very
 // weights on disk now or from a retrained model of the same name.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@ std::string sha256_file(const std::string& path);
 // (~/.cache/...) under the files' paths, sizes and modification times, as make and ccache trust
 // them: a multi-GB checkpoint is read once, not at every load. A cache that cannot be read or
 // written is ignored (the hash is computed).
-std::string sha256_files_cached(const std::vector<std::string>& paths);
+// `progress`, when given, hears the fraction of the bytes hashed (only when they are hashed).
+std::string sha256_files_cached(const std::vector<std::string>& paths,
+                                const std::function<void(double)>& progress = {});
 
 }  // namespace adtree::io

@@ -106,7 +106,7 @@ void check_manifest(const ModelBundle& b, const std::string& mpath,
 // decides what the tokens look like. A sharded part counts as its index and shards; a single file
 // (or a missing drafter) as before, so the hash of a model that did not change stays the same.
 // Empty when a file cannot be read (the load reports that file).
-std::string model_hash(const Paths& p) {
+std::string model_hash(const Paths& p, const LoadOptions& opts) {
   std::vector<std::string> files{p.model};
   for (const auto& part : {p.gpt, p.vq, p.drafter, p.parallel}) {
     auto set = io::safetensors_set_files(part);
@@ -115,7 +115,9 @@ std::string model_hash(const Paths& p) {
   }
   files.push_back(p.text);
   try {
-    return io::sha256_files_cached(files);
+    return io::sha256_files_cached(files, [&opts](double f) {
+      if (opts.progress) opts.progress("hashing the weights", 0.4 * f);
+    });
   } catch (const Error&) {
     return {};
   }
@@ -295,9 +297,14 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
   std::vector<std::string> problems;
   check_manifest(b, p.model, problems);
   // The hash first: a packed-panel cache for it says the files' values were checked.
-  b.hash = model_hash(p);
+  b.hash = model_hash(p, opts);
+  const auto stage = [&opts](const char* what, double f) {
+    if (opts.progress) opts.progress(what, f);
+  };
+  stage("opening the packed cache", 0.4);
   auto packs = open_pack_cache(b, opts, device, dtype);
   b.pack_cache_hit = packs && packs->hit();
+  stage(b.pack_cache_hit ? "mapping the weights" : "checking the weights", 0.5);
   TensorMap gw, vw;
   map_weights(b, p, opts, !b.pack_cache_hit, gw, vw, problems);
   load_vocabulary(b, p.text, problems);
@@ -321,6 +328,7 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
     }
     release_copied_vq(b, vw);
   }
+  stage(b.pack_cache_hit ? "mapping the weights" : "packing the weights", 0.7);
   b.gpt = std::make_shared<const Gpt>(b.gpt_config, gw, device, dtype, true, packs.get());
   if (!b.drafter_weights.empty()) {
     b.drafter = std::make_shared<const Drafter>(*b.gpt, b.drafter_weights, /*inference=*/true,
@@ -336,6 +344,7 @@ ModelBundle load_model_dir(const std::string& dir, const LoadOptions& opts) {
   // load that skipped the VQ's file (a later hit would skip checking it).
   if (packs) b.pack_cache_warning = packs->warning();
   if (packs && opts.load_vq) {
+    stage("writing the packed cache", 0.9);
     const std::string failed = packs->save();
     if (!failed.empty()) {
       b.pack_cache_warning += (b.pack_cache_warning.empty() ? "" : "; ") + failed;

@@ -4,6 +4,7 @@
 #pragma once
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -36,6 +37,9 @@ struct LoadOptions {
   // A t2i-embeddings model's text encoder (a T5 directory, model/text/text_encoder.h) in place of
   // the one model.json names; it runs on `device` in `dtype`. Other kinds of model ignore it.
   std::string text_encoder;
+  // Hears where a long load is ("hashing the weights", "packing the weights", ...) and the
+  // fraction done, 0..1: a first load of a large model hashes and packs for seconds.
+  std::function<void(const std::string& stage, double fraction)> progress;
 };
 
 struct ModelBundle {
