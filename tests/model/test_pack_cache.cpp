@@ -236,6 +236,13 @@ TEST(PackCache, ConcurrentFirstLoadsLeaveOneValidFile) {
   for (auto& t : loads) t.join();
   for (const auto& w : warnings) EXPECT_EQ(w, "");
   ASSERT_EQ(files_in(d.packed).size(), 1u) << "temporary files left behind";
+  // A writer killed mid-write an hour ago left its temporary file: the next write removes it.
+  const auto stale = fs::path(d.packed) / (files_in(d.packed)[0].filename().string() + ".tmp.1.1");
+  std::ofstream(stale) << "half a file";
+  fs::last_write_time(stale, fs::file_time_type::clock::now() - std::chrono::hours(2));
+  fs::remove(files_in(d.packed)[0] == stale ? files_in(d.packed)[1] : files_in(d.packed)[0]);
+  EXPECT_EQ(load_model_dir(d.model, always(d)).pack_cache_warning, "");
+  ASSERT_EQ(files_in(d.packed).size(), 1u) << "the stale temporary file stays";
   const auto b = load_model_dir(d.model, always(d));
   EXPECT_TRUE(b.pack_cache_hit);
   EXPECT_EQ(b.pack_cache_warning, "");
