@@ -12,8 +12,9 @@ void StudioOptions::describe(QCommandLineParser& cli) const {
   cli.addVersionOption();
   cli.addPositionalArgument("model|file",
                             "model directory to open (default: $ADTREE_MODEL, the shipped "
-                            "model, or a random tiny one), or a PNG whose settings to restore "
-                            "or a run file to open, on the default model");
+                            "model, or a random tiny one), or a PNG whose settings to restore, "
+                            "a run file to open, or a checkpoint (.pt, .pth, .bin) to import, "
+                            "on the default model");
   cli.addOptions({run, method, relax, seed, benchmark, size, preview, stall, replay, inspect, dock,
                   compare, count, gallery, set, methods});
 }

@@ -61,6 +61,7 @@ void MainActions::loadSettings(const QSettings& s) {
   text_encoder_->loadSettings(s);
   gallery_menu_->showEnabled();
   recent_->refresh();
+  recent_imports_->refresh();
 }
 
 void MainActions::saveSettings(QSettings& s) const {
@@ -84,6 +85,11 @@ void MainActions::fileMenu(QMenuBar* bar) {
   open->setToolTip(tr("Open a model directory (model.json, gpt/vq.safetensors, text.json)"));
   recent_ = new RecentModels(file->addMenu(tr("Open &Recent")), this);
   connect(recent_, &RecentModels::openRequested, w, [cmd](const QString& d) { cmd->openModel(d); });
+  auto* import = file->addAction(tr("&Import Checkpoint…"), w, [cmd] { cmd->importCheckpoint(); });
+  import->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
+  import->setToolTip(
+      tr("Convert a released LlamaGen checkpoint (c2i_L_256.pt, t2i_XL_stage1_256.pt, with its VQ "
+         "and a LANTERN draft head) into a model directory and open it; no Python needed"));
   file->addSeparator();
   file->addAction(tr("Open R&un…"), w,
                   [w, cmd] {
@@ -181,6 +187,10 @@ void MainActions::modelMenu(QMenuBar* bar) {
     }
   });
   model->addAction(tr("Open the &Default Model"), w, [cmd] { cmd->openDefaultModel(); });
+  recent_imports_ =
+      new RecentModels(model->addMenu(tr("Recent &Imports")), this, "model/recentImports");
+  connect(recent_imports_, &RecentModels::openRequested, w,
+          [cmd](const QString& d) { cmd->openModel(d); });
 }
 
 void MainActions::viewMenu(QMenuBar* bar) {

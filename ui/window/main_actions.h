@@ -61,6 +61,7 @@ class MainActions : public QObject {
   DeviceMenu* devices() const { return devices_; }
   TextEncoderMenu* textEncoder() const { return text_encoder_; }
   RecentModels* recent() const { return recent_; }
+  RecentModels* recentImports() const { return recent_imports_; }
 
   // run/trace, export/pngSettings, the device menu; refreshes the gallery and recent menus (after
   // the library has read its own settings).
@@ -85,6 +86,7 @@ class MainActions : public QObject {
   DeviceMenu* devices_ = nullptr;
   TextEncoderMenu* text_encoder_ = nullptr;
   RecentModels* recent_ = nullptr;
+  RecentModels* recent_imports_ = nullptr;
   GalleryMenu* gallery_menu_ = nullptr;
 };
 

@@ -5,6 +5,7 @@
 #include <QDir>
 #include <QDragEnterEvent>
 #include <QDropEvent>
+#include <QFileDialog>
 #include <QFileInfo>
 #include <QLabel>
 #include <QMimeData>
@@ -36,6 +37,7 @@
 #include "ui/window/engine_bridge.h"
 #include "ui/window/error_dialog.h"
 #include "ui/window/exports.h"
+#include "ui/window/import_dialog.h"
 #include "ui/window/main_actions.h"
 #include "ui/window/model_status.h"
 #include "ui/window/recent_models.h"
@@ -523,7 +525,8 @@ bool MainWindow::copyImage() {
   return true;
 }
 
-// Drag and drop: a model directory, a run file or an exported PNG from the file manager.
+// Drag and drop: a model directory, a checkpoint to import, a run file or an exported PNG from the
+// file manager.
 void MainWindow::dragEnterEvent(QDragEnterEvent* e) {
   const auto urls = e->mimeData()->urls();
   if (urls.size() == 1 && urls.first().isLocalFile()) e->acceptProposedAction();
@@ -542,6 +545,10 @@ bool MainWindow::openDropped(const QString& path) {
     openModel(fi.absoluteFilePath());
     return true;
   }
+  if (fi.isFile() && QStringList{"pt", "pth", "bin"}.contains(fi.suffix().toLower())) {
+    importCheckpoint(fi.absoluteFilePath());
+    return true;
+  }
   if (fi.isFile() && fi.suffix().compare("png", Qt::CaseInsensitive) == 0) {
     return restoreFromPng(fi.absoluteFilePath());
   }
@@ -549,6 +556,23 @@ bool MainWindow::openDropped(const QString& path) {
   showError(this, tr("Nothing to open"),
             tr("%1 is neither a model directory nor a run file.").arg(path.toHtmlEscaped()));
   return false;
+}
+
+void MainWindow::importCheckpoint(const QString& path) {
+  QString file = path;
+  if (file.isEmpty()) {
+    file = QFileDialog::getOpenFileName(
+        this, tr("Import a checkpoint"), QDir::homePath(),
+        tr("PyTorch checkpoints (*.pt *.pth *.bin *.safetensors);;All files (*)"));
+    if (file.isEmpty()) return;
+  }
+  auto* dialog = new ImportDialog(file, this);
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  connect(dialog, &ImportDialog::imported, this, [this](const QString& dir) {
+    actions_->recentImports()->add(dir);
+    openModel(dir);
+  });
+  dialog->open();
 }
 
 bool MainWindow::restoreFromPng(const QString& path) {

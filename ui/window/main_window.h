@@ -44,6 +44,7 @@ class MainWindow : public QMainWindow, public WindowCommands {
   // size first if the directory has none.
   void openModel(const QString& dir, const QString& createRandom = {}) override;
   void openDefaultModel() override;
+  void importCheckpoint(const QString& path = {}) override;
 
   bool isRunning() const { return current_job_ != 0; }
   bool hasModel() const { return model_.has_value(); }
@@ -70,8 +71,8 @@ class MainWindow : public QMainWindow, public WindowCommands {
   // What the menu commands do after their file dialogs (tests and scripts call them directly).
   // Each returns false after showing a readable error.
   bool openRunFile(const QString& path) override;
-  // A dropped path: a directory opens as a model, a PNG restores its settings, a file opens as a
-  // run (drag and drop calls this).
+  // A dropped path: a directory opens as a model, a .pt / .pth / .bin opens the import dialog, a
+  // PNG restores its settings, another file opens as a run (drag and drop calls this).
   bool openDropped(const QString& path);
   // File > Export and Save Run: each write with and without its file dialog.
   Exports* exports() const { return exports_.get(); }

@@ -10,11 +10,12 @@ namespace {
 constexpr int kMaxRecent = 8;
 }
 
-RecentModels::RecentModels(QMenu* menu, QObject* parent) : QObject(parent), menu_(menu) {}
+RecentModels::RecentModels(QMenu* menu, QObject* parent, const QString& key)
+    : QObject(parent), menu_(menu), key_(key) {}
 
 void RecentModels::refresh() {
   menu_->clear();
-  const QStringList recent = QSettings().value("model/recent").toStringList();
+  const QStringList recent = QSettings().value(key_).toStringList();
   for (const auto& dir : recent) {
     menu_->addAction(QDir::toNativeSeparators(dir), this,
                      [this, dir] { Q_EMIT openRequested(dir); });
@@ -24,11 +25,11 @@ void RecentModels::refresh() {
 
 void RecentModels::add(const QString& dir) {
   QSettings s;
-  QStringList recent = s.value("model/recent").toStringList();
+  QStringList recent = s.value(key_).toStringList();
   recent.removeAll(dir);
   recent.prepend(dir);
   while (recent.size() > kMaxRecent) recent.removeLast();
-  s.setValue("model/recent", recent);
+  s.setValue(key_, recent);
   refresh();
 }
 

@@ -1,5 +1,6 @@
-// RecentModels: File > Open Recent, the model directories a user opened last (newest first, at
-// most eight), kept in the settings under model/recent.
+// RecentModels: File > Open Recent (and Model > Recent Imports), the model directories a user
+// opened (imported) last, newest first, at most eight, kept in the settings under `key`
+// (model/recent, model/recentImports).
 #pragma once
 #include <QObject>
 #include <QString>
@@ -12,7 +13,8 @@ class RecentModels : public QObject {
   Q_OBJECT
 
  public:
-  explicit RecentModels(QMenu* menu, QObject* parent = nullptr);
+  explicit RecentModels(QMenu* menu, QObject* parent = nullptr,
+                        const QString& key = QStringLiteral("model/recent"));
 
   void add(const QString& dir);  // moves it to the top
   void refresh();                // the menu from the settings
@@ -22,6 +24,7 @@ class RecentModels : public QObject {
 
  private:
   QMenu* menu_ = nullptr;
+  QString key_;
 };
 
 }  // namespace adtree::ui

@@ -18,6 +18,8 @@ class WindowCommands {
   virtual const std::optional<engine::ModelInfo>& model() const = 0;
   virtual void openModel(const QString& dir, const QString& createRandom = {}) = 0;
   virtual void openDefaultModel() = 0;
+  // File > Import Checkpoint: the import dialog for a checkpoint file (ask for one when empty).
+  virtual void importCheckpoint(const QString& path = {}) = 0;
   // Each returns false after showing a readable error.
   virtual bool openRunFile(const QString& path) = 0;
   virtual bool copyImage() = 0;

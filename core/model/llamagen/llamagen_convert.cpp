@@ -133,22 +133,12 @@ struct Parts {
   bool have_drafter = false;
 };
 
-Parts read_parts(const ConvertRequest& r, const Stages& st, std::vector<std::string>& warnings) {
-  Parts p;
+// --model, else the checkpoint's file name, else its saved arguments (tools/convert_llamagen.py's
+// order); the flags override them.
+GptImportOptions gpt_options(const ConvertRequest& r, const json& args) {
   GptImportOptions o;
   o.model_name = model_name(r.model);
   o.n_head = r.n_head, o.image_size = r.image_size, o.grid = r.grid;
-  if (!r.vq.empty()) {
-    st.at("reading the VQ", 0.05);
-    const auto vsd = read_state_dict(r.vq);
-    p.vcfg = infer_vq_config(vsd);
-    p.vq = import_vq(vsd, p.vcfg);
-    p.have_vq = true;
-    o.vq_factor = p.vcfg.downsample_factor();
-  }
-  st.at("reading the GPT", 0.2);
-  json args;
-  const auto gsd = read_state_dict(r.gpt, &args);
   o.more_names.emplace_back(fs::path(r.gpt).stem().string(), "the --gpt file name");
   if (args.is_object() && args.value("gpt_model", json()).is_string()) {
     o.more_names.emplace_back(args["gpt_model"].get<std::string>(),
@@ -157,9 +147,26 @@ Parts read_parts(const ConvertRequest& r, const Stages& st, std::vector<std::str
   if (args.is_object() && args.value("image_size", json()).is_number_integer()) {
     o.saved_image_size = args["image_size"].get<int64_t>();
   }
-  if (!p.have_vq && args.is_object() && args.value("downsample_size", json()).is_number_integer()) {
+  if (args.is_object() && args.value("downsample_size", json()).is_number_integer()) {
     o.vq_factor = args["downsample_size"].get<int64_t>();
   }
+  return o;
+}
+
+Parts read_parts(const ConvertRequest& r, const Stages& st, std::vector<std::string>& warnings) {
+  Parts p;
+  if (!r.vq.empty()) {
+    st.at("reading the VQ", 0.05);
+    const auto vsd = read_state_dict(r.vq);
+    p.vcfg = infer_vq_config(vsd);
+    p.vq = import_vq(vsd, p.vcfg);
+    p.have_vq = true;
+  }
+  st.at("reading the GPT", 0.2);
+  json args;
+  const auto gsd = read_state_dict(r.gpt, &args);
+  GptImportOptions o = gpt_options(r, args);
+  if (p.have_vq) o.vq_factor = p.vcfg.downsample_factor();
   p.g = infer_gpt_config(gsd, o, &p.how);
   p.gpt = import_gpt(gsd, p.g);
   if (p.have_vq && p.vcfg.codebook_size != p.g.vocab_size) {
@@ -300,6 +307,68 @@ ConvertResult convert_llamagen(const ConvertRequest& r, const ConvertProgress& p
   }
   res.summary = summary(p, out);
   return res;
+}
+
+namespace {
+
+std::string millions(int64_t n) {
+  return sig3(double(n) / 1e6) + "M parameters";
+}
+
+// Three lines: the family and shape; size, conditioning and grid; where the heads and grid came
+// from.
+std::string describe_gpt(const GptConfig& g, const std::string& how, int64_t params) {
+  const bool c2i = g.cond == CondKind::Class;
+  return std::string("LlamaGen ") + (c2i ? "class-to-image" : "text-to-image") +
+         " GPT: " + std::to_string(g.n_layer) + " layers x " + std::to_string(g.n_head) +
+         " heads x dim " + std::to_string(g.dim) + "\n" + millions(params) + ", " +
+         (c2i ? std::to_string(g.num_classes) + " classes"
+              : "captions of " + std::to_string(g.cond_len) + " T5 embeddings") +
+         ", " + std::to_string(g.grid_h) + "x" + std::to_string(g.grid_w) + " tokens\n" + how;
+}
+
+}  // namespace
+
+CheckpointSummary describe_checkpoint(const ConvertRequest& r) {
+  CheckpointSummary out;
+  json args;
+  const auto sd = read_state_dict(r.gpt, &args);
+  out.model_name = !r.name.empty() ? r.name : model_name(r.model.empty() ? r.gpt : r.model);
+  if (sd.count("tok_embeddings.weight")) {
+    out.role = "gpt";
+    GptImportOptions o = gpt_options(r, args);
+    try {
+      std::string how;
+      const GptConfig g = infer_gpt_config(sd, o, &how);
+      out.text = describe_gpt(g, how, numel(import_gpt(sd, g).weights));
+      out.c2i = g.cond == CondKind::Class;
+    } catch (const Error& e) {
+      out.problem = e.what();
+      out.text = "LlamaGen GPT (" + millions(numel(sd)) + ")";
+      out.c2i = sd.count("cls_embedding.embedding_table.weight") > 0;
+    }
+  } else if (sd.count("quantize.embedding.weight")) {
+    out.role = "vq";
+    out.text = "LlamaGen VQ tokenizer (" + millions(numel(sd)) + "): give it with a GPT checkpoint";
+  } else if (sd.count("fc.weight") || sd.count("layers.0.self_attn.q_proj.weight")) {
+    out.role = "drafter";
+    out.text = "an EAGLE draft head (" + millions(numel(sd)) + "): give it with its GPT checkpoint";
+  } else {
+    out.problem =
+        "not a LlamaGen GPT, VQ or draft head (no tok_embeddings.weight, "
+        "quantize.embedding.weight or fc.weight)";
+  }
+  return out;
+}
+
+std::string companion_vq(const std::string& gpt, bool c2i) {
+  const fs::path dir = fs::path(gpt).parent_path();
+  for (const char* n : {c2i ? "vq_ds16_c2i.pt" : "vq_ds16_t2i.pt", "vq_ds16_c2i.pt",
+                        "vq_ds16_t2i.pt", "vq.pt", "vq.safetensors"}) {
+    std::error_code ec;
+    if (fs::is_regular_file(dir / n, ec)) return (dir / n).string();
+  }
+  return {};
 }
 
 }  // namespace adtree::model

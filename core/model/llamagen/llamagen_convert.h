@@ -39,4 +39,19 @@ struct ConvertResult {
 ConvertResult convert_llamagen(const ConvertRequest& r, const ConvertProgress& progress = {},
                                const std::atomic<bool>* cancel = nullptr);
 
+// What r.gpt is, before converting it (the studio's import dialog): read, recognised, nothing
+// written. With r's overrides (model name, heads, grid), as the conversion would use them.
+struct CheckpointSummary {
+  std::string role;        // "gpt", "vq", "drafter", or "" (none this program converts)
+  std::string text;        // for the user ("LlamaGen class-to-image GPT: 24 layers x 16 heads ...")
+  std::string problem;     // what must be given first (the heads, the grid), or why it cannot be
+  std::string model_name;  // what model.json would call it
+  bool c2i = false;
+};
+// Throws adtree::Error for a file that cannot be read (damaged, not a checkpoint, unsafe).
+CheckpointSummary describe_checkpoint(const ConvertRequest& r);
+
+// The VQ checkpoint beside a GPT's (LlamaGen's file names: vq_ds16_c2i.pt, vq_ds16_t2i.pt), or "".
+std::string companion_vq(const std::string& gpt, bool c2i);
+
 }  // namespace adtree::model
