@@ -323,8 +323,17 @@ foreach(i RANGE 99)
 endforeach()
 list(JOIN names "," names)
 file(WRITE ${WORK}/classes.json "{\"classes\": [${names}]}")
-run_ok(${ADTREE} convert --gpt ${WORK}/c2i/gpt.safetensors --vq ${WORK}/c2i/vq.safetensors
-       --n-head 2 --grid 4 --classes ${WORK}/classes.json --out ${WORK}/converted)
+execute_process(COMMAND ${ADTREE} convert --gpt ${WORK}/c2i/gpt.safetensors
+                --vq ${WORK}/c2i/vq.safetensors --n-head 2 --grid 4 --classes ${WORK}/classes.json
+                --out ${WORK}/converted RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "convert failed:\n${out}\n${err}")
+endif()
+# Not a terminal here: no progress line (its carriage returns and ESC[K) in the output.
+string(FIND "${err}${out}" "\r" cr)
+if(NOT cr EQUAL -1)
+  message(FATAL_ERROR "a progress line went to a pipe:\n${err}")
+endif()
 run_ok(${ADTREE} generate --model ${WORK}/converted --prompt "synonym 42" --out ${WORK}/c42.png --quiet)
 run_ok(${ADTREE} generate --model ${WORK}/converted --class 42 --out ${WORK}/c42b.png --quiet)
 run_fails("heads" ${ADTREE} convert --gpt ${WORK}/c2i/gpt.safetensors --grid 4

@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "io/dataset.h"
+#include "terminal_progress.h"
 #include "train/gpt_trainer.h"
 #include "train/vq_trainer.h"
 #include "util/error.h"
@@ -226,8 +227,8 @@ int data_emoji(int argc, char** argv) {
       .option("from", "DIR", "use an extracted package instead of fetching (repeat per set)")
       .option("val-fraction", "F", "share of emoji held out for validation", "0.05")
       .option("seed", "N", "seed of the train/validation split", "0")
-      .option("preview", "FILE",
-              "also write a PNG of 64 random training images (captions printed)");
+      .option("preview", "FILE", "also write a PNG of 64 random training images (captions printed)")
+      .flag("quiet", "no progress line on the terminal");
   if (!a.parse(int(rest.size()), rest.data())) return 0;
   if (!a.given("out")) throw Error("give the dataset file to write with --out FILE");
   const double val_fraction = a.number("val-fraction");
@@ -262,6 +263,10 @@ int data_emoji(int argc, char** argv) {
   opts.val_fraction = val_fraction;
   opts.seed = seed;
   opts.log = [](const std::string& line) { std::cout << line << "\n" << std::flush; };
+  TerminalProgress bar("building the dataset", a.flag_set("quiet"));
+  opts.progress = [&bar](const std::string& set, int64_t done, int64_t total) {
+    bar.update("reading the " + set + " set", double(done) / double(std::max<int64_t>(total, 1)));
+  };
   const io::Dataset d = imaging::build_emoji_dataset(dirs, opts);
   d.save(out);
   print_summary(d, out);

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "io/dataset.h"
 #include "model/model_dir.h"
+#include "terminal_progress.h"
 #include "train/assemble.h"
 #include "train/drafter_trainer.h"
 #include "train/fidelity.h"
@@ -91,7 +92,8 @@ void add_run_options(Args& a) {
               "fp32 on a CPU), fp32 (exact) or bf16 (autocast, CPU or CUDA; fast where the CPU "
               "has AMX or AVX512-BF16)",
               "tf32")
-      .flag("show-config", "print the stage's default config and exit");
+      .flag("show-config", "print the stage's default config and exit")
+      .flag("quiet", "no progress line on the terminal between the step logs");
 }
 
 train::TrainOptions run_options(const Args& a, const std::string& stage, int argc, char** argv) {
@@ -114,6 +116,14 @@ train::TrainOptions run_options(const Args& a, const std::string& stage, int arg
   o.eval_every = a.integer("eval-every");
   o.checkpoint_every = a.integer("checkpoint-every");
   if (a.given("config")) o.config = train::parse_config_arg(a.str("config"));
+  // A progress line between the step logs on a terminal; cleared when the options go.
+  auto bar = std::make_shared<TerminalProgress>("training " + stage, a.flag_set("quiet"));
+  if (bar->active()) {
+    o.on_step = [bar](int64_t done, int64_t steps) {
+      bar->update("step " + std::to_string(done) + " of " + std::to_string(steps),
+                  double(done) / double(steps));
+    };
+  }
   o.provenance = {{"command", command_line(stage, argc, argv)},
                   {"data", a.given("data") ? fs::path(a.str("data")).filename().string() : ""},
                   {"threads", intra_op_threads()},

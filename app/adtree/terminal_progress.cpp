@@ -10,8 +10,11 @@ namespace adtree::cli {
 TerminalProgress::TerminalProgress(std::string what, bool quiet)
     : what_(std::move(what)), active_(!quiet && ::isatty(STDERR_FILENO) == 1) {}
 
+// The line is drawn as ESC[K (clear to the end) + text, with the cursor sent back to its start:
+// a log line written to the terminal after it (a trainer's step lines on stdout) overwrites it
+// instead of following it.
 TerminalProgress::~TerminalProgress() {
-  if (active_ && drawn_ > 0) std::fprintf(stderr, "\r%*s\r", int(drawn_), "");
+  if (active_ && drawn_ > 0) std::fputs("\r\x1b[K", stderr);
 }
 
 void TerminalProgress::update(const std::string& stage, double fraction) {
@@ -24,8 +27,7 @@ void TerminalProgress::update(const std::string& stage, double fraction) {
   char line[256];
   const int n = std::snprintf(line, sizeof line, "%s: %s %3d%%", what_.c_str(), stage.c_str(), pct);
   const size_t len = n < 0 ? 0 : std::min(size_t(n), sizeof line - 1);
-  // Pad over a longer previous line, then return to the line's start.
-  std::fprintf(stderr, "\r%s%*s", line, int(drawn_ > len ? drawn_ - len : 0), "");
+  std::fprintf(stderr, "\r\x1b[K%s\r", line);
   std::fflush(stderr);
   drawn_ = len;
 }

@@ -1,5 +1,6 @@
 // Progress of long CLI work on a terminal (issue "Real checkpoints without Python", part 5): one
-// line on stderr, rewritten in place ("converting: writing the GPT  52%"), cleared at the end.
+// line on stderr, rewritten in place ("converting: writing the GPT  52%"), cleared at the end;
+// lines the work prints meanwhile overwrite it (the cursor stays at its start).
 // Quiet when stderr is not a terminal or the user passed --quiet, so logs and pipes stay clean.
 #pragma once
 #include <chrono>

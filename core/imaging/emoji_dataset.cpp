@@ -285,6 +285,7 @@ PackageResult read_package(const Package& pkg, const EmojiBuildOptions& opts) {
                          src.style, opts.image_size};
   PackageResult res;
   for (size_t i = 0; i < entries.size(); ++i) {
+    if (opts.progress) opts.progress(pkg.set, int64_t(i), int64_t(entries.size()));
     const json& e = entries[i];
     const std::string where = ej.filename().string() + " entry " + std::to_string(i);
     EntryNames names;

@@ -43,6 +43,8 @@ struct EmojiBuildOptions {
   uint64_t seed = 0;           // the split is a function of the seed and the emoji codes only
   int64_t image_size = 64;     // images of another size are resized (area interpolation)
   std::function<void(const std::string&)> log;  // progress lines; may be empty
+  // The entries of the package being read: (package set, done, of); may be empty.
+  std::function<void(const std::string& set, int64_t done, int64_t total)> progress;
 };
 
 // The folder holding emoji.json: `dir` itself or its package/ folder (how npm tarballs unpack).

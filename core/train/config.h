@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -26,7 +27,9 @@ struct TrainOptions {
   int64_t eval_every = 0;        // validation every N steps (0: the config's default)
   int64_t checkpoint_every = 0;  // checkpoint every N steps (0: the config's default)
   std::ostream* log = nullptr;   // progress lines (nullptr: std::cout)
-  std::string device = "cpu";    // "cpu", "cuda", "cuda:N": where parameters and batches live
+  // Hears every optimiser step (done, of all steps): a terminal's progress line between the logs.
+  std::function<void(int64_t done, int64_t steps)> on_step;
+  std::string device = "cpu";  // "cpu", "cuda", "cuda:N": where parameters and batches live
   // Matrix products of the training step: "tf32" (CUDA tensor cores, 10-bit mantissa inputs, fp32
   // sums; a CPU computes fp32), "fp32", or "bf16" (autocast: products in bfloat16 with fp32 sums,
   // on a CPU or CUDA, train/mixed_precision.h). TF32 and bf16 are exact enough here: the losses

@@ -166,6 +166,7 @@ TrainResult run_loop(const TrainOptions& opts, Params& params, AdamW& opt, const
     result.losses.push_back(loss);
     result.last_step = done;
     progress.step_done(done, items);
+    if (opts.on_step) opts.on_step(done, spec.steps);
     losses.add(loss);
     if (done % log_every == 0 || done == spec.steps)
       log_progress(progress, metrics, spec, done, losses.take(), lr, gnorm, eval_note);
