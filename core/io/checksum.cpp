@@ -1,6 +1,12 @@
 #include "io/checksum.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "util/error.h"
 
 #ifdef ADTREE_HAVE_XXHASH
 #include <xxhash.h>
@@ -55,6 +61,30 @@ std::string checksum_hex(const void* data, size_t size) {
   Checksum c;
   c.update(data, size);
   return c.hex();
+}
+
+std::string directory_checksum(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_regular_file(ec)) files.push_back(it->path());
+  }
+  if (ec) throw Error(dir + ": cannot list the folder (" + ec.message() + ")");
+  std::sort(files.begin(), files.end());
+  Checksum sum;
+  std::vector<char> buf(1 << 20);
+  for (const auto& f : files) {
+    const std::string head =
+        f.lexically_relative(dir).string() + "\n" + std::to_string(fs::file_size(f, ec)) + "\n";
+    sum.update(head.data(), head.size());
+    std::ifstream in(f, std::ios::binary);
+    if (!in) throw Error(f.string() + ": cannot be read");
+    while (in.read(buf.data(), std::streamsize(buf.size())) || in.gcount() > 0) {
+      sum.update(buf.data(), size_t(in.gcount()));
+    }
+  }
+  return sum.hex();
 }
 
 }  // namespace adtree::io

@@ -33,6 +33,11 @@ inline std::string checksum_hex(const std::string& s) {
   return checksum_hex(s.data(), s.size());
 }
 
+// One checksum over a folder's files (their paths relative to it, sizes and bytes, in name
+// order): a cached download that was changed or damaged since it was sealed no longer matches.
+// Throws adtree::Error when the folder cannot be read.
+std::string directory_checksum(const std::string& dir);
+
 // "xxh3" or "fnv1a": which one this build writes (files record it; another's is not trusted).
 const char* checksum_name();
 

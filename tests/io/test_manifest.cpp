@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "io/checksum.h"
 #include "io/file_hash.h"
 #include "io/safetensors.h"
 #include "io/safetensors_shards.h"
@@ -487,4 +488,33 @@ TEST(ModelDir, DrafterNormEpsIsReadAndChecked) {
   j["drafter"]["norm_eps"] = 1e-6;
   write_json(dir + "/model.json", j);
   EXPECT_EQ(load_error(dir), "");
+}
+
+// The seal of a cached download (adtree data's npm packages): any changed byte, renamed, added or
+// removed file changes it; the same files give the same sum.
+TEST(Checksum, DirectoryChecksumSeesEveryChange) {
+  const fs::path d = fs::path(::testing::TempDir()) / "adtree_dir_checksum";
+  fs::remove_all(d);
+  fs::create_directories(d / "img");
+  std::ofstream(d / "emoji.json") << "[1, 2, 3]";
+  std::ofstream(d / "img" / "a.png", std::ios::binary) << std::string(5000, 'x');
+  const std::string sealed = adtree::io::directory_checksum(d.string());
+  EXPECT_EQ(sealed.size(), 16u);
+  EXPECT_EQ(adtree::io::directory_checksum(d.string()), sealed);
+  {
+    std::fstream f(d / "img" / "a.png", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(2500);
+    f.put('y');
+  }
+  EXPECT_NE(adtree::io::directory_checksum(d.string()), sealed) << "a changed byte";
+  std::ofstream(d / "img" / "a.png", std::ios::binary) << std::string(5000, 'x');
+  EXPECT_EQ(adtree::io::directory_checksum(d.string()), sealed);
+  fs::rename(d / "img" / "a.png", d / "img" / "b.png");
+  EXPECT_NE(adtree::io::directory_checksum(d.string()), sealed) << "a renamed file";
+  fs::rename(d / "img" / "b.png", d / "img" / "a.png");
+  std::ofstream(d / "extra") << "";
+  EXPECT_NE(adtree::io::directory_checksum(d.string()), sealed) << "an added empty file";
+  fs::remove(d / "extra");
+  EXPECT_EQ(adtree::io::directory_checksum(d.string()), sealed);
+  EXPECT_THROW(adtree::io::directory_checksum((d / "missing").string()), adtree::Error);
 }
