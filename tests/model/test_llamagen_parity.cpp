@@ -16,9 +16,9 @@
 
 #include "decode/run.h"
 #include "decode/settings/method_table.h"
+#include "io/manifest.h"
 #include "io/safetensors.h"
 #include "model/conditioning.h"
-#include "io/manifest.h"
 #include "model/llamagen/llamagen_convert.h"
 #include "model/llamagen/llamagen_import.h"
 #include "model/model_dir.h"
