@@ -20,7 +20,7 @@ using json = nlohmann::json;
 
 namespace {
 
-at::ScalarType storage_dtype(const std::string& s) {
+at::ScalarType output_dtype(const std::string& s) {
   if (s == "fp16" || s == "float16") return at::kHalf;
   if (s == "bf16" || s == "bfloat16") return at::kBFloat16;
   if (s == "fp32" || s == "float32") return at::kFloat;
@@ -148,7 +148,7 @@ json model_provenance(const AssembleOptions& o, const json& vq_run, const json& 
 }  // namespace
 
 json assemble_model(const AssembleOptions& o) {
-  const auto dtype = storage_dtype(o.dtype);
+  const auto dtype = output_dtype(o.dtype);
   const auto vq_run = finished_run(o.vq_dir, "vq", "vq.safetensors");
   const auto gpt_run = finished_run(o.gpt_dir, "gpt", "gpt.safetensors");
   json drafter_run;

@@ -70,8 +70,8 @@ at::Tensor cascade_row_weights(const at::Tensor& feats, double tau_h, double wei
 
 namespace {
 
-constexpr uint64_t kRowStream = 21, kNullStream = 22, kNoiseStream = 23, kSampleStream = 24,
-                   kSourceStream = 25;
+constexpr uint64_t kDrafterRowStream = 21, kDrafterNullStream = 22, kDrafterNoiseStream = 23, kDrafterSampleStream = 24,
+                   kDrafterSourceStream = 25;
 
 }  // namespace
 
@@ -103,7 +103,7 @@ at::Tensor sample_target(const model::Gpt& target, const model::Condition& cond,
     auto both = cat_conditions(part, null_condition(target, part));
     auto logits = target.prefill(cache, both).logits.select(1, 0);  // [2b, V]
     // Seeded by the row's index in the whole set, so a set drawn in parts is the same set.
-    auto gen = step_generator(seed, first + i, kSampleStream);
+    auto gen = step_generator(seed, first + i, kDrafterSampleStream);
     for (int64_t t = 0; t < N; ++t) {
       auto mixed = cfg_mix(logits.narrow(0, 0, b), logits.narrow(0, b, b), cfg);
       // Drawn on the CPU from a seeded generator: the same samples on every device.
@@ -213,7 +213,7 @@ SelfSamples self_samples(const GptRun& run, const CaptionIds& caps,
       return out;
     }
   }
-  auto gen = step_generator(opts.seed, 0, kSourceStream);
+  auto gen = step_generator(opts.seed, 0, kDrafterSourceStream);
   auto pick =
       at::randint(int64_t(train_rows.size()), {total}, gen, at::TensorOptions().dtype(at::kLong));
   auto rows = at::tensor(train_rows, at::TensorOptions().dtype(at::kLong)).index_select(0, pick);
@@ -284,7 +284,7 @@ void DrafterStep::pick_rows(int64_t step, at::Tensor& tok, at::Tensor& ids) {
   tok = run.tokens.index_select(0, idx);
   ids = caps.ids.index_select(0, idx);
   if (s.self_n > 0 && s.self_fraction > 0) {
-    auto sgen = step_generator(seed, step, kRowStream);
+    auto sgen = step_generator(seed, step, kDrafterRowStream);
     auto use = at::empty({s.batch}, at::kFloat).uniform_(0.0, 1.0, sgen).lt(s.self_fraction);
     auto sidx = at::tensor(sample_order.rows_for_step(step), at::TensorOptions().dtype(at::kLong));
     tok = at::where(use.view({s.batch, 1}), samples.tokens.index_select(0, sidx), tok);
@@ -299,13 +299,13 @@ at::Tensor DrafterStep::pick_streams(int64_t step, at::Tensor& tok, at::Tensor& 
     tok = at::cat({tok, tok}), ids = at::cat({ids, ids});
     return at::cat({at::zeros({batch}, at::kBool), at::ones({batch}, at::kBool)}).to(device);
   }
-  auto ngen = step_generator(seed, step, kNullStream);
+  auto ngen = step_generator(seed, step, kDrafterNullStream);
   return at::empty({batch}, at::kFloat).uniform_(0.0, 1.0, ngen).lt(s.uncond_fraction).to(device);
 }
 
 at::Tensor DrafterStep::noisy(int64_t step, const at::Tensor& feats) const {
   if (s.noise > 0) {
-    auto fgen = step_generator(seed, step, kNoiseStream);
+    auto fgen = step_generator(seed, step, kDrafterNoiseStream);
     return feats +
            (at::empty(feats.sizes(), at::kFloat).uniform_(0.0, 1.0, fgen) - 0.5).to(device) *
                s.noise;

@@ -81,6 +81,13 @@ class ImportTest : public QObject {
     QVERIFY(w.model());
     QCOMPARE(QString::fromStdString(w.model()->dir), out);
     QCOMPARE(QSettings().value("model/recentImports").toStringList().value(0), out);
+
+    // The same folder again: it holds files now, so the dialog will not write there.
+    w.importCheckpoint(ref_ + "/gpt.pt");
+    QTRY_VERIFY_WITH_TIMEOUT(w.findChildren<ImportDialog*>().size() == 1, 5000);
+    ImportDialog* again = w.findChildren<ImportDialog*>().first();
+    again->setOutput(out);
+    QVERIFY(!again->canImport());
   }
 
   void cancelLeavesNothing() {

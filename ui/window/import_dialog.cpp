@@ -175,6 +175,10 @@ QWidget* ImportDialog::buildForm() {
   dtype_->addItem(tr("fp32"), QString("fp32"));
   f->addRow(tr("Weights:"), dtype_);
   f->addRow(tr("Save to:"), fileRow(form, out_, tr("Where to write the model directory"), {}));
+  out_note_ = new QLabel(tr("That folder exists and holds files: choose another."), form);
+  out_note_->setStyleSheet("color: #b00020");
+  out_note_->hide();
+  f->addRow(QString(), out_note_);
   connect(out_, &QLineEdit::textEdited, this, [this] {
     out_edited_ = true;
     updateButtons();
@@ -243,7 +247,10 @@ void ImportDialog::showInspection(int generation, bool ok, const QString& text,
   }
   problem_->setText(wrapped(why, 90));
   problem_->setVisible(!why.isEmpty());
-  if (!out_edited_ && !name.isEmpty()) out_->setText(defaultModelsDir() + "/" + name);
+  if (!out_edited_ && !name.isEmpty()) {
+    QSignalBlocker block(out_);
+    out_->setText(defaultModelsDir() + "/" + name);
+  }
   understood_ = ok;
   adjustSize();
   updateButtons();
@@ -251,12 +258,19 @@ void ImportDialog::showInspection(int generation, bool ok, const QString& text,
 }
 
 void ImportDialog::updateButtons() {
+  out_note_->setVisible(!running_ && outTaken());
   go_->setEnabled(canImport());
   if (form_) form_->setEnabled(!running_);  // the Browse… buttons too
 }
 
+// An import never replaces a folder that holds files (the CLI's --force is not offered here).
+bool ImportDialog::outTaken() const {
+  const QDir out(out_->text().trimmed());
+  return !out_->text().trimmed().isEmpty() && out.exists() && !out.isEmpty();
+}
+
 bool ImportDialog::canImport() const {
-  return understood_ && !running_ && !out_->text().trimmed().isEmpty();
+  return understood_ && !running_ && !out_->text().trimmed().isEmpty() && !outTaken();
 }
 
 QString ImportDialog::recognised() const {

@@ -57,10 +57,11 @@ class ImportDialog : public QDialog {
   void showProgress(const QString& stage, double fraction);
   void finish(bool ok, bool cancelled, const QString& message, const QString& dir);
   void updateButtons();
+  bool outTaken() const;
 
   QString checkpoint_;
   QWidget* form_ = nullptr;
-  QLabel *recognised_ = nullptr, *problem_ = nullptr, *stage_ = nullptr;
+  QLabel *recognised_ = nullptr, *problem_ = nullptr, *stage_ = nullptr, *out_note_ = nullptr;
   QLineEdit *vq_ = nullptr, *drafter_ = nullptr, *name_ = nullptr, *out_ = nullptr;
   QSpinBox *heads_ = nullptr, *grid_ = nullptr;
   QComboBox* dtype_ = nullptr;

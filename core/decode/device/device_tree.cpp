@@ -26,7 +26,7 @@ Children top_children(const at::Tensor& q, const at::Tensor& noise_row, int64_t 
 }
 
 // The candidates recorded so far, level by level (root first), as the host builder's `cands`.
-struct Candidates {
+struct LevelCandidates {
   std::vector<at::Tensor> tokens, parents, depths, ranks, scores, q;
   int64_t count = 0;
   void add(const at::Tensor& tok, const at::Tensor& par, int64_t depth, const at::Tensor& rank,
@@ -46,7 +46,7 @@ struct Candidates {
 struct Frontier {
   at::Tensor ids, tokens, scores, parent_rows;  // [K] on the device
 };
-Frontier record_level(Candidates& c, const Frontier& f, const Children& kids, int64_t level,
+Frontier record_level(LevelCandidates& c, const Frontier& f, const Children& kids, int64_t level,
                       const at::Tensor& rows_of_frontier) {
   const int64_t F = kids.tokens.size(0), k = kids.tokens.size(1);
   const auto lopts = kids.tokens.options();
@@ -63,7 +63,7 @@ Frontier record_level(Candidates& c, const Frontier& f, const Children& kids, in
 
 // Rerank: the root and the N best candidates by score (ties to the earlier one), in recording
 // order, with parents renumbered and the ancestor matrix.
-DeviceTree rerank(const Candidates& c, int64_t budget, int64_t levels) {
+DeviceTree rerank(const LevelCandidates& c, int64_t budget, int64_t levels) {
   const auto tokens = at::cat(c.tokens), parents = at::cat(c.parents), scores = at::cat(c.scores);
   const auto lopts = tokens.options();
   int64_t keep = c.count - 1;
@@ -117,7 +117,7 @@ DeviceTree build_dynamic_tree_on_device(DeviceDraftContext& ctx, int64_t levels,
   auto noise_row = [&](int64_t level) { return noise.defined() ? noise[level - 1] : at::Tensor(); };
   const auto lopts = at::TensorOptions().device(device).dtype(at::kLong);
 
-  Candidates c;
+  LevelCandidates c;
   c.add(at::full({1}, ctx.root_token, lopts), at::zeros({1}, lopts), 0, at::zeros({1}, lopts),
         at::zeros({1}, lopts.dtype(at::kDouble)), at::ones({1}, lopts.dtype(at::kFloat)));
   const auto q0 =
