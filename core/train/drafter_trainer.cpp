@@ -70,8 +70,8 @@ at::Tensor cascade_row_weights(const at::Tensor& feats, double tau_h, double wei
 
 namespace {
 
-constexpr uint64_t kDrafterRowStream = 21, kDrafterNullStream = 22, kDrafterNoiseStream = 23, kDrafterSampleStream = 24,
-                   kDrafterSourceStream = 25;
+constexpr uint64_t kDrafterRowStream = 21, kDrafterNullStream = 22, kDrafterNoiseStream = 23,
+                   kDrafterSampleStream = 24, kDrafterSourceStream = 25;
 
 }  // namespace
 

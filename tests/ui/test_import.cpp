@@ -71,6 +71,7 @@ class ImportTest : public QObject {
     QVERIFY(inspected.wait(20000));
     QVERIFY2(d->recognised().contains("class-to-image GPT: 2 layers x 4 heads"),
              qPrintable(d->recognised()));
+    QVERIFY2(d->recognised().contains("VQ tokenizer: "), qPrintable(d->recognised()));
     const QString out = tmp_.filePath("imported");
     d->setOutput(out);
     QVERIFY(d->canImport());

@@ -221,7 +221,24 @@ void ImportDialog::inspect() {
           res.name = QString::fromStdString(s.model_name);
           res.c2i = s.c2i;
           if (findVq) res.vq = QString::fromStdString(model::companion_vq(r.gpt, s.c2i));
+          // The VQ and the draft head given with it: what each is, or why it does not fit.
+          for (const auto& [file, role] :
+               {std::pair{r.vq, "vq"}, std::pair{r.drafter, "drafter"}}) {
+            if (file.empty() || !res.ok) continue;
+            model::ConvertRequest part;
+            part.gpt = file;
+            const auto d = model::describe_checkpoint(part);
+            if (d.role != role) {
+              res.ok = false;
+              res.problem = QString::fromStdString(file) + ": " +
+                            (d.problem.empty() ? QString::fromStdString(d.text)
+                                               : QString::fromStdString(d.problem));
+            } else {
+              res.text += "\n" + QString::fromStdString(d.text);
+            }
+          }
         } catch (const std::exception& e) {
+          res.ok = false;
           res.problem = QString::fromStdString(e.what());
         }
         return res;

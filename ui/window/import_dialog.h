@@ -1,10 +1,11 @@
 // ImportDialog: File > Import Checkpoint (or a .pt / .pth / .bin dropped on the window; issue
 // "Real checkpoints without Python", part 3). It reads the checkpoint on a worker thread and shows
 // what it recognised (family, size, classes or captions, the token grid and where the heads and
-// the grid came from), finds the VQ beside it, asks for what the weights cannot say (the model
-// name, or the heads and the grid), and shows where it will write. Import converts on a worker
-// thread (model/llamagen/llamagen_convert.h) with a progress bar; Cancel stops it and nothing
-// half-written is left. On success it emits imported(dir) for the window to open.
+// the grid came from; the VQ and draft head given with it), finds the VQ beside it, asks for what
+// the weights cannot say (the model name, or the heads and the grid), and shows where it will
+// write. Import converts on a worker thread (model/llamagen/llamagen_convert.h) with a progress
+// bar; Cancel stops it and nothing half-written is left. On success it emits imported(dir) for the
+// window to open.
 #pragma once
 #include <QDialog>
 #include <QString>

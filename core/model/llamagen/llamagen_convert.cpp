@@ -349,10 +349,15 @@ CheckpointSummary describe_checkpoint(const ConvertRequest& r) {
     }
   } else if (sd.count("quantize.embedding.weight")) {
     out.role = "vq";
-    out.text = "LlamaGen VQ tokenizer (" + millions(numel(sd)) + "): give it with a GPT checkpoint";
+    out.text = "VQ tokenizer: " + std::to_string(sd.at("quantize.embedding.weight").size(0)) +
+               " codes, " + millions(numel(sd));
   } else if (sd.count("fc.weight") || sd.count("layers.0.self_attn.q_proj.weight")) {
     out.role = "drafter";
-    out.text = "an EAGLE draft head (" + millions(numel(sd)) + "): give it with its GPT checkpoint";
+    out.text = std::string("EAGLE draft head (") +
+               (sd.count("fc.weight") && !sd.count("layers.0.self_attn.q_proj.weight")
+                    ? "the app's names"
+                    : "LANTERN's names") +
+               ", " + millions(numel(sd)) + ")";
   } else {
     out.problem =
         "not a LlamaGen GPT, VQ or draft head (no tok_embeddings.weight, "

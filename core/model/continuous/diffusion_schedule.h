@@ -1,0 +1,37 @@
+// The noise schedule of the continuous family's diffusion head (issue "CSpD", part 2; MAR's
+// DiffLoss, LTH14/mar diffusion/): DDPM with a cosine schedule over `train_steps`, respaced to
+// `sample_steps` for sampling, epsilon prediction, and a variance learned as an interpolation
+// between beta_t and the posterior's beta~_t ("learned range") or fixed to beta~_t. Written from
+// the formulas (Nichol & Dhariwal 2021, eqs. 10-17); the tests check them against direct math.
+#pragma once
+#include <vector>
+
+namespace adtree::model {
+
+class DiffusionSchedule {
+ public:
+  DiffusionSchedule(int train_steps = 1000, int sample_steps = 100);
+
+  int sample_steps() const { return int(alpha_bar_.size()); }
+  // The training step each sampling step stands for (ascending; index 0 is the last to run).
+  const std::vector<int>& timesteps() const { return timesteps_; }
+  // Of the respaced schedule, at sampling index k (k = 0 gives x0).
+  double alpha_bar(int k) const { return alpha_bar_[size_t(k)]; }
+  double beta(int k) const { return beta_[size_t(k)]; }
+  double posterior_log_variance(int k) const { return post_log_var_[size_t(k)]; }
+
+  // One reverse step at sampling index k: from x_t [D] and the head's epsilon prediction [D] (and,
+  // for a learned variance, its interpolation output v [D] in [-1, 1]; null: beta~_t), the mean and
+  // log std of x_{t-1}. Nothing is clipped (MAR does not clip its latents).
+  void reverse_step(int k, const float* x_t, const float* eps, const float* v, int dim, float* mean,
+                    float* log_std) const;
+
+  // x_t = sqrt(alpha_bar) x0 + sqrt(1 - alpha_bar) noise: the forward process for training.
+  void add_noise(int k, const float* x0, const float* noise, int dim, float* x_t) const;
+
+ private:
+  std::vector<int> timesteps_;
+  std::vector<double> alpha_bar_, beta_, post_log_var_, coef_x0_, coef_xt_;
+};
+
+}  // namespace adtree::model
