@@ -29,7 +29,9 @@ struct TorchCheckpoint {
 // Throws adtree::Error naming `path` for anything that is not a readable checkpoint of tensors:
 // another file, a damaged or truncated archive, a Python object other than a state dict's, a
 // big-endian file, storages that do not hold their tensors.
-TorchCheckpoint read_torch_checkpoint(const std::string& path);
+// `verify` false skips the storages' CRC-32 (a look at the names and shapes, as the studio's import
+// dialog takes before converting; the conversion reads them again, checked).
+TorchCheckpoint read_torch_checkpoint(const std::string& path, bool verify = true);
 // The same from bytes in memory (the fuzz target, tests); the tensors are copies.
 TorchCheckpoint read_torch_checkpoint(const uint8_t* data, size_t size, const std::string& name);
 

@@ -38,6 +38,18 @@ class ImportTest : public QObject {
     return d;
   }
 
+  // The fixture's checkpoint names neither its heads nor its grid: the first reading says so,
+  // and with them given the second understands it. False if a reading does not come.
+  bool giveHeadsAndGrid(ImportDialog* d, QString* first = nullptr, bool* couldImport = nullptr) {
+    QSignalSpy inspected(d, &ImportDialog::inspected);
+    if (!inspected.wait(20000)) return false;
+    if (first) *first = d->recognised();
+    if (couldImport) *couldImport = d->canImport();
+    d->setHeads(4);
+    d->setGrid(4);
+    return inspected.wait(20000);
+  }
+
  private Q_SLOTS:
   void initTestCase() {
     QStandardPaths::setTestModeEnabled(true);
@@ -61,14 +73,12 @@ class ImportTest : public QObject {
     QVERIFY(w.openDropped(ref_ + "/gpt.pt"));
     ImportDialog* d = dialogOf(w);
     QVERIFY(d);
-    QSignalSpy inspected(d, &ImportDialog::inspected);
-    QVERIFY(inspected.wait(20000));
-    // Its name (gpt) says neither the heads nor the image size: the dialog asks for them.
-    QVERIFY2(d->recognised().contains("attention heads"), qPrintable(d->recognised()));
-    QVERIFY(!d->canImport());
-    d->setHeads(4);
-    d->setGrid(4);
-    QVERIFY(inspected.wait(20000));
+    QString first;
+    bool couldImport = true;
+    QVERIFY(giveHeadsAndGrid(d, &first, &couldImport));
+    // Its name (gpt) says neither the heads nor the image size: the dialog asked for them.
+    QVERIFY2(first.contains("attention heads"), qPrintable(first));
+    QVERIFY(!couldImport);
     QVERIFY2(d->recognised().contains("class-to-image GPT: 2 layers x 4 heads"),
              qPrintable(d->recognised()));
     QVERIFY2(d->recognised().contains("VQ tokenizer: "), qPrintable(d->recognised()));
@@ -97,11 +107,7 @@ class ImportTest : public QObject {
     w.importCheckpoint(ref_ + "/gpt.pt");
     ImportDialog* d = dialogOf(w);
     QVERIFY(d);
-    QSignalSpy inspected(d, &ImportDialog::inspected);
-    QVERIFY(inspected.wait(20000));
-    d->setHeads(4);
-    d->setGrid(4);
-    QVERIFY(inspected.wait(20000));
+    QVERIFY(giveHeadsAndGrid(d));
     const QString out = tmp_.filePath("cancelled");
     d->setOutput(out);
     QPointer<ImportDialog> alive(d);

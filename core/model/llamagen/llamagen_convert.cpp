@@ -332,7 +332,8 @@ std::string describe_gpt(const GptConfig& g, const std::string& how, int64_t par
 CheckpointSummary describe_checkpoint(const ConvertRequest& r) {
   CheckpointSummary out;
   json args;
-  const auto sd = read_state_dict(r.gpt, &args);
+  // Names and shapes only: a 3 GB checkpoint is not read through here (the conversion checks it).
+  const auto sd = read_state_dict(r.gpt, &args, /*verify=*/false);
   out.model_name = !r.name.empty() ? r.name : model_name(r.model.empty() ? r.gpt : r.model);
   if (sd.count("tok_embeddings.weight")) {
     out.role = "gpt";
@@ -340,7 +341,9 @@ CheckpointSummary describe_checkpoint(const ConvertRequest& r) {
     try {
       std::string how;
       const GptConfig g = infer_gpt_config(sd, o, &how);
-      out.text = describe_gpt(g, how, numel(import_gpt(sd, g).weights));
+      int64_t params = 0;  // the weights, not the stray buffers (no value check: shapes only)
+      for (const auto& [k, t] : sd) params += is_stray_buffer(k) ? 0 : t.numel();
+      out.text = describe_gpt(g, how, params);
       out.c2i = g.cond == CondKind::Class;
     } catch (const Error& e) {
       out.problem = e.what();

@@ -55,7 +55,7 @@ Imported checked(const TensorMap& sd, const std::vector<ParamSpec>& specs,
 
 }  // namespace
 
-TensorMap read_state_dict(const std::string& path, nlohmann::json* args) {
+TensorMap read_state_dict(const std::string& path, nlohmann::json* args, bool verify) {
   if (!std::filesystem::is_regular_file(path)) throw Error(path + ": no such checkpoint file");
   if (args != nullptr) *args = nullptr;
   TensorMap out;
@@ -63,7 +63,7 @@ TensorMap read_state_dict(const std::string& path, nlohmann::json* args) {
     for (auto& [k, t] : io::map_safetensors(path)) out[strip_prefixes(k)] = t;
     return out;
   }
-  auto ckpt = io::read_torch_checkpoint(path);
+  auto ckpt = io::read_torch_checkpoint(path, verify);
   for (auto& [k, t] : ckpt.tensors) out[strip_prefixes(k)] = t;
   if (args != nullptr) *args = std::move(ckpt.args);
   return out;

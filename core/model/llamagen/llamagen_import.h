@@ -20,7 +20,10 @@ namespace adtree::model {
 // io/torch_checkpoint.h without Python): the whole file, "model", "module", "state_dict" or
 // "ema". Leading "module." / "_orig_mod." prefixes are stripped. `args`, when given, receives the
 // checkpoint's saved training arguments as JSON (null when it has none).
-TensorMap read_state_dict(const std::string& path, nlohmann::json* args = nullptr);
+// `verify` false: a torch.save() file's storages are not checked against their CRC-32 (shapes
+// only).
+TensorMap read_state_dict(const std::string& path, nlohmann::json* args = nullptr,
+                          bool verify = true);
 
 // Names a released checkpoint carries that are not weights (RoPE tables, masks, KV caches,
 // codebook usage counters). Everything else must be a known weight.
