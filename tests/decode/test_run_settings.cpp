@@ -20,7 +20,7 @@ using namespace adtree::decode;
 
 namespace {
 
-std::string error_of(const nlohmann::json& j) {
+std::string settings_error_of(const nlohmann::json& j) {
   try {
     RunSettings::from_json(j);
   } catch (const Error& e) {
@@ -59,13 +59,14 @@ TEST(RunSettings, OlderFilesReadWithTheirDefaultsAndBadOnesAreRefusedByName) {
   EXPECT_TRUE(ar.lossless);
   EXPECT_EQ(ar.request.seed, 4u);
   EXPECT_FALSE(RunSettings::from_json({{"method", "sjd"}}).lossless);
-  EXPECT_EQ(error_of(nlohmann::json::array()), "the run's settings are not a JSON object");
-  EXPECT_EQ(error_of({{"seed", 1}}), "the run does not say which method made it");
-  EXPECT_EQ(error_of({{"method", "ar"}, {"seed", -5}}),
+  EXPECT_EQ(settings_error_of(nlohmann::json::array()), "the run's settings are not a JSON object");
+  EXPECT_EQ(settings_error_of({{"seed", 1}}), "the run does not say which method made it");
+  EXPECT_EQ(settings_error_of({{"method", "ar"}, {"seed", -5}}),
             "the run's seed must be a non-negative integer");
-  EXPECT_NE(error_of({{"method", "ar"}, {"lossless", "yes"}}).find("'lossless'"),
+  EXPECT_NE(settings_error_of({{"method", "ar"}, {"lossless", "yes"}}).find("'lossless'"),
             std::string::npos);
-  EXPECT_NE(error_of({{"method", "medusa"}}).find("unknown method 'medusa'"), std::string::npos);
+  EXPECT_NE(settings_error_of({{"method", "medusa"}}).find("unknown method 'medusa'"),
+            std::string::npos);
 }
 
 TEST(RunSettings, PrepareRunChecksTheRequestAndNamesTheModel) {

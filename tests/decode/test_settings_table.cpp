@@ -23,12 +23,13 @@ DecodeRequest reader_of(const Setting& s) {
   DecodeRequest r;
   auto& m = r.method;
   if (!s.methods.empty()) m.method = s.methods.front();
-  if (s.condition == Condition::AdtStepMode) m.adt.mode = AdtMode::Step;
-  if (s.condition == Condition::Lantern || s.condition == Condition::LanternDelta)
+  if (s.condition == adtree::decode::Condition::AdtStepMode) m.adt.mode = AdtMode::Step;
+  if (s.condition == adtree::decode::Condition::Lantern ||
+      s.condition == adtree::decode::Condition::LanternDelta)
     m.acceptance = Acceptance::Lantern;
-  if (s.condition == Condition::LanternLambda)
+  if (s.condition == adtree::decode::Condition::LanternLambda)
     m.acceptance = Acceptance::Lantern, m.lantern.mode = LanternMode::Lambda;
-  if (s.condition == Condition::Cascade) m.acceptance = Acceptance::Cascade;
+  if (s.condition == adtree::decode::Condition::Cascade) m.acceptance = Acceptance::Cascade;
   fit_to_model(r, kLimits);
   return r;
 }

@@ -59,7 +59,7 @@ SpecFixture fixture(const GptConfig& cfg, at::ScalarType dtype, bool round = fal
 }
 
 // |got - want| / |want| in the Frobenius norm.
-double rel_err(const at::Tensor& got, const at::Tensor& want) {
+double bf16_rel_err(const at::Tensor& got, const at::Tensor& want) {
   const auto w = want.to(at::kDouble);
   return (got.to(at::kDouble) - w).norm().item<double>() / std::max(w.norm().item<double>(), 1e-12);
 }
@@ -181,10 +181,10 @@ TEST(LeanBf16, LayerMatchesTheLibtorchBf16Reference) {
       for (size_t i = 0; i < got.size(); ++i) {
         ASSERT_EQ(got[i].sizes(), ref[i].sizes()) << "output " << i;
         ASSERT_EQ(got[i].scalar_type(), at::kFloat) << "output " << i;
-        EXPECT_LT(rel_err(got[i], ref[i]), 0.04)
+        EXPECT_LT(bf16_rel_err(got[i], ref[i]), 0.04)
             << "output " << i << " head_dim " << cfg.head_dim() << " kernel " << kernel;
-        lean_err += rel_err(got[i], exact[i]);
-        ref_err += rel_err(ref[i], exact[i]);
+        lean_err += bf16_rel_err(got[i], exact[i]);
+        ref_err += bf16_rel_err(ref[i], exact[i]);
       }
       EXPECT_LT(lean_err, ref_err) << "head_dim " << cfg.head_dim() << " kernel " << kernel;
     });

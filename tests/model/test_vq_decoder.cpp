@@ -84,12 +84,12 @@ TEST(GroupNormNhwc, RejectsWhatItCannotRead) {
                adtree::Error);
 }
 
-VqConfig small_config() {
+VqConfig decoder_test_config() {
   return adtree::testing::small_vq_config();
 }
 
 std::shared_ptr<const VqModel> small_vq(uint64_t seed) {
-  const VqConfig cfg = small_config();
+  const VqConfig cfg = decoder_test_config();
   return std::make_shared<const VqModel>(
       cfg, adtree::model::init_params(adtree::model::vq_param_specs(cfg, false), seed));
 }

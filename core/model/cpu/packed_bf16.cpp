@@ -24,9 +24,9 @@ struct Bf16Args {
   float* y;
 };
 
-constexpr int64_t kGroupRows = 48;    // rows sharing one pass over a k-block, as packed_gemm.cpp
-constexpr int64_t kBlockPairs = 128;  // 8 KiB of one panel: two panels and the tile's x in L1
-constexpr int64_t kAhead = 96;        // prefetch distance in lines (pairs) of a panel's stream
+constexpr int64_t kBf16GroupRows = 48;  // rows sharing one pass over a k-block, as packed_gemm.cpp
+constexpr int64_t kBlockPairs = 128;    // 8 KiB of one panel: two panels and the tile's x in L1
+constexpr int64_t kAhead = 96;          // prefetch distance in lines (pairs) of a panel's stream
 
 // The fallbacks on GCC vector types of L lanes: per k-pair, the line's 32-bit words hold
 // (w[2j] low, w[2j+1] high); shifting left by 16 and masking the low half away are the two
@@ -123,14 +123,14 @@ __attribute__((always_inline)) inline void panels(const Bf16Args& a, int64_t p_b
                                                   int64_t p_end) {
   constexpr int64_t width = 2 * int64_t(sizeof(VF) / sizeof(float)), step = width / kPanelWidth;
   const int64_t panel_words = a.pairs * 16;
-  float part[kGroupRows * width];
+  float part[kBf16GroupRows * width];
   for (int64_t p = p_begin; p < p_end; p += step) {
     const uint32_t* pa = a.w + p * panel_words;
     const uint32_t* pb = step == 1 ? pa + 8 : p + 1 < p_end ? pa + panel_words : pa;
     const int64_t o0 = p * kPanelWidth;
     const int64_t n_valid = std::min(std::min(step, p_end - p) * kPanelWidth, a.n_out - o0);
-    for (int64_t g = 0; g < a.rows; g += kGroupRows) {
-      const int64_t n_rows = std::min(kGroupRows, a.rows - g);
+    for (int64_t g = 0; g < a.rows; g += kBf16GroupRows) {
+      const int64_t n_rows = std::min(kBf16GroupRows, a.rows - g);
       std::memset(part, 0, sizeof(float) * size_t(n_rows * width));
       for (int64_t k0 = 0; k0 < a.pairs; k0 += kBlockPairs) {
         const int64_t k1 = std::min(a.pairs, k0 + kBlockPairs);
@@ -164,14 +164,16 @@ __attribute__((target("avx512f,avx512bf16"))) void panels_dp(const Bf16Args& a, 
                                                              int64_t p1) {
   panels<v16, v16u, 12, true>(a, p0, p1);
 }
-__attribute__((target("avx512f"))) void panels_avx512(const Bf16Args& a, int64_t p0, int64_t p1) {
+__attribute__((target("avx512f"))) void bf16_panels_avx512(const Bf16Args& a, int64_t p0,
+                                                           int64_t p1) {
   panels<v16, v16u, 12, false>(a, p0, p1);
 }
 // Eight lanes: 8 accumulators, four widened weight vectors and two broadcasts in 16 registers.
-__attribute__((target("avx2,fma"))) void panels_avx2(const Bf16Args& a, int64_t p0, int64_t p1) {
+__attribute__((target("avx2,fma"))) void bf16_panels_avx2(const Bf16Args& a, int64_t p0,
+                                                          int64_t p1) {
   panels<v8, v8u, 4, false>(a, p0, p1);
 }
-void panels_portable(const Bf16Args& a, int64_t p0, int64_t p1) {
+void bf16_panels_portable(const Bf16Args& a, int64_t p0, int64_t p1) {
   panels<v8, v8u, 4, false>(a, p0, p1);
 }
 
@@ -261,9 +263,9 @@ void packed_gemm_bf16(const float* x, int64_t rows, const PackedWeight& w, const
   const Bf16Args args{
       pairs_buf.data(), floats_buf.data(), stride, rows, panel_words(w), w.n_out, pairs, bias, y};
   auto run = dp                            ? panels_dp
-             : kernel == CpuKernel::Avx512 ? panels_avx512
-             : kernel == CpuKernel::Avx2   ? panels_avx2
-                                           : panels_portable;
+             : kernel == CpuKernel::Avx512 ? bf16_panels_avx512
+             : kernel == CpuKernel::Avx2   ? bf16_panels_avx2
+                                           : bf16_panels_portable;
   run_panels(w.panels.size(0), rows * w.in * w.n_out,
              [&](int64_t b, int64_t e) { run(args, b, e); });
 }

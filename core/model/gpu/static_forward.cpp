@@ -12,7 +12,7 @@
 namespace adtree::model {
 
 namespace {
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kMaskedOut = -std::numeric_limits<float>::infinity();
 }  // namespace
 
 StaticBlock new_static_block(const KvCache& cache, int64_t q) {
@@ -48,14 +48,14 @@ void fill_static_block(StaticBlock& b, KvCache& cache, const Rope2d& rope, const
   b.rows.copy_(at::arange(start, start + q, b.rows.options()));
   // Committed rows: their key bias (condition padding stays hidden); scratch and block rows: the
   // mask, with the diagonal always visible; the rest of the capacity: hidden.
-  b.bias.fill_(kNegInf);
+  b.bias.fill_(kMaskedOut);
   if (len > 0)
     b.bias.narrow(3, 0, len).copy_(cache.key_bias.narrow(1, 0, len).view({B, 1, 1, len}));
   const auto visible = block_mask.defined()
                            ? to_device_async(block_mask, device).to(at::kBool)
                            : at::ones({q, q}, b.bias.options().dtype(at::kBool)).tril();
   auto blk =
-      at::zeros({q, scratch + q}, b.bias.options()).masked_fill(visible.logical_not(), kNegInf);
+      at::zeros({q, scratch + q}, b.bias.options()).masked_fill(visible.logical_not(), kMaskedOut);
   blk.narrow(1, scratch, q).diagonal().zero_();
   b.bias.narrow(3, len, scratch + q).copy_(blk.view({1, 1, q, scratch + q}));
   cache.key_bias.narrow(1, start, q).zero_();  // once kept, the block's keys are visible
