@@ -329,11 +329,6 @@ TorchCheckpoint read_any(const uint8_t* data, size_t size, std::shared_ptr<const
 
 }  // namespace
 
-bool looks_like_torch_checkpoint(const uint8_t* data, size_t size) {
-  return ZipArchive::looks_like_zip(data, size) ||
-         (size >= sizeof kLegacyMagic && std::memcmp(data, kLegacyMagic, sizeof kLegacyMagic) == 0);
-}
-
 TorchCheckpoint read_torch_checkpoint(const std::string& path, bool verify) {
   auto file = std::make_shared<MappedFile>(path);
   return read_any(file->data(), file->size(), file, ReadMode{false, verify}, path);

@@ -35,7 +35,4 @@ TorchCheckpoint read_torch_checkpoint(const std::string& path, bool verify = tru
 // The same from bytes in memory (the fuzz target, tests); the tensors are copies.
 TorchCheckpoint read_torch_checkpoint(const uint8_t* data, size_t size, const std::string& name);
 
-// A zip archive or a legacy torch.save() stream, by its first bytes.
-bool looks_like_torch_checkpoint(const uint8_t* data, size_t size);
-
 }  // namespace adtree::io

@@ -203,7 +203,7 @@ void ImportDialog::inspect() {
   auto r = requestOf(checkpoint_, vq_, drafter_, name_, heads_, grid_);
   const bool findVq = vq_->text().isEmpty();
   struct Result {
-    bool ok = false, c2i = false;
+    bool ok = false;
     QString text, problem, name, vq;
   };
   inBackground(
@@ -219,7 +219,6 @@ void ImportDialog::inspect() {
             res.problem = tr("Import starts from a GPT checkpoint (c2i_*.pt, t2i_*.pt).");
           }
           res.name = QString::fromStdString(s.model_name);
-          res.c2i = s.c2i;
           if (findVq) res.vq = QString::fromStdString(model::companion_vq(r.gpt, s.c2i));
           // The VQ and the draft head given with it: what each is, or why it does not fit.
           for (const auto& [file, role] :
@@ -244,13 +243,12 @@ void ImportDialog::inspect() {
         return res;
       },
       [this, gen](Result res) {
-        showInspection(gen, res.ok, res.text, res.problem, res.name, res.c2i, res.vq);
+        showInspection(gen, res.ok, res.text, res.problem, res.name, res.vq);
       });
 }
 
 void ImportDialog::showInspection(int generation, bool ok, const QString& text,
-                                  const QString& problem, const QString& name, bool,
-                                  const QString& vq) {
+                                  const QString& problem, const QString& name, const QString& vq) {
   if (generation != generation_) return;  // the fields changed since: a newer answer comes
   recognised_->setText(text.isEmpty() ? tr("Not recognised") : wrapped(text, 72));
   if (!vq.isEmpty() && vq_->text().isEmpty()) {

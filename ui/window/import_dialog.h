@@ -40,9 +40,8 @@ class ImportDialog : public QDialog {
   void setOutput(const QString& dir);
   QString recognised() const;  // the text shown under "Recognised"
   bool canImport() const;      // the checkpoint is understood and nothing is running
-  bool running() const { return running_; }
-  void startImport();      // the Import button
-  void reject() override;  // Cancel / Esc / close: stops a running import first
+  void startImport();          // the Import button
+  void reject() override;      // Cancel / Esc / close: stops a running import first
 
  Q_SIGNALS:
   void imported(const QString& dir);
@@ -54,7 +53,7 @@ class ImportDialog : public QDialog {
   void inspectLater();
   void inspect();
   void showInspection(int generation, bool ok, const QString& text, const QString& problem,
-                      const QString& name, bool c2i, const QString& vq);
+                      const QString& name, const QString& vq);
   void showProgress(const QString& stage, double fraction);
   void finish(bool ok, bool cancelled, const QString& message, const QString& dir);
   void updateButtons();

@@ -154,7 +154,7 @@ PackCacheEntries check_pack_cache(const std::map<std::string, std::string>& meta
   for (const auto& [name, t] : stored) {
     if (!key_of(name).empty()) kept.emplace_back(key_of(name), t);
   }
-  // The entries' sums over the pool (GPT-B's 0.5 GB: 0.09 s on one core, docs/reliability.md).
+  // The entries' sums over the pool (GPT-B's 0.5 GB: about 0.09 s on one core).
   std::vector<std::string> sums(kept.size());
   WorkerPool::shared().run(int64_t(kept.size()), 1, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
