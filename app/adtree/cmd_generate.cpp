@@ -10,6 +10,7 @@
 #include "decode/run.h"
 #include "decode/settings/picture_settings.h"
 #include "io/file_write.h"
+#include "model/continuous/continuous_dir.h"
 #include "terminal_progress.h"
 #include "util/error.h"
 #include "util/resource_paths.h"
@@ -24,6 +25,10 @@ namespace adtree::cli {
 std::string default_model_dir() {
   if (const char* env = std::getenv("ADTREE_MODEL"); env && *env) return env;
   return util::find_shipped_model("emoji");
+}
+
+std::string model_dir_arg(const Args& a) {
+  return a.given("model") ? a.str("model") : default_model_dir();
 }
 
 model::ModelBundle load_model(const Args& a, bool load_vq, const std::string& fallback_dir) {
@@ -84,14 +89,6 @@ decode::PictureSettings settings_from_png(const std::string& path) {
 #else
   throw Error(path + ": this build has no image support (OpenCV was not found at build time)");
 #endif
-}
-// With --count N the files are numbered by seed: out.png -> out-<seed>.png (the same for --stats).
-std::string numbered(const std::string& path, uint64_t seed, int64_t count) {
-  if (count == 1) return path;
-  const std::filesystem::path p(path);
-  return (p.parent_path() /
-          (p.stem().string() + "-" + std::to_string(seed) + p.extension().string()))
-      .string();
 }
 
 // One picture: decode, write the PNG (with its settings unless --no-metadata), the statistics.
@@ -167,6 +164,15 @@ void warn_if_other_weights(const decode::PictureSettings& from, const model::Mod
 }
 }  // namespace
 
+// With --count N the files are numbered by seed: out.png -> out-<seed>.png (the same for --stats).
+std::string numbered(const std::string& path, uint64_t seed, int64_t count) {
+  if (count == 1) return path;
+  const std::filesystem::path p(path);
+  return (p.parent_path() /
+          (p.stem().string() + "-" + std::to_string(seed) + p.extension().string()))
+      .string();
+}
+
 int cmd_generate(int argc, char** argv) {
   Args a("generate", "Generate images from a prompt (or class) and write them as PNG.");
   add_model_options(a);
@@ -208,6 +214,8 @@ int cmd_generate(int argc, char** argv) {
 #ifndef ADTREE_HAVE_IMAGING
   throw Error("this build has no image output (OpenCV was not found at build time)");
 #endif
+  if (!from && model::is_continuous_dir(model_dir_arg(a)))
+    return generate_continuous(a, model_dir_arg(a), prompt, seed, count, scale);
 
   auto m = load_model(a, true, from ? model_of_png(*from) : std::string());
   decode::DecodeRequest req;

@@ -1,10 +1,6 @@
 // adtree train vq|gpt|drafter|assemble: the training pipeline of the shipped model.
 // Each stage writes a run folder (checkpoint, metrics.jsonl, run.json, weights); assemble turns
 // finished runs into a model directory.
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
-
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -14,7 +10,6 @@
 #include "commands.h"
 #include "io/dataset.h"
 #include "model/model_dir.h"
-#include "terminal_progress.h"
 #include "train/assemble.h"
 #include "train/drafter_trainer.h"
 #include "train/fidelity.h"
@@ -24,6 +19,7 @@
 #include "train/prompt_rows.h"
 #include "train/run_files.h"
 #include "train/vq_trainer.h"
+#include "train_options.h"
 #include "util/error.h"
 #include "util/threads.h"
 #ifdef ADTREE_HAVE_IMAGING
@@ -49,102 +45,13 @@ void print_train_usage() {
          "             directory on its own samples, with no dataset (--model DIR)\n"
          "  assemble   a model directory from finished runs (--vq, --gpt, --drafter)\n"
          "  install    a finished head run's head into its model directory (--run, --model)\n"
-         "  fidelity   prompt fidelity of a model: generated pictures vs nearest training ones\n\n"
+         "  fidelity   prompt fidelity of a model: generated pictures vs nearest training ones\n"
+         "  vae        the continuous family's KL VAE tokenizer (pictures -> 16x16 vectors)\n"
+         "  continuous its causal transformer + diffusion head (needs --vae RUN); the draft\n"
+         "             model is the same stage with a smaller --config\n"
+         "  assemble-continuous  the continuous model directory (--vae, --target, --draft)\n\n"
          "Every stage checkpoints into its --out folder and continues with --resume.\n"
          "Run 'adtree train <stage> --help' for its options.\n";
-}
-
-// Training allocates the same large activation buffers every step. glibc would mmap and unmap
-// them each time, and the kernel's zero-filled page faults cost ~1/3 of a CPU step (measured on the
-// GPT: 2150 -> 3250 tokens/s). Keeping every block on the heap, never trimmed, avoids that.
-void keep_allocations_on_heap() {
-#ifdef __GLIBC__
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-#endif
-}
-
-std::string command_line(const std::string& stage, int argc, char** argv) {
-  std::string s = "adtree train " + stage;
-  for (int i = 0; i < argc; ++i) s += std::string(" ") + argv[i];
-  return s;
-}
-
-void add_run_options(Args& a) {
-  a.option("data", "FILE", "dataset file (adtree data emoji)")
-      .option("out", "DIR", "run folder (checkpoint, metrics.jsonl, weights)")
-      .option("steps", "N", "optimiser steps (default: the config's)")
-      .option("batch", "B", "batch size (default: the config's)")
-      .option("lr", "X", "peak learning rate (default: the config's)")
-      .option("seed", "S", "seed of initialisation, data order and noise", "0")
-      .option("config", "JSON", "config overrides: inline {...} or a JSON file (see --show-config)")
-      .flag("resume", "continue from <out>/checkpoint.safetensors")
-      .option("stop-at", "N", "stop after step N (checkpointed), e.g. to split a run", "0")
-      .option("max-minutes", "M", "stop (checkpointed) after M minutes of training", "0")
-      .option("log-every", "N", "progress line and metrics record every N steps", "10")
-      .option("eval-every", "N", "validation every N steps (default: the config's)", "0")
-      .option("checkpoint-every", "N", "checkpoint every N steps (default: the config's)", "0")
-      .option("threads", "N",
-              "CPU threads (default: $ADTREE_THREADS, else 2 where the machine has 2 cores)", "0")
-      .option("device", "DEV", "cpu, cuda or cuda:N", "cpu")
-      .option("matmul", "PREC",
-              "matrix products of the training step: tf32 (TensorFloat-32 tensor cores on CUDA, "
-              "fp32 on a CPU), fp32 (exact) or bf16 (autocast, CPU or CUDA; fast where the CPU "
-              "has AMX or AVX512-BF16)",
-              "tf32")
-      .flag("show-config", "print the stage's default config and exit")
-      .flag("quiet", "no progress line on the terminal between the step logs");
-}
-
-train::TrainOptions run_options(const Args& a, const std::string& stage, int argc, char** argv) {
-  if (!a.given("out")) throw Error("give the run folder with --out DIR");
-  train::TrainOptions o;
-  o.out = a.str("out");
-  o.steps = a.given("steps") ? a.integer("steps") : 0;
-  o.batch = a.given("batch") ? a.integer("batch") : 0;
-  o.lr = a.given("lr") ? a.number("lr") : 0.0;
-  if (a.given("steps") && o.steps <= 0) throw Error("--steps must be positive");
-  if (a.given("batch") && o.batch <= 0) throw Error("--batch must be positive");
-  if (a.given("lr") && !(o.lr > 0)) throw Error("--lr must be positive");
-  o.seed = a.non_negative("seed");
-  o.resume = a.flag_set("resume");
-  o.device = a.str("device");
-  o.matmul = a.str("matmul");
-  o.stop_at = a.integer("stop-at");
-  o.max_minutes = a.number("max-minutes");
-  o.log_every = a.integer("log-every");
-  o.eval_every = a.integer("eval-every");
-  o.checkpoint_every = a.integer("checkpoint-every");
-  if (a.given("config")) o.config = train::parse_config_arg(a.str("config"));
-  // A progress line between the step logs on a terminal; cleared when the options go.
-  auto bar = std::make_shared<TerminalProgress>("training " + stage, a.flag_set("quiet"));
-  if (bar->active()) {
-    o.on_step = [bar](int64_t done, int64_t steps) {
-      bar->update("step " + std::to_string(done) + " of " + std::to_string(steps),
-                  double(done) / double(steps));
-    };
-  }
-  o.provenance = {{"command", command_line(stage, argc, argv)},
-                  {"data", a.given("data") ? fs::path(a.str("data")).filename().string() : ""},
-                  {"threads", intra_op_threads()},
-                  {"device", o.device},
-                  {"matmul", train::effective_matmul(o.matmul, model::parse_device(o.device))}};
-  return o;
-}
-
-io::Dataset load_data(const Args& a) {
-  if (!a.given("data"))
-    throw Error("give the dataset file with --data FILE (make one with 'adtree data emoji')");
-  return io::Dataset::load(a.str("data"));
-}
-
-void print_result(const std::string& stage, const train::TrainResult& r, const std::string& out) {
-  if (!r.finished) {
-    std::cout << stage << ": stopped at step " << r.last_step << "; continue with --resume\n";
-    return;
-  }
-  std::cout << stage << ": finished " << r.last_step << " steps; metrics:\n"
-            << r.metrics.dump(2) << "\nwrote " << fs::absolute(out).string() << "\n";
 }
 
 // adtree train assemble: a model directory from finished runs.
@@ -382,9 +289,12 @@ int cmd_train(int argc, char** argv) {
   if (stage == "assemble") return train_assemble(argc, argv);
   if (stage == "install") return train_install(argc, argv);
   if (stage == "fidelity") return train_fidelity(argc, argv);
+  if (stage == "vae" || stage == "continuous" || stage == "assemble-continuous")
+    return cmd_train_continuous(stage, argc, argv);
   if (stage != "vq" && stage != "gpt" && stage != "drafter") {
     throw Error("unknown 'train' stage '" + stage +
-                "' (known: vq, gpt, drafter, assemble, install, fidelity)");
+                "' (known: vq, gpt, drafter, assemble, install, fidelity, vae, continuous, "
+                "assemble-continuous)");
   }
   return train_stage(stage, argc, argv);
 }

@@ -18,6 +18,8 @@ int cmd_bench(int argc, char** argv);
 int cmd_bench_picture(int argc, char** argv);
 int cmd_data(int argc, char** argv);
 int cmd_train(int argc, char** argv);
+// adtree train vae|continuous (cmd_train_continuous.cpp), dispatched by cmd_train.
+int cmd_train_continuous(const std::string& stage, int argc, char** argv);
 int cmd_soak(int argc, char** argv);
 int cmd_sweep(int argc, char** argv);
 int cmd_convert(int argc, char** argv);
@@ -34,6 +36,15 @@ void add_method_options(Args& a, bool list = false);
 decode::MethodSettings method_from(const Args& a, const std::string& method);
 // --method when given; else its default (adt), or ar for a model without a draft head.
 std::string method_or_default(const Args& a, bool has_drafter);
+// The sampling and method flags given on the command line, over what `r` holds.
+void apply_given_settings(const Args& a, decode::DecodeRequest& r);
+// The directory --model names, else the default model's (no loading).
+std::string model_dir_arg(const Args& a);
+// With --count N the files are numbered by seed: out.png -> out-<seed>.png.
+std::string numbered(const std::string& path, uint64_t seed, int64_t count);
+// adtree generate on a continuous-family model directory (generate_continuous.cpp).
+int generate_continuous(const Args& a, const std::string& dir, const std::string& prompt,
+                        uint64_t seed, int64_t count, int64_t scale);
 // The model of --model, else `fallback_dir` when not empty, else the default model.
 model::ModelBundle load_model(const Args& a, bool load_vq = true,
                               const std::string& fallback_dir = {});

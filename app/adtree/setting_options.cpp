@@ -41,6 +41,11 @@ void apply_given(const Args& a, decode::Scope scope, decode::DecodeRequest& r) {
 }
 }  // namespace
 
+void apply_given_settings(const Args& a, decode::DecodeRequest& r) {
+  apply_given(a, decode::Scope::Sampling, r);
+  apply_given(a, decode::Scope::Method, r);
+}
+
 void add_setting_option(Args& a, const std::string& key) {
   declare(a, decode::setting(key));
 }

@@ -45,6 +45,11 @@ void check_request(const model::ModelBundle& model, const DecodeRequest& request
   const auto& g = model.gpt_config;
   validate_settings(request.method, request.sampling, g.vocab_size, g.image_tokens());
   const auto& m = request.method;
+  if (!runs_on(m.method, TokenKind::Codes)) {
+    throw Error("method '" + to_string(m.method) +
+                "' runs on continuous-token models (their "
+                "tokens are vectors); this model's tokens are VQ codes");
+  }
   if (m.needs_drafter() && m.head == DraftHead::Eagle && !model.drafter) {
     throw Error("method '" + to_string(m.method) +
                 "' needs a draft head, and this model has none (drafter.safetensors): train one "

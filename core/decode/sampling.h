@@ -30,6 +30,7 @@ struct SamplingParams {
   double temperature = 1.0;   // 0 = greedy
   int64_t top_k = 0;          // 0 = whole vocabulary
   double top_p = 1.0;
+  int64_t diffusion_steps = 0;  // continuous models: the head's reverse steps (0: the model's)
 
   bool greedy() const { return temperature <= 0.0; }
   bool uses_cfg() const { return cfg_scale != 1.0; }

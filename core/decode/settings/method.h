@@ -124,6 +124,13 @@ struct PjdSettings {
   bool spatial_init = true;
 };
 
+// CSpD on a continuous-family model (decode/continuous/cspd_decoder.h).
+struct CspdSettings {
+  int64_t gamma = 4;            // tokens the draft proposes per round
+  double prefill_ratio = 0.05;  // share of the first tokens the target makes alone
+  int64_t max_tries = 100;      // residual proposals before the target's own sample stands in
+};
+
 constexpr int64_t kMaxAutoBudget = 58;   // the largest N `--budget auto` may choose (budget.h)
 constexpr int64_t kMaxDraftRows = 4096;  // draft-head scratch rows one step may use
 
@@ -152,6 +159,7 @@ struct MethodSettings {
   CascadeSettings cascade;
   JacobiSettings jacobi;
   PjdSettings pjd;
+  CspdSettings cspd;
   DraftHead head = DraftHead::Eagle;
   DeviceStep device_step = DeviceStep::Auto;  // how the engine runs it, not what it computes
 

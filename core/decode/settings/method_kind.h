@@ -6,7 +6,10 @@
 
 namespace adtree::decode {
 
-enum class Method { Ar, Static, Dynamic, Adt, Sjd, PathSpec, SjdPac, Pjd };
-enum class Family { Ar, Tree, Jacobi };
+enum class Method { Ar, Static, Dynamic, Adt, Sjd, PathSpec, SjdPac, Pjd, Cspd };
+enum class Family { Ar, Tree, Jacobi, Continuous };
+// What a model's tokens are: codes of a VQ codebook (the LlamaGen family) or vectors (the
+// continuous family, model/continuous). A method runs on one kind or, as AR, on both.
+enum class TokenKind { Codes, Vectors };
 
 }  // namespace adtree::decode

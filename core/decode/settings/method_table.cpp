@@ -32,6 +32,19 @@ MethodRanges no_drafts(const MethodSettings&) {
   return {};
 }
 
+// CSpD's ratio compares the last denoising step's densities on aligned trajectories, not the
+// tokens' marginals, which a diffusion head does not give: approximate by construction.
+bool never(const DecodeRequest&) {
+  return false;
+}
+
+MethodRanges cspd_ranges(const MethodSettings& m) {
+  MethodRanges g;
+  g.depth_max = double(m.cspd.gamma);
+  g.accept_max = double(m.cspd.gamma + 1);
+  return g;
+}
+
 MethodRanges static_ranges(const MethodSettings&) {
   MethodRanges g;
   g.depth_max = 5;  // both presets have depth 5
@@ -84,7 +97,8 @@ MethodRanges pjd_ranges(const MethodSettings& m) {
 const std::vector<MethodInfo>& method_table() {
   static const std::vector<MethodInfo> t{
       {Method::Ar, "ar", Family::Ar, false, "Autoregressive (AR)",
-       "One target forward per token: the baseline, always available.", always, "", no_drafts},
+       "One target forward per token: the baseline, always available.", always, "", no_drafts, true,
+       true},
       {Method::Static, "static", Family::Tree, true, "Static tree (EAGLE-1)",
        "A fixed draft tree from the EAGLE head, verified in one forward.", always, "",
        static_ranges},
@@ -117,6 +131,15 @@ const std::vector<MethodInfo>& method_table() {
        "unless it runs one row at a time (--pjd-rows 1): a row below commits before the rows "
        "above it are final (docs/pjd.md)",
        pjd_ranges},
+      {Method::Cspd, "cspd", Family::Continuous, true, "CSpD (continuous, approximate)",
+       "Continuous speculative decoding for models whose tokens are vectors: a draft model "
+       "proposes "
+       "tokens from the same noises the target denoises with, and each stands with probability "
+       "min(1, r); a refused one is replaced by a residual sample. Approximately lossless.",
+       never,
+       "always: its acceptance ratio compares the last denoising step's densities on aligned "
+       "trajectories, not the tokens' own distributions (docs/design/SPEC_DECODING.md 6.5)",
+       cspd_ranges, false, true},
   };
   return t;
 }
@@ -149,6 +172,15 @@ bool is_jacobi(Method m) {
   return method_info(m).family == Family::Jacobi;
 }
 
+bool runs_on(Method m, TokenKind kind) {
+  const auto& i = method_info(m);
+  return kind == TokenKind::Codes ? i.on_codes : i.on_vectors;
+}
+
+std::string to_string(TokenKind kind) {
+  return kind == TokenKind::Codes ? "codes" : "vectors";
+}
+
 bool is_lossless(const DecodeRequest& r) {
   return r.method.acceptance == Acceptance::Lossless && method_info(r.method.method).lossless(r);
 }
@@ -177,6 +209,9 @@ void MethodSettings::validate_verify() const {
   if (acceptance == Acceptance::Cascade && !is_tree(method))
     bad("CASCADE relaxes the acceptance of draft trees (static, dynamic, adt), not of " +
         to_string(method));
+  if (method == Method::Cspd && (acceptance != Acceptance::Lossless || verify != VerifyRule::Auto))
+    bad("CSpD has its own acceptance rule (the aligned trajectories' density ratio); --relax and "
+        "--verify do not apply to it");
   if (method == Method::Pjd && acceptance != Acceptance::Lossless)
     bad("PJD's relaxation is its rows below the leading row; LANTERN and CASCADE do not apply to "
         "it");

@@ -37,6 +37,8 @@ struct MethodInfo {
   bool (*lossless)(const DecodeRequest& r);
   const char* lossy_note;  // empty: never lossy by its own settings
   MethodRanges (*ranges)(const MethodSettings& m);
+  bool on_codes = true;     // runs on a VQ model's codes
+  bool on_vectors = false;  // runs on a continuous model's vectors
 };
 
 const std::vector<MethodInfo>& method_table();  // in the order the front ends list them
@@ -46,6 +48,10 @@ std::string to_string(Method m);
 Method method_from_string(const std::string& key);
 bool is_tree(Method m);
 bool is_jacobi(Method m);
+// Whether the method runs on a model whose tokens are `kind` (the studio disables the others, the
+// decoders refuse them by name).
+bool runs_on(Method m, TokenKind kind);
+std::string to_string(TokenKind kind);
 
 // The one lossless rule: the acceptance rule is lossless and the method's row says so. The run's
 // statistics, the CLI and the studio's notes read it.

@@ -180,6 +180,13 @@ std::vector<Setting> sampling_entries() {
           .help("nucleus sampling: keep the most likely tokens until their probability mass "
                 "reaches P; 1 = off")
           .studio("sampling", "Top-p", 0.05, 2),
+      sampling_field("diffusion_steps", &SamplingParams::diffusion_steps)
+          .cli("diffusion-steps", "K")
+          .range(0, 1000)
+          .help("continuous-token models: reverse steps of the diffusion head per token (fewer is "
+                "faster and coarser); 0 = the model's own")
+          .studio("sampling", "Diffusion steps")
+          .studio_special("model's"),
   };
 }
 
@@ -544,6 +551,27 @@ std::vector<Setting> method_entries() {
                 "call, a model with parallel_head.safetensors: adtree train drafter --model DIR "
                 "--config '{\"kind\": \"parallel\"}')")
           .studio("budget", "Draft head"),
+      field("cspd.gamma", &MethodSettings::cspd, &CspdSettings::gamma)
+          .cli("cspd-gamma", "N")
+          .range(1, 64)
+          .reads({M::Cspd})
+          .help("CSpD: tokens the draft model proposes per round, verified by one target forward")
+          .studio("cspd", "Draft tokens (gamma)")
+          .sweep("cspd-gammas", "gamma"),
+      field("cspd.prefill_ratio", &MethodSettings::cspd, &CspdSettings::prefill_ratio)
+          .cli("cspd-prefill", "R")
+          .range(0, 1)
+          .reads({M::Cspd})
+          .help("CSpD: share of the first image tokens the target makes alone before drafting "
+                "starts (the paper's pre-filling; 0.05)")
+          .studio("cspd", "Pre-fill share", 0.01, 2),
+      field("cspd.max_tries", &MethodSettings::cspd, &CspdSettings::max_tries)
+          .cli("cspd-max-tries", "N")
+          .range(1, 100000)
+          .reads({M::Cspd})
+          .help("CSpD: residual proposals after a refused draft before the target's own sample "
+                "stands in (counted as exhausted)")
+          .studio("cspd", "Residual tries"),
       choice("device_step", &MethodSettings::device_step,
              {DeviceStep::Auto, DeviceStep::On, DeviceStep::Off}, device_step_from_string)
           .cli("device-step", "WHEN")
@@ -584,6 +612,9 @@ const std::vector<SettingSection>& setting_sections() {
        "drafts of its level that the draft head sees alike carry the target's mass. Thresholds "
        "above 1 switch a signal off."},
       {"jacobi", "Jacobi (SJD, PathSpec, SJD-PAC)", ""},
+      {"cspd", "CSpD (continuous tokens)",
+       "Approximately lossless: a draft token stands with the aligned trajectories' density "
+       "ratio, not its exact probability ratio."},
       {"pjd", "PJD (parallel rows)",
        "A row starts once the row above is a few tokens ahead; the note at the top says when the "
        "rows make the run lossy."},

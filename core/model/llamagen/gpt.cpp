@@ -194,6 +194,7 @@ Gpt::Output Gpt::forward(const at::Tensor& x_in, const at::Tensor& pos, KvCache*
     out.hidden = rms_norm(h, norm_, cfg_.norm_eps);
   }
   if (cache) cache->pending = start - cache->len + q;
+  if (logits_last < 0) return out;  // the hidden states alone (the continuous family's backbone)
   auto head_in = logits_last > 0 && logits_last < q
                      ? out.hidden.narrow(1, q - logits_last, logits_last)
                      : out.hidden;

@@ -73,8 +73,8 @@ class Gpt {
   // padded keys of the block (condition padding). A query always sees itself.
   // A block_mask [q, s + q] keeps the first s pending rows as scratch the block may attend to
   // (draft-tree expansion level by level); the block is written after them.
-  // logits_last > 0 computes logits for the last logits_last rows only. `bounds`: see
-  // PositionBounds (device-built positions).
+  // logits_last > 0 computes logits for the last logits_last rows only, < 0 none (hidden only).
+  // `bounds`: see PositionBounds (device-built positions).
   Output forward(const at::Tensor& x, const at::Tensor& pos, KvCache* cache,
                  const at::Tensor& block_mask = {}, const at::Tensor& block_key_valid = {},
                  int64_t logits_last = 0, PositionBounds bounds = {}) const;

@@ -195,35 +195,36 @@ VqConfig VqConfig::from_json(const nlohmann::json& j) {
 
 // ---- specs -------------------------------------------------------------------------------------
 
-std::vector<ParamSpec> vq_param_specs(const VqConfig& cfg, bool with_encoder) {
-  cfg.validate();
-  std::vector<ParamSpec> s;
+namespace detail {
+
+void add_encoder_specs(std::vector<ParamSpec>& s, const VqConfig& cfg) {
   const int64_t levels = static_cast<int64_t>(cfg.ch_mult.size());
   const int64_t top = cfg.ch * cfg.ch_mult.back();
-
-  if (with_encoder) {
-    add_conv(s, "encoder.conv_in", 3, cfg.ch, 3);
-    int64_t in = cfg.ch;  // in_ch_mult = (1,) + ch_mult
-    for (int64_t l = 0; l < levels; ++l) {
-      const std::string p = "encoder.conv_blocks." + std::to_string(l);
-      const int64_t out = cfg.ch * cfg.ch_mult[l];
-      for (int64_t j = 0; j < cfg.num_res_blocks; ++j) {
-        add_res(s, p + ".res." + std::to_string(j), in, out);
-        in = out;
-      }
-      // Attention only at the last (lowest-resolution) encoder level, one per res block.
-      if (l == levels - 1) {
-        for (int64_t j = 0; j < cfg.num_res_blocks; ++j)
-          add_attn(s, p + ".attn." + std::to_string(j), out);
-      } else {
-        add_conv(s, p + ".downsample.conv", out, out, 3);
-      }
+  add_conv(s, "encoder.conv_in", 3, cfg.ch, 3);
+  int64_t in = cfg.ch;  // in_ch_mult = (1,) + ch_mult
+  for (int64_t l = 0; l < levels; ++l) {
+    const std::string p = "encoder.conv_blocks." + std::to_string(l);
+    const int64_t out = cfg.ch * cfg.ch_mult[l];
+    for (int64_t j = 0; j < cfg.num_res_blocks; ++j) {
+      add_res(s, p + ".res." + std::to_string(j), in, out);
+      in = out;
     }
-    add_mid(s, "encoder.mid", top);
-    add_norm(s, "encoder.norm_out", top);
-    add_conv(s, "encoder.conv_out", top, cfg.z_channels, 3);
+    // Attention only at the last (lowest-resolution) encoder level, one per res block.
+    if (l == levels - 1) {
+      for (int64_t j = 0; j < cfg.num_res_blocks; ++j)
+        add_attn(s, p + ".attn." + std::to_string(j), out);
+    } else {
+      add_conv(s, p + ".downsample.conv", out, out, 3);
+    }
   }
+  add_mid(s, "encoder.mid", top);
+  add_norm(s, "encoder.norm_out", top);
+  add_conv(s, "encoder.conv_out", top, cfg.z_channels, 3);
+}
 
+void add_decoder_specs(std::vector<ParamSpec>& s, const VqConfig& cfg) {
+  const int64_t levels = static_cast<int64_t>(cfg.ch_mult.size());
+  const int64_t top = cfg.ch * cfg.ch_mult.back();
   add_conv(s, "decoder.conv_in", cfg.z_channels, top, 3);
   add_mid(s, "decoder.mid", top);
   int64_t in = top;
@@ -243,7 +244,20 @@ std::vector<ParamSpec> vq_param_specs(const VqConfig& cfg, bool with_encoder) {
   }
   add_norm(s, "decoder.norm_out", in);
   add_conv(s, "decoder.conv_out", in, 3, 3);
+}
 
+void add_conv_spec(std::vector<ParamSpec>& s, const std::string& prefix, int64_t in, int64_t out,
+                   int64_t k) {
+  add_conv(s, prefix, in, out, k);
+}
+
+}  // namespace detail
+
+std::vector<ParamSpec> vq_param_specs(const VqConfig& cfg, bool with_encoder) {
+  cfg.validate();
+  std::vector<ParamSpec> s;
+  if (with_encoder) detail::add_encoder_specs(s, cfg);
+  detail::add_decoder_specs(s, cfg);
   // LlamaGen's nn.Embedding init: uniform(-1/n, 1/n); rows are L2-normalised at every lookup.
   s.push_back({"quantize.embedding.weight",
                {cfg.codebook_size, cfg.codebook_dim},
@@ -316,6 +330,40 @@ at::Tensor upsample(const TensorMap& w, const std::string& prefix, const at::Ten
   return conv(w, prefix + ".conv", up, 1, 1);
 }
 
+at::Tensor encoder_trunk(const TensorMap& w, const at::Tensor& images, const VqConfig& cfg) {
+  const at::Tensor& w0 = param(w, "encoder.conv_in.weight");
+  at::Tensor h = detail::conv(w, "encoder.conv_in", images.to(w0.device(), w0.scalar_type()), 1, 1);
+  const int64_t levels = static_cast<int64_t>(cfg.ch_mult.size());
+  for (int64_t l = 0; l < levels; ++l) {
+    const std::string p = "encoder.conv_blocks." + std::to_string(l);
+    for (int64_t j = 0; j < cfg.num_res_blocks; ++j) {
+      h = detail::res_block(w, p + ".res." + std::to_string(j), h, cfg);
+      if (l == levels - 1) h = detail::attn_block(w, p + ".attn." + std::to_string(j), h, cfg);
+    }
+    if (l != levels - 1) h = detail::downsample(w, p + ".downsample", h);
+  }
+  h = mid_forward(w, "encoder.mid", h, cfg);
+  h = detail::conv(w, "encoder.conv_out", swish(detail::group_norm(w, "encoder.norm_out", h, cfg)),
+                   1, 1);
+  return h;
+}
+
+at::Tensor decoder_trunk(const TensorMap& w, at::Tensor h, const VqConfig& cfg) {
+  h = detail::conv(w, "decoder.conv_in", h, 1, 1);
+  h = mid_forward(w, "decoder.mid", h, cfg);
+  const int64_t levels = static_cast<int64_t>(cfg.ch_mult.size());
+  for (int64_t l = 0; l < levels; ++l) {
+    const std::string p = "decoder.conv_blocks." + std::to_string(l);
+    for (int64_t j = 0; j <= cfg.num_res_blocks; ++j) {
+      h = detail::res_block(w, p + ".res." + std::to_string(j), h, cfg);
+      if (l == 0) h = detail::attn_block(w, p + ".attn." + std::to_string(j), h, cfg);
+    }
+    if (l != levels - 1) h = detail::upsample(w, p + ".upsample", h);
+  }
+  return detail::conv(w, "decoder.conv_out",
+                      swish(detail::group_norm(w, "decoder.norm_out", h, cfg)), 1, 1);
+}
+
 }  // namespace detail
 
 // ---- model -------------------------------------------------------------------------------------
@@ -338,22 +386,7 @@ at::Tensor VqModel::encode(const at::Tensor& images) const {
     throw Error("VQ encode: images must be [B, 3, H, W] with H and W positive multiples of " +
                 std::to_string(f) + ", got " + shape_str(images.sizes()));
   }
-  const at::Tensor& w0 = param(w_, "encoder.conv_in.weight");
-  at::Tensor h =
-      detail::conv(w_, "encoder.conv_in", images.to(w0.device(), w0.scalar_type()), 1, 1);
-  const int64_t levels = static_cast<int64_t>(cfg_.ch_mult.size());
-  for (int64_t l = 0; l < levels; ++l) {
-    const std::string p = "encoder.conv_blocks." + std::to_string(l);
-    for (int64_t j = 0; j < cfg_.num_res_blocks; ++j) {
-      h = detail::res_block(w_, p + ".res." + std::to_string(j), h, cfg_);
-      if (l == levels - 1) h = detail::attn_block(w_, p + ".attn." + std::to_string(j), h, cfg_);
-    }
-    if (l != levels - 1) h = detail::downsample(w_, p + ".downsample", h);
-  }
-  h = mid_forward(w_, "encoder.mid", h, cfg_);
-  h = detail::conv(w_, "encoder.conv_out",
-                   swish(detail::group_norm(w_, "encoder.norm_out", h, cfg_)), 1, 1);
-  return detail::conv(w_, "quant_conv", h, 1, 0);
+  return detail::conv(w_, "quant_conv", detail::encoder_trunk(w_, images, cfg_), 1, 0);
 }
 
 at::Tensor VqModel::normalized_codebook() const {
@@ -435,19 +468,7 @@ at::Tensor VqModel::decode_latents(const at::Tensor& zq) const {
   }
   const at::Tensor& w0 = param(w_, "post_quant_conv.weight");
   at::Tensor h = detail::conv(w_, "post_quant_conv", zq.to(w0.device(), w0.scalar_type()), 1, 0);
-  h = detail::conv(w_, "decoder.conv_in", h, 1, 1);
-  h = mid_forward(w_, "decoder.mid", h, cfg_);
-  const int64_t levels = static_cast<int64_t>(cfg_.ch_mult.size());
-  for (int64_t l = 0; l < levels; ++l) {
-    const std::string p = "decoder.conv_blocks." + std::to_string(l);
-    for (int64_t j = 0; j <= cfg_.num_res_blocks; ++j) {
-      h = detail::res_block(w_, p + ".res." + std::to_string(j), h, cfg_);
-      if (l == 0) h = detail::attn_block(w_, p + ".attn." + std::to_string(j), h, cfg_);
-    }
-    if (l != levels - 1) h = detail::upsample(w_, p + ".upsample", h);
-  }
-  return detail::conv(w_, "decoder.conv_out",
-                      swish(detail::group_norm(w_, "decoder.norm_out", h, cfg_)), 1, 1);
+  return detail::decoder_trunk(w_, h, cfg_);
 }
 
 at::Tensor VqModel::to_bytes(const at::Tensor& images) {

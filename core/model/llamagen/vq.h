@@ -85,6 +85,16 @@ at::Tensor attn_block(const TensorMap& w, const std::string& prefix, const at::T
 at::Tensor downsample(const TensorMap& w, const std::string& prefix, const at::Tensor& x);
 // Upsample: nearest x2, then `prefix.conv` 3x3 with padding 1.
 at::Tensor upsample(const TensorMap& w, const std::string& prefix, const at::Tensor& x);
+
+// The conv trunks without the quantiser, shared with the continuous family's KL VAE
+// (model/continuous/kl_vae.h): the encoder from images [B, 3, H, W] to [B, z_channels, h, w], the
+// decoder from [B, z_channels, h, w] to images. Their specs and a 1x1 or kxk conv's.
+at::Tensor encoder_trunk(const TensorMap& w, const at::Tensor& images, const VqConfig& cfg);
+at::Tensor decoder_trunk(const TensorMap& w, at::Tensor h, const VqConfig& cfg);
+void add_encoder_specs(std::vector<ParamSpec>& s, const VqConfig& cfg);
+void add_decoder_specs(std::vector<ParamSpec>& s, const VqConfig& cfg);
+void add_conv_spec(std::vector<ParamSpec>& s, const std::string& prefix, int64_t in, int64_t out,
+                   int64_t k);
 }  // namespace detail
 
 }  // namespace adtree::model

@@ -1,0 +1,89 @@
+// adtree train vae|continuous: the continuous-token family's stages (issue "CSpD", part 2): the KL
+// VAE tokenizer, then the causal transformer with its diffusion head over the VAE's tokens (the
+// target, and with a smaller config the draft model). `adtree train assemble-continuous` writes the
+// model directory.
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "train/continuous/assemble_continuous.h"
+#include "train/continuous/continuous_trainer.h"
+#include "train/continuous/vae_trainer.h"
+#include "train_options.h"
+#include "util/error.h"
+#include "util/threads.h"
+
+namespace adtree::cli {
+
+namespace {
+
+using json = nlohmann::json;
+
+Args continuous_stage_args(const std::string& stage) {
+  Args a("train " + stage,
+         stage == "vae" ? "Train the continuous family's KL VAE tokenizer."
+                        : "Train a causal transformer with a diffusion head over a VAE's tokens "
+                          "(the continuous family's target, or its draft with a smaller config).");
+  add_run_options(a);
+  if (stage == "continuous") {
+    a.option("vae", "DIR", "finished 'train vae' run folder")
+        .option("init-from", "DIR", "start from this finished 'train continuous' run's weights");
+  }
+  return a;
+}
+
+// adtree train assemble-continuous: the model directory from finished runs.
+int assemble(int argc, char** argv) {
+  Args a("train assemble-continuous",
+         "Write a continuous-family model directory from finished vae and continuous runs.");
+  a.option("vae", "DIR", "finished 'train vae' run folder")
+      .option("target", "DIR", "finished 'train continuous' run folder: the model that draws")
+      .option("draft", "DIR", "finished 'train continuous' run folder: CSpD's draft model")
+      .option("out", "DIR", "the model directory to write")
+      .option("name", "NAME", "the model's name", "emoji-continuous")
+      .option("description", "TEXT", "one sentence for the model card")
+      .option("card", "FILE", "JSON object of extra model.json fields (license, data)")
+      .option("dtype", "TYPE", "storage: fp16, bf16 or fp32", "fp16");
+  if (!a.parse(argc - 1, argv + 1)) return 0;
+  train::ContinuousAssembleOptions o;
+  o.vae_dir = a.str("vae");
+  o.target_dir = a.str("target");
+  o.draft_dir = a.given("draft") ? a.str("draft") : "";
+  o.out = a.str("out");
+  o.name = a.str("name");
+  o.description = a.given("description") ? a.str("description") : "";
+  o.dtype = a.str("dtype");
+  if (a.given("card")) o.card = train::parse_config_arg(a.str("card"));
+  const auto m = train::assemble_continuous(o);
+  std::cout << "wrote " << o.out << " (" << (m.contains("draft") ? "target and draft" : "target")
+            << ")\n";
+  return 0;
+}
+
+}  // namespace
+
+int cmd_train_continuous(const std::string& stage, int argc, char** argv) {
+  if (stage == "assemble-continuous") return assemble(argc, argv);
+  Args a = continuous_stage_args(stage);
+  if (!a.parse(argc - 1, argv + 1)) return 0;
+  if (a.flag_set("show-config")) {
+    const json d =
+        stage == "vae" ? train::vae_default_config() : train::continuous_default_config();
+    std::cout << d.dump(2) << "\n";
+    return 0;
+  }
+  configure_threads(int(a.integer("threads")), ThreadUse::Training);
+  keep_allocations_on_heap();
+  auto opts = run_options(a, stage, argc - 1, argv + 1);
+  const auto data = load_data(a);
+  if (stage == "vae") {
+    print_result(stage, train::train_vae(data, opts), opts.out);
+    return 0;
+  }
+  if (!a.given("vae")) throw Error("give the VAE run folder with --vae DIR");
+  if (a.given("init-from")) opts.init_from = a.str("init-from");
+  print_result(stage, train::train_continuous(data, a.str("vae"), opts), opts.out);
+  return 0;
+}
+
+}  // namespace adtree::cli

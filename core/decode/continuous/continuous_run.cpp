@@ -1,0 +1,69 @@
+#include "decode/continuous/continuous_run.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace adtree::decode {
+
+at::Tensor trajectory_noise(uint64_t seed, int64_t positions, int steps, int64_t dim) {
+  auto gen = at::detail::createCPUGenerator(seed ^ 0x5eedc0ffee123457ULL);
+  return at::empty({positions, steps + 1, dim}, at::kFloat).normal_(0.0, 1.0, gen);
+}
+
+double ContinuousResult::tokens_per_round() const {
+  int64_t in_rounds = 0;
+  for (int r : round) in_rounds += r >= 0 ? 1 : 0;
+  return rounds ? double(in_rounds) / double(rounds) : 0.0;
+}
+
+std::string to_string(TokenOrigin o) {
+  switch (o) {
+    case TokenOrigin::Target:
+      return "target";
+    case TokenOrigin::Accepted:
+      return "accepted";
+    case TokenOrigin::Resampled:
+      return "resampled";
+    case TokenOrigin::Bonus:
+      return "bonus";
+  }
+  return "?";
+}
+
+nlohmann::json to_json(const ContinuousResult& r, bool per_token) {
+  const auto& t = r.timing;
+  nlohmann::json j{{"tokens", int64_t(r.origin.size())},
+                   {"rounds", r.rounds},
+                   {"drafted", r.drafted},
+                   {"accepted", r.accepted},
+                   {"resampled", r.resampled},
+                   {"exhausted", r.exhausted},
+                   {"acceptance", r.acceptance()},
+                   {"tokens_per_round", r.tokens_per_round()},
+                   {"cancelled", r.cancelled},
+                   {"time_ms",
+                    {{"total", t.total},
+                     {"draft_backbone", t.draft_backbone},
+                     {"draft_head", t.draft_head},
+                     {"target_backbone", t.target_backbone},
+                     {"target_head", t.target_head},
+                     {"resample", t.resample}}}};
+  if (per_token) {
+    auto origin = nlohmann::json::array(), round = nlohmann::json::array(),
+         prob = nlohmann::json::array();
+    for (size_t i = 0; i < r.origin.size(); ++i) {
+      origin.push_back(to_string(r.origin[i]));
+      round.push_back(r.round[i]);
+      prob.push_back(std::isnan(r.accept_prob[i]) ? nlohmann::json()
+                                                  : nlohmann::json(r.accept_prob[i]));
+    }
+    j["origin"] = origin;
+    j["round"] = round;
+    j["accept_prob"] = prob;
+  }
+  return j;
+}
+
+}  // namespace adtree::decode

@@ -1,0 +1,229 @@
+#include "decode/continuous/cspd_decoder.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "decode/continuous/continuous_stepper.h"
+#include "decode/continuous/cspd_rule.h"
+#include "util/clock.h"
+#include "util/error.h"
+
+namespace adtree::decode {
+
+namespace {
+
+Token row_of(const at::Tensor& t, int64_t i) {
+  const auto r = t[i].to(at::kDouble).contiguous();
+  return Token(r.data_ptr<double>(), r.data_ptr<double>() + r.numel());
+}
+
+DiagGaussian last_density(const model::HeadTrajectory& h, int64_t i) {
+  auto sd = row_of(h.last_log_std, i);
+  for (double& v : sd) v = std::exp(v);
+  return DiagGaussian(row_of(h.last_mean, i), sd);
+}
+
+// The state of one CSpD decode: both steppers, the emitted tokens and the record.
+struct Cspd {
+  const ContinuousSettings& s;
+  ContinuousStepper target, draft;
+  at::Tensor noise;  // [N, K + 1, D]
+  int64_t N, D;
+  Rng rng;
+  std::vector<at::Tensor> out;  // emitted tokens, [1, D] each
+  ContinuousResult r;
+
+  int64_t pos() const { return int64_t(out.size()); }
+  at::Tensor tokens(int64_t from, int64_t to) const {
+    if (from >= to) return at::empty({0, D}, at::kFloat);
+    return at::cat(std::vector<at::Tensor>(out.begin() + from, out.begin() + to), 0);
+  }
+  void emit(const at::Tensor& x, TokenOrigin o, int round, double p) {
+    out.push_back(x.reshape({1, D}).to(at::kFloat));
+    r.origin.push_back(o);
+    r.round.push_back(round);
+    r.accept_prob.push_back(p);
+  }
+
+  void prefill_token();
+  void round();
+  struct Drafts {
+    std::vector<model::HeadTrajectory> traj;
+    at::Tensor x;  // [g, D]
+  };
+  Drafts propose(int64_t g);
+  // The target's conditions of positions pos .. pos+rows-1 after one forward over the drafts.
+  ContinuousStepper::Conditions verify_forward(const at::Tensor& drafts, int64_t rows,
+                                               int64_t& unfed);
+};
+
+// The target alone, as AR (pre-filling).
+void Cspd::prefill_token() {
+  auto t = Clock::now();
+  const int64_t unfed = pos() - target.fed();
+  const auto c = target.feed(tokens(target.fed(), pos()));
+  target.keep(unfed);
+  r.timing.target_backbone += ms_since(t);
+  t = Clock::now();
+  const auto last = [&](const at::Tensor& z) {
+    return z.defined() ? z.narrow(0, z.size(0) - 1, 1) : z;
+  };
+  const auto h = target.head({last(c.z), last(c.z_uncond)}, noise.narrow(0, pos(), 1));
+  r.timing.target_head += ms_since(t);
+  emit(h.x0, TokenOrigin::Target, -1, std::nan(""));
+}
+
+Cspd::Drafts Cspd::propose(int64_t g) {
+  Drafts d;
+  auto t = Clock::now();
+  const int64_t unfed = pos() - draft.fed();
+  auto c = draft.feed(tokens(draft.fed(), pos()));
+  draft.keep(unfed);
+  r.timing.draft_backbone += ms_since(t);
+  std::vector<at::Tensor> xs;
+  for (int64_t j = 0; j < g; ++j) {
+    const auto last = [](const at::Tensor& z) {
+      return z.defined() ? z.narrow(0, z.size(0) - 1, 1) : z;
+    };
+    t = Clock::now();
+    d.traj.push_back(draft.head({last(c.z), last(c.z_uncond)}, noise.narrow(0, pos() + j, 1)));
+    xs.push_back(d.traj.back().x0);
+    r.timing.draft_head += ms_since(t);
+    if (j + 1 < g) {
+      t = Clock::now();
+      c = draft.feed(xs.back());
+      draft.keep(1);
+      r.timing.draft_backbone += ms_since(t);
+    }
+  }
+  d.x = at::cat(xs, 0);
+  return d;
+}
+
+ContinuousStepper::Conditions Cspd::verify_forward(const at::Tensor& drafts, int64_t rows,
+                                                   int64_t& unfed) {
+  unfed = pos() - target.fed();
+  ContinuousStepper::Conditions first;
+  if (unfed == 0) first = target.feed(at::empty({0, D}, at::kFloat));  // pos 0: the prefill's
+  const auto c = target.feed(at::cat({tokens(target.fed(), pos()), drafts}, 0));
+  // Output row j conditions token fed + j + 1: positions pos.. start at row unfed - 1.
+  auto pick = [&](const at::Tensor& z, const at::Tensor& z0) -> at::Tensor {
+    if (!z.defined()) return z;
+    const auto all =
+        unfed == 0 ? at::cat({z0, z}, 0) : z.narrow(0, unfed - 1, z.size(0) - unfed + 1);
+    return all.narrow(0, 0, rows);
+  };
+  return {pick(c.z, first.z), pick(c.z_uncond, first.z_uncond)};
+}
+
+void Cspd::round() {
+  const int64_t p0 = pos(), g = std::min<int64_t>(s.gamma, N - p0);
+  const int round_no = int(r.rounds++);
+  const auto d = propose(g);
+  r.drafted += g;
+  // The target: the drafts' positions and, if the picture goes on, the one after them.
+  const int64_t rows = std::min<int64_t>(g + 1, N - p0);
+  auto t = Clock::now();
+  int64_t unfed = 0;
+  const auto c = verify_forward(d.x, rows, unfed);
+  r.timing.target_backbone += ms_since(t);
+  t = Clock::now();
+  const auto tp = target.head(c, noise.narrow(0, p0, rows));
+  r.timing.target_head += ms_since(t);
+
+  t = Clock::now();
+  int64_t a = 0;
+  for (; a < g; ++a) {
+    const auto x = row_of(d.x, a);
+    const auto p_last = last_density(tp, a), q_last = last_density(d.traj[size_t(a)], 0);
+    const double log_s = d.traj[size_t(a)].log_std_before_last[0].item<double>() -
+                         tp.log_std_before_last[a].item<double>();
+    const double log_r = log_s + p_last.log_pdf(x) - q_last.log_pdf(x);
+    const auto v = cspd_verify(x, p_last, q_last, log_s, rng, s.max_residual_tries);
+    const double prob = std::exp(std::min(0.0, log_r));
+    if (v.accepted) {
+      ++r.accepted;
+      emit(d.x[a], TokenOrigin::Accepted, round_no, prob);
+      continue;
+    }
+    ++r.resampled;
+    r.exhausted += v.exhausted ? 1 : 0;
+    emit(at::tensor(v.token, at::TensorOptions().dtype(at::kDouble)).to(at::kFloat),
+         TokenOrigin::Resampled, round_no, prob);
+    break;
+  }
+  if (a == g && rows > g) emit(tp.x0[g], TokenOrigin::Bonus, round_no, std::nan(""));
+  r.timing.resample += ms_since(t);
+  // Both caches keep what stands: the target its unfed tokens and the accepted drafts.
+  t = Clock::now();
+  target.keep(unfed + a);
+  r.timing.target_backbone += ms_since(t);
+  draft.truncate(p0 + a);
+}
+
+}  // namespace
+
+ContinuousResult generate_cspd(const model::ContinuousGpt& target,
+                               const model::ContinuousGpt& draft,
+                               const model::Condition& target_cond,
+                               const model::Condition& draft_cond, const ContinuousSettings& s,
+                               const ContinuousCallback& on_step, const std::atomic<bool>* cancel) {
+  c10::InferenceMode guard;
+  if (s.gamma < 1 || s.gamma > 64) throw Error("CSpD: gamma must be in 1..64");
+  if (!(s.prefill_ratio >= 0 && s.prefill_ratio <= 1)) {
+    throw Error("CSpD: the pre-fill ratio must be in [0, 1]");
+  }
+  const auto &tc = target.config(), &dc = draft.config();
+  if (tc.token_dim() != dc.token_dim() ||
+      tc.backbone.image_tokens() != dc.backbone.image_tokens() ||
+      tc.train_steps != dc.train_steps) {
+    throw Error(
+        "CSpD: the draft model must share the target's tokens, grid and diffusion schedule");
+  }
+  // Both heads take the target's number of reverse steps: aligned trajectories need the same.
+  ContinuousSettings ss = s;
+  if (ss.diffusion_steps <= 0) ss.diffusion_steps = tc.sample_steps;
+  const auto t0 = Clock::now();
+  auto t = Clock::now();
+  ContinuousStepper tgt(target, target_cond, ss);
+  const double prefill_target = ms_since(t);
+  t = Clock::now();
+  ContinuousStepper drf(draft, draft_cond, ss);
+  const double prefill_draft = ms_since(t);
+  const int64_t N = tc.backbone.image_tokens(), D = tc.token_dim();
+  auto noise = trajectory_noise(ss.seed, N, ss.diffusion_steps, D);
+  Cspd st{ss,
+          std::move(tgt),
+          std::move(drf),
+          noise,
+          N,
+          D,
+          Rng(ss.seed * 0x9E3779B97F4A7C15ULL + 0xC5D),
+          {},
+          {}};
+  st.r.timing.target_backbone += prefill_target;
+  st.r.timing.draft_backbone += prefill_draft;
+  const int64_t n_pre = std::min<int64_t>(N, int64_t(std::ceil(s.prefill_ratio * double(N))));
+  while (st.pos() < N) {
+    if (cancel && cancel->load()) {
+      st.r.cancelled = true;
+      break;
+    }
+    if (st.pos() < n_pre) {
+      st.prefill_token();
+    } else {
+      st.round();
+    }
+    if (on_step) {
+      st.r.tokens = st.tokens(0, st.pos());
+      on_step(st.r);
+    }
+  }
+  st.r.tokens = st.tokens(0, st.pos());
+  st.r.timing.total = ms_since(t0);
+  return std::move(st.r);
+}
+
+}  // namespace adtree::decode

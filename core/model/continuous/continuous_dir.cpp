@@ -1,0 +1,131 @@
+#include "model/continuous/continuous_dir.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "io/safetensors.h"
+#include "util/error.h"
+#include "util/json_int.h"
+
+namespace adtree::model {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+json read_manifest(const std::string& dir) {
+  const auto path = (fs::path(dir) / "model.json").string();
+  std::ifstream f(path);
+  if (!f) throw Error(path + ": cannot be read");
+  json j = json::parse(f, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) throw Error(path + ": not a JSON object");
+  return j;
+}
+
+TensorMap weights_of(const std::string& dir, const std::string& file) {
+  const auto path = (fs::path(dir) / file).string();
+  if (!fs::exists(path)) throw Error(path + ": missing (the model directory is incomplete)");
+  auto w = io::SafetensorsReader(path).all();
+  for (auto& [k, t] : w) t = t.to(at::kFloat);
+  return w;
+}
+
+std::unique_ptr<ContinuousGpt> load_part(const std::string& dir, const json& m, const char* key,
+                                         const std::string& file) {
+  ContinuousConfig cfg;
+  try {
+    cfg = ContinuousConfig::from_json(m.at(key));
+  } catch (const std::exception& e) {
+    throw Error(dir + "/model.json: '" + key + "': " + e.what());
+  }
+  try {
+    return std::make_unique<ContinuousGpt>(cfg, weights_of(dir, file));
+  } catch (const Error& e) {
+    throw Error(dir + "/" + file + ": " + e.what());
+  }
+}
+
+void check_pair(const std::string& dir, const ContinuousConfig& t, const ContinuousConfig& d) {
+  const bool same = t.token_dim() == d.token_dim() && t.backbone.grid_h == d.backbone.grid_h &&
+                    t.backbone.grid_w == d.backbone.grid_w && t.train_steps == d.train_steps &&
+                    t.backbone.num_words == d.backbone.num_words &&
+                    t.backbone.cond_len == d.backbone.cond_len;
+  if (!same) {
+    throw Error(dir +
+                "/model.json: the draft does not share the target's tokens, grid, words "
+                "and diffusion schedule");
+  }
+}
+
+}  // namespace
+
+bool is_continuous_dir(const std::string& dir) {
+  const auto path = fs::path(dir) / "model.json";
+  if (!fs::exists(path)) return false;
+  std::ifstream f(path);
+  const json j = json::parse(f, nullptr, false);
+  return j.is_object() && j.value("family", std::string()) == "continuous";
+}
+
+ContinuousBundle load_continuous_dir(const std::string& dir, bool load_draft) {
+  ContinuousBundle b;
+  b.dir = dir;
+  b.manifest = read_manifest(dir);
+  if (b.manifest.value("family", std::string()) != "continuous") {
+    throw Error(dir +
+                "/model.json: not a continuous-family model (\"family\" is not "
+                "\"continuous\")");
+  }
+  KlVaeConfig vcfg;
+  try {
+    vcfg = KlVaeConfig::from_json(b.manifest.at("vae"));
+  } catch (const std::exception& e) {
+    throw Error(dir + "/model.json: 'vae': " + e.what());
+  }
+  try {
+    b.vae = std::make_unique<KlVae>(vcfg, weights_of(dir, "vae.safetensors"));
+  } catch (const Error& e) {
+    throw Error(dir + "/vae.safetensors: " + e.what());
+  }
+  b.target = load_part(dir, b.manifest, "target", "target.safetensors");
+  if (load_draft && b.manifest.contains("draft")) {
+    b.draft = load_part(dir, b.manifest, "draft", "draft.safetensors");
+    check_pair(dir, b.target->config(), b.draft->config());
+  }
+  if (b.target->config().token_dim() != vcfg.latent_dim) {
+    throw Error(dir + "/model.json: the target's tokens are not the VAE's latents");
+  }
+  b.vocab = Vocabulary::load((fs::path(dir) / "text.json").string());
+  if (b.vocab.size() != b.target->config().backbone.num_words) {
+    throw Error(dir + "/text.json: " + std::to_string(b.vocab.size()) + " words, the model has " +
+                std::to_string(b.target->config().backbone.num_words));
+  }
+  return b;
+}
+
+double ContinuousBundle::default_cfg() const {
+  return json_field(manifest.value("sampling", json::object()), "cfg", 3.0);
+}
+double ContinuousBundle::default_temperature() const {
+  return json_field(manifest.value("sampling", json::object()), "temperature", 1.0);
+}
+int ContinuousBundle::default_diffusion_steps() const {
+  return json_int<int>(manifest.value("sampling", json::object()), "diffusion_steps",
+                       target->config().sample_steps);
+}
+int ContinuousBundle::default_gamma() const {
+  return json_int<int>(manifest.value("cspd", json::object()), "gamma", 4);
+}
+double ContinuousBundle::default_prefill_ratio() const {
+  return json_field(manifest.value("cspd", json::object()), "prefill_ratio", 0.05);
+}
+
+at::Tensor ContinuousBundle::picture(const at::Tensor& tokens) const {
+  at::NoGradGuard no_grad;
+  const auto& g = target->config().backbone;
+  const auto img = vae->decode(tokens.unsqueeze(0), g.grid_h, g.grid_w);
+  return VqModel::to_bytes(img)[0];
+}
+
+}  // namespace adtree::model

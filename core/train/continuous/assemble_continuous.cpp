@@ -1,0 +1,93 @@
+#include "train/continuous/assemble_continuous.h"
+
+#include <filesystem>
+
+#include "io/safetensors.h"
+#include "model/continuous/continuous_dir.h"
+#include "train/continuous/continuous_trainer.h"
+#include "train/run_files.h"
+#include "train/continuous/vae_trainer.h"
+#include "util/error.h"
+
+namespace adtree::train {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+at::ScalarType storage_type(const std::string& dtype) {
+  if (dtype == "fp16") return at::kHalf;
+  if (dtype == "bf16") return at::kBFloat16;
+  if (dtype == "fp32") return at::kFloat;
+  throw Error("assemble-continuous: --dtype must be fp16, bf16 or fp32, got '" + dtype + "'");
+}
+
+std::map<std::string, at::Tensor> stored(const model::TensorMap& w, at::ScalarType t,
+                                         const std::string& keep_prefix_a = {},
+                                         const std::string& keep_prefix_b = {}) {
+  std::map<std::string, at::Tensor> out;
+  for (const auto& [k, v] : w) {
+    const bool keep = keep_prefix_a.empty() || k.rfind(keep_prefix_a, 0) == 0 ||
+                      (!keep_prefix_b.empty() && k.rfind(keep_prefix_b, 0) == 0);
+    if (keep) out.emplace(k, v.detach().to(at::kCPU, t).contiguous());
+  }
+  return out;
+}
+
+json run_summary(const ContinuousRun& r, const std::string& dir) {
+  return {{"run", fs::absolute(dir).string()},
+          {"command", r.run.value("provenance", json::object()).value("command", "")},
+          {"steps", r.run.value("steps", 0)},
+          {"epochs", r.run.value("epochs", 0.0)},
+          {"metrics", r.run.value("metrics", json::object())}};
+}
+
+}  // namespace
+
+json assemble_continuous(const ContinuousAssembleOptions& o) {
+  require(!o.vae_dir.empty() && !o.target_dir.empty() && !o.out.empty(), "assemble-continuous",
+          "give --vae, --target and --out");
+  const auto dtype = storage_type(o.dtype);
+  const auto vae = load_vae(o.vae_dir);
+  const auto vae_run = read_json_file(run_file(o.vae_dir, "run.json"));
+  const auto target = load_continuous_run(o.target_dir);
+  require(target.config.token_dim() == vae.config().latent_dim, "assemble-continuous",
+          o.target_dir + " was not trained on this VAE's tokens");
+  fs::create_directories(o.out);
+  json m = o.card;
+  m["format"] = "adtree-continuous";
+  m["family"] = "continuous";
+  m["name"] = o.name;
+  if (!o.description.empty()) m["description"] = o.description;
+  m["vae"] = vae.config().to_json();
+  m["target"] = target.config.to_json();
+  m["dtype"] = o.dtype;
+  m["sampling"] = {
+      {"cfg", 3.0}, {"temperature", 1.0}, {"diffusion_steps", target.config.sample_steps}};
+  m["cspd"] = {{"gamma", 4}, {"prefill_ratio", 0.05}};
+  m["provenance"] = {{"vae",
+                      {{"run", fs::absolute(o.vae_dir).string()},
+                       {"metrics", vae_run.value("metrics", json::object())}}},
+                     {"target", run_summary(target, o.target_dir)}};
+  io::write_safetensors((fs::path(o.out) / "vae.safetensors").string(),
+                        stored(vae.weights(), dtype, "decoder.", "post_quant_conv."),
+                        {{"format", "adtree"}, {"content", "KL VAE decoder"}});
+  io::write_safetensors((fs::path(o.out) / "target.safetensors").string(),
+                        stored(target.weights, dtype), {{"format", "adtree"}});
+  target.vocab.save((fs::path(o.out) / "text.json").string());
+  if (!o.draft_dir.empty()) {
+    const auto draft = load_continuous_run(o.draft_dir);
+    require(draft.vocab.entries() == target.vocab.entries(), "assemble-continuous",
+            o.draft_dir + " was trained with other caption words than the target");
+    m["draft"] = draft.config.to_json();
+    m["provenance"]["draft"] = run_summary(draft, o.draft_dir);
+    io::write_safetensors((fs::path(o.out) / "draft.safetensors").string(),
+                          stored(draft.weights, dtype), {{"format", "adtree"}});
+  }
+  write_json_file((fs::path(o.out) / "model.json").string(), m);
+  model::load_continuous_dir(o.out);  // what was written loads, or this is an error
+  return m;
+}
+
+}  // namespace adtree::train

@@ -1,0 +1,23 @@
+// `adtree train assemble-continuous`: a continuous-family model directory
+// (model/continuous/continuous_dir.h) from finished `train vae` and `train continuous` runs (the
+// target, and optionally the draft). The VAE's encoder stays in its run folder: generation decodes
+// only. Weights are stored in `dtype` (fp16 halves the directory; loading computes in fp32).
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace adtree::train {
+
+struct ContinuousAssembleOptions {
+  std::string vae_dir, target_dir, draft_dir;  // draft_dir empty: AR only
+  std::string out;
+  std::string name = "emoji-continuous";
+  std::string description;
+  std::string dtype = "fp16";                      // "fp16", "bf16" or "fp32"
+  nlohmann::json card = nlohmann::json::object();  // extra model.json fields (license, data)
+};
+
+// Writes the directory and returns its model.json.
+nlohmann::json assemble_continuous(const ContinuousAssembleOptions& o);
+
+}  // namespace adtree::train

@@ -1,0 +1,121 @@
+// CSpD's decode loop on random continuous-family models (issue "CSpD", part 4): with the target as
+// its own draft every draft stands and the picture is AR's; with another draft the grid fills, the
+// counts add up and every token's origin is recorded. The accept / residual rule itself is proven
+// against exact densities in test_cspd_rule.cpp.
+#include <ATen/CPUGeneratorImpl.h>
+#include <gtest/gtest.h>
+
+#include "decode/continuous/continuous_ar.h"
+#include "decode/continuous/cspd_decoder.h"
+#include "model/conditioning.h"
+#include "model/continuous/continuous_gpt.h"
+#include "util/error.h"
+
+namespace adtree::decode {
+namespace {
+
+model::ContinuousConfig micro_config() {
+  model::ContinuousConfig c;
+  c.backbone = model::GptConfig::preset("micro");
+  c.backbone.vocab_size = 2;
+  c.head.token_dim = 4;
+  c.head.cond_dim = c.backbone.dim;
+  c.head.width = 32;
+  c.head.blocks = 2;
+  c.head.freq_dim = 32;
+  c.train_steps = 100;
+  c.sample_steps = 6;
+  return c;
+}
+
+// Random weights everywhere: the zero-initialised modulations and output of a fresh head would
+// make every token a function of its noise alone, whatever the draft.
+model::ContinuousGpt random_model(uint64_t seed) {
+  const auto cfg = micro_config();
+  auto w = model::init_params(model::continuous_param_specs(cfg), seed);
+  auto gen = at::detail::createCPUGenerator(seed + 1);
+  for (auto& [name, t] : w) {
+    if (name.rfind("head.", 0) == 0 && t.abs().max().item<float>() == 0.0f)
+      t.normal_(0.0, 0.2, gen);
+  }
+  return model::ContinuousGpt(cfg, w);
+}
+
+model::Condition condition(const model::ContinuousGpt& m, bool cfg) {
+  return model::condition_from_words(m.backbone(), {1, 5, 7}, cfg);
+}
+
+ContinuousSettings settings(double cfg) {
+  ContinuousSettings s;
+  s.cfg = cfg;
+  s.seed = 11;
+  s.gamma = 3;
+  s.prefill_ratio = 0.1;
+  return s;
+}
+
+TEST(CspdDecoder, TheTargetAsItsOwnDraftAcceptsEveryDraftAndDrawsArsPicture) {
+  const auto m = random_model(3);
+  for (double cfg : {1.0, 2.5}) {
+    const auto s = settings(cfg);
+    const auto cond = condition(m, cfg != 1.0);
+    const auto ar = generate_continuous_ar(m, cond, s);
+    const auto sd = generate_cspd(m, m, cond, cond, s);
+    ASSERT_EQ(sd.tokens.sizes(), ar.tokens.sizes());
+    EXPECT_GT(sd.drafted, 0);
+    EXPECT_EQ(sd.accepted, sd.drafted) << "cfg " << cfg;
+    EXPECT_EQ(sd.resampled, 0);
+    // Blocks and single steps of the backbone round differently; the tokens agree to that.
+    EXPECT_LT((sd.tokens - ar.tokens).abs().max().item<float>(), 1e-4f) << "cfg " << cfg;
+    EXPECT_GT(sd.tokens_per_round(), 1.0);
+  }
+}
+
+TEST(CspdDecoder, AnotherDraftFillsTheGridAndEveryTokenHasItsOrigin) {
+  const auto target = random_model(3), draft = random_model(8);
+  const auto s = settings(2.0);
+  const auto r = generate_cspd(target, draft, condition(target, true), condition(draft, true), s);
+  const int64_t N = target.config().backbone.image_tokens();
+  ASSERT_EQ(r.tokens.size(0), N);
+  EXPECT_TRUE(r.tokens.isfinite().all().item<bool>());
+  ASSERT_EQ(int64_t(r.origin.size()), N);
+  int64_t accepted = 0, resampled = 0, target_only = 0;
+  for (auto o : r.origin) {
+    accepted += o == TokenOrigin::Accepted;
+    resampled += o == TokenOrigin::Resampled;
+    target_only += o == TokenOrigin::Target;
+  }
+  EXPECT_EQ(accepted, r.accepted);
+  EXPECT_EQ(resampled, r.resampled);
+  EXPECT_EQ(target_only, 2);  // ceil(0.1 * 16) pre-filled by the target
+  EXPECT_LE(r.accepted + r.resampled, r.drafted);
+  EXPECT_GT(r.resampled, 0) << "a random draft should be refused somewhere";
+  // The pre-filled tokens are AR's: the same noises, the same model, nothing drafted yet.
+  const auto ar = generate_continuous_ar(target, condition(target, true), s);
+  EXPECT_LT((r.tokens.narrow(0, 0, 2) - ar.tokens.narrow(0, 0, 2)).abs().max().item<float>(),
+            1e-5f);
+}
+
+TEST(CspdDecoder, ModelsThatDoNotShareTokensAreRefused) {
+  auto cfg = micro_config();
+  cfg.head.token_dim = 3;
+  auto w = model::init_params(model::continuous_param_specs(cfg), 1);
+  const model::ContinuousGpt other(cfg, w);
+  const auto target = random_model(3);
+  const auto s = settings(1.0);
+  EXPECT_THROW(generate_cspd(target, other, condition(target, false), condition(other, false), s),
+               Error);
+  auto bad = s;
+  bad.gamma = 0;
+  EXPECT_THROW(
+      generate_cspd(target, target, condition(target, false), condition(target, false), bad),
+      Error);
+}
+
+TEST(CspdDecoder, AConditionWithoutTheNullRowUnderCfgIsRefused) {
+  const auto m = random_model(3);
+  EXPECT_THROW(generate_continuous_ar(m, condition(m, false), settings(3.0)), Error);
+}
+
+}  // namespace
+}  // namespace adtree::decode

@@ -1,0 +1,257 @@
+// The continuous family's training pipeline on the tiny synthetic pictures (issue "CSpD", part 2):
+// the KL VAE and the transformer + diffusion head each for a few steps (finite, falling loss, an
+// exact resume), the assembled model directory loading and drawing with AR and CSpD, and the clear
+// errors of bad directories and of requests this family cannot run.
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <fstream>
+
+#include "decode/continuous/continuous_decode.h"
+#include "error_of.h"
+#include "io/safetensors.h"
+#include "model/continuous/continuous_dir.h"
+#include "train/continuous/assemble_continuous.h"
+#include "train/continuous/continuous_trainer.h"
+#include "train/continuous/diffusion_loss.h"
+#include "train/continuous/vae_trainer.h"
+#include "train_fixture.h"
+#include "util/error.h"
+
+using adtree::testing::error_of;
+
+namespace {
+
+const json kVaeConfig = {
+    {"latent_dim", 3},  {"ch", 8},     {"ch_mult", {1, 2}}, {"z_channels", 8},
+    {"norm_groups", 4}, {"warmup", 0}, {"eval_every", 0},   {"checkpoint_every", 0}};
+const json kTargetConfig = {{"dim", 32},        {"n_layer", 2},     {"n_head", 2},
+                            {"cap_dim", 16},    {"cond_len", 6},    {"multiple_of", 32},
+                            {"head_width", 32}, {"head_blocks", 2}, {"sample_steps", 4},
+                            {"warmup", 0},      {"eval_every", 0},  {"checkpoint_every", 0},
+                            {"dropout", 0.0},   {"train_steps", 50}};
+
+json draft_config() {
+  auto c = kTargetConfig;
+  c["dim"] = 16;
+  c["n_layer"] = 1;
+  c["head_width"] = 16;
+  c["head_blocks"] = 1;
+  return c;
+}
+
+// One finished VAE run, target and draft per process: the later tests build on them.
+struct Runs {
+  std::string vae, target, draft;
+};
+const Runs& runs() {
+  static const Runs r = [] {
+    std::ostringstream log;
+    const auto d = tiny_dataset();
+    Runs out{temp_dir("vae"), temp_dir("target"), temp_dir("draft")};
+    auto vc = kVaeConfig;
+    vc["lr"] = 3e-3;
+    tr::train_vae(d, options(out.vae, 30, vc, &log));
+    tr::train_continuous(d, out.vae, options(out.target, 12, kTargetConfig, &log));
+    tr::train_continuous(d, out.vae, options(out.draft, 12, draft_config(), &log));
+    return out;
+  }();
+  return r;
+}
+
+std::string assembled(const std::string& name, bool with_draft = true) {
+  tr::ContinuousAssembleOptions o;
+  o.vae_dir = runs().vae;
+  o.target_dir = runs().target;
+  if (with_draft) o.draft_dir = runs().draft;
+  o.out = temp_dir(name);
+  tr::assemble_continuous(o);
+  return o.out;
+}
+
+}  // namespace
+
+TEST(TrainVae, LossFallsAndTheTokensHaveUnitSpread) {
+  std::ostringstream log;
+  const auto d = tiny_dataset();
+  auto cfg = kVaeConfig;
+  cfg["lr"] = 3e-3;
+  const auto out = temp_dir("vae");
+  auto r = tr::train_vae(d, options(out, 24, cfg, &log));
+  ASSERT_TRUE(r.finished);
+  expect_finite_and_falling(r.losses);
+  for (const char* f : {"vae.safetensors", "run.json", "metrics.jsonl"}) {
+    EXPECT_TRUE(fs::exists(out + "/" + f)) << f;
+  }
+  EXPECT_GT(r.metrics["psnr_db"].get<double>(), 0.0);
+  const auto vae = tr::load_vae(out);
+  const auto tokens = tr::vae_tokens(vae, d, d.indices(adtree::io::Split::Train));
+  EXPECT_EQ(tokens.sizes(), (std::vector<int64_t>{9, 16, 3}));
+  // latent_scale is fitted to the training pictures' means: their tokens have std 1.
+  EXPECT_NEAR(tokens.std().item<double>(), 1.0, 1e-3);
+}
+
+TEST(TrainVae, ResumeReproducesTheUninterruptedRun) {
+  const auto d = tiny_dataset();
+  expect_exact_resume("vae", 8, kVaeConfig,
+                      [&](const tr::TrainOptions& o) { return tr::train_vae(d, o); });
+}
+
+TEST(TrainContinuous, LossFallsAndTheRunLoads) {
+  std::ostringstream log;
+  const auto d = tiny_dataset();
+  auto cfg = kTargetConfig;
+  cfg["lr"] = 3e-3;
+  const auto out = temp_dir("target");
+  auto r = tr::train_continuous(d, runs().vae, options(out, 30, cfg, &log));
+  ASSERT_TRUE(r.finished);
+  expect_finite_and_falling(r.losses);
+  EXPECT_GT(r.metrics["train"]["mse"].get<double>(), 0.0);
+  EXPECT_TRUE(r.metrics.contains("val"));
+  const auto run = tr::load_continuous_run(out);
+  EXPECT_EQ(run.config.token_dim(), 3);
+  EXPECT_EQ(run.config.backbone.image_tokens(), 16);
+  EXPECT_EQ(run.vocab.size(), run.config.backbone.num_words);
+}
+
+TEST(TrainContinuous, ResumeReproducesTheUninterruptedRun) {
+  const auto d = tiny_dataset();
+  const auto vae = runs().vae;
+  expect_exact_resume("continuous", 6, kTargetConfig,
+                      [&](const tr::TrainOptions& o) { return tr::train_continuous(d, vae, o); });
+}
+
+TEST(TrainContinuous, BadInputsAreClearErrors) {
+  std::ostringstream log;
+  const auto d = tiny_dataset();
+  auto bad = kTargetConfig;
+  bad["diffusion_batch_mul"] = 0;
+  EXPECT_NE(error_of([&] {
+              tr::train_continuous(d, runs().vae, options(temp_dir("a"), 2, bad, &log));
+            }).find("diffusion_batch_mul"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              tr::train_continuous(d, temp_dir("empty"),
+                                   options(temp_dir("b"), 2, kTargetConfig, &log));
+            }).find("vae.safetensors"),
+            std::string::npos);
+}
+
+TEST(AssembleContinuous, TheDirectoryLoadsAndDrawsWithArAndCspd) {
+  const auto dir = assembled("model");
+  ASSERT_TRUE(adtree::model::is_continuous_dir(dir));
+  const auto m = adtree::model::load_continuous_dir(dir);
+  ASSERT_TRUE(m.has_draft());
+  for (auto method : {adtree::decode::Method::Ar, adtree::decode::Method::Cspd}) {
+    auto r = adtree::decode::default_continuous_request(m, method);
+    r.seed = 3;
+    const auto res = adtree::decode::run_continuous(m, "red square top left noto", r);
+    EXPECT_EQ(res.tokens.sizes(), (std::vector<int64_t>{16, 3}));
+    const auto rgb = m.picture(res.tokens);
+    EXPECT_EQ(rgb.sizes(), (std::vector<int64_t>{8, 8, 3}));
+    if (method == adtree::decode::Method::Cspd) {
+      EXPECT_GT(res.drafted, 0);
+    }
+  }
+}
+
+TEST(AssembleContinuous, RequestsThisFamilyCannotRunAreRefusedByName) {
+  const auto m = adtree::model::load_continuous_dir(assembled("model"));
+  auto req = [&](adtree::decode::Method method) {
+    return adtree::decode::default_continuous_request(m, method);
+  };
+  auto message = [&](const adtree::decode::DecodeRequest& r, const std::string& prompt) {
+    return error_of([&] { adtree::decode::run_continuous(m, prompt, r); });
+  };
+  const std::string ok = "red square noto";
+  EXPECT_NE(message(req(adtree::decode::Method::Adt), ok).find("runs on VQ codes"),
+            std::string::npos);
+  auto greedy = req(adtree::decode::Method::Ar);
+  greedy.sampling.temperature = 0;
+  EXPECT_NE(message(greedy, ok).find("temperature"), std::string::npos);
+  auto topk = req(adtree::decode::Method::Ar);
+  topk.sampling.top_k = 5;
+  EXPECT_NE(message(topk, ok).find("top-k"), std::string::npos);
+  EXPECT_NE(message(req(adtree::decode::Method::Ar), "red zebra").find("zebra"), std::string::npos);
+  const auto no_draft = adtree::model::load_continuous_dir(assembled("target_only", false));
+  EXPECT_NE(error_of([&] {
+              adtree::decode::run_continuous(no_draft, ok, req(adtree::decode::Method::Cspd));
+            }).find("draft"),
+            std::string::npos);
+}
+
+TEST(AssembleContinuous, DamagedDirectoriesAreClearErrors) {
+  const auto dir = assembled("damaged");
+  // A missing draft file.
+  fs::remove(dir + "/draft.safetensors");
+  EXPECT_NE(error_of([&] { adtree::model::load_continuous_dir(dir); }).find("draft.safetensors"),
+            std::string::npos);
+  // A non-finite weight in the target.
+  const auto dir2 = assembled("nan");
+  {
+    auto w = adtree::io::SafetensorsReader(dir2 + "/target.safetensors").all();
+    w.begin()->second.view(-1)[0] = NAN;
+    adtree::io::write_safetensors(dir2 + "/target.safetensors", w);
+  }
+  EXPECT_NE(error_of([&] { adtree::model::load_continuous_dir(dir2); }).find("target.safetensors"),
+            std::string::npos);
+  // model.json of another family, or broken.
+  const auto dir3 = assembled("family");
+  { std::ofstream(dir3 + "/model.json") << "{\"family\": \"llamagen\"}"; }
+  EXPECT_FALSE(adtree::model::is_continuous_dir(dir3));
+  EXPECT_NE(error_of([&] { adtree::model::load_continuous_dir(dir3); }).find("continuous"),
+            std::string::npos);
+  { std::ofstream(dir3 + "/model.json") << "{not json"; }
+  EXPECT_NE(error_of([&] { adtree::model::load_continuous_dir(dir3); }).find("model.json"),
+            std::string::npos);
+}
+
+// The hybrid loss against the schedule's own reverse step (model/continuous/diffusion_schedule.h)
+// and the Gaussian KL written out: MSE of epsilon plus, in bits per dimension, the KL from the true
+// posterior at t > 0 and the Gaussian NLL of x0 at t = 0.
+TEST(DiffusionLoss, IsTheEpsilonMsePlusTheVariationalBoundInBits) {
+  namespace m = adtree::model;
+  m::DiffusionHeadConfig c;
+  c.token_dim = 2, c.cond_dim = 4, c.width = 8, c.blocks = 1, c.freq_dim = 8;
+  auto w = m::init_params(m::diffusion_head_param_specs(c), 3);
+  auto gen = at::detail::createCPUGenerator(2);
+  for (auto& [k, t] : w) t.normal_(0.0, 0.3, gen);
+  const m::DiffusionHead head(c, w);
+  const int T = 50;
+  const auto x0 = at::randn({3, 2}, gen), z = at::randn({3, 4}, gen),
+             noise = at::randn({3, 2}, gen);
+  const auto t = at::tensor(std::vector<int64_t>{0, 7, 41});
+  const auto got = tr::diffusion_loss(head, T, x0, z, t, noise);
+
+  const m::DiffusionSchedule s(T, T);
+  double mse = 0, vb = 0;
+  for (int64_t i = 0; i < 3; ++i) {
+    const int k = int(t[i].item<int64_t>());
+    std::vector<float> x0v(2), nv(2), xt(2), mean(2), log_std(2);
+    for (int d = 0; d < 2; ++d) x0v[d] = x0[i][d].item<float>(), nv[d] = noise[i][d].item<float>();
+    s.add_noise(k, x0v.data(), nv.data(), 2, xt.data());
+    const auto out =
+        head.forward(at::tensor(xt).view({1, 2}), t.narrow(0, i, 1), z.narrow(0, i, 1));
+    std::vector<float> eps{out[0][0].item<float>(), out[0][1].item<float>()};
+    std::vector<float> v{out[0][2].item<float>(), out[0][3].item<float>()};
+    s.reverse_step(k, xt.data(), eps.data(), v.data(), 2, mean.data(), log_std.data());
+    const double ab = s.alpha_bar(k), ab_prev = k == 0 ? 1.0 : s.alpha_bar(k - 1), b = s.beta(k);
+    for (int d = 0; d < 2; ++d) {
+      mse += std::pow(double(eps[d]) - nv[d], 2) / 6.0;
+      const double lv = 2.0 * log_std[d];
+      double term;
+      if (k == 0) {
+        term = 0.5 * (std::log(2 * M_PI) + lv + std::pow(x0v[d] - mean[d], 2) * std::exp(-lv));
+      } else {
+        const double tm = std::sqrt(ab_prev) * b / (1 - ab) * x0v[d] +
+                          std::sqrt(1 - b) * (1 - ab_prev) / (1 - ab) * xt[d];
+        const double tlv = s.posterior_log_variance(k);
+        term = 0.5 *
+               (-1.0 + lv - tlv + std::exp(tlv - lv) + std::pow(tm - mean[d], 2) * std::exp(-lv));
+      }
+      vb += term / std::log(2.0) / 6.0;
+    }
+  }
+  EXPECT_NEAR(got.mse, mse, 1e-5);
+  EXPECT_NEAR(got.vb, vb, 1e-4 * std::max(1.0, std::abs(vb)));
+  EXPECT_NEAR(got.total.item<double>(), mse + vb, 1e-4 * std::max(1.0, std::abs(vb)));
+}
