@@ -19,6 +19,10 @@ ContinuousStepper::ContinuousStepper(const model::ContinuousGpt& m, const model:
         "a continuous decode with CFG needs the condition batch [caption; null], without "
         "it the caption alone");
   }
+  // The lean head wherever the backbone runs the lean path (fp32 or bf16 on the CPU, $ADTREE_LEAN
+  // not 0); the head's own weights are always fp32.
+  if (m.backbone().lean_ready())
+    lean_ = std::make_shared<const model::LeanHead>(m.head(), schedule_);
   cache_ = m.backbone().new_cache(batch, 64);
   const auto z = m.prefill(cache_, cond);  // [batch, dim]
   first_.z = z.narrow(0, 0, 1);
@@ -57,8 +61,9 @@ model::HeadTrajectory ContinuousStepper::head(const Conditions& c, const at::Ten
   const int64_t K = schedule_.sample_steps();
   const auto x_T = noise.select(1, 0).contiguous();
   const auto eps = noise.narrow(1, 1, K).contiguous();
-  return model::sample_head(m_.head(), schedule_, c.z, guided_ ? c.z_uncond : at::Tensor(), cfg_,
-                            temperature_, x_T, eps);
+  const auto zu = guided_ ? c.z_uncond : at::Tensor();
+  if (lean_) return lean_->sample(c.z, zu, cfg_, temperature_, x_T, eps);
+  return model::sample_head(m_.head(), schedule_, c.z, zu, cfg_, temperature_, x_T, eps);
 }
 
 }  // namespace adtree::decode

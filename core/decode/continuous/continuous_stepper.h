@@ -8,6 +8,9 @@
 #include "decode/continuous/continuous_run.h"
 #include "model/continuous/continuous_gpt.h"
 #include "model/continuous/head_sampler.h"
+#include "model/continuous/lean_head.h"
+
+#include <memory>
 
 namespace adtree::decode {
 
@@ -40,6 +43,7 @@ class ContinuousStepper {
   model::DiffusionSchedule schedule_;
   double cfg_, temperature_;
   bool guided_;
+  std::shared_ptr<const model::LeanHead> lean_;  // the lean CPU path's head (null: libtorch's)
   model::KvCache cache_;
   int64_t fed_ = 0;
   Conditions first_;  // the prefill's: the condition of token 0

@@ -30,6 +30,7 @@ class DiffusionHead {
   DiffusionHead(DiffusionHeadConfig c, const TensorMap& weights);
 
   const DiffusionHeadConfig& config() const { return c_; }
+  const TensorMap& weights() const { return w_; }  // fp32, the names of the specs
   // x [B, D], t [B] (training steps, any dtype), z [B, cond_dim] -> [B, 2D].
   at::Tensor forward(const at::Tensor& x, const at::Tensor& t, const at::Tensor& z) const;
   // Rows [cond; uncond] (2B), the same x_t in both halves (one trajectory per token, as MAR's
