@@ -45,6 +45,8 @@ std::string numbered(const std::string& path, uint64_t seed, int64_t count);
 // adtree generate on a continuous-family model directory (generate_continuous.cpp).
 int generate_continuous(const Args& a, const std::string& dir, const std::string& prompt,
                         uint64_t seed, int64_t count, int64_t scale);
+// adtree bench on a continuous-family model directory (bench/bench_continuous.cpp).
+int bench_continuous(const Args& a, const std::string& dir);
 // The model of --model, else `fallback_dir` when not empty, else the default model.
 model::ModelBundle load_model(const Args& a, bool load_vq = true,
                               const std::string& fallback_dir = {});

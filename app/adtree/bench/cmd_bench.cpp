@@ -21,6 +21,7 @@
 #include "bench_forward.h"
 #include "bench_runs.h"
 #include "commands.h"
+#include "model/continuous/continuous_dir.h"
 #include "decode/run.h"
 #include "decode/settings/setting.h"
 #include "decode/tree/step_cost.h"
@@ -405,6 +406,8 @@ int cmd_bench(int argc, char** argv) {
   declare_bench_options(a);
   if (!a.parse(argc, argv)) return 0;
   if (a.flag_set("dtype-kl")) return bench_dtype_kl(a);
+  if (!a.given("config") && model::is_continuous_dir(model_dir_arg(a)))
+    return bench_continuous(a, model_dir_arg(a));
 
   const BenchModel bm = load_bench_model(a);
   const auto& m = bm.m;

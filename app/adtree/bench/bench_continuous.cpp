@@ -1,0 +1,171 @@
+// adtree bench on a continuous-family model (issue "CSpD", part 5): every method on the same
+// pictures (prompts x seeds x rounds, the methods in turn per picture), the time split into draft
+// backbone, draft head, target backbone, target head and resampling, CSpD's acceptance and tokens
+// per round, and the speed-up over AR as the median of paired ratios.
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <sstream>
+
+#include "commands.h"
+#include "decode/continuous/continuous_decode.h"
+#include "decode/settings/method_table.h"
+#include "io/file_write.h"
+#include "util/error.h"
+#include "util/threads.h"
+
+namespace adtree::cli {
+
+namespace {
+
+using json = nlohmann::json;
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The CPU as lscpu names it: model name, family and model (/proc/cpuinfo).
+json cpu_json() {
+  std::ifstream f("/proc/cpuinfo");
+  json j = json::object();
+  std::string line;
+  while (std::getline(f, line) && j.size() < 3) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    auto key = line.substr(0, line.find_last_not_of(" \t", colon - 1) + 1);
+    const auto value = line.substr(std::min(line.size(), colon + 2));
+    if (key == "model name" || key == "cpu family" || key == "model") j[key] = value;
+  }
+  return j;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, sep);)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<std::string> bench_prompts(const Args& a, const model::ContinuousBundle& m) {
+  if (a.given("prompts")) return split(a.str("prompts"), ';');
+  std::vector<std::string> p;  // four words of the vocabulary, spread over it
+  const auto& e = m.vocab.entries();
+  for (size_t i = 0; i < 4 && i < e.size(); ++i) p.push_back(e[(i * 7 + 1) % e.size()]);
+  return p;
+}
+
+struct MethodRuns {
+  std::string name;
+  decode::DecodeRequest request;
+  std::vector<double> total_ms, ratio_to_ar, acceptance, tau;
+  decode::ContinuousTiming sum;
+};
+
+json summary_of(const MethodRuns& r) {
+  const double n = std::max<double>(1.0, double(r.total_ms.size()));
+  const auto& s = r.sum;
+  json j{{"method", r.name},
+         {"pictures", r.total_ms.size()},
+         {"median_ms", median(r.total_ms)},
+         {"speedup_vs_ar", median(r.ratio_to_ar)},
+         {"mean_split_ms",
+          {{"draft_backbone", s.draft_backbone / n},
+           {"draft_head", s.draft_head / n},
+           {"target_backbone", s.target_backbone / n},
+           {"target_head", s.target_head / n},
+           {"resample", s.resample / n}}}};
+  if (r.request.method.method == decode::Method::Cspd) {
+    j["mean_acceptance"] = std::accumulate(r.acceptance.begin(), r.acceptance.end(), 0.0) / n;
+    j["mean_tokens_per_round"] = std::accumulate(r.tau.begin(), r.tau.end(), 0.0) / n;
+  }
+  return j;
+}
+
+void print_row(const json& s) {
+  std::printf(
+      "%-6s %8.0f ms  x%.2f vs AR  split ms: draft %6.0f + %6.0f, target %6.0f + %6.0f, "
+      "resample %4.0f",
+      s["method"].get<std::string>().c_str(), s["median_ms"].get<double>(),
+      s["speedup_vs_ar"].get<double>(), s["mean_split_ms"]["draft_backbone"].get<double>(),
+      s["mean_split_ms"]["draft_head"].get<double>(),
+      s["mean_split_ms"]["target_backbone"].get<double>(),
+      s["mean_split_ms"]["target_head"].get<double>(),
+      s["mean_split_ms"]["resample"].get<double>());
+  if (s.contains("mean_acceptance")) {
+    std::printf("  alpha %.3f, tau %.2f", s["mean_acceptance"].get<double>(),
+                s["mean_tokens_per_round"].get<double>());
+  }
+  std::printf("\n");
+}
+
+}  // namespace
+
+int bench_continuous(const Args& a, const std::string& dir) {
+  const auto m = model::load_continuous_dir(dir);
+  const auto names = split(a.given("method") ? a.str("method") : "ar,cspd", ',');
+  std::vector<MethodRuns> runs;
+  for (const auto& n : names) {
+    if (n.find_first_of("@:") != std::string::npos)
+      throw Error("a continuous model's bench takes plain method names (ar, cspd): '" + n + "'");
+    auto r = decode::default_continuous_request(m, decode::method_from_string(n));
+    apply_given_settings(a, r);
+    decode::check_continuous_request(m, r);
+    runs.push_back({n, r, {}, {}, {}, {}, {}});
+  }
+  const auto prompts = bench_prompts(a, m);
+  const int64_t seeds = a.integer("seeds"), rounds = a.integer("rounds");
+  if (seeds < 1 || rounds < 1) throw Error("--seeds and --rounds need at least 1");
+  // A first picture untimed: page faults, the worker pool and the caches warm up.
+  decode::run_continuous(m, prompts[0], decode::default_continuous_request(m, decode::Method::Ar));
+  json pictures = json::array();
+  for (int64_t round = 0; round < rounds; ++round) {
+    for (const auto& prompt : prompts) {
+      for (int64_t seed = 0; seed < seeds; ++seed) {
+        double ar_ms = 0;
+        for (auto& r : runs) {
+          r.request.seed = uint64_t(seed);
+          const auto res = decode::run_continuous(m, prompt, r.request);
+          const double ms = res.timing.total;
+          if (r.request.method.method == decode::Method::Ar) ar_ms = ms;
+          r.total_ms.push_back(ms);
+          if (ar_ms > 0) r.ratio_to_ar.push_back(ar_ms / ms);
+          r.acceptance.push_back(res.acceptance());
+          r.tau.push_back(res.tokens_per_round());
+          r.sum.draft_backbone += res.timing.draft_backbone;
+          r.sum.draft_head += res.timing.draft_head;
+          r.sum.target_backbone += res.timing.target_backbone;
+          r.sum.target_head += res.timing.target_head;
+          r.sum.resample += res.timing.resample;
+          json p = decode::to_json(res, false);
+          p["method"] = r.name, p["prompt"] = prompt, p["seed"] = seed, p["round"] = round;
+          pictures.push_back(p);
+        }
+      }
+    }
+  }
+  json out{{"family", "continuous"},
+           {"model", {{"dir", dir}, {"target", m.target->config().to_json()}}},
+           {"machine", {{"cpu", cpu_json()}, {"threads", worker_threads()}}},
+           {"prompts", prompts},
+           {"seeds", seeds},
+           {"rounds", rounds},
+           {"pictures", pictures},
+           {"summary", json::array()}};
+  if (m.has_draft()) out["model"]["draft"] = m.draft->config().to_json();
+  std::printf("%s: %zu prompts x %lld seeds x %lld rounds, %d threads\n", dir.c_str(),
+              prompts.size(), (long long)seeds, (long long)rounds, worker_threads());
+  for (const auto& r : runs) {
+    out["summary"].push_back(summary_of(r));
+    print_row(out["summary"].back());
+  }
+  if (a.given("json")) io::write_file(a.str("json"), out.dump(2) + "\n", "the results");
+  return 0;
+}
+
+}  // namespace adtree::cli
