@@ -36,7 +36,8 @@ void write_stats(const std::string& path, const model::ContinuousBundle& m,
                    {"method", decode::to_string(r.method.method)},
                    {"sampling", r.sampling.to_json()},
                    {"method_settings", r.method.to_json()},
-                   {"run", decode::to_json(res)}};
+                   {"run", decode::to_json(res)},
+                   {"stats", res.stats.to_json()}};
   std::ofstream f(path);
   if (!(f << j.dump(1) << "\n")) throw Error(path + ": cannot be written");
 }

@@ -68,6 +68,13 @@ TEST(CspdDecoder, TheTargetAsItsOwnDraftAcceptsEveryDraftAndDrawsArsPicture) {
     // Blocks and single steps of the backbone round differently; the tokens agree to that.
     EXPECT_LT((sd.tokens - ar.tokens).abs().max().item<float>(), 1e-4f) << "cfg " << cfg;
     EXPECT_GT(sd.tokens_per_round(), 1.0);
+    // The listener hears every step with its tokens; together they are the picture.
+    std::vector<at::Tensor> heard;
+    generate_cspd(m, m, cond, cond, s, [&](const StepEvent& ev, const at::Tensor& t) {
+      EXPECT_EQ(int64_t(ev.cells.size()), t.size(0));
+      heard.push_back(t.reshape({-1, 4}));
+    });
+    EXPECT_TRUE(at::equal(at::cat(heard, 0), sd.tokens));
   }
 }
 
@@ -81,15 +88,24 @@ TEST(CspdDecoder, AnotherDraftFillsTheGridAndEveryTokenHasItsOrigin) {
   ASSERT_EQ(int64_t(r.origin.size()), N);
   int64_t accepted = 0, resampled = 0, target_only = 0;
   for (auto o : r.origin) {
-    accepted += o == TokenOrigin::Accepted;
-    resampled += o == TokenOrigin::Resampled;
-    target_only += o == TokenOrigin::Target;
+    accepted += o == ContinuousOrigin::Accepted;
+    resampled += o == ContinuousOrigin::Resampled;
+    target_only += o == ContinuousOrigin::Target;
   }
   EXPECT_EQ(accepted, r.accepted);
   EXPECT_EQ(resampled, r.resampled);
   EXPECT_EQ(target_only, 2);  // ceil(0.1 * 16) pre-filled by the target
   EXPECT_LE(r.accepted + r.resampled, r.drafted);
   EXPECT_GT(r.resampled, 0) << "a random draft should be refused somewhere";
+  // The steps in every method's format: the pre-filled tokens, then a step per round, committing
+  // the whole grid; every cell has its statistics.
+  ASSERT_EQ(int64_t(r.stats.steps.size()), 2 + r.rounds);
+  int64_t committed = 0, accepted_head = 0;
+  for (const auto& st : r.stats.steps) committed += st.committed, accepted_head += st.accepted_head;
+  EXPECT_EQ(committed, N);
+  EXPECT_EQ(accepted_head, r.accepted);
+  EXPECT_TRUE(r.stats.grids.all_filled());
+  EXPECT_NO_THROW(validate_run(r.stats, std::vector<int64_t>(size_t(N), 0)));
   // The pre-filled tokens are AR's: the same noises, the same model, nothing drafted yet.
   const auto ar = generate_continuous_ar(target, condition(target, true), s);
   EXPECT_LT((r.tokens.narrow(0, 0, 2) - ar.tokens.narrow(0, 0, 2)).abs().max().item<float>(),

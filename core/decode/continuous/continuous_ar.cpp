@@ -23,12 +23,15 @@ ContinuousResult generate_continuous_ar(const model::ContinuousGpt& m, const mod
   const auto noise = trajectory_noise(s.seed, N, p.steps(), D);
   std::vector<at::Tensor> out;
   at::Tensor last = at::empty({0, D}, at::kFloat);
+  r.stats.method = "ar";
+  r.stats.grids = CellGrids(m.config().backbone.grid_h, m.config().backbone.grid_w);
   for (int64_t i = 0; i < N; ++i) {
     if (cancel && cancel->load()) {
       r.cancelled = true;
       break;
     }
-    t = Clock::now();
+    const auto ts = Clock::now();
+    t = ts;
     const auto c = p.feed(last);
     if (last.size(0) > 0) p.keep(1);
     r.timing.target_backbone += ms_since(t);
@@ -36,13 +39,16 @@ ContinuousResult generate_continuous_ar(const model::ContinuousGpt& m, const mod
     last = p.head(c, noise.narrow(0, i, 1)).x0;
     r.timing.target_head += ms_since(t);
     out.push_back(last);
-    r.origin.push_back(TokenOrigin::Target);
+    r.origin.push_back(ContinuousOrigin::Target);
     r.round.push_back(-1);
     r.accept_prob.push_back(std::nan(""));
-    if (on_step) {
-      r.tokens = at::cat(out, 0);
-      on_step(r);
-    }
+    StepRecord rec;
+    rec.method = "ar";
+    rec.committed = 1;
+    rec.first_cell = i;
+    rec.target_forwards = 1;
+    rec.t_verify_ms = ms_since(ts);
+    record_step(r, rec, {CellStats{0, 0.0f, 1}}, last, on_step);
   }
   r.tokens = out.empty() ? at::empty({0, D}, at::kFloat) : at::cat(out, 0);
   r.timing.total = ms_since(t0);

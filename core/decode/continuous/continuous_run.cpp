@@ -18,15 +18,26 @@ double ContinuousResult::tokens_per_round() const {
   return rounds ? double(in_rounds) / double(rounds) : 0.0;
 }
 
-std::string to_string(TokenOrigin o) {
+void record_step(ContinuousResult& r, StepRecord rec, const std::vector<CellStats>& cells,
+                 const at::Tensor& tokens, const ContinuousCallback& on_step) {
+  rec.step = int64_t(r.stats.steps.size());
+  rec.cum_tokens = (r.stats.steps.empty() ? 0 : r.stats.steps.back().cum_tokens) + rec.committed;
+  for (size_t i = 0; i < cells.size(); ++i) r.stats.grids.set(rec.cell(i), cells[i]);
+  r.stats.add_step(rec);
+  if (!on_step) return;
+  const std::vector<int64_t> codes(cells.size(), 0);
+  on_step(StepEvent{r.stats.steps.back(), codes, cells}, tokens);
+}
+
+std::string to_string(ContinuousOrigin o) {
   switch (o) {
-    case TokenOrigin::Target:
+    case ContinuousOrigin::Target:
       return "target";
-    case TokenOrigin::Accepted:
+    case ContinuousOrigin::Accepted:
       return "accepted";
-    case TokenOrigin::Resampled:
+    case ContinuousOrigin::Resampled:
       return "resampled";
-    case TokenOrigin::Bonus:
+    case ContinuousOrigin::Bonus:
       return "bonus";
   }
   return "?";

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "decode/stats/stats.h"
+
 namespace adtree::decode {
 
 struct ContinuousSettings {
@@ -33,7 +35,7 @@ struct ContinuousSettings {
 at::Tensor trajectory_noise(uint64_t seed, int64_t positions, int steps, int64_t dim);
 
 // How a token came to be.
-enum class TokenOrigin : uint8_t { Target, Accepted, Resampled, Bonus };
+enum class ContinuousOrigin : uint8_t { Target, Accepted, Resampled, Bonus };
 
 struct ContinuousTiming {  // milliseconds
   double draft_backbone = 0, draft_head = 0, target_backbone = 0, target_head = 0, resample = 0;
@@ -41,13 +43,19 @@ struct ContinuousTiming {  // milliseconds
 };
 
 struct ContinuousResult {
-  at::Tensor tokens;                // [n, D] fp32, raster order (n < N only when cancelled)
-  std::vector<TokenOrigin> origin;  // per token
-  std::vector<int> round;           // per token: the round that emitted it (-1: pre-fill / AR)
-  std::vector<double> accept_prob;  // per token: min(1, r) of its draft (NaN: not drafted)
+  at::Tensor tokens;                     // [n, D] fp32, raster order (n < N only when cancelled)
+  std::vector<ContinuousOrigin> origin;  // per token
+  std::vector<int> round;                // per token: the round that emitted it (-1: pre-fill / AR)
+  std::vector<double> accept_prob;       // per token: min(1, r) of its draft (NaN: not drafted)
   int64_t rounds = 0, drafted = 0, accepted = 0, resampled = 0, exhausted = 0;
   ContinuousTiming timing;
   bool cancelled = false;
+  // The steps and cell maps in every method's format (decode/stats/stats.h), so the run files, the
+  // studio's maps and the summaries read a continuous run as any other: a step is an AR token or a
+  // CSpD round (drafted gamma, committed a + 1, alpha a / gamma); a cell's depth is its draft
+  // position (0: the target's own), and its top1 the draft's acceptance probability min(1, r) (0
+  // where nothing was drafted: a continuous head has no top-1 probability).
+  RunStats stats;
 
   // Accepted drafts per drafted token (CSpD's alpha).
   double acceptance() const { return drafted ? double(accepted) / double(drafted) : 0.0; }
@@ -58,9 +66,14 @@ struct ContinuousResult {
 // The record a run's statistics file and the bench keep: the counts, acceptance, tau, the time
 // split and, with `per_token`, every token's origin, round and acceptance probability.
 nlohmann::json to_json(const ContinuousResult& r, bool per_token = true);
-std::string to_string(TokenOrigin o);
+std::string to_string(ContinuousOrigin o);
 
-// Heard after every emitted group of tokens (a step of AR, a round of CSpD): the result so far.
-using ContinuousCallback = std::function<void(const ContinuousResult&)>;
+// Heard after every step (an AR token, a CSpD round): its record and cells as any method's (the
+// event's codes are zeros: a continuous token is a vector) and its tokens [q, D].
+using ContinuousCallback = std::function<void(const StepEvent& event, const at::Tensor& tokens)>;
+
+// Appends one step to r.stats (its cells into the grids) and tells `on_step`.
+void record_step(ContinuousResult& r, StepRecord rec, const std::vector<CellStats>& cells,
+                 const at::Tensor& tokens, const ContinuousCallback& on_step);
 
 }  // namespace adtree::decode

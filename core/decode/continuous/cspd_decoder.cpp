@@ -32,6 +32,7 @@ struct Cspd {
   at::Tensor noise;  // [N, K + 1, D]
   int64_t N, D;
   Rng rng;
+  const ContinuousCallback& on_step;
   std::vector<at::Tensor> out;  // emitted tokens, [1, D] each
   ContinuousResult r;
 
@@ -40,7 +41,7 @@ struct Cspd {
     if (from >= to) return at::empty({0, D}, at::kFloat);
     return at::cat(std::vector<at::Tensor>(out.begin() + from, out.begin() + to), 0);
   }
-  void emit(const at::Tensor& x, TokenOrigin o, int round, double p) {
+  void emit(const at::Tensor& x, ContinuousOrigin o, int round, double p) {
     out.push_back(x.reshape({1, D}).to(at::kFloat));
     r.origin.push_back(o);
     r.round.push_back(round);
@@ -49,11 +50,15 @@ struct Cspd {
 
   void prefill_token();
   void round();
+  void record_round(int64_t p0, int64_t g, int64_t a, std::vector<CellStats>& cells,
+                    const ContinuousTiming& before);
   struct Drafts {
     std::vector<model::HeadTrajectory> traj;
     at::Tensor x;  // [g, D]
   };
   Drafts propose(int64_t g);
+  int64_t judge(const Drafts& d, const model::HeadTrajectory& tp, int64_t g, int round_no,
+                std::vector<CellStats>& cells);
   // The target's conditions of positions pos .. pos+rows-1 after one forward over the drafts.
   ContinuousStepper::Conditions verify_forward(const at::Tensor& drafts, int64_t rows,
                                                int64_t& unfed);
@@ -61,7 +66,8 @@ struct Cspd {
 
 // The target alone, as AR (pre-filling).
 void Cspd::prefill_token() {
-  auto t = Clock::now();
+  const auto t0 = Clock::now();
+  auto t = t0;
   const int64_t unfed = pos() - target.fed();
   const auto c = target.feed(tokens(target.fed(), pos()));
   target.keep(unfed);
@@ -72,7 +78,14 @@ void Cspd::prefill_token() {
   };
   const auto h = target.head({last(c.z), last(c.z_uncond)}, noise.narrow(0, pos(), 1));
   r.timing.target_head += ms_since(t);
-  emit(h.x0, TokenOrigin::Target, -1, std::nan(""));
+  emit(h.x0, ContinuousOrigin::Target, -1, std::nan(""));
+  StepRecord rec;
+  rec.method = "cspd";
+  rec.committed = 1;
+  rec.first_cell = pos() - 1;
+  rec.target_forwards = 1;
+  rec.t_verify_ms = ms_since(t0);
+  record_step(r, rec, {CellStats{0, 0.0f, 1}}, h.x0, on_step);
 }
 
 Cspd::Drafts Cspd::propose(int64_t g) {
@@ -118,9 +131,40 @@ ContinuousStepper::Conditions Cspd::verify_forward(const at::Tensor& drafts, int
   return {pick(c.z, first.z), pick(c.z_uncond, first.z_uncond)};
 }
 
+// Drafts in order while u < r; the first refused one is replaced by a residual sample. Returns
+// how many stood; their cells' statistics go to `cells`.
+int64_t Cspd::judge(const Drafts& d, const model::HeadTrajectory& tp, int64_t g, int round_no,
+                    std::vector<CellStats>& cells) {
+  int64_t a = 0;
+  for (; a < g; ++a) {
+    const auto x = row_of(d.x, a);
+    const auto p_last = last_density(tp, a), q_last = last_density(d.traj[size_t(a)], 0);
+    const double log_s = d.traj[size_t(a)].log_std_before_last[0].item<double>() -
+                         tp.log_std_before_last[a].item<double>();
+    const double log_r = log_s + p_last.log_pdf(x) - q_last.log_pdf(x);
+    const auto v = cspd_verify(x, p_last, q_last, log_s, rng, s.max_residual_tries);
+    const double prob = std::exp(std::min(0.0, log_r));
+    CellStats c{v.accepted ? int32_t(a + 1) : 0, float(prob), 0, int32_t(g), 1};
+    c.origin = v.accepted ? decode::TokenOrigin::Head : decode::TokenOrigin::Target;
+    cells.push_back(c);
+    if (v.accepted) {
+      ++r.accepted;
+      emit(d.x[a], ContinuousOrigin::Accepted, round_no, prob);
+      continue;
+    }
+    ++r.resampled;
+    r.exhausted += v.exhausted ? 1 : 0;
+    emit(at::tensor(v.token, at::TensorOptions().dtype(at::kDouble)).to(at::kFloat),
+         ContinuousOrigin::Resampled, round_no, prob);
+    break;
+  }
+  return a;
+}
+
 void Cspd::round() {
   const int64_t p0 = pos(), g = std::min<int64_t>(s.gamma, N - p0);
   const int round_no = int(r.rounds++);
+  const auto before = r.timing;
   const auto d = propose(g);
   r.drafted += g;
   // The target: the drafts' positions and, if the picture goes on, the one after them.
@@ -134,33 +178,44 @@ void Cspd::round() {
   r.timing.target_head += ms_since(t);
 
   t = Clock::now();
-  int64_t a = 0;
-  for (; a < g; ++a) {
-    const auto x = row_of(d.x, a);
-    const auto p_last = last_density(tp, a), q_last = last_density(d.traj[size_t(a)], 0);
-    const double log_s = d.traj[size_t(a)].log_std_before_last[0].item<double>() -
-                         tp.log_std_before_last[a].item<double>();
-    const double log_r = log_s + p_last.log_pdf(x) - q_last.log_pdf(x);
-    const auto v = cspd_verify(x, p_last, q_last, log_s, rng, s.max_residual_tries);
-    const double prob = std::exp(std::min(0.0, log_r));
-    if (v.accepted) {
-      ++r.accepted;
-      emit(d.x[a], TokenOrigin::Accepted, round_no, prob);
-      continue;
-    }
-    ++r.resampled;
-    r.exhausted += v.exhausted ? 1 : 0;
-    emit(at::tensor(v.token, at::TensorOptions().dtype(at::kDouble)).to(at::kFloat),
-         TokenOrigin::Resampled, round_no, prob);
-    break;
+  std::vector<CellStats> cells;
+  const int64_t a = judge(d, tp, g, round_no, cells);
+  if (a == g && rows > g) {
+    emit(tp.x0[g], ContinuousOrigin::Bonus, round_no, std::nan(""));
+    cells.push_back(CellStats{0, 0.0f, 0, int32_t(g), 1});
   }
-  if (a == g && rows > g) emit(tp.x0[g], TokenOrigin::Bonus, round_no, std::nan(""));
   r.timing.resample += ms_since(t);
   // Both caches keep what stands: the target its unfed tokens and the accepted drafts.
   t = Clock::now();
   target.keep(unfed + a);
   r.timing.target_backbone += ms_since(t);
   draft.truncate(p0 + a);
+  record_round(p0, g, a, cells, before);
+}
+
+// The round as a step of the run's statistics (decode/stats/stats.h).
+void Cspd::record_round(int64_t p0, int64_t g, int64_t a, std::vector<CellStats>& cells,
+                        const ContinuousTiming& before) {
+  const int64_t committed = pos() - p0;
+  for (auto& c : cells) c.accept_len = int32_t(committed);
+  StepRecord rec;
+  rec.method = "cspd";
+  rec.tree_depth = g;
+  rec.tree_width = 1;
+  rec.budget = g;
+  rec.drafted = g;
+  rec.committed = committed;
+  rec.alpha = double(a) / double(g);
+  rec.first_cell = p0;
+  rec.target_forwards = 1;
+  rec.accepted_head = a;
+  rec.plan_depth = g;
+  rec.plan_width = 1;
+  const auto& t = r.timing;
+  rec.t_draft_ms = t.draft_backbone + t.draft_head - before.draft_backbone - before.draft_head;
+  rec.t_verify_ms = t.target_backbone + t.target_head - before.target_backbone - before.target_head;
+  rec.t_sample_ms = t.resample - before.resample;
+  record_step(r, rec, cells, tokens(p0, pos()), on_step);
 }
 
 }  // namespace
@@ -201,8 +256,11 @@ ContinuousResult generate_cspd(const model::ContinuousGpt& target,
           N,
           D,
           Rng(ss.seed * 0x9E3779B97F4A7C15ULL + 0xC5D),
+          on_step,
           {},
           {}};
+  st.r.stats.method = "cspd";
+  st.r.stats.grids = CellGrids(tc.backbone.grid_h, tc.backbone.grid_w);
   st.r.timing.target_backbone += prefill_target;
   st.r.timing.draft_backbone += prefill_draft;
   const int64_t n_pre = std::min<int64_t>(N, int64_t(std::ceil(s.prefill_ratio * double(N))));
@@ -215,10 +273,6 @@ ContinuousResult generate_cspd(const model::ContinuousGpt& target,
       st.prefill_token();
     } else {
       st.round();
-    }
-    if (on_step) {
-      st.r.tokens = st.tokens(0, st.pos());
-      on_step(st.r);
     }
   }
   st.r.tokens = st.tokens(0, st.pos());
