@@ -16,6 +16,7 @@
 #include "engine/preview_schedule.h"
 #include "engine/soak.h"
 #include "engine/token_palette.h"
+#include "model/continuous/random_continuous.h"
 #include "model/llamagen/gpt_config.h"
 #include "model/model_dir.h"
 #include "model/random_model.h"
@@ -768,4 +769,66 @@ TEST_F(EngineTest, CancelStormOfTwoHundredJobsWithAModelSwitch) {
   const auto fin = rec.of_job(after);
   ASSERT_TRUE(std::holds_alternative<JobFinished>(fin.back()));
   EXPECT_EQ(std::get<JobFinished>(fin.back()).tokens.size(), 16u);
+}
+
+// The model-family seam (issue "CSpD", part 1): a continuous model loads through the same engine,
+// says its tokens are vectors, and runs AR and CSpD jobs with the same event grammar (each step's
+// vectors beside its statistics; the picture decoded by the VAE); a method that runs on codes
+// fails by name, and loading the LlamaGen model again switches back.
+TEST_F(EngineTest, AContinuousModelRunsArAndCspdJobsWithTheSameEvents) {
+  const auto cdir = dir_ + "/continuous";
+  adtree::model::write_random_continuous_model(cdir, 3);
+  Engine e(rec.listener());
+  e.load_model({cdir});
+  ASSERT_TRUE(rec.wait_load());
+  const auto loaded = std::get_if<ModelLoaded>(&rec.events().back());
+  ASSERT_NE(loaded, nullptr);
+  EXPECT_EQ(loaded->info.token_kind, "vectors");
+  EXPECT_EQ(loaded->info.token_dim, 4);
+  EXPECT_TRUE(loaded->info.has_drafter);
+  EXPECT_EQ(loaded->info.image_w, 8);
+  rec.clear();
+  for (auto method : {adtree::decode::Method::Ar, adtree::decode::Method::Cspd}) {
+    auto j = job("w1 w2", 4);
+    j.request.method.method = method;
+    j.request.method.cspd.gamma = 3;
+    j.request.sampling.cfg_scale = 2.0;
+    const JobId id = e.submit(j);
+    ASSERT_TRUE(rec.wait_terminal(id));
+    const auto ev = rec.of_job(id);
+    expect_well_formed(rec.events());
+    ASSERT_TRUE(std::holds_alternative<JobFinished>(ev.back()))
+        << (std::holds_alternative<JobFailed>(ev.back()) ? std::get<JobFailed>(ev.back()).message
+                                                         : "");
+    const auto& fin = std::get<JobFinished>(ev.back());
+    EXPECT_EQ(fin.vectors.size(), 16u * 4u);
+    EXPECT_EQ(fin.image.pixels.size(), 8u * 8u * 3u);
+    EXPECT_EQ(fin.summary.tokens, 16);
+    size_t heard = 0;
+    for (const auto& x : ev) {
+      if (const auto* s = std::get_if<JobStep>(&x)) {
+        EXPECT_EQ(s->vectors.size(), s->cells.size() * 4);
+        heard += s->vectors.size();
+      }
+    }
+    EXPECT_EQ(heard, fin.vectors.size());
+    if (method == adtree::decode::Method::Cspd) {
+      EXPECT_GT(fin.stats->summary.mean_drafted, 0.0);  // rounds drafted (pre-fill steps do not)
+      EXPECT_EQ(fin.stats->method, "cspd");
+    }
+  }
+  auto tree = job("w1", 1);
+  tree.request.method.method = adtree::decode::Method::Adt;
+  const JobId bad = e.submit(tree);
+  ASSERT_TRUE(rec.wait_terminal(bad));
+  const auto bad_events = rec.of_job(bad);
+  const auto* failed = std::get_if<JobFailed>(&bad_events.back());
+  ASSERT_NE(failed, nullptr);
+  EXPECT_NE(failed->message.find("VQ codes"), std::string::npos) << failed->message;
+  rec.clear();
+  e.load_model({model_dir()});
+  ASSERT_TRUE(rec.wait_load());
+  const JobId back = e.submit(job());
+  ASSERT_TRUE(rec.wait_terminal(back));
+  EXPECT_TRUE(std::holds_alternative<JobFinished>(rec.of_job(back).back()));
 }

@@ -23,6 +23,7 @@
 
 #include "decode/run.h"
 #include "decode/settings/method_table.h"
+#include "engine/continuous_jobs.h"
 #include "engine/preview_schedule.h"
 #include "engine/token_palette.h"
 #include "model/model_dir.h"
@@ -283,6 +284,8 @@ struct Engine::Impl {
 
   // Worker-only state: nothing but the worker reads or writes it, so it needs no lock.
   std::shared_ptr<const model::ModelBundle> bundle;
+  // A continuous-family model (engine/continuous_jobs.h) instead: one of the two is loaded.
+  std::shared_ptr<const model::ContinuousBundle> continuous;
   LoadRequest bundle_request;
   std::optional<PaletteBuild> palette;  // the loaded model's token colours, built while idle
 
@@ -359,6 +362,17 @@ struct Engine::Impl {
                                   "random " + req.create_random);
       }
       emit(LoadProgress{req.dir, "Loading model weights", 0.1});
+      if (model::is_continuous_dir(req.dir)) {
+        if (req.device != "cpu") throw Error(req.dir + ": continuous models run on the CPU only");
+        auto cm =
+            std::make_shared<const model::ContinuousBundle>(model::load_continuous_dir(req.dir));
+        auto info = describe_continuous(*cm, req);
+        continuous = std::move(cm);
+        bundle.reset();
+        bundle_request = req;
+        emit(ModelLoaded{std::move(info), ms_since(t0)});
+        return;
+      }
       model::LoadOptions lo;
       lo.device = req.device;
       lo.dtype = req.dtype;
@@ -380,6 +394,7 @@ struct Engine::Impl {
           palette.emplace(m, req.dir, cache);
       }
       bundle = std::move(m);
+      continuous.reset();
       bundle_request = req;
       emit(ModelLoaded{std::move(info), ms_since(t0)});
     } catch (const std::exception& e) {
@@ -392,6 +407,12 @@ struct Engine::Impl {
   void run_job(const Task& t) {
     if (t.cancel->load()) {
       emit(JobCancelled{t.id, 0});
+      return;
+    }
+    if (continuous) {
+      const auto cm = continuous;  // alive for the job whatever happens to `continuous`
+      run_continuous_job(*cm, t.id, t.job, t.cancel.get(), opts,
+                         [this](Event e) { emit(std::move(e)); });
       return;
     }
     if (!bundle) {
@@ -453,8 +474,13 @@ struct Engine::Impl {
       }
       while (tokens.size() < grid.size() && grid[tokens.size()] >= 0)
         tokens.push_back(grid[tokens.size()]);
-      emit(JobStep{t.id, ev.record, ev.tokens, ev.cells, ms_since(t0),
-                   ev.trace ? std::make_shared<const decode::StepTrace>(*ev.trace) : nullptr});
+      emit(JobStep{t.id,
+                   ev.record,
+                   ev.tokens,
+                   ev.cells,
+                   ms_since(t0),
+                   ev.trace ? std::make_shared<const decode::StepTrace>(*ev.trace) : nullptr,
+                   {}});
       if (!opts.previews) return;
       if (auto p = previews->take(t.id)) emit(std::move(*p));
       if (int64_t(tokens.size()) >= g.image_tokens() || Clock::now() < next_preview) return;
@@ -498,8 +524,14 @@ struct Engine::Impl {
     auto img = decode_prefix(m, res.tokens, int64_t(res.tokens.size()));
     if (opts.previews) emit(JobPreview{t.id, img, int64_t(res.tokens.size()), true, ms_since(p0)});
     const auto summary = res.stats.summary;
-    emit(JobFinished{t.id, summary, std::make_shared<const decode::RunStats>(std::move(res.stats)),
-                     std::move(res.tokens), std::move(img), ms_since(t0), decode_cpu_ms});
+    emit(JobFinished{t.id,
+                     summary,
+                     std::make_shared<const decode::RunStats>(std::move(res.stats)),
+                     std::move(res.tokens),
+                     std::move(img),
+                     ms_since(t0),
+                     decode_cpu_ms,
+                     {}});
   }
 };
 

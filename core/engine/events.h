@@ -33,6 +33,10 @@ struct ModelInfo {
   int64_t grid_h = 0, grid_w = 0;    // token grid
   int64_t image_h = 0, image_w = 0;  // pixels of a decoded image
   int64_t codebook_size = 0;
+  // What a token is: "codes" of a VQ codebook (the LlamaGen family) or "vectors" of token_dim
+  // numbers (the continuous family, model/continuous); decode::runs_on says which methods run.
+  std::string token_kind = "codes";
+  int64_t token_dim = 0;
   int64_t gpt_params = 0;
   std::string gpt_shape;        // "256 x 8 (4 heads)"
   bool has_drafter = false;     // false: only AR and the Jacobi methods can run
@@ -97,6 +101,7 @@ struct JobStep {
   // The step's tree, verification and distributions when the request asked for traces (shared:
   // events are copied through queues, the trace is not).
   std::shared_ptr<const decode::StepTrace> trace;
+  std::vector<float> vectors;  // a continuous model's tokens, token_dim numbers each (codes: none)
 };
 struct JobPreview {
   JobId job = 0;
@@ -112,11 +117,12 @@ struct JobFinished {
   // Everything about the run: settings (with prompt, model, device and dtype added, as the CLI's
   // statistics file has them), steps, grids and, when recorded, traces. Never null.
   std::shared_ptr<const decode::RunStats> stats;
-  std::vector<int64_t> tokens;
+  std::vector<int64_t> tokens;  // codes (a continuous model's: zeros, one per token)
   RgbImage image;
-  double elapsed_ms = 0;     // conditioning + decoding + final VQ decode
-  double decode_cpu_ms = 0;  // the decoding thread's CPU time in the decoding loop: unlike wall
-                             // time, it does not grow when other processes share the cores
+  double elapsed_ms = 0;       // conditioning + decoding + final VQ decode
+  double decode_cpu_ms = 0;    // the decoding thread's CPU time in the decoding loop: unlike wall
+                               // time, it does not grow when other processes share the cores
+  std::vector<float> vectors;  // a continuous model's tokens, token_dim numbers each
 };
 struct JobFailed {
   JobId job = 0;

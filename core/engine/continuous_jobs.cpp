@@ -1,0 +1,122 @@
+#include "engine/continuous_jobs.h"
+
+#include <c10/core/InferenceMode.h>
+
+#include "decode/continuous/continuous_decode.h"
+#include "decode/settings/method_table.h"
+#include "util/clock.h"
+#include "util/error.h"
+
+namespace adtree::engine {
+
+namespace {
+
+RgbImage picture_of(const model::ContinuousBundle& m, const std::vector<at::Tensor>& done) {
+  if (done.empty()) return {};
+  const auto bytes = m.picture(at::cat(done, 0)).contiguous();
+  RgbImage img;
+  img.height = int(bytes.size(0));
+  img.width = int(bytes.size(1));
+  img.pixels.assign(bytes.data_ptr<uint8_t>(), bytes.data_ptr<uint8_t>() + bytes.numel());
+  return img;
+}
+
+std::vector<float> floats_of(const at::Tensor& t) {
+  const auto c = t.to(at::kFloat).contiguous();
+  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+}
+
+decode::RunSettings run_settings(const model::ContinuousBundle& m, const GenerateJob& job) {
+  decode::RunSettings s;
+  s.request = job.request;
+  s.prompt = job.prompt;
+  s.model_dir = m.dir;
+  s.model_name = m.manifest.value("name", std::string());
+  s.verify = "cspd";
+  s.lossless = decode::is_lossless(job.request);
+  return s;
+}
+
+}  // namespace
+
+ModelInfo describe_continuous(const model::ContinuousBundle& m, const LoadRequest& req) {
+  ModelInfo info;
+  info.dir = m.dir;
+  info.name = m.manifest.value("name", std::string("continuous"));
+  info.kind = "continuous";
+  info.description = m.manifest.value("description", std::string());
+  info.device = "cpu";
+  info.dtype = req.dtype;
+  const auto& g = m.target->config().backbone;
+  info.grid_h = g.grid_h;
+  info.grid_w = g.grid_w;
+  const int64_t f = m.vae->config().downsample_factor();
+  info.image_h = g.grid_h * f;
+  info.image_w = g.grid_w * f;
+  info.token_kind = "vectors";
+  info.token_dim = m.target->config().token_dim();
+  for (const auto& kv : m.target->backbone().weights()) info.gpt_params += kv.second.numel();
+  info.gpt_shape = std::to_string(g.dim) + " x " + std::to_string(g.n_layer) + " (" +
+                   std::to_string(g.n_head) + " heads), diffusion head " +
+                   std::to_string(m.target->config().head.width) + " x " +
+                   std::to_string(m.target->config().head.blocks);
+  info.has_drafter = m.has_draft();
+  info.vocabulary_size = m.vocab.size();
+  info.vocabulary = m.vocab.entries();
+  const auto r = decode::default_continuous_request(m, decode::Method::Ar);
+  info.default_sampling = r.sampling;
+  const auto lic = m.manifest.value("license", nlohmann::json());
+  info.license = lic.is_string() ? lic.get<std::string>() : std::string();
+  return info;
+}
+
+void run_continuous_job(const model::ContinuousBundle& m, JobId id, const GenerateJob& job,
+                        const std::atomic<bool>* cancel, const EngineOptions& opts,
+                        const std::function<void(Event)>& emit) {
+  const auto t0 = Clock::now();
+  try {
+    c10::InferenceMode guard;
+    decode::check_continuous_request(m, job.request);
+    const auto& g = m.target->config().backbone;
+    const int64_t f = m.vae->config().downsample_factor();
+    emit(JobStarted{id, job.prompt, decode::to_string(job.request.method.method), job.request.seed,
+                    g.grid_h, g.grid_w, g.image_tokens(), g.grid_h * f, g.grid_w * f});
+    std::vector<at::Tensor> done;
+    auto next_preview = Clock::now();
+    auto on_step = [&](const decode::StepEvent& ev, const at::Tensor& tokens) {
+      done.push_back(tokens.reshape({-1, m.target->config().token_dim()}));
+      emit(JobStep{id, ev.record, ev.tokens, ev.cells, ms_since(t0), nullptr, floats_of(tokens)});
+      // Previews on this thread, spaced so that decoding them costs at most a small share.
+      if (!opts.previews || Clock::now() < next_preview) return;
+      const auto p0 = Clock::now();
+      auto img = picture_of(m, done);
+      const double cost = ms_since(p0);
+      int64_t n = 0;
+      for (const auto& d : done) n += d.size(0);
+      emit(JobPreview{id, std::move(img), n, false, cost});
+      next_preview =
+          Clock::now() +
+          std::chrono::microseconds(int64_t(1000 * std::max(opts.preview_interval_ms, 6 * cost)));
+    };
+    auto res = decode::run_continuous(m, job.prompt, job.request, on_step, cancel);
+    res.stats.settings = run_settings(m, job);
+    res.stats.finish(ms_since(t0));
+    auto img = picture_of(m, done);
+    const int64_t n = res.tokens.size(0);
+    if (opts.previews) emit(JobPreview{id, img, n, true, 0.0});
+    if (res.cancelled) {
+      emit(JobCancelled{id, n});
+      return;
+    }
+    const auto summary = res.stats.summary;
+    emit(JobFinished{id, summary, std::make_shared<const decode::RunStats>(std::move(res.stats)),
+                     std::vector<int64_t>(size_t(n), 0), std::move(img), ms_since(t0), 0.0,
+                     floats_of(res.tokens)});
+  } catch (const std::exception& e) {
+    emit(JobFailed{id, e.what()});
+  } catch (...) {
+    emit(JobFailed{id, "unknown error during generation"});
+  }
+}
+
+}  // namespace adtree::engine

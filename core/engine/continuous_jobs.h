@@ -1,0 +1,22 @@
+// The engine's side of the model-family seam for continuous-token models (issue "CSpD", part 1):
+// describing a loaded continuous model as a front end needs it (ModelInfo: token_kind "vectors"),
+// and running one generation job on it with the same events as any other job (JobStarted, JobStep
+// per AR token or CSpD round with its vectors, JobPreview of the VAE-decoded prefix, then exactly
+// one terminal event). engine.cpp calls these where it would call the LlamaGen family's paths.
+#pragma once
+#include <atomic>
+#include <functional>
+
+#include "engine/engine.h"
+#include "model/continuous/continuous_dir.h"
+
+namespace adtree::engine {
+
+ModelInfo describe_continuous(const model::ContinuousBundle& m, const LoadRequest& req);
+
+// Emits the job's events through `emit`, the terminal one included; never throws.
+void run_continuous_job(const model::ContinuousBundle& m, JobId id, const GenerateJob& job,
+                        const std::atomic<bool>* cancel, const EngineOptions& opts,
+                        const std::function<void(Event)>& emit);
+
+}  // namespace adtree::engine
