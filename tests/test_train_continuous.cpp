@@ -255,3 +255,21 @@ TEST(DiffusionLoss, IsTheEpsilonMsePlusTheVariationalBoundInBits) {
   EXPECT_NEAR(got.vb, vb, 1e-4 * std::max(1.0, std::abs(vb)));
   EXPECT_NEAR(got.total.item<double>(), mse + vb, 1e-4 * std::max(1.0, std::abs(vb)));
 }
+
+// bf16 products (--matmul bf16, as the shipped runs train): the step runs, its losses track the
+// fp32 run's (the head's norms stay fp32 whatever dtype its products come back in).
+TEST(TrainContinuous, Bf16ProductsTrackTheFp32Run) {
+  std::ostringstream log;
+  const auto d = tiny_dataset();
+  auto fp32 = options(temp_dir("fp32"), 4, kTargetConfig, &log);
+  auto bf16 = options(temp_dir("bf16"), 4, kTargetConfig, &log);
+  fp32.matmul = "fp32";
+  bf16.matmul = "bf16";
+  const auto a = tr::train_continuous(d, runs().vae, fp32);
+  const auto b = tr::train_continuous(d, runs().vae, bf16);
+  ASSERT_EQ(a.losses.size(), b.losses.size());
+  for (size_t i = 0; i < a.losses.size(); ++i) {
+    EXPECT_TRUE(std::isfinite(b.losses[i]));
+    EXPECT_NEAR(b.losses[i], a.losses[i], 0.05 * std::abs(a.losses[i]) + 1e-3) << "step " << i;
+  }
+}

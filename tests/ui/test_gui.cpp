@@ -15,6 +15,7 @@
 #include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTemporaryDir>
@@ -28,6 +29,7 @@
 #include "decode/settings/setting.h"
 #include "gui_test_util.h"
 #include "io/safetensors.h"
+#include "model/continuous/random_continuous.h"
 #include "model/llamagen/gpt_config.h"
 #include "model/random_model.h"
 #include "model/text/random_t5.h"
@@ -118,6 +120,35 @@ class GuiTest : public QObject {
     QVERIFY(QFile::exists(dir + "/model.json"));
     QVERIFY(child<QLabel>(w, "randomModelBanner")->isVisible());  // a random model says so
     QVERIFY(child<QLabel>(w, "randomModelBanner")->text().contains("Random model"));
+  }
+
+  // The model-family seam in the studio (issue "CSpD"): a continuous model opens, its picker
+  // offers AR and CSpD only (the tree and Jacobi methods disabled, with the reason), the top-1 map
+  // becomes CSpD's acceptance probability, and a CSpD run fills the picture and the maps.
+  void aContinuousModelRunsCspdInTheStudio() {
+    const QString dir = tmp_.filePath("continuous");
+    adtree::model::write_random_continuous_model(dir.toStdString(), 5);
+    auto w = openWindow(dir);
+    QVERIFY(w);
+    auto* box = child<QComboBox>(*w, "methodBox");
+    auto* items = qobject_cast<QStandardItemModel*>(box->model());
+    QVERIFY(items);
+    for (int i = 0; i < box->count(); ++i) {
+      const auto key = box->itemData(i).toString();
+      const bool runs = key == "ar" || key == "cspd";
+      QCOMPARE(items->item(i)->isEnabled(), runs);
+      if (!runs) QVERIFY(box->itemData(i, Qt::ToolTipRole).toString().contains("vectors"));
+    }
+    selectMethod(*w, "cspd");
+    QCOMPARE(runOnce(*w, "w1 w2"), QString("finished"));
+    QCOMPARE(child<adtree::ui::ImageView>(*w, "imageView")->validCells(), 16);
+    QCOMPARE(child<adtree::ui::ImageView>(*w, "imageView")->image().size(), QSize(8, 8));
+    auto* maps = child<adtree::ui::HeatmapPanel>(*w, "heatmapPanel");
+    QCOMPARE(maps->filledCells(RunState::AcceptLen), 16);
+    QCOMPARE(maps->filledCells(RunState::Top1), 16);
+    QVERIFY(maps->findChild<QCustomPlot*>("heatmap" + QString::number(int(RunState::Top1)))
+                ->toolTip()
+                .contains("CSpD"));
   }
 
   void generateFillsImageMapsAndPlots() {

@@ -85,6 +85,19 @@ HeatmapPanel::HeatmapPanel(QWidget* parent) : QWidget(parent) {
   for (int r = 0; r < 3; ++r) grid->setRowStretch(r, 1);
 }
 
+void HeatmapPanel::setVectorTokens(bool vectors) {
+  auto& v = maps_[RunState::Top1];
+  v.title->setText(vectors ? tr("Acceptance probability") : tr("Top-1 probability"));
+  v.plot->setToolTip(
+      vectors ? tr("CSpD: the probability min(1, r) that each drafted token stood (r: the aligned "
+                   "trajectories' density ratio).\n0 where nothing was drafted: the pre-fill, AR "
+                   "and the target's token after a round.")
+              : tr("The target model's largest probability at each cell (after CFG and "
+                   "temperature).\nHigh = the model is sure what comes next (flat regions); low = "
+                   "many tokens are plausible (texture, edges), where drafts get rejected."));
+  v.plot->replot();
+}
+
 void HeatmapPanel::setupMap(RunState::Map m, const QString& title, const QString& unit,
                             const QString& help) {
   auto& v = maps_[m];

@@ -28,6 +28,9 @@ class HeatmapPanel : public QWidget {
   void refresh(const RunState& run);
   void setHighlight(int cell);
   void setHoverText(const QString& text);
+  // The model's tokens are vectors (the continuous family): the top-1 map shows CSpD's acceptance
+  // probability instead (a diffusion head has no top-1 probability); codes: the top-1 map.
+  void setVectorTokens(bool vectors);
   // Cells drawn in map m (for tests): NaN-free cells of the colour map's data.
   int filledCells(RunState::Map m) const;
   QCustomPlot* plot(RunState::Map m) const { return maps_[m].plot; }

@@ -17,11 +17,22 @@ QString modelCardHtml(const engine::ModelInfo& m) {
   row(QObject::tr("Kind"), q(m.kind));
   row(QObject::tr("Token grid"), QStringLiteral("%1 × %2").arg(m.grid_w).arg(m.grid_h));
   row(QObject::tr("Image"), QStringLiteral("%1 × %2 px").arg(m.image_w).arg(m.image_h));
-  row(QObject::tr("Codebook"), QString::number(m.codebook_size));
+  if (m.token_kind == "vectors") {
+    row(QObject::tr("Tokens"),
+        QObject::tr("vectors of %1 numbers (continuous family: a diffusion head samples each)")
+            .arg(m.token_dim));
+  } else {
+    row(QObject::tr("Codebook"), QString::number(m.codebook_size));
+  }
   row(QObject::tr("Transformer"),
       q(m.gpt_shape) + ", " + formatParams(m.gpt_params) + QObject::tr(" parameters"));
-  row(QObject::tr("Draft head"),
-      m.has_drafter ? QObject::tr("yes") : QObject::tr("no (AR and Jacobi methods only)"));
+  if (m.token_kind == "vectors") {
+    row(QObject::tr("Draft model"),
+        m.has_drafter ? QObject::tr("yes (CSpD)") : QObject::tr("no (AR only)"));
+  } else {
+    row(QObject::tr("Draft head"),
+        m.has_drafter ? QObject::tr("yes") : QObject::tr("no (AR and Jacobi methods only)"));
+  }
   row(QObject::tr("Vocabulary"),
       m.prompt_is_file && !m.text_encoder.empty()
           ? QObject::tr("typed captions, encoded by T5 (%1), or caption-embedding files")

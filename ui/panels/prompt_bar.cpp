@@ -41,6 +41,29 @@ QString examplePrompt(const engine::ModelInfo& info) {
   return {};
 }
 
+// Why the loaded model cannot run method m (empty: it can): the kind of its tokens (codes or
+// vectors, decode::runs_on), or a draft head / draft model it lacks.
+QString unavailableReason(decode::Method m, const engine::ModelInfo& info) {
+  const bool vectors = info.token_kind == "vectors";
+  if (!decode::runs_on(m, vectors ? decode::TokenKind::Vectors : decode::TokenKind::Codes)) {
+    return vectors ? QObject::tr(
+                         "Not available: this model's tokens are vectors (continuous "
+                         "family); it runs AR and CSpD.")
+                   : QObject::tr(
+                         "Not available: CSpD runs on continuous-token models; this "
+                         "model's tokens are VQ codes.");
+  }
+  if (decode::method_info(m).needs_drafter && !info.has_drafter) {
+    return vectors ? QObject::tr(
+                         "Not available: this model has no draft model "
+                         "(draft.safetensors).")
+                   : QObject::tr(
+                         "Not available: this model has no draft head "
+                         "(drafter.safetensors).");
+  }
+  return {};
+}
+
 QString wordsHint(const QString& example) {
   if (example.isEmpty())
     return QObject::tr(
@@ -317,12 +340,9 @@ void PromptBar::setModel(const engine::ModelInfo& info) {
   auto* items = qobject_cast<QStandardItemModel*>(method_->model());
   for (int i = 0; i < method_->count(); ++i) {
     const auto m = decode::method_table()[size_t(i)].method;  // the box lists the table in order
-    const bool ok = !decode::is_tree(m) || info.has_drafter;
-    if (items) items->item(i)->setEnabled(ok);
-    method_->setItemData(i,
-                         ok ? method_help(m)
-                            : method_help(m) + tr("\nNot available: this model has no draft "
-                                                  "head (drafter.safetensors)."),
+    const QString why = unavailableReason(m, info);
+    if (items) items->item(i)->setEnabled(why.isEmpty());
+    method_->setItemData(i, why.isEmpty() ? method_help(m) : method_help(m) + "\n" + why,
                          Qt::ToolTipRole);
   }
   if (items && !items->item(method_->currentIndex())->isEnabled()) {

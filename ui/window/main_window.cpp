@@ -18,6 +18,7 @@
 #include "ui/gallery/run_history.h"
 #include "ui/gallery/run_library.h"
 #include "ui/gallery/run_view.h"
+#include "ui/panels/heatmap_panel.h"
 #include "ui/panels/histogram_panel.h"
 #include "ui/panels/history_panel.h"
 #include "ui/panels/method_names.h"
@@ -244,6 +245,7 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
   loading_dir_.clear();
   bar_->setModel(info);
   view_->image()->setTokenColors(info.token_colors);
+  view_->heatmaps()->setVectorTokens(info.token_kind == "vectors");
   docks_.settings->setLoadedModel(info);
   const QString dir = QString::fromStdString(info.dir);
   model_status_->show(info);

@@ -64,12 +64,15 @@ at::Tensor DiffusionHead::forward(const at::Tensor& x, const at::Tensor& t,
   for (int64_t i = 0; i < c_.blocks; ++i) {
     const std::string p = "blocks." + std::to_string(i) + ".";
     const auto mod = linear(act, p + "ada").split(w, 1);  // shift, scale, gate
-    auto n = at::layer_norm(h, {w}, w_.at(p + "ln.weight"), w_.at(p + "ln.bias"), 1e-6);
+    // fp32 norms: under bf16 autocast h arrives in bf16, which the CPU layer_norm cannot mix
+    // with fp32 weights (and the statistics want fp32 anyway).
+    auto n =
+        at::layer_norm(h.to(at::kFloat), {w}, w_.at(p + "ln.weight"), w_.at(p + "ln.bias"), 1e-6);
     n = n * (1 + mod[1]) + mod[0];
     h = h + mod[2] * linear(at::silu(linear(n, p + "mlp.0")), p + "mlp.2");
   }
   const auto mod = linear(act, "final.ada").split(w, 1);  // shift, scale
-  auto n = at::layer_norm(h, {w}, {}, {}, 1e-6);
+  auto n = at::layer_norm(h.to(at::kFloat), {w}, {}, {}, 1e-6);
   return linear(n * (1 + mod[1]) + mod[0], "final.linear");
 }
 
