@@ -26,27 +26,28 @@ std::vector<float> floats_of(const at::Tensor& t) {
   return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
 }
 
-decode::RunSettings run_settings(const model::ContinuousBundle& m, const GenerateJob& job) {
+decode::RunSettings run_settings(const model::ContinuousBundle& m, const std::string& prompt,
+                                 const decode::DecodeRequest& request) {
   decode::RunSettings s;
-  s.request = job.request;
-  s.prompt = job.prompt;
+  s.request = request;
+  s.prompt = prompt;
   s.model_dir = m.dir;
   s.model_name = m.manifest.value("name", std::string());
   s.verify = "cspd";
-  s.lossless = decode::is_lossless(job.request);
+  s.lossless = decode::is_lossless(request);
   return s;
 }
 
 }  // namespace
 
-ModelInfo describe_continuous(const model::ContinuousBundle& m, const LoadRequest& req) {
+ModelInfo describe_continuous(const model::ContinuousBundle& m, const std::string& dtype) {
   ModelInfo info;
   info.dir = m.dir;
   info.name = m.manifest.value("name", std::string("continuous"));
   info.kind = "continuous";
   info.description = m.manifest.value("description", std::string());
   info.device = "cpu";
-  info.dtype = req.dtype;
+  info.dtype = dtype;
   const auto& g = m.target->config().backbone;
   info.grid_h = g.grid_h;
   info.grid_w = g.grid_w;
@@ -70,40 +71,39 @@ ModelInfo describe_continuous(const model::ContinuousBundle& m, const LoadReques
   return info;
 }
 
-void run_continuous_job(const model::ContinuousBundle& m, JobId id, const GenerateJob& job,
-                        const std::atomic<bool>* cancel, const EngineOptions& opts,
-                        const std::function<void(Event)>& emit) {
+void run_continuous_job(const model::ContinuousBundle& m, JobId id, const std::string& prompt,
+                        const decode::DecodeRequest& request, const std::atomic<bool>* cancel,
+                        PreviewPolicy previews, const std::function<void(Event)>& emit) {
   const auto t0 = Clock::now();
   try {
     c10::InferenceMode guard;
-    decode::check_continuous_request(m, job.request);
+    decode::check_continuous_request(m, request);
     const auto& g = m.target->config().backbone;
     const int64_t f = m.vae->config().downsample_factor();
-    emit(JobStarted{id, job.prompt, decode::to_string(job.request.method.method), job.request.seed,
-                    g.grid_h, g.grid_w, g.image_tokens(), g.grid_h * f, g.grid_w * f});
+    emit(JobStarted{id, prompt, decode::to_string(request.method.method), request.seed, g.grid_h,
+                    g.grid_w, g.image_tokens(), g.grid_h * f, g.grid_w * f});
     std::vector<at::Tensor> done;
     auto next_preview = Clock::now();
     auto on_step = [&](const decode::StepEvent& ev, const at::Tensor& tokens) {
       done.push_back(tokens.reshape({-1, m.target->config().token_dim()}));
       emit(JobStep{id, ev.record, ev.tokens, ev.cells, ms_since(t0), nullptr, floats_of(tokens)});
       // Previews on this thread, spaced so that decoding them costs at most a small share.
-      if (!opts.previews || Clock::now() < next_preview) return;
+      if (!previews.enabled || Clock::now() < next_preview) return;
       const auto p0 = Clock::now();
       auto img = picture_of(m, done);
       const double cost = ms_since(p0);
       int64_t n = 0;
       for (const auto& d : done) n += d.size(0);
       emit(JobPreview{id, std::move(img), n, false, cost});
-      next_preview =
-          Clock::now() +
-          std::chrono::microseconds(int64_t(1000 * std::max(opts.preview_interval_ms, 6 * cost)));
+      next_preview = Clock::now() + std::chrono::microseconds(
+                                        int64_t(1000 * std::max(previews.interval_ms, 6 * cost)));
     };
-    auto res = decode::run_continuous(m, job.prompt, job.request, on_step, cancel);
-    res.stats.settings = run_settings(m, job);
+    auto res = decode::run_continuous(m, prompt, request, on_step, cancel);
+    res.stats.settings = run_settings(m, prompt, request);
     res.stats.finish(ms_since(t0));
     auto img = picture_of(m, done);
     const int64_t n = res.tokens.size(0);
-    if (opts.previews) emit(JobPreview{id, img, n, true, 0.0});
+    if (previews.enabled) emit(JobPreview{id, img, n, true, 0.0});
     if (res.cancelled) {
       emit(JobCancelled{id, n});
       return;

@@ -7,16 +7,25 @@
 #include <atomic>
 #include <functional>
 
-#include "engine/engine.h"
+#include "decode/settings/method.h"
+#include "engine/events.h"
 #include "model/continuous/continuous_dir.h"
 
 namespace adtree::engine {
 
-ModelInfo describe_continuous(const model::ContinuousBundle& m, const LoadRequest& req);
+// `dtype`: as the load asked (the continuous family computes in fp32 on the CPU).
+ModelInfo describe_continuous(const model::ContinuousBundle& m, const std::string& dtype);
+
+// How a job's previews are made: none, or at most one per interval (and at most a sixth of the
+// time: each costs a VAE decode on the decoding thread).
+struct PreviewPolicy {
+  bool enabled = true;
+  double interval_ms = 100;
+};
 
 // Emits the job's events through `emit`, the terminal one included; never throws.
-void run_continuous_job(const model::ContinuousBundle& m, JobId id, const GenerateJob& job,
-                        const std::atomic<bool>* cancel, const EngineOptions& opts,
-                        const std::function<void(Event)>& emit);
+void run_continuous_job(const model::ContinuousBundle& m, JobId id, const std::string& prompt,
+                        const decode::DecodeRequest& request, const std::atomic<bool>* cancel,
+                        PreviewPolicy previews, const std::function<void(Event)>& emit);
 
 }  // namespace adtree::engine

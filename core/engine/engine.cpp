@@ -366,7 +366,7 @@ struct Engine::Impl {
         if (req.device != "cpu") throw Error(req.dir + ": continuous models run on the CPU only");
         auto cm =
             std::make_shared<const model::ContinuousBundle>(model::load_continuous_dir(req.dir));
-        auto info = describe_continuous(*cm, req);
+        auto info = describe_continuous(*cm, req.dtype);
         continuous = std::move(cm);
         bundle.reset();
         bundle_request = req;
@@ -411,7 +411,8 @@ struct Engine::Impl {
     }
     if (continuous) {
       const auto cm = continuous;  // alive for the job whatever happens to `continuous`
-      run_continuous_job(*cm, t.id, t.job, t.cancel.get(), opts,
+      run_continuous_job(*cm, t.id, t.job.prompt, t.job.request, t.cancel.get(),
+                         {opts.previews, opts.preview_interval_ms},
                          [this](Event e) { emit(std::move(e)); });
       return;
     }

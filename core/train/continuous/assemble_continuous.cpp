@@ -5,8 +5,8 @@
 #include "io/safetensors.h"
 #include "model/continuous/continuous_dir.h"
 #include "train/continuous/continuous_trainer.h"
-#include "train/run_files.h"
 #include "train/continuous/vae_trainer.h"
+#include "train/run_files.h"
 #include "util/error.h"
 
 namespace adtree::train {

@@ -7,11 +7,11 @@
 #include "train/batches.h"
 #include "train/captions.h"
 #include "train/continuous/diffusion_loss.h"
+#include "train/continuous/vae_trainer.h"
 #include "train/gpt_trainer.h"
 #include "train/loop.h"
 #include "train/optimizer.h"
 #include "train/run_files.h"
-#include "train/continuous/vae_trainer.h"
 #include "util/error.h"
 
 namespace adtree::train {
