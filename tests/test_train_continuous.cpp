@@ -11,6 +11,7 @@
 #include "io/safetensors.h"
 #include "model/continuous/continuous_dir.h"
 #include "train/continuous/assemble_continuous.h"
+#include "train/continuous/continuous_fidelity.h"
 #include "train/continuous/continuous_trainer.h"
 #include "train/continuous/diffusion_loss.h"
 #include "train/continuous/vae_trainer.h"
@@ -272,4 +273,35 @@ TEST(TrainContinuous, Bf16ProductsTrackTheFp32Run) {
     EXPECT_TRUE(std::isfinite(b.losses[i]));
     EXPECT_NEAR(b.losses[i], a.losses[i], 0.05 * std::abs(a.losses[i]) + 1e-3) << "step " << i;
   }
+}
+
+// The fidelity check of the family on the tiny model: AR and CSpD on the same prompts and seeds,
+// pixel and token space scored, and the distance between two sets of pictures.
+TEST(ContinuousFidelity, ScoresBothMethodsAndMeasuresTheirDistance) {
+  const auto m = adtree::model::load_continuous_dir(assembled("model"));
+  const auto d = tiny_dataset();
+  tr::FidelityOptions o;
+  o.prompts = 3;
+  const auto tokens =
+      adtree::io::SafetensorsReader(runs().target + "/tokens.safetensors").tensor("tokens");
+  const auto ar = tr::continuous_fidelity(
+      m, d, o, adtree::decode::default_continuous_request(m, adtree::decode::Method::Ar), tokens,
+      nullptr);
+  const auto sd = tr::continuous_fidelity(
+      m, d, o, adtree::decode::default_continuous_request(m, adtree::decode::Method::Cspd), tokens,
+      nullptr);
+  EXPECT_EQ(ar.metrics["prompts"].get<int64_t>(), 3);
+  for (const char* space : {"pixel", "tokens"}) {
+    const double t1 = ar.metrics[space]["emoji_top1"].get<double>();
+    EXPECT_GE(t1, 0.0);
+    EXPECT_LE(t1, 1.0);
+  }
+  EXPECT_TRUE(sd.metrics.contains("acceptance"));
+  EXPECT_EQ(sd.images.sizes(), ar.images.sizes());
+  const auto same = tr::picture_distance(ar.images, ar.images);
+  EXPECT_EQ(same["mean_abs_pixel"].get<double>(), 0.0);
+  EXPECT_EQ(same["identical_share"].get<double>(), 1.0);
+  const auto other = tr::picture_distance(ar.images, 255 - ar.images);
+  EXPECT_GT(other["mean_abs_pixel"].get<double>(), 0.0);
+  EXPECT_EQ(other["identical_share"].get<double>(), 0.0);
 }

@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "io/dataset.h"
+#include "model/continuous/continuous_dir.h"
 #include "model/model_dir.h"
 #include "train/assemble.h"
 #include "train/drafter_trainer.h"
@@ -119,7 +120,14 @@ int train_fidelity(int argc, char** argv) {
       .option("out", "DIR", "folder for fidelity.json, samples.png, prompts.txt")
       .option("prompts", "N", "number of distinct prompts", "48")
       .option("split", "NAME", "train (seen prompts) or validation (unseen)", "train")
-      .option("seed", "S", "seed of prompt choice and sampling", "0");
+      .option("seed", "S", "seed of prompt choice and sampling", "0")
+      .option("method", "LIST",
+              "continuous models: the methods to measure, comma-separated (ar,cspd: their "
+              "fidelities and CSpD's distance from AR at the same seeds)",
+              "ar,cspd")
+      .option("tokens", "FILE",
+              "continuous models: the training pictures' VAE tokens (a train continuous run's "
+              "tokens.safetensors) for the token-space check");
   // The fidelity sampler draws with CFG and temperature only: the two flags of the table.
   add_setting_option(a, "cfg_scale");
   add_setting_option(a, "temperature");
@@ -128,6 +136,7 @@ int train_fidelity(int argc, char** argv) {
   const auto split = a.str("split");
   if (split != "train" && split != "validation") throw Error("--split must be train or validation");
   keep_allocations_on_heap();
+  if (model::is_continuous_dir(model_dir_arg(a))) return continuous_fidelity_cmd(a);
   const auto m = load_model(a);
   const auto data = load_data(a);
   train::FidelityOptions fo;

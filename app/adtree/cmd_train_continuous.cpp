@@ -2,13 +2,20 @@
 // VAE tokenizer, then the causal transformer with its diffusion head over the VAE's tokens (the
 // target, and with a smaller config the draft model). `adtree train assemble-continuous` writes the
 // model directory.
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "commands.h"
+#include "decode/continuous/continuous_decode.h"
+#include "decode/settings/method_table.h"
+#include "io/safetensors.h"
 #include "train/continuous/assemble_continuous.h"
+#include "train/continuous/continuous_fidelity.h"
 #include "train/continuous/continuous_trainer.h"
 #include "train/continuous/vae_trainer.h"
+#include "train/run_files.h"
 #include "train_options.h"
 #include "util/error.h"
 #include "util/threads.h"
@@ -60,7 +67,45 @@ int assemble(int argc, char** argv) {
   return 0;
 }
 
+std::vector<std::string> methods_of(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream ss(list);
+  for (std::string m; std::getline(ss, m, ',');)
+    if (!m.empty()) out.push_back(m);
+  return out;
+}
+
 }  // namespace
+
+int continuous_fidelity_cmd(const Args& a) {
+  const auto m = model::load_continuous_dir(model_dir_arg(a));
+  const auto data = load_data(a);
+  train::FidelityOptions fo;
+  fo.prompts = a.integer("prompts");
+  fo.seed = uint64_t(a.integer("seed"));
+  fo.split = a.str("split");
+  at::Tensor tokens;
+  if (a.given("tokens")) tokens = io::SafetensorsReader(a.str("tokens")).tensor("tokens");
+  const std::string out = a.str("out");
+  std::filesystem::create_directories(out);
+  json all = json::object();
+  std::map<std::string, at::Tensor> pictures;
+  for (const auto& name : methods_of(a.str("method"))) {
+    auto r = decode::default_continuous_request(m, decode::method_from_string(name));
+    apply_given_settings(a, r);
+    const auto f = train::continuous_fidelity(m, data, fo, r, tokens, &std::cout);
+    all[name] = f.metrics;
+    pictures[name] = f.images;
+  }
+  if (pictures.count("ar") && pictures.count("cspd")) {
+    all["cspd_vs_ar"] = train::picture_distance(pictures["ar"], pictures["cspd"]);
+    all["cspd_vs_ar"]["emoji_top1_difference"] = all["cspd"]["pixel"]["emoji_top1"].get<double>() -
+                                                 all["ar"]["pixel"]["emoji_top1"].get<double>();
+  }
+  train::write_json_file(out + "/fidelity.json", all);
+  std::cout << all.dump(2) << "\nwrote " << out << "\n";
+  return 0;
+}
 
 int cmd_train_continuous(const std::string& stage, int argc, char** argv) {
   if (stage == "assemble-continuous") return assemble(argc, argv);

@@ -20,6 +20,8 @@ int cmd_data(int argc, char** argv);
 int cmd_train(int argc, char** argv);
 // adtree train vae|continuous (cmd_train_continuous.cpp), dispatched by cmd_train.
 int cmd_train_continuous(const std::string& stage, int argc, char** argv);
+// adtree train fidelity on a continuous model (its parsed options; cmd_train_continuous.cpp).
+int continuous_fidelity_cmd(const Args& a);
 int cmd_soak(int argc, char** argv);
 int cmd_sweep(int argc, char** argv);
 int cmd_convert(int argc, char** argv);

@@ -11,7 +11,7 @@ namespace adtree::engine {
 
 namespace {
 
-RgbImage picture_of(const model::ContinuousBundle& m, const std::vector<at::Tensor>& done) {
+RgbImage continuous_picture(const model::ContinuousBundle& m, const std::vector<at::Tensor>& done) {
   if (done.empty()) return {};
   const auto bytes = m.picture(at::cat(done, 0)).contiguous();
   RgbImage img;
@@ -21,13 +21,14 @@ RgbImage picture_of(const model::ContinuousBundle& m, const std::vector<at::Tens
   return img;
 }
 
-std::vector<float> floats_of(const at::Tensor& t) {
+std::vector<float> continuous_floats(const at::Tensor& t) {
   const auto c = t.to(at::kFloat).contiguous();
   return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
 }
 
-decode::RunSettings run_settings(const model::ContinuousBundle& m, const std::string& prompt,
-                                 const decode::DecodeRequest& request) {
+decode::RunSettings continuous_run_settings(const model::ContinuousBundle& m,
+                                            const std::string& prompt,
+                                            const decode::DecodeRequest& request) {
   decode::RunSettings s;
   s.request = request;
   s.prompt = prompt;
@@ -86,11 +87,12 @@ void run_continuous_job(const model::ContinuousBundle& m, JobId id, const std::s
     auto next_preview = Clock::now();
     auto on_step = [&](const decode::StepEvent& ev, const at::Tensor& tokens) {
       done.push_back(tokens.reshape({-1, m.target->config().token_dim()}));
-      emit(JobStep{id, ev.record, ev.tokens, ev.cells, ms_since(t0), nullptr, floats_of(tokens)});
+      emit(JobStep{id, ev.record, ev.tokens, ev.cells, ms_since(t0), nullptr,
+                   continuous_floats(tokens)});
       // Previews on this thread, spaced so that decoding them costs at most a small share.
       if (!previews.enabled || Clock::now() < next_preview) return;
       const auto p0 = Clock::now();
-      auto img = picture_of(m, done);
+      auto img = continuous_picture(m, done);
       const double cost = ms_since(p0);
       int64_t n = 0;
       for (const auto& d : done) n += d.size(0);
@@ -99,9 +101,9 @@ void run_continuous_job(const model::ContinuousBundle& m, JobId id, const std::s
                                         int64_t(1000 * std::max(previews.interval_ms, 6 * cost)));
     };
     auto res = decode::run_continuous(m, prompt, request, on_step, cancel);
-    res.stats.settings = run_settings(m, prompt, request);
+    res.stats.settings = continuous_run_settings(m, prompt, request);
     res.stats.finish(ms_since(t0));
-    auto img = picture_of(m, done);
+    auto img = continuous_picture(m, done);
     const int64_t n = res.tokens.size(0);
     if (previews.enabled) emit(JobPreview{id, img, n, true, 0.0});
     if (res.cancelled) {
@@ -111,7 +113,7 @@ void run_continuous_job(const model::ContinuousBundle& m, JobId id, const std::s
     const auto summary = res.stats.summary;
     emit(JobFinished{id, summary, std::make_shared<const decode::RunStats>(std::move(res.stats)),
                      std::vector<int64_t>(size_t(n), 0), std::move(img), ms_since(t0), 0.0,
-                     floats_of(res.tokens)});
+                     continuous_floats(res.tokens)});
   } catch (const std::exception& e) {
     emit(JobFailed{id, e.what()});
   } catch (...) {

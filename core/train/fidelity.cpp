@@ -27,30 +27,26 @@ void check_inputs(const model::ModelBundle& m, const io::Dataset& data, const Fi
   }
 }
 
-struct Prompts {
-  std::vector<std::string> captions;
-  std::vector<int64_t> emoji;             // the emoji each prompt names (any style or skin tone)
-  std::vector<std::vector<int64_t>> ids;  // each caption's word ids
-};
+}  // namespace
 
 // Prompts: distinct captions in a seeded order. Words outside the model's vocabulary (unseen
 // prompts) are left out, as the trainer does.
-Prompts pick_prompts(const model::ModelBundle& m, const io::Dataset& data,
-                     const std::vector<int64_t>& prompt_rows, const FidelityOptions& o) {
-  const auto& g = m.gpt->config();
+FidelityPrompts pick_prompts(const model::Vocabulary& vocab, int64_t cond_len,
+                             const io::Dataset& data, const std::vector<int64_t>& prompt_rows,
+                             const FidelityOptions& o) {
   auto gen = step_generator(o.seed, 0, 31);
   auto perm = at::randperm(int64_t(prompt_rows.size()), gen, at::TensorOptions().dtype(at::kLong));
-  Prompts p;
+  FidelityPrompts p;
   for (int64_t i = 0; i < perm.size(0) && int64_t(p.captions.size()) < o.prompts; ++i) {
     const auto row = prompt_rows[size_t(perm[i].item<int64_t>())];
     const auto& cap = data.captions[size_t(row)];
     std::vector<int64_t> w;
     for (const auto& word : model::split_words(cap)) {
-      const auto& e = m.vocab.entries();
+      const auto& e = vocab.entries();
       auto it = std::find(e.begin(), e.end(), word);
       if (it != e.end()) w.push_back(int64_t(it - e.begin()));
     }
-    if (w.empty() || int64_t(w.size()) > g.cond_len) continue;
+    if (w.empty() || int64_t(w.size()) > cond_len) continue;
     p.captions.push_back(cap);
     p.emoji.push_back(data.emoji[size_t(row)]);
     p.ids.push_back(w);
@@ -85,7 +81,8 @@ at::Tensor pixel_distances(const at::Tensor& images, const io::Dataset& data,
 // skin tone (a looser, still strict check: the training set has 1,815 emoji). `top1` receives the
 // index (into train_rows) of each prompt's nearest picture.
 json score_nearest(const at::Tensor& dist, const io::Dataset& data,
-                   const std::vector<int64_t>& train_rows, const Prompts& p, at::Tensor* top1) {
+                   const std::vector<int64_t>& train_rows, const FidelityPrompts& p,
+                   at::Tensor* top1) {
   const int64_t P = int64_t(p.captions.size());
   const int64_t k = std::min<int64_t>(5, dist.size(1));
   auto top = std::get<1>(dist.topk(k, 1, /*largest=*/false));
@@ -127,8 +124,6 @@ double emoji_chance(const io::Dataset& data, const std::vector<int64_t>& train_r
   return chance;
 }
 
-}  // namespace
-
 FidelityResult prompt_fidelity(const model::ModelBundle& m, const io::Dataset& data,
                                const FidelityOptions& o, std::ostream* log) {
   const std::string what = "fidelity";
@@ -138,7 +133,7 @@ FidelityResult prompt_fidelity(const model::ModelBundle& m, const io::Dataset& d
   const auto prompt_rows =
       o.split == "validation" ? split_rows(data, io::Split::Validation, what) : train_rows;
 
-  const Prompts p = pick_prompts(m, data, prompt_rows, o);
+  const FidelityPrompts p = pick_prompts(m.vocab, g.cond_len, data, prompt_rows, o);
   const int64_t P = int64_t(p.captions.size());
   auto tokens = sample_target(*m.gpt, word_id_tensor(p.ids, g.cond_len), o.cfg, o.temperature,
                               o.seed, o.batch, log);

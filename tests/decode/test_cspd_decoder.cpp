@@ -14,7 +14,7 @@
 namespace adtree::decode {
 namespace {
 
-model::ContinuousConfig micro_config() {
+model::ContinuousConfig cspd_micro_config() {
   model::ContinuousConfig c;
   c.backbone = model::GptConfig::preset("micro");
   c.backbone.vocab_size = 2;
@@ -30,8 +30,8 @@ model::ContinuousConfig micro_config() {
 
 // Random weights everywhere: the zero-initialised modulations and output of a fresh head would
 // make every token a function of its noise alone, whatever the draft.
-model::ContinuousGpt random_model(uint64_t seed) {
-  const auto cfg = micro_config();
+model::ContinuousGpt cspd_random_model(uint64_t seed) {
+  const auto cfg = cspd_micro_config();
   auto w = model::init_params(model::continuous_param_specs(cfg), seed);
   auto gen = at::detail::createCPUGenerator(seed + 1);
   for (auto& [name, t] : w) {
@@ -41,11 +41,11 @@ model::ContinuousGpt random_model(uint64_t seed) {
   return model::ContinuousGpt(cfg, w);
 }
 
-model::Condition condition(const model::ContinuousGpt& m, bool cfg) {
+model::Condition cspd_condition(const model::ContinuousGpt& m, bool cfg) {
   return model::condition_from_words(m.backbone(), {1, 5, 7}, cfg);
 }
 
-ContinuousSettings settings(double cfg) {
+ContinuousSettings cspd_settings(double cfg) {
   ContinuousSettings s;
   s.cfg = cfg;
   s.seed = 11;
@@ -55,10 +55,10 @@ ContinuousSettings settings(double cfg) {
 }
 
 TEST(CspdDecoder, TheTargetAsItsOwnDraftAcceptsEveryDraftAndDrawsArsPicture) {
-  const auto m = random_model(3);
+  const auto m = cspd_random_model(3);
   for (double cfg : {1.0, 2.5}) {
-    const auto s = settings(cfg);
-    const auto cond = condition(m, cfg != 1.0);
+    const auto s = cspd_settings(cfg);
+    const auto cond = cspd_condition(m, cfg != 1.0);
     const auto ar = generate_continuous_ar(m, cond, s);
     const auto sd = generate_cspd(m, m, cond, cond, s);
     ASSERT_EQ(sd.tokens.sizes(), ar.tokens.sizes());
@@ -79,9 +79,10 @@ TEST(CspdDecoder, TheTargetAsItsOwnDraftAcceptsEveryDraftAndDrawsArsPicture) {
 }
 
 TEST(CspdDecoder, AnotherDraftFillsTheGridAndEveryTokenHasItsOrigin) {
-  const auto target = random_model(3), draft = random_model(8);
-  const auto s = settings(2.0);
-  const auto r = generate_cspd(target, draft, condition(target, true), condition(draft, true), s);
+  const auto target = cspd_random_model(3), draft = cspd_random_model(8);
+  const auto s = cspd_settings(2.0);
+  const auto r =
+      generate_cspd(target, draft, cspd_condition(target, true), cspd_condition(draft, true), s);
   const int64_t N = target.config().backbone.image_tokens();
   ASSERT_EQ(r.tokens.size(0), N);
   EXPECT_TRUE(r.tokens.isfinite().all().item<bool>());
@@ -107,30 +108,31 @@ TEST(CspdDecoder, AnotherDraftFillsTheGridAndEveryTokenHasItsOrigin) {
   EXPECT_TRUE(r.stats.grids.all_filled());
   EXPECT_NO_THROW(validate_run(r.stats, std::vector<int64_t>(size_t(N), 0)));
   // The pre-filled tokens are AR's: the same noises, the same model, nothing drafted yet.
-  const auto ar = generate_continuous_ar(target, condition(target, true), s);
+  const auto ar = generate_continuous_ar(target, cspd_condition(target, true), s);
   EXPECT_LT((r.tokens.narrow(0, 0, 2) - ar.tokens.narrow(0, 0, 2)).abs().max().item<float>(),
             1e-5f);
 }
 
 TEST(CspdDecoder, ModelsThatDoNotShareTokensAreRefused) {
-  auto cfg = micro_config();
+  auto cfg = cspd_micro_config();
   cfg.head.token_dim = 3;
   auto w = model::init_params(model::continuous_param_specs(cfg), 1);
   const model::ContinuousGpt other(cfg, w);
-  const auto target = random_model(3);
-  const auto s = settings(1.0);
-  EXPECT_THROW(generate_cspd(target, other, condition(target, false), condition(other, false), s),
-               Error);
+  const auto target = cspd_random_model(3);
+  const auto s = cspd_settings(1.0);
+  EXPECT_THROW(
+      generate_cspd(target, other, cspd_condition(target, false), cspd_condition(other, false), s),
+      Error);
   auto bad = s;
   bad.gamma = 0;
-  EXPECT_THROW(
-      generate_cspd(target, target, condition(target, false), condition(target, false), bad),
-      Error);
+  EXPECT_THROW(generate_cspd(target, target, cspd_condition(target, false),
+                             cspd_condition(target, false), bad),
+               Error);
 }
 
 TEST(CspdDecoder, AConditionWithoutTheNullRowUnderCfgIsRefused) {
-  const auto m = random_model(3);
-  EXPECT_THROW(generate_continuous_ar(m, condition(m, false), settings(3.0)), Error);
+  const auto m = cspd_random_model(3);
+  EXPECT_THROW(generate_continuous_ar(m, cspd_condition(m, false), cspd_settings(3.0)), Error);
 }
 
 }  // namespace

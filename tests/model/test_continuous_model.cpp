@@ -18,7 +18,7 @@ using namespace adtree::model;
 
 namespace {
 
-KlVaeConfig small_vae() {
+KlVaeConfig continuous_small_vae() {
   KlVaeConfig c;
   c.latent_dim = 3;
   c.ch = 8;
@@ -31,7 +31,7 @@ KlVaeConfig small_vae() {
 
 // A VQ of the same trunks whose codebook_dim is `dim`: its encoder and quant_conv are the VAE's
 // (encoder true), or its post_quant_conv is (encoder false); the decoder is always the VAE's.
-VqModel vq_with(const KlVaeConfig& c, const TensorMap& w, int64_t dim, bool encoder) {
+VqModel continuous_vq_with(const KlVaeConfig& c, const TensorMap& w, int64_t dim, bool encoder) {
   auto v = c.trunk();
   v.codebook_size = 4;
   v.codebook_dim = dim;
@@ -52,17 +52,18 @@ VqModel vq_with(const KlVaeConfig& c, const TensorMap& w, int64_t dim, bool enco
 }  // namespace
 
 TEST(KlVae, MomentsAndDecoderAreTheVqTrunksWithAGaussianBottleneck) {
-  const auto c = small_vae();
+  const auto c = continuous_small_vae();
   const auto w = init_params(kl_vae_param_specs(c, true), 5);
   const KlVae vae(c, w);
   auto gen = at::detail::createCPUGenerator(1);
   const auto x = at::rand({2, 3, 8, 8}, gen) * 2 - 1;
   const auto m = vae.encode(x);
-  const auto both = vq_with(c, w, 2 * c.latent_dim, true).encode(x);  // quant_conv: 2D channels
+  const auto both =
+      continuous_vq_with(c, w, 2 * c.latent_dim, true).encode(x);  // quant_conv: 2D channels
   EXPECT_TRUE(at::allclose(m.mean, both.narrow(1, 0, 3), 1e-5, 1e-6));
   EXPECT_TRUE(at::allclose(m.logvar, both.narrow(1, 3, 3).clamp(-30, 20), 1e-5, 1e-6));
   const auto z = at::randn({2, 3, 4, 4}, gen);
-  const auto want = vq_with(c, w, c.latent_dim, false).decode_latents(z);
+  const auto want = continuous_vq_with(c, w, c.latent_dim, false).decode_latents(z);
   EXPECT_TRUE(at::allclose(vae.decode_latents(z), want, 1e-5, 1e-6));
   // Tokens are row-major cells of mean * latent_scale; decode divides the scale back out.
   const auto tok = vae.tokens_of(x);
@@ -77,13 +78,13 @@ TEST(KlVae, MomentsAndDecoderAreTheVqTrunksWithAGaussianBottleneck) {
 }
 
 TEST(KlVae, BadConfigsAndInputsAreErrors) {
-  auto c = small_vae();
+  auto c = continuous_small_vae();
   c.latent_dim = 0;
   EXPECT_THROW(c.validate(), adtree::Error);
-  c = small_vae();
+  c = continuous_small_vae();
   c.latent_scale = -1;
   EXPECT_THROW(c.validate(), adtree::Error);
-  const auto good = small_vae();
+  const auto good = continuous_small_vae();
   const KlVae vae(good, init_params(kl_vae_param_specs(good, false), 1));
   EXPECT_THROW(vae.encode(at::zeros({1, 3, 8, 8})), adtree::Error);  // no encoder
   EXPECT_THROW(vae.decode(at::zeros({1, 17, 3}), 4, 4), adtree::Error);

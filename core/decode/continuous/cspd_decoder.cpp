@@ -14,15 +14,15 @@ namespace adtree::decode {
 
 namespace {
 
-Token row_of(const at::Tensor& t, int64_t i) {
+Token cspd_row(const at::Tensor& t, int64_t i) {
   const auto r = t[i].to(at::kDouble).contiguous();
   return Token(r.data_ptr<double>(), r.data_ptr<double>() + r.numel());
 }
 
-DiagGaussian last_density(const model::HeadTrajectory& h, int64_t i) {
-  auto sd = row_of(h.last_log_std, i);
+DiagGaussian cspd_last_density(const model::HeadTrajectory& h, int64_t i) {
+  auto sd = cspd_row(h.last_log_std, i);
   for (double& v : sd) v = std::exp(v);
-  return DiagGaussian(row_of(h.last_mean, i), sd);
+  return DiagGaussian(cspd_row(h.last_mean, i), sd);
 }
 
 // The state of one CSpD decode: both steppers, the emitted tokens and the record.
@@ -137,8 +137,8 @@ int64_t Cspd::judge(const Drafts& d, const model::HeadTrajectory& tp, int64_t g,
                     std::vector<CellStats>& cells) {
   int64_t a = 0;
   for (; a < g; ++a) {
-    const auto x = row_of(d.x, a);
-    const auto p_last = last_density(tp, a), q_last = last_density(d.traj[size_t(a)], 0);
+    const auto x = cspd_row(d.x, a);
+    const auto p_last = cspd_last_density(tp, a), q_last = cspd_last_density(d.traj[size_t(a)], 0);
     const double log_s = d.traj[size_t(a)].log_std_before_last[0].item<double>() -
                          tp.log_std_before_last[a].item<double>();
     const double log_r = log_s + p_last.log_pdf(x) - q_last.log_pdf(x);

@@ -14,7 +14,7 @@ using json = nlohmann::json;
 
 namespace {
 
-json read_manifest(const std::string& dir) {
+json continuous_manifest(const std::string& dir) {
   const auto path = (fs::path(dir) / "model.json").string();
   std::ifstream f(path);
   if (!f) throw Error(path + ": cannot be read");
@@ -23,7 +23,7 @@ json read_manifest(const std::string& dir) {
   return j;
 }
 
-TensorMap weights_of(const std::string& dir, const std::string& file) {
+TensorMap continuous_weights(const std::string& dir, const std::string& file) {
   const auto path = (fs::path(dir) / file).string();
   if (!fs::exists(path)) throw Error(path + ": missing (the model directory is incomplete)");
   auto w = io::SafetensorsReader(path).all();
@@ -31,8 +31,8 @@ TensorMap weights_of(const std::string& dir, const std::string& file) {
   return w;
 }
 
-std::unique_ptr<ContinuousGpt> load_part(const std::string& dir, const json& m, const char* key,
-                                         const std::string& file) {
+std::unique_ptr<ContinuousGpt> load_continuous_part(const std::string& dir, const json& m,
+                                                    const char* key, const std::string& file) {
   ContinuousConfig cfg;
   try {
     cfg = ContinuousConfig::from_json(m.at(key));
@@ -40,13 +40,14 @@ std::unique_ptr<ContinuousGpt> load_part(const std::string& dir, const json& m, 
     throw Error(dir + "/model.json: '" + key + "': " + e.what());
   }
   try {
-    return std::make_unique<ContinuousGpt>(cfg, weights_of(dir, file));
+    return std::make_unique<ContinuousGpt>(cfg, continuous_weights(dir, file));
   } catch (const Error& e) {
     throw Error(dir + "/" + file + ": " + e.what());
   }
 }
 
-void check_pair(const std::string& dir, const ContinuousConfig& t, const ContinuousConfig& d) {
+void check_draft_pair(const std::string& dir, const ContinuousConfig& t,
+                      const ContinuousConfig& d) {
   const bool same = t.token_dim() == d.token_dim() && t.backbone.grid_h == d.backbone.grid_h &&
                     t.backbone.grid_w == d.backbone.grid_w && t.train_steps == d.train_steps &&
                     t.backbone.num_words == d.backbone.num_words &&
@@ -71,7 +72,7 @@ bool is_continuous_dir(const std::string& dir) {
 ContinuousBundle load_continuous_dir(const std::string& dir, bool load_draft) {
   ContinuousBundle b;
   b.dir = dir;
-  b.manifest = read_manifest(dir);
+  b.manifest = continuous_manifest(dir);
   if (b.manifest.value("family", std::string()) != "continuous") {
     throw Error(dir +
                 "/model.json: not a continuous-family model (\"family\" is not "
@@ -84,14 +85,14 @@ ContinuousBundle load_continuous_dir(const std::string& dir, bool load_draft) {
     throw Error(dir + "/model.json: 'vae': " + e.what());
   }
   try {
-    b.vae = std::make_unique<KlVae>(vcfg, weights_of(dir, "vae.safetensors"));
+    b.vae = std::make_unique<KlVae>(vcfg, continuous_weights(dir, "vae.safetensors"));
   } catch (const Error& e) {
     throw Error(dir + "/vae.safetensors: " + e.what());
   }
-  b.target = load_part(dir, b.manifest, "target", "target.safetensors");
+  b.target = load_continuous_part(dir, b.manifest, "target", "target.safetensors");
   if (load_draft && b.manifest.contains("draft")) {
-    b.draft = load_part(dir, b.manifest, "draft", "draft.safetensors");
-    check_pair(dir, b.target->config(), b.draft->config());
+    b.draft = load_continuous_part(dir, b.manifest, "draft", "draft.safetensors");
+    check_draft_pair(dir, b.target->config(), b.draft->config());
   }
   if (b.target->config().token_dim() != vcfg.latent_dim) {
     throw Error(dir + "/model.json: the target's tokens are not the VAE's latents");

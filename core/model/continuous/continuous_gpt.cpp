@@ -11,14 +11,14 @@ namespace adtree::model {
 
 namespace {
 
-constexpr const char* kCfg = "continuous model config: ";
+constexpr const char* kContinuousCfg = "continuous model config: ";
 
 }  // namespace
 
 void ContinuousConfig::validate() const {
   backbone.validate();
   auto need = [](bool ok, const std::string& msg) {
-    if (!ok) throw Error(std::string(kCfg) + msg);
+    if (!ok) throw Error(std::string(kContinuousCfg) + msg);
   };
   need(head.token_dim > 0 && head.token_dim <= 1024, "token_dim must be in 1..1024");
   need(head.cond_dim == backbone.dim, "the head's cond_dim must equal the backbone's dim");
@@ -43,7 +43,7 @@ nlohmann::json ContinuousConfig::to_json() const {
 
 ContinuousConfig ContinuousConfig::from_json(const nlohmann::json& j) {
   if (!j.is_object() || !j.contains("backbone") || !j.contains("head")) {
-    throw Error(std::string(kCfg) + "expected an object with 'backbone' and 'head'");
+    throw Error(std::string(kContinuousCfg) + "expected an object with 'backbone' and 'head'");
   }
   ContinuousConfig c;
   c.backbone = GptConfig::from_json(j.at("backbone"));

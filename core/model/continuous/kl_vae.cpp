@@ -10,9 +10,9 @@ namespace adtree::model {
 
 namespace {
 
-constexpr const char* kCfg = "KL VAE config: ";
+constexpr const char* kVaeCfg = "KL VAE config: ";
 
-void check_rank(const at::Tensor& t, int64_t rank, const char* what, const char* layout) {
+void check_vae_rank(const at::Tensor& t, int64_t rank, const char* what, const char* layout) {
   if (!t.defined() || t.dim() != rank) {
     throw Error(std::string("KL VAE ") + what + ": expected a " + std::to_string(rank) +
                 "-d tensor " + layout + ", got " +
@@ -36,11 +36,11 @@ VqConfig KlVaeConfig::trunk() const {
 
 void KlVaeConfig::validate() const {
   if (latent_dim <= 0 || latent_dim > 1024) {
-    throw Error(std::string(kCfg) + "latent_dim must be in 1..1024, got " +
+    throw Error(std::string(kVaeCfg) + "latent_dim must be in 1..1024, got " +
                 std::to_string(latent_dim));
   }
   if (!(latent_scale > 0.0) || !std::isfinite(latent_scale)) {
-    throw Error(std::string(kCfg) + "latent_scale must be a positive number, got " +
+    throw Error(std::string(kVaeCfg) + "latent_scale must be a positive number, got " +
                 std::to_string(latent_scale));
   }
   trunk().validate();
@@ -57,7 +57,7 @@ nlohmann::json KlVaeConfig::to_json() const {
 }
 
 KlVaeConfig KlVaeConfig::from_json(const nlohmann::json& j) {
-  if (!j.is_object()) throw Error(std::string(kCfg) + "expected a JSON object, got " + j.dump());
+  if (!j.is_object()) throw Error(std::string(kVaeCfg) + "expected a JSON object, got " + j.dump());
   KlVaeConfig c;
   c.latent_dim = json_int(j, "latent_dim", c.latent_dim);
   c.ch = json_int(j, "ch", c.ch);
@@ -91,7 +91,7 @@ KlVae::KlVae(KlVaeConfig cfg, TensorMap weights) : cfg_(std::move(cfg)), w_(std:
 
 KlVae::Moments KlVae::encode(const at::Tensor& images) const {
   if (!has_encoder_) throw Error("KL VAE encode: this tokenizer was loaded without its encoder");
-  check_rank(images, 4, "encode", "[B, 3, H, W]");
+  check_vae_rank(images, 4, "encode", "[B, 3, H, W]");
   const int64_t f = cfg_.downsample_factor();
   if (images.size(1) != 3 || images.size(2) % f != 0 || images.size(3) % f != 0) {
     throw Error("KL VAE encode: images must be [B, 3, H, W] with H and W multiples of " +
@@ -109,7 +109,7 @@ at::Tensor KlVae::tokens_of(const at::Tensor& images) const {
 }
 
 at::Tensor KlVae::decode(const at::Tensor& tokens, int64_t h, int64_t w) const {
-  check_rank(tokens, 3, "decode", "[B, n, latent_dim]");
+  check_vae_rank(tokens, 3, "decode", "[B, n, latent_dim]");
   const int64_t b = tokens.size(0), n = tokens.size(1);
   if (tokens.size(2) != cfg_.latent_dim || n > h * w || h <= 0 || w <= 0) {
     throw Error("KL VAE decode: tokens " + shape_str(tokens.sizes()) + " do not fit a " +
@@ -125,7 +125,7 @@ at::Tensor KlVae::decode(const at::Tensor& tokens, int64_t h, int64_t w) const {
 }
 
 at::Tensor KlVae::decode_latents(const at::Tensor& z) const {
-  check_rank(z, 4, "decode_latents", "[B, latent_dim, h, w]");
+  check_vae_rank(z, 4, "decode_latents", "[B, latent_dim, h, w]");
   const at::Tensor& w0 = w_.at("post_quant_conv.weight");
   at::Tensor h = detail::conv(w_, "post_quant_conv", z.to(w0.device(), w0.scalar_type()), 1, 0);
   return detail::decoder_trunk(w_, h, cfg_.trunk());

@@ -10,23 +10,23 @@ namespace adtree::model {
 
 namespace {
 
-const at::Tensor& param(const DiffusionHead& h, const std::string& name) {
+const at::Tensor& head_param(const DiffusionHead& h, const std::string& name) {
   return h.weights().at(name);
 }
 
-PackedWeight packed(const DiffusionHead& h, const std::string& name) {
-  auto p = pack_weight(param(h, name + ".weight").contiguous());
+PackedWeight head_packed(const DiffusionHead& h, const std::string& name) {
+  auto p = pack_weight(head_param(h, name + ".weight").contiguous());
   if (!p.defined()) throw Error("the lean head needs fp32 CPU weights (" + name + ")");
   return p;
 }
 
-float silu(float v) {
+float head_silu(float v) {
   return v / (1.0f + std::exp(-v));
 }
 
 // LayerNorm over w of each row (eps 1e-6), then (1 + scale) * n + shift; gamma/beta optional.
-void modulated_norm(const float* h, int64_t R, int64_t w, const float* gamma, const float* beta,
-                    const float* mod, int64_t mod_stride, float* out) {
+void head_modulated_norm(const float* h, int64_t R, int64_t w, const float* gamma,
+                         const float* beta, const float* mod, int64_t mod_stride, float* out) {
   for (int64_t r = 0; r < R; ++r) {
     const float* x = h + r * w;
     double mean = 0, var = 0;
@@ -54,25 +54,27 @@ LeanHead::LeanHead(const DiffusionHead& head, const DiffusionSchedule& schedule)
     const auto t = at::tensor(ts, at::TensorOptions().dtype(at::kLong));
     const auto e = DiffusionHead::time_embedding(t, cfg_.freq_dim);
     auto lin = [&](const at::Tensor& x, const std::string& n) {
-      return at::linear(x, param(head, n + ".weight"), param(head, n + ".bias"));
+      return at::linear(x, head_param(head, n + ".weight"), head_param(head, n + ".bias"));
     };
     time_table_ = lin(at::silu(lin(e, "time_embed.0")), "time_embed.2").contiguous();
   }
-  input_proj_ = packed(head, "input_proj");
-  input_proj_b_ = param(head, "input_proj.bias").contiguous();
-  cond_embed_ = packed(head, "cond_embed");
-  cond_embed_b_ = param(head, "cond_embed.bias").contiguous();
-  final_ada_ = packed(head, "final.ada");
-  final_ada_b_ = param(head, "final.ada.bias").contiguous();
-  final_linear_ = packed(head, "final.linear");
-  final_linear_b_ = param(head, "final.linear.bias").contiguous();
+  input_proj_ = head_packed(head, "input_proj");
+  input_proj_b_ = head_param(head, "input_proj.bias").contiguous();
+  cond_embed_ = head_packed(head, "cond_embed");
+  cond_embed_b_ = head_param(head, "cond_embed.bias").contiguous();
+  final_ada_ = head_packed(head, "final.ada");
+  final_ada_b_ = head_param(head, "final.ada.bias").contiguous();
+  final_linear_ = head_packed(head, "final.linear");
+  final_linear_b_ = head_param(head, "final.linear.bias").contiguous();
   for (int64_t i = 0; i < cfg_.blocks; ++i) {
     const std::string p = "blocks." + std::to_string(i) + ".";
-    blocks_.push_back(
-        {packed(head, p + "ada"), packed(head, p + "mlp.0"), packed(head, p + "mlp.2"),
-         param(head, p + "ada.bias").contiguous(), param(head, p + "mlp.0.bias").contiguous(),
-         param(head, p + "mlp.2.bias").contiguous(), param(head, p + "ln.weight").contiguous(),
-         param(head, p + "ln.bias").contiguous()});
+    blocks_.push_back({head_packed(head, p + "ada"), head_packed(head, p + "mlp.0"),
+                       head_packed(head, p + "mlp.2"),
+                       head_param(head, p + "ada.bias").contiguous(),
+                       head_param(head, p + "mlp.0.bias").contiguous(),
+                       head_param(head, p + "mlp.2.bias").contiguous(),
+                       head_param(head, p + "ln.weight").contiguous(),
+                       head_param(head, p + "ln.bias").contiguous()});
   }
 }
 
@@ -83,14 +85,14 @@ void LeanHead::forward(int k, const float* x, const float* c, int64_t R, float* 
   packed_gemm(x, R, input_proj_, input_proj_b_.data_ptr<float>(), h.data());
   const float* tk = time_table_.data_ptr<float>() + int64_t(k) * w;
   for (int64_t r = 0; r < R; ++r) {
-    for (int64_t i = 0; i < w; ++i) a[size_t(r * w + i)] = silu(tk[i] + c[r * w + i]);
+    for (int64_t i = 0; i < w; ++i) a[size_t(r * w + i)] = head_silu(tk[i] + c[r * w + i]);
   }
   for (const auto& b : blocks_) {
     packed_gemm(a.data(), R, b.ada, b.ada_b.data_ptr<float>(), mod.data());  // shift|scale|gate
-    modulated_norm(h.data(), R, w, b.ln_w.data_ptr<float>(), b.ln_b.data_ptr<float>(), mod.data(),
-                   3 * w, n.data());
+    head_modulated_norm(h.data(), R, w, b.ln_w.data_ptr<float>(), b.ln_b.data_ptr<float>(),
+                        mod.data(), 3 * w, n.data());
     packed_gemm(n.data(), R, b.mlp0, b.mlp0_b.data_ptr<float>(), u.data());
-    for (float& v : u) v = silu(v);
+    for (float& v : u) v = head_silu(v);
     packed_gemm(u.data(), R, b.mlp2, b.mlp2_b.data_ptr<float>(), n.data());
     for (int64_t r = 0; r < R; ++r) {
       const float* gate = mod.data() + r * 3 * w + 2 * w;
@@ -98,7 +100,7 @@ void LeanHead::forward(int k, const float* x, const float* c, int64_t R, float* 
     }
   }
   packed_gemm(a.data(), R, final_ada_, final_ada_b_.data_ptr<float>(), mod.data());  // shift|scale
-  modulated_norm(h.data(), R, w, nullptr, nullptr, mod.data(), 2 * w, n.data());
+  head_modulated_norm(h.data(), R, w, nullptr, nullptr, mod.data(), 2 * w, n.data());
   packed_gemm(n.data(), R, final_linear_, final_linear_b_.data_ptr<float>(), out);
 }
 

@@ -15,7 +15,8 @@ namespace adtree::model {
 
 namespace {
 
-std::map<std::string, at::Tensor> filled(const std::vector<ParamSpec>& specs, uint64_t seed) {
+std::map<std::string, at::Tensor> random_filled(const std::vector<ParamSpec>& specs,
+                                                uint64_t seed) {
   auto w = init_params(specs, seed);
   auto gen = at::detail::createCPUGenerator(seed + 17);
   std::map<std::string, at::Tensor> out;
@@ -27,7 +28,7 @@ std::map<std::string, at::Tensor> filled(const std::vector<ParamSpec>& specs, ui
   return out;
 }
 
-ContinuousConfig micro(int64_t dim, int64_t layers, int64_t width) {
+ContinuousConfig micro_continuous(int64_t dim, int64_t layers, int64_t width) {
   ContinuousConfig c;
   c.backbone = GptConfig::preset("micro");
   c.backbone.vocab_size = 2;
@@ -50,13 +51,13 @@ void write_random_continuous_model(const std::string& dir, uint64_t seed) {
   fs::create_directories(dir);
   KlVaeConfig v;
   v.latent_dim = 4, v.ch = 8, v.ch_mult = {1, 2}, v.z_channels = 8, v.norm_groups = 4;
-  const auto target = micro(64, 2, 32), draft = micro(32, 1, 16);
+  const auto target = micro_continuous(64, 2, 32), draft = micro_continuous(32, 1, 16);
   io::write_safetensors((fs::path(dir) / "vae.safetensors").string(),
-                        filled(kl_vae_param_specs(v, false), seed));
+                        random_filled(kl_vae_param_specs(v, false), seed));
   io::write_safetensors((fs::path(dir) / "target.safetensors").string(),
-                        filled(continuous_param_specs(target), seed + 1));
+                        random_filled(continuous_param_specs(target), seed + 1));
   io::write_safetensors((fs::path(dir) / "draft.safetensors").string(),
-                        filled(continuous_param_specs(draft), seed + 2));
+                        random_filled(continuous_param_specs(draft), seed + 2));
   std::vector<std::string> words;
   for (int i = 0; i < target.backbone.num_words; ++i) words.push_back("w" + std::to_string(i));
   Vocabulary(Vocabulary::Kind::Words, words).save((fs::path(dir) / "text.json").string());
