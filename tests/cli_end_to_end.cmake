@@ -391,3 +391,30 @@ run_fails("a T5 text encoder is for LlamaGen t2i" ${ADTREE} generate --model ${W
           --t5 ${WORK}/t2i/t5 --prompt "a red cat" --out ${WORK}/no.png)
 run_fails("spiece.model" ${ADTREE} generate --model ${WORK}/t2i --t5 ${WORK}/model --prompt "a cat"
           --out ${WORK}/no.png)
+
+# The continuous family through the same verbs: a random continuous model, a CSpD picture with its
+# statistics, the bench's JSON, and the methods and settings it refuses by name.
+run_ok(${ADTREE} model random --family continuous --out ${WORK}/continuous --seed 2)
+run_ok(${ADTREE} generate --model ${WORK}/continuous --prompt "w1 w2" --method cspd --cspd-gamma 3
+       --out ${WORK}/cont.png --stats ${WORK}/cont.json --quiet)
+file(READ "${WORK}/cont.json" cont)
+string(JSON n GET "${cont}" stats summary tokens)
+string(JSON method GET "${cont}" method)
+if(NOT n EQUAL 16 OR NOT method STREQUAL "cspd")
+  message(FATAL_ERROR "the continuous run's statistics say ${n} tokens by ${method}")
+endif()
+run_ok(${ADTREE} bench --model ${WORK}/continuous --method ar,cspd --prompts "w1 w2" --seeds 1
+       --json ${WORK}/cont-bench.json)
+file(READ "${WORK}/cont-bench.json" bench)
+string(JSON speedup GET "${bench}" summary 1 speedup_vs_ar)
+if(NOT speedup GREATER 0)
+  message(FATAL_ERROR "the continuous bench reports no speed-up figure")
+endif()
+run_fails("runs on VQ codes" ${ADTREE} generate --model ${WORK}/continuous --prompt "w1"
+          --method adt --out ${WORK}/no.png)
+run_fails("temperature must be above 0" ${ADTREE} generate --model ${WORK}/continuous
+          --prompt "w1" --temperature 0 --out ${WORK}/no.png)
+run_fails("runs on continuous-token models" ${ADTREE} generate --model ${WORK}/model
+          --prompt "a red cat" --method cspd --out ${WORK}/no.png)
+run_fails("--family must be llamagen or continuous" ${ADTREE} model random --family mar
+          --out ${WORK}/no)

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "model/continuous/random_continuous.h"
 #include "model/random_model.h"
 #include "util/error.h"
 
@@ -29,9 +30,23 @@ int cmd_model(int argc, char** argv) {
               "16 pixels per token, 72M parameters, for whole-picture benchmarks)",
               "small")
       .option("seed", "N", "initialisation seed", "0")
-      .option("name", "TEXT", "model name", "random");
+      .option("name", "TEXT", "model name", "random")
+      .option("family", "NAME",
+              "llamagen (a GPT over VQ codes, the options above) or continuous (a micro "
+              "continuous-token model with a draft model: 4x4 vectors, words w0..w11; the size "
+              "options do not apply)",
+              "llamagen");
   if (!a.parse(argc - 1, argv + 1)) return 0;
   if (!a.given("out")) throw Error("give the directory to create with --out DIR");
+  if (a.str("family") == "continuous") {
+    model::write_random_continuous_model(a.str("out"), a.non_negative("seed"));
+    std::cout << "wrote a random continuous model (4x4 tokens of 4 numbers, with a draft model) "
+                 "to "
+              << a.str("out") << "\n";
+    return 0;
+  }
+  if (a.str("family") != "llamagen")
+    throw Error("--family must be llamagen or continuous, got '" + a.str("family") + "'");
   auto g = model::GptConfig::preset(a.str("config"));
   const bool t5 = a.str("cond") == "t5";
   const auto cond = t5 ? model::CondKind::Caption : model::cond_kind_from_string(a.str("cond"));

@@ -52,6 +52,7 @@ ContinuousResult generate_continuous_ar(const model::ContinuousGpt& m, const mod
   }
   r.tokens = out.empty() ? at::empty({0, D}, at::kFloat) : at::cat(out, 0);
   r.timing.total = ms_since(t0);
+  r.stats.finish(r.timing.total);
   return r;
 }
 

@@ -277,6 +277,7 @@ ContinuousResult generate_cspd(const model::ContinuousGpt& target,
   }
   st.r.tokens = st.tokens(0, st.pos());
   st.r.timing.total = ms_since(t0);
+  st.r.stats.finish(st.r.timing.total);
   return std::move(st.r);
 }
 
