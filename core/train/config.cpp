@@ -37,6 +37,15 @@ json merge_config(const json& defaults, const json& overrides, const std::string
   return out;
 }
 
+json resolve_config(const json& defaults, const TrainOptions& opts, const std::string& what) {
+  auto cfg = merge_config(defaults, opts.config, what);
+  if (opts.steps > 0) cfg["steps"] = opts.steps;
+  if (opts.batch > 0) cfg["batch"] = opts.batch;
+  if (opts.lr > 0) cfg["lr"] = opts.lr;
+  cfg["seed"] = opts.seed;
+  return cfg;
+}
+
 json parse_config_arg(const std::string& text) {
   const auto first = text.find_first_not_of(" \t\n");
   try {

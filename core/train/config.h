@@ -61,6 +61,10 @@ struct TrainResult {
 // model). Types must match (numbers may convert between integer and float).
 nlohmann::json merge_config(const nlohmann::json& defaults, const nlohmann::json& overrides,
                             const std::string& what);
+// A stage's resolved config: the defaults, the --config overrides, then the run options given on
+// the command line (steps, batch, lr when set; the seed always).
+nlohmann::json resolve_config(const nlohmann::json& defaults, const TrainOptions& opts,
+                              const std::string& what);
 // --config value: a JSON object written inline ("{...}") or the path of a JSON file.
 nlohmann::json parse_config_arg(const std::string& text);
 

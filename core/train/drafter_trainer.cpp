@@ -124,11 +124,7 @@ namespace {
 
 // The defaults, the config's overrides, then the options given on the command line.
 json drafter_run_config(const TrainOptions& opts, const std::string& what) {
-  auto cfg = merge_config(drafter_default_config(), opts.config, what);
-  if (opts.steps > 0) cfg["steps"] = opts.steps;
-  if (opts.batch > 0) cfg["batch"] = opts.batch;
-  if (opts.lr > 0) cfg["lr"] = opts.lr;
-  cfg["seed"] = opts.seed;
+  auto cfg = resolve_config(drafter_default_config(), opts, what);
   // Part of the config so that resuming a warm-started run must name the same starting run.
   if (!opts.init_from.empty()) cfg["init_from"] = fs::path(opts.init_from).filename().string();
   return cfg;

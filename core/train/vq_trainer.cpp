@@ -162,11 +162,7 @@ namespace {
 
 // The defaults, the config's overrides, then the options given on the command line.
 json vq_run_config(const TrainOptions& opts, const std::string& what) {
-  auto cfg = merge_config(vq_default_config(), opts.config, what);
-  if (opts.steps > 0) cfg["steps"] = opts.steps;
-  if (opts.batch > 0) cfg["batch"] = opts.batch;
-  if (opts.lr > 0) cfg["lr"] = opts.lr;
-  cfg["seed"] = opts.seed;
+  auto cfg = resolve_config(vq_default_config(), opts, what);
   return cfg;
 }
 

@@ -81,11 +81,9 @@ model::ContinuousConfig continuous_model_config(const json& c, int64_t num_words
 }
 
 json continuous_run_config(const TrainOptions& opts, const std::string& what) {
-  auto cfg = merge_config(continuous_default_config(), opts.config, what);
-  if (opts.steps > 0) cfg["steps"] = opts.steps;
-  if (opts.batch > 0) cfg["batch"] = opts.batch;
-  if (opts.lr > 0) cfg["lr"] = opts.lr;
-  cfg["seed"] = opts.seed;
+  auto cfg = resolve_config(continuous_default_config(), opts, what);
+  // Part of the config so that a resumed second stage must name the same starting run.
+  if (!opts.init_from.empty()) cfg["init_from"] = fs::path(opts.init_from).filename().string();
   require(cfg["diffusion_batch_mul"].get<int64_t>() >= 1, what,
           "diffusion_batch_mul must be at least 1");
   const double cd = cfg["caption_dropout"], dr = cfg["dropout"], tn = cfg["token_noise"];

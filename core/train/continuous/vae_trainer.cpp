@@ -108,11 +108,7 @@ model::KlVae load_vae(const std::string& dir) {
 namespace {
 
 json vae_run_config(const TrainOptions& opts, const std::string& what) {
-  auto cfg = merge_config(vae_default_config(), opts.config, what);
-  if (opts.steps > 0) cfg["steps"] = opts.steps;
-  if (opts.batch > 0) cfg["batch"] = opts.batch;
-  if (opts.lr > 0) cfg["lr"] = opts.lr;
-  cfg["seed"] = opts.seed;
+  auto cfg = resolve_config(vae_default_config(), opts, what);
   return cfg;
 }
 
