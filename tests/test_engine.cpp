@@ -781,7 +781,8 @@ TEST_F(EngineTest, AContinuousModelRunsArAndCspdJobsWithTheSameEvents) {
   Engine e(rec.listener());
   e.load_model({cdir});
   ASSERT_TRUE(rec.wait_load());
-  const auto loaded = std::get_if<ModelLoaded>(&rec.events().back());
+  const auto load_events = rec.events();
+  const auto* loaded = std::get_if<ModelLoaded>(&load_events.back());
   ASSERT_NE(loaded, nullptr);
   EXPECT_EQ(loaded->info.token_kind, "vectors");
   EXPECT_EQ(loaded->info.token_dim, 4);
