@@ -34,6 +34,7 @@
 #include "model/random_model.h"
 #include "model/text/random_t5.h"
 #include "model/text/text_encoder.h"
+#include "ui/gallery/run_history.h"
 #include "ui/panels/heatmap_panel.h"
 #include "ui/panels/plot_panel.h"
 #include "ui/panels/prompt_bar.h"
@@ -41,6 +42,7 @@
 #include "ui/panels/settings_panel.h"
 #include "ui/panels/stall_meter.h"
 #include "ui/runs/presets.h"
+#include "ui/runs/run_record.h"
 #include "ui/views/image_view.h"
 #include "ui/window/engine_bridge.h"
 #include "ui/window/main_window.h"
@@ -149,6 +151,12 @@ class GuiTest : public QObject {
     QVERIFY(maps->findChild<QCustomPlot*>("heatmap" + QString::number(int(RunState::Top1)))
                 ->toolTip()
                 .contains("CSpD"));
+    // The history keeps the run's vectors, and its run file carries them back.
+    const auto* rec = w->history()->find(w->history()->idAt(0));
+    QVERIFY(rec);
+    QCOMPARE(rec->vectors.size(), size_t(16 * 4));
+    const auto back = adtree::ui::recordFromJson(adtree::ui::statsJson(*rec));
+    QCOMPARE(back.vectors, rec->vectors);
   }
 
   void generateFillsImageMapsAndPlots() {

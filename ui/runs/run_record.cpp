@@ -57,6 +57,15 @@ RunRecord recordFromJson(const nlohmann::json& j) {
   fillFromSettings(r);
   r.tokens = decode::run_tokens_from_json(j);
   decode::validate_run(*r.stats, r.tokens);  // core, so the fuzzed checks are the shipped ones
+  if (j.contains("vectors")) {
+    const auto& v = j["vectors"];
+    if (!v.is_array() || r.tokens.empty() || v.size() % r.tokens.size() != 0)
+      throw Error("the run's vectors are not a whole number of numbers per token");
+    for (const auto& x : v) {
+      if (!x.is_number()) throw Error("the run's vectors hold something that is not a number");
+      r.vectors.push_back(x.get<float>());
+    }
+  }
   r.elapsedMs = r.stats->summary.wall_ms;
   if (j.contains("studio") && j["studio"].is_object()) {
     const auto& st = j["studio"];
@@ -76,6 +85,7 @@ RunRecord recordFromFinished(const engine::JobFinished& f) {
   r.stats = f.stats;
   fillFromSettings(r);
   r.tokens = f.tokens;
+  r.vectors = f.vectors;
   r.elapsedMs = f.elapsed_ms;
   r.image = toQImage(f.image);
   return r;
@@ -84,6 +94,7 @@ RunRecord recordFromFinished(const engine::JobFinished& f) {
 nlohmann::json statsJson(const RunRecord& r) {
   auto j = r.stats->to_json();
   j["tokens"] = r.tokens;
+  if (!r.vectors.empty()) j["vectors"] = r.vectors;
   return j;
 }
 

@@ -28,7 +28,10 @@ struct RunRecord {
   // reaches the history without a copy, and a gallery save reads it on another thread. Never null
   // in a record the studio made or opened.
   std::shared_ptr<const decode::RunStats> stats;
-  std::vector<int64_t> tokens;
+  std::vector<int64_t> tokens;  // codes (a continuous model's run: zeros)
+  // A continuous model's tokens, the statistics' token count times their numbers (empty for a
+  // model of codes); run files keep them as "vectors".
+  std::vector<float> vectors;
   QImage image;          // null when the file had none (a CLI statistics file)
   double elapsedMs = 0;  // the engine's time: conditioning, decoding, final VQ decode
 
