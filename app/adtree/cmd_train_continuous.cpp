@@ -50,7 +50,10 @@ int assemble(int argc, char** argv) {
       .option("name", "NAME", "the model's name", "emoji-continuous")
       .option("description", "TEXT", "one sentence for the model card")
       .option("card", "FILE", "JSON object of extra model.json fields (license, data)")
-      .option("dtype", "TYPE", "storage: fp16, bf16 or fp32", "fp16");
+      .option("dtype", "TYPE", "storage: fp16, bf16 or fp32", "fp16")
+      .flag("snapshot",
+            "take an unfinished target or draft run's latest checkpoint (to measure a long run "
+            "early; the step is recorded in model.json)");
   if (!a.parse(argc - 1, argv + 1)) return 0;
   train::ContinuousAssembleOptions o;
   o.vae_dir = a.str("vae");
@@ -60,6 +63,7 @@ int assemble(int argc, char** argv) {
   o.name = a.str("name");
   o.description = a.given("description") ? a.str("description") : "";
   o.dtype = a.str("dtype");
+  o.snapshots = a.flag_set("snapshot");
   if (a.given("card")) o.card = train::parse_config_arg(a.str("card"));
   const auto m = train::assemble_continuous(o);
   std::cout << "wrote " << o.out << " (" << (m.contains("draft") ? "target and draft" : "target")

@@ -137,3 +137,22 @@ TEST(CspdDecoder, AConditionWithoutTheNullRowUnderCfgIsRefused) {
 
 }  // namespace
 }  // namespace adtree::decode
+
+namespace adtree::decode {
+namespace {
+
+// The released code's inner temperature widens both last-step Gaussians alike: the target as its
+// own draft still has every draft stand and draws AR's picture with it.
+TEST(CspdDecoder, AnInnerTemperatureKeepsTheTargetsOwnDraftsStanding) {
+  const auto m = cspd_random_model(3);
+  auto s = cspd_settings(2.0);
+  s.inner_temperature = 42;
+  const auto cond = cspd_condition(m, true);
+  const auto ar = generate_continuous_ar(m, cond, s);
+  const auto sd = generate_cspd(m, m, cond, cond, s);
+  EXPECT_EQ(sd.accepted, sd.drafted);
+  EXPECT_LT((sd.tokens - ar.tokens).abs().max().item<float>(), 1e-4f);
+}
+
+}  // namespace
+}  // namespace adtree::decode

@@ -50,6 +50,7 @@ ContinuousSettings continuous_settings(const model::ContinuousBundle& m, const D
   c.gamma = int(r.method.cspd.gamma);
   c.prefill_ratio = r.method.cspd.prefill_ratio;
   c.max_residual_tries = int(r.method.cspd.max_tries);
+  c.inner_temperature = r.method.cspd.inner_temperature;
   return c;
 }
 

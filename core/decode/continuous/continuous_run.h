@@ -26,9 +26,10 @@ struct ContinuousSettings {
   int diffusion_steps = 0;   // reverse steps of the head; 0: the model's sample_steps
   uint64_t seed = 0;
   // CSpD
-  int gamma = 4;                 // tokens the draft proposes per round
-  double prefill_ratio = 0.05;   // share of the first tokens the target makes alone
-  int max_residual_tries = 100;  // residual proposals before the target's own sample stands in
+  int gamma = 4;                   // tokens the draft proposes per round
+  double prefill_ratio = 0.05;     // share of the first tokens the target makes alone
+  int max_residual_tries = 100;    // residual proposals before the target's own sample stands in
+  double inner_temperature = 1.0;  // last-step Gaussians widened by this in the test (lossy > 1)
 };
 
 // The noises of every position: [N, K + 1, D]; [:, 0] is x_T, [:, 1 + s] the eps of step s.

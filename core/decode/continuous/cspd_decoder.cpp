@@ -19,9 +19,10 @@ Token cspd_row(const at::Tensor& t, int64_t i) {
   return Token(r.data_ptr<double>(), r.data_ptr<double>() + r.numel());
 }
 
-DiagGaussian cspd_last_density(const model::HeadTrajectory& h, int64_t i) {
+// The last step's Gaussian, its std widened by `widen` (the inner temperature; 1: as it is).
+DiagGaussian cspd_last_density(const model::HeadTrajectory& h, int64_t i, double widen) {
   auto sd = cspd_row(h.last_log_std, i);
-  for (double& v : sd) v = std::exp(v);
+  for (double& v : sd) v = std::exp(v) * widen;
   return DiagGaussian(cspd_row(h.last_mean, i), sd);
 }
 
@@ -138,7 +139,9 @@ int64_t Cspd::judge(const Drafts& d, const model::HeadTrajectory& tp, int64_t g,
   int64_t a = 0;
   for (; a < g; ++a) {
     const auto x = cspd_row(d.x, a);
-    const auto p_last = cspd_last_density(tp, a), q_last = cspd_last_density(d.traj[size_t(a)], 0);
+    const double widen = s.inner_temperature;
+    const auto p_last = cspd_last_density(tp, a, widen);
+    const auto q_last = cspd_last_density(d.traj[size_t(a)], 0, widen);
     const double log_s = d.traj[size_t(a)].log_std_before_last[0].item<double>() -
                          tp.log_std_before_last[a].item<double>();
     const double log_r = log_s + p_last.log_pdf(x) - q_last.log_pdf(x);

@@ -129,6 +129,9 @@ struct CspdSettings {
   int64_t gamma = 4;            // tokens the draft proposes per round
   double prefill_ratio = 0.05;  // share of the first tokens the target makes alone
   int64_t max_tries = 100;      // residual proposals before the target's own sample stands in
+  // The released code's "inner temperature" (42 there): both last-step Gaussians widened by this
+  // factor in the test and the residual. 1 = the paper's ratio; above 1 is a relaxation (lossy).
+  double inner_temperature = 1.0;
 };
 
 constexpr int64_t kMaxAutoBudget = 58;   // the largest N `--budget auto` may choose (budget.h)

@@ -565,6 +565,13 @@ std::vector<Setting> method_entries() {
           .help("CSpD: share of the first image tokens the target makes alone before drafting "
                 "starts (the paper's pre-filling; 0.05)")
           .studio("cspd", "Pre-fill share", 0.01, 2),
+      field("cspd.inner_temperature", &MethodSettings::cspd, &CspdSettings::inner_temperature)
+          .cli("cspd-inner-temperature", "T")
+          .range(1, 1000)
+          .reads({M::Cspd})
+          .help("CSpD: widen both last-step Gaussians by T in the test and the residual (the "
+                "released code uses 42); 1 = the paper's ratio, above 1 relaxes it (lossy)")
+          .studio("cspd", "Inner temperature", 1, 0),
       field("cspd.max_tries", &MethodSettings::cspd, &CspdSettings::max_tries)
           .cli("cspd-max-tries", "N")
           .range(1, 100000)

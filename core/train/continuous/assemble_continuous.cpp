@@ -35,8 +35,14 @@ std::map<std::string, at::Tensor> stored(const model::TensorMap& w, at::ScalarTy
   return out;
 }
 
+ContinuousRun load_part(const std::string& dir, bool snapshots) {
+  if (snapshots && !fs::exists(run_file(dir, "run.json"))) return load_continuous_snapshot(dir);
+  return load_continuous_run(dir);
+}
+
 json run_summary(const ContinuousRun& r, const std::string& dir) {
   return {{"run", fs::absolute(dir).string()},
+          {"snapshot_step", r.run.value("snapshot_step", int64_t(0))},
           {"command", r.run.value("provenance", json::object()).value("command", "")},
           {"steps", r.run.value("steps", 0)},
           {"epochs", r.run.value("epochs", 0.0)},
@@ -51,7 +57,7 @@ json assemble_continuous(const ContinuousAssembleOptions& o) {
   const auto dtype = storage_type(o.dtype);
   const auto vae = load_vae(o.vae_dir);
   const auto vae_run = read_json_file(run_file(o.vae_dir, "run.json"));
-  const auto target = load_continuous_run(o.target_dir);
+  const auto target = load_part(o.target_dir, o.snapshots);
   require(target.config.token_dim() == vae.config().latent_dim, "assemble-continuous",
           o.target_dir + " was not trained on this VAE's tokens");
   fs::create_directories(o.out);
@@ -77,7 +83,7 @@ json assemble_continuous(const ContinuousAssembleOptions& o) {
                         stored(target.weights, dtype), {{"format", "adtree"}});
   target.vocab.save((fs::path(o.out) / "text.json").string());
   if (!o.draft_dir.empty()) {
-    const auto draft = load_continuous_run(o.draft_dir);
+    const auto draft = load_part(o.draft_dir, o.snapshots);
     require(draft.vocab.entries() == target.vocab.entries(), "assemble-continuous",
             o.draft_dir + " was trained with other caption words than the target");
     m["draft"] = draft.config.to_json();

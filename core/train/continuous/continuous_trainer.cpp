@@ -1,5 +1,6 @@
 #include "train/continuous/continuous_trainer.h"
 
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 
@@ -222,6 +223,30 @@ ContinuousRun load_continuous_run(const std::string& dir) {
   r.weights = io::SafetensorsReader(run_file(dir, "continuous.safetensors")).all();
   for (auto& [k, t] : r.weights) t = t.to(at::kFloat);
   r.vocab = model::Vocabulary::load(run_file(dir, "text.json"));
+  return r;
+}
+
+ContinuousRun load_continuous_snapshot(const std::string& dir) {
+  const auto path = run_file(dir, "checkpoint.safetensors");
+  if (!fs::exists(path)) throw Error(dir + ": no checkpoint.safetensors (no step taken yet)");
+  io::SafetensorsReader ck(path);
+  const auto& md = ck.metadata();
+  if (!md.count("kind") || md.at("kind") != "continuous" || !md.count("config"))
+    throw Error(path + ": not a checkpoint of 'train continuous'");
+  const json cfg = json::parse(md.at("config"));
+  const auto tokens = io::SafetensorsReader(run_file(dir, "tokens.safetensors")).tensor("tokens");
+  ContinuousRun r;
+  r.vocab = model::Vocabulary::load(run_file(dir, "text.json"));
+  const int64_t grid = int64_t(std::lround(std::sqrt(double(tokens.size(1)))));
+  r.config = continuous_model_config(cfg, r.vocab.size(), tokens.size(2), grid);
+  for (const auto& info : ck.tensors()) {
+    if (info.name.rfind("param.", 0) == 0)
+      r.weights.emplace(info.name.substr(6), ck.tensor(info.name).to(at::kFloat));
+  }
+  r.run = {{"kind", "continuous"},
+           {"config", cfg},
+           {"snapshot_step", std::stoll(md.at("step"))},
+           {"provenance", {{"command", "a checkpoint of a run still training"}}}};
   return r;
 }
 

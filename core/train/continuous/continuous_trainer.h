@@ -30,5 +30,9 @@ struct ContinuousRun {
   nlohmann::json run;  // run.json
 };
 ContinuousRun load_continuous_run(const std::string& dir);
+// A run still training: the weights of its latest checkpoint, the config from the checkpoint, the
+// token shape from its tokens.safetensors; run["snapshot_step"] says which step. For measuring a
+// long run before it ends (`assemble-continuous --snapshot`), never for shipping.
+ContinuousRun load_continuous_snapshot(const std::string& dir);
 
 }  // namespace adtree::train
