@@ -144,9 +144,8 @@ int64_t Cspd::judge(const Drafts& d, const model::HeadTrajectory& tp, int64_t g,
     const auto q_last = cspd_last_density(d.traj[size_t(a)], 0, widen);
     const double log_s = d.traj[size_t(a)].log_std_before_last[0].item<double>() -
                          tp.log_std_before_last[a].item<double>();
-    const double log_r = log_s + p_last.log_pdf(x) - q_last.log_pdf(x);
     const auto v = cspd_verify(x, p_last, q_last, log_s, rng, s.max_residual_tries);
-    const double prob = std::exp(std::min(0.0, log_r));
+    const double prob = std::exp(std::min(0.0, v.log_ratio));
     CellStats c{v.accepted ? int32_t(a + 1) : 0, float(prob), 0, int32_t(g), 1};
     c.origin = v.accepted ? decode::TokenOrigin::Head : decode::TokenOrigin::Target;
     cells.push_back(c);

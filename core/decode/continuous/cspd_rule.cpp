@@ -39,9 +39,12 @@ CspdVerdict cspd_verify(const Token& x0, const TokenDensity& p_last, const Token
     CspdVerdict v;
     v.accepted = true;
     v.token = x0;
+    v.log_ratio = log_r;
     return v;
   }
-  return cspd_residual(p_last, q_last, log_s, rng, max_tries);
+  auto v = cspd_residual(p_last, q_last, log_s, rng, max_tries);
+  v.log_ratio = log_r;
+  return v;
 }
 
 }  // namespace adtree::decode

@@ -26,6 +26,7 @@ struct CspdVerdict {
   Token token;             // the draft token, or the residual's
   int tries = 0;           // residual proposals drawn (0 when accepted)
   bool exhausted = false;  // no residual proposal was accepted in max_tries: the last one is used
+  double log_ratio = 0;    // log r of the draft (cspd_verify), for the run's record
 };
 
 // One drafted token x0 through the rule. Draws its uniforms and proposals from `rng`.
