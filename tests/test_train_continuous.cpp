@@ -15,6 +15,7 @@
 #include "train/continuous/continuous_trainer.h"
 #include "train/continuous/diffusion_loss.h"
 #include "train/continuous/vae_trainer.h"
+#include "train/run_files.h"
 #include "train_fixture.h"
 #include "util/error.h"
 
@@ -112,6 +113,22 @@ TEST(TrainContinuous, LossFallsAndTheRunLoads) {
   EXPECT_EQ(run.config.token_dim(), 3);
   EXPECT_EQ(run.config.backbone.image_tokens(), 16);
   EXPECT_EQ(run.vocab.size(), run.config.backbone.num_words);
+  // Sampling's bound on x0 is the training tokens' largest |number|, rounded up to a tenth.
+  const auto tokens = adtree::io::SafetensorsReader(out + "/tokens.safetensors").tensor("tokens");
+  const double top = tokens.abs().max().item<double>();
+  EXPECT_GE(run.config.x0_bound, top);
+  EXPECT_LT(run.config.x0_bound, top + 0.1 + 1e-9);
+  auto j = run.config.to_json();
+  EXPECT_EQ(adtree::model::ContinuousConfig::from_json(j).x0_bound, run.config.x0_bound);
+  j["x0_bound"] = -1;
+  EXPECT_THROW(adtree::model::ContinuousConfig::from_json(j), adtree::Error);
+  j["x0_bound"] = "big";
+  EXPECT_THROW(adtree::model::ContinuousConfig::from_json(j), adtree::Error);
+  // A run finished before the bound was recorded gets it from its tokens when it loads.
+  auto old = adtree::train::read_json_file(out + "/run.json");
+  old["model"].erase("x0_bound");
+  adtree::train::write_json_file(out + "/run.json", old);
+  EXPECT_EQ(tr::load_continuous_run(out).config.x0_bound, run.config.x0_bound);
 }
 
 TEST(TrainContinuous, ResumeReproducesTheUninterruptedRun) {

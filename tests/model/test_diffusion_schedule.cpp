@@ -78,3 +78,33 @@ TEST(DiffusionSchedule, TheLastStepReturnsThePredictedX0) {
   EXPECT_NEAR(mean[1], -0.25f, 1e-4);
   EXPECT_THROW(DiffusionSchedule(10, 20), adtree::Error);
 }
+
+// The bound clamps the prediction of x0 (x_t - sqrt(1 - abar) eps) / sqrt(abar) before the
+// posterior mean is formed. At the first reverse step an epsilon error of 0.01 moves that
+// prediction by 0.01 * sqrt(1 - abar) / sqrt(abar) (hundreds): the bound keeps the mean where the
+// posterior of a bounded x0 can be. Without a bound the same step lands far outside.
+TEST(DiffusionSchedule, TheBoundClampsThePredictionOfX0) {
+  const DiffusionSchedule free(1000, 25), bounded(1000, 25, 2.0);
+  const int k = 24;  // the first step to run: t = 999
+  const std::vector<float> x0{0.5f, -1.5f}, noise{0.9f, -0.4f};
+  std::vector<float> xt(2), eps(2), mean(2), log_std(2), mean_free(2);
+  bounded.add_noise(k, x0.data(), noise.data(), 2, xt.data());
+  eps = {noise[0] - 0.01f, noise[1] + 0.01f};  // a small head error
+  bounded.reverse_step(k, xt.data(), eps.data(), nullptr, 2, mean.data(), log_std.data());
+  free.reverse_step(k, xt.data(), eps.data(), nullptr, 2, mean_free.data(), log_std.data());
+  const double ab = bounded.alpha_bar(k), ab_prev = bounded.alpha_bar(k - 1), b = bounded.beta(k);
+  for (int d = 0; d < 2; ++d) {
+    const double pred = (xt[size_t(d)] - std::sqrt(1.0 - ab) * eps[size_t(d)]) / std::sqrt(ab);
+    ASSERT_GT(std::abs(pred), 50.0) << "the error should be amplified here";
+    const double clamped = std::max(-2.0, std::min(2.0, pred));
+    const double m = (b * std::sqrt(ab_prev) * clamped +
+                      (1.0 - ab_prev) * std::sqrt(1.0 - b) * xt[size_t(d)]) /
+                     (1.0 - ab);
+    EXPECT_NEAR(mean[size_t(d)], m, 1e-4) << d;
+    EXPECT_LT(std::abs(mean[size_t(d)]), 2.0 * std::sqrt(ab_prev) + std::abs(xt[size_t(d)]));
+    EXPECT_GT(std::abs(mean_free[size_t(d)]), 5.0) << "unbounded, the mean runs away";
+  }
+  EXPECT_EQ(bounded.x0_bound(), 2.0);
+  EXPECT_THROW(DiffusionSchedule(1000, 25, -1.0), adtree::Error);
+  EXPECT_THROW(DiffusionSchedule(1000, 25, std::nan("")), adtree::Error);
+}

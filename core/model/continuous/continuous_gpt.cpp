@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 #include "util/error.h"
 #include "util/json_int.h"
 
@@ -28,6 +30,8 @@ void ContinuousConfig::validate() const {
        "the head's freq_dim must be even, in 2..4096");
   need(train_steps >= 1 && train_steps <= 100000, "train_steps must be in 1..100000");
   need(sample_steps >= 1 && sample_steps <= train_steps, "sample_steps must be in 1..train_steps");
+  need(std::isfinite(x0_bound) && x0_bound >= 0 && x0_bound <= 1e6,
+       "x0_bound must be a number in [0, 1e6]");
 }
 
 nlohmann::json ContinuousConfig::to_json() const {
@@ -38,7 +42,8 @@ nlohmann::json ContinuousConfig::to_json() const {
                           {"blocks", head.blocks},
                           {"freq_dim", head.freq_dim}}},
                         {"train_steps", train_steps},
-                        {"sample_steps", sample_steps}};
+                        {"sample_steps", sample_steps},
+                        {"x0_bound", x0_bound}};
 }
 
 ContinuousConfig ContinuousConfig::from_json(const nlohmann::json& j) {
@@ -55,6 +60,11 @@ ContinuousConfig ContinuousConfig::from_json(const nlohmann::json& j) {
   c.head.cond_dim = c.backbone.dim;
   c.train_steps = json_int<int>(j, "train_steps", c.train_steps);
   c.sample_steps = json_int<int>(j, "sample_steps", c.sample_steps);
+  if (j.contains("x0_bound")) {
+    if (!j.at("x0_bound").is_number())
+      throw Error(std::string(kContinuousCfg) + "x0_bound must be a number");
+    c.x0_bound = j.at("x0_bound").get<double>();
+  }
   c.validate();
   return c;
 }
@@ -85,7 +95,7 @@ TensorMap sub_map(const TensorMap& w, const std::string& prefix) {
 
 ContinuousGpt::ContinuousGpt(ContinuousConfig cfg, const TensorMap& weights, at::Device device,
                              at::ScalarType dtype, bool inference)
-    : cfg_(std::move(cfg)), schedule_(cfg_.train_steps, cfg_.sample_steps) {
+    : cfg_(std::move(cfg)), schedule_(cfg_.train_steps, cfg_.sample_steps, cfg_.x0_bound) {
   cfg_.validate();
   require_params(continuous_param_specs(cfg_), weights, "continuous model weights");
   gpt_ =
@@ -108,7 +118,7 @@ DiffusionSchedule ContinuousGpt::schedule_with(int sample_steps) const {
     throw Error("diffusion steps must be in 1.." + std::to_string(cfg_.train_steps) + ", got " +
                 std::to_string(sample_steps));
   }
-  return DiffusionSchedule(cfg_.train_steps, sample_steps);
+  return DiffusionSchedule(cfg_.train_steps, sample_steps, cfg_.x0_bound);
 }
 
 at::Tensor ContinuousGpt::embed(const at::Tensor& tokens) const {

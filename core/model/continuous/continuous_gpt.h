@@ -25,6 +25,8 @@ struct ContinuousConfig {
   DiffusionHeadConfig head;  // token_dim = D, cond_dim = backbone.dim
   int train_steps = 1000;    // the head's diffusion schedule
   int sample_steps = 25;     // respaced reverse steps when sampling
+  double x0_bound = 0;       // sampling clamps x0 predictions to +-x0_bound (0: none); see
+                             // DiffusionSchedule; the trainer sets the tokens' largest |number|
 
   int64_t token_dim() const { return head.token_dim; }
   void validate() const;  // throws adtree::Error naming the bad field

@@ -18,9 +18,13 @@ double cosine_alpha_bar(double t, double T) {
 
 }  // namespace
 
-DiffusionSchedule::DiffusionSchedule(int train_steps, int sample_steps) {
+DiffusionSchedule::DiffusionSchedule(int train_steps, int sample_steps, double x0_bound)
+    : x0_bound_(x0_bound) {
   if (train_steps < 1 || sample_steps < 1 || sample_steps > train_steps) {
     throw Error("a diffusion schedule needs 1 <= sample_steps <= train_steps");
+  }
+  if (!(x0_bound >= 0) || !std::isfinite(x0_bound)) {
+    throw Error("a diffusion schedule's x0 bound must be finite and >= 0");
   }
   // The training schedule: beta_t = min(1 - abar(t+1) / abar(t), 0.999), abar_t = prod (1 - beta).
   std::vector<double> abar_train(static_cast<size_t>(train_steps));
@@ -63,7 +67,8 @@ void DiffusionSchedule::reverse_step(int k, const float* x_t, const float* eps, 
   const double sa = std::sqrt(ab), s1a = std::sqrt(1.0 - ab);
   const double min_log = post_log_var_[size_t(k)], max_log = std::log(beta_[size_t(k)]);
   for (int d = 0; d < dim; ++d) {
-    const double x0 = (double(x_t[d]) - s1a * double(eps[d])) / sa;
+    double x0 = (double(x_t[d]) - s1a * double(eps[d])) / sa;
+    if (x0_bound_ > 0) x0 = std::clamp(x0, -x0_bound_, x0_bound_);
     mean[d] = float(coef_x0_[size_t(k)] * x0 + coef_xt_[size_t(k)] * double(x_t[d]));
     const double frac = v == nullptr ? 0.0 : (double(v[d]) + 1.0) / 2.0;
     log_std[d] = float(0.5 * (frac * max_log + (1.0 - frac) * min_log));

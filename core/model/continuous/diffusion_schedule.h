@@ -10,7 +10,12 @@ namespace adtree::model {
 
 class DiffusionSchedule {
  public:
-  DiffusionSchedule(int train_steps = 1000, int sample_steps = 100);
+  // x0_bound > 0: each step's prediction of x0 is clamped to [-x0_bound, x0_bound] (the range of
+  // the training tokens). The first reverse step multiplies the head's epsilon error by
+  // 1 / sqrt(alpha_t) (about 1,300 at 25 steps of the cosine schedule, 350 at 100): unclamped, a
+  // small head's error of 0.01 there sends the trajectory to values in the thousands. MAR does not
+  // clamp; its far larger heads predict that step closely enough. 0: no clamp.
+  DiffusionSchedule(int train_steps = 1000, int sample_steps = 100, double x0_bound = 0);
 
   int sample_steps() const { return int(alpha_bar_.size()); }
   // The training step each sampling step stands for (ascending; index 0 is the last to run).
@@ -19,10 +24,11 @@ class DiffusionSchedule {
   double alpha_bar(int k) const { return alpha_bar_[size_t(k)]; }
   double beta(int k) const { return beta_[size_t(k)]; }
   double posterior_log_variance(int k) const { return post_log_var_[size_t(k)]; }
+  double x0_bound() const { return x0_bound_; }
 
   // One reverse step at sampling index k: from x_t [D] and the head's epsilon prediction [D] (and,
   // for a learned variance, its interpolation output v [D] in [-1, 1]; null: beta~_t), the mean and
-  // log std of x_{t-1}. Nothing is clipped (MAR does not clip its latents).
+  // log std of x_{t-1}. The prediction of x0 is clamped to the bound (if one is set).
   void reverse_step(int k, const float* x_t, const float* eps, const float* v, int dim, float* mean,
                     float* log_std) const;
 
@@ -30,6 +36,7 @@ class DiffusionSchedule {
   void add_noise(int k, const float* x0, const float* noise, int dim, float* x_t) const;
 
  private:
+  double x0_bound_ = 0;
   std::vector<int> timesteps_;
   std::vector<double> alpha_bar_, beta_, post_log_var_, coef_x0_, coef_xt_;
 };

@@ -57,8 +57,16 @@ namespace {
 
 constexpr uint64_t kDropStream = 11, kCaptionStream = 12, kNoiseStream = 13, kHeadStream = 14;
 
-model::ContinuousConfig continuous_model_config(const json& c, int64_t num_words, int64_t token_dim,
-                                                int64_t grid) {
+// The training tokens' largest |number|, rounded up to a tenth: where sampling clamps its
+// predictions of x0 (model/continuous/diffusion_schedule.h says why it must).
+double token_bound(const at::Tensor& tokens) {
+  return std::ceil(tokens.abs().max().item<double>() * 10.0) / 10.0;
+}
+
+model::ContinuousConfig continuous_model_config(const json& c, int64_t num_words,
+                                                const at::Tensor& tokens) {
+  const int64_t token_dim = tokens.size(2);
+  const int64_t grid = int64_t(std::lround(std::sqrt(double(tokens.size(1)))));
   model::ContinuousConfig m;
   auto& g = m.backbone;
   g.dim = c.at("dim").get<int64_t>();
@@ -77,6 +85,7 @@ model::ContinuousConfig continuous_model_config(const json& c, int64_t num_words
   m.head.blocks = c.at("head_blocks").get<int64_t>();
   m.train_steps = c.at("train_steps").get<int>();
   m.sample_steps = c.at("sample_steps").get<int>();
+  m.x0_bound = token_bound(tokens);
   m.validate();
   return m;
 }
@@ -202,7 +211,9 @@ TensorMap initial_weights(const model::ContinuousConfig& mcfg, const model::Voca
   auto init = model::init_params(model::continuous_param_specs(mcfg), opts.seed);
   if (opts.init_from.empty()) return init;
   const auto prev = load_continuous_run(opts.init_from);
-  require(prev.config.to_json() == mcfg.to_json(), what,
+  auto same = prev.config;
+  same.x0_bound = mcfg.x0_bound;  // a sampling bound, not the architecture
+  require(same.to_json() == mcfg.to_json(), what,
           opts.init_from + " has another architecture than this config");
   require(prev.vocab.entries() == vocab.entries(), what,
           opts.init_from + " was trained with another word list");
@@ -220,6 +231,10 @@ ContinuousRun load_continuous_run(const std::string& dir) {
   ContinuousRun r;
   r.run = read_json_file(run_path);
   r.config = model::ContinuousConfig::from_json(r.run.at("model"));
+  if (!r.run.at("model").contains("x0_bound")) {  // finished before the bound was recorded
+    r.config.x0_bound =
+        token_bound(io::SafetensorsReader(run_file(dir, "tokens.safetensors")).tensor("tokens"));
+  }
   r.weights = io::SafetensorsReader(run_file(dir, "continuous.safetensors")).all();
   for (auto& [k, t] : r.weights) t = t.to(at::kFloat);
   r.vocab = model::Vocabulary::load(run_file(dir, "text.json"));
@@ -237,8 +252,7 @@ ContinuousRun load_continuous_snapshot(const std::string& dir) {
   const auto tokens = io::SafetensorsReader(run_file(dir, "tokens.safetensors")).tensor("tokens");
   ContinuousRun r;
   r.vocab = model::Vocabulary::load(run_file(dir, "text.json"));
-  const int64_t grid = int64_t(std::lround(std::sqrt(double(tokens.size(1)))));
-  r.config = continuous_model_config(cfg, r.vocab.size(), tokens.size(2), grid);
+  r.config = continuous_model_config(cfg, r.vocab.size(), tokens);
   for (const auto& info : ck.tensors()) {
     if (info.name.rfind("param.", 0) == 0)
       r.weights.emplace(info.name.substr(6), ck.tensor(info.name).to(at::kFloat));
@@ -265,7 +279,7 @@ TrainResult train_continuous(const io::Dataset& data, const std::string& vae_dir
   const auto train_rows = split_rows(data, io::Split::Train, what);
   auto val_rows = data.indices(io::Split::Validation);
   const auto vocab = build_vocabulary(data, train_rows);
-  const auto mcfg = continuous_model_config(cfg, vocab.size(), tokens.size(2), grid);
+  const auto mcfg = continuous_model_config(cfg, vocab.size(), tokens);
   const auto caps = caption_ids(data, vocab, mcfg.backbone.cond_len);
   vocab.save(run_file(opts.out, "text.json"));
 
