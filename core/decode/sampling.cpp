@@ -31,6 +31,16 @@ CfgSchedule cfg_schedule_from_string(const std::string& s) {
   throw Error("unknown CFG schedule '" + s + "' (expected constant or linear)");
 }
 
+std::string to_string(HeadVariance v) {
+  return v == HeadVariance::Fixed ? "fixed" : "learned";
+}
+
+HeadVariance head_variance_from_string(const std::string& s) {
+  if (s == "learned") return HeadVariance::Learned;
+  if (s == "fixed") return HeadVariance::Fixed;
+  throw Error("unknown head variance '" + s + "' (expected learned or fixed)");
+}
+
 at::Tensor cfg_mix(const at::Tensor& cond, const at::Tensor& uncond, double scale) {
   auto c = cond.to(at::kFloat), u = uncond.to(at::kFloat);
   return u + scale * (c - u);

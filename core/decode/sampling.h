@@ -20,6 +20,15 @@ enum class CfgSchedule { Constant, Linear };
 std::string to_string(CfgSchedule c);
 CfgSchedule cfg_schedule_from_string(const std::string& s);
 
+// Continuous models: the std of each reverse step of the diffusion head. Learned: the head's own
+// interpolation between beta_t and beta~_t (what its training fitted). Fixed: beta~_t, the
+// posterior's (the DDPM sampler of an epsilon-predicting head, which the head's epsilon supports
+// as well): every model of a schedule then has the same stds, so CSpD's S (the product of the
+// draft's over the target's stds before the last step) is 1 by construction.
+enum class HeadVariance { Learned, Fixed };
+std::string to_string(HeadVariance v);
+HeadVariance head_variance_from_string(const std::string& s);
+
 // What sampling a generation uses. The defaults are these initialisers, under a model's own
 // (model.json "sampling", of_model); ranges, help, flags and JSON keys: the settings table
 // (decode/settings/setting.h), whose entries the JSON, validation and front ends all read.
@@ -31,6 +40,7 @@ struct SamplingParams {
   int64_t top_k = 0;          // 0 = whole vocabulary
   double top_p = 1.0;
   int64_t diffusion_steps = 0;  // continuous models: the head's reverse steps (0: the model's)
+  HeadVariance head_variance = HeadVariance::Learned;  // continuous models: each step's std
 
   bool greedy() const { return temperature <= 0.0; }
   bool uses_cfg() const { return cfg_scale != 1.0; }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "decode/continuous/continuous_ar.h"
+#include "decode/continuous/continuous_stepper.h"
 #include "decode/continuous/cspd_decoder.h"
 #include "model/conditioning.h"
 #include "model/continuous/continuous_gpt.h"
@@ -152,6 +153,39 @@ TEST(CspdDecoder, AnInnerTemperatureKeepsTheTargetsOwnDraftsStanding) {
   const auto sd = generate_cspd(m, m, cond, cond, s);
   EXPECT_EQ(sd.accepted, sd.drafted);
   EXPECT_LT((sd.tokens - ar.tokens).abs().max().item<float>(), 1e-4f);
+}
+
+}  // namespace
+}  // namespace adtree::decode
+
+namespace adtree::decode {
+namespace {
+
+// Fixed variance: every step's std is the schedule's beta~, so two different models' sums of
+// log stds before the last step are equal (S = 1) and equal to the schedule's own; learned, the
+// random heads' interpolations make them differ.
+TEST(CspdDecoder, FixedVarianceMakesTheStdProductOne) {
+  const auto target = cspd_random_model(3), draft = cspd_random_model(8);
+  const auto cond_t = cspd_condition(target, true), cond_d = cspd_condition(draft, true);
+  for (bool fixed : {false, true}) {
+    auto s = cspd_settings(2.0);
+    s.fixed_variance = fixed;
+    ContinuousStepper t(target, cond_t, s), d(draft, cond_d, s);
+    const auto noise = trajectory_noise(5, 1, t.steps(), 4);
+    const auto ht = t.head(t.feed(at::empty({0, 4})), noise);
+    const auto hd = d.head(d.feed(at::empty({0, 4})), noise);
+    const double gap =
+        std::abs(ht.log_std_before_last[0].item<double>() - hd.log_std_before_last[0].item<double>());
+    if (!fixed) {
+      EXPECT_GT(gap, 1e-3);
+      continue;
+    }
+    EXPECT_LT(gap, 1e-9);
+    const auto sch = target.schedule_with(t.steps(), true);
+    double want = 0;
+    for (int k = 1; k < sch.sample_steps(); ++k) want += 4 * 0.5 * sch.posterior_log_variance(k);
+    EXPECT_NEAR(ht.log_std_before_last[0].item<double>(), want, 1e-4);
+  }
 }
 
 }  // namespace

@@ -189,6 +189,37 @@ TEST(CspdRule, TheScaleIsTheAlignedTrajectoriesDensityRatio) {
   }
 }
 
+// The released code's relaxation widens the densities of the test alone: drafts stand more often,
+// and a refused one is replaced from the models' own last steps, so the replacement lies where
+// the (narrow) target puts its mass, not across the widened Gaussian. Widening the residual's
+// densities too (this rule's earlier form) spreads replacements over the wide one and fails.
+TEST(CspdRule, TheRelaxedTestKeepsTheResidualAtTheTargetsLastStep) {
+  const DiagGaussian p({1.0}, {0.01}), q({0.97}, {0.01});
+  const DiagGaussian p_wide({1.0}, {0.3}), q_wide({0.97}, {0.01 * 30});
+  Rng rng(5);
+  int strict_accepts = 0, relaxed_accepts = 0, replaced = 0;
+  for (int i = 0; i < 20000; ++i) {
+    const Token x0 = q.sample(rng);
+    strict_accepts += cspd_verify(x0, p, q, 0.0, rng, 1000).accepted;
+    const auto v = cspd_verify_relaxed(x0, p_wide, q_wide, p, q, 0.0, rng, 1000);
+    relaxed_accepts += v.accepted;
+    if (v.accepted) continue;
+    ++replaced;
+    ASSERT_NEAR(v.token[0], 1.0, 0.06);  // six of the target's last-step stds
+  }
+  EXPECT_GT(relaxed_accepts, strict_accepts + 10000);
+  EXPECT_GT(replaced, 50);
+  // Same uniforms, same verdicts: with unwidened test densities the relaxed rule is the rule.
+  Rng source(9), a(4), b(4);
+  for (int i = 0; i < 2000; ++i) {
+    const Token x0 = q.sample(source);
+    const auto u = cspd_verify(x0, p, q, 0.2, a, 1000);
+    const auto w = cspd_verify_relaxed(x0, p, q, p, q, 0.2, b, 1000);
+    ASSERT_EQ(u.accepted, w.accepted);
+    ASSERT_EQ(u.token, w.token);
+  }
+}
+
 TEST(CspdRule, BadInputsAreErrors) {
   EXPECT_THROW(DiagGaussian({0.0, 1.0}, {1.0}), Error);
   EXPECT_THROW(DiagGaussian({0.0}, {0.0}), Error);

@@ -46,6 +46,7 @@ ContinuousSettings continuous_settings(const model::ContinuousBundle& m, const D
   c.temperature = r.sampling.temperature;
   c.diffusion_steps = r.sampling.diffusion_steps > 0 ? int(r.sampling.diffusion_steps)
                                                      : m.default_diffusion_steps();
+  c.fixed_variance = r.sampling.head_variance == HeadVariance::Fixed;
   c.seed = r.seed;
   c.gamma = int(r.method.cspd.gamma);
   c.prefill_ratio = r.method.cspd.prefill_ratio;
@@ -73,8 +74,11 @@ DecodeRequest default_continuous_request(const model::ContinuousBundle& m, Metho
   r.sampling.cfg_scale = m.default_cfg();
   r.sampling.temperature = m.default_temperature();
   r.sampling.diffusion_steps = m.default_diffusion_steps();
+  r.sampling.head_variance =
+      m.default_fixed_variance() ? HeadVariance::Fixed : HeadVariance::Learned;
   r.method.cspd.gamma = m.default_gamma();
   r.method.cspd.prefill_ratio = m.default_prefill_ratio();
+  r.method.cspd.inner_temperature = m.default_inner_temperature();
   return r;
 }
 

@@ -24,12 +24,14 @@ struct ContinuousSettings {
   double cfg = 3.0;          // classifier-free guidance on the head's epsilon (1: none)
   double temperature = 1.0;  // scales every reverse step's std (MAR's)
   int diffusion_steps = 0;   // reverse steps of the head; 0: the model's sample_steps
+  bool fixed_variance = false;  // each step's std beta~_t, not the head's learned one
   uint64_t seed = 0;
   // CSpD
   int gamma = 4;                   // tokens the draft proposes per round
   double prefill_ratio = 0.05;     // share of the first tokens the target makes alone
   int max_residual_tries = 100;    // residual proposals before the target's own sample stands in
-  double inner_temperature = 1.0;  // last-step Gaussians widened by this in the test (lossy > 1)
+  double inner_temperature = 1.0;  // last-step Gaussians widened by this in the test alone
+                                   // (lossy > 1); the residual draws from the unwidened ones
 };
 
 // The noises of every position: [N, K + 1, D]; [:, 0] is x_T, [:, 1 + s] the eps of step s.

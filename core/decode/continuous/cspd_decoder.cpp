@@ -140,11 +140,14 @@ int64_t Cspd::judge(const Drafts& d, const model::HeadTrajectory& tp, int64_t g,
   for (; a < g; ++a) {
     const auto x = cspd_row(d.x, a);
     const double widen = s.inner_temperature;
-    const auto p_last = cspd_last_density(tp, a, widen);
-    const auto q_last = cspd_last_density(d.traj[size_t(a)], 0, widen);
+    const auto p_last = cspd_last_density(tp, a, 1.0);
+    const auto q_last = cspd_last_density(d.traj[size_t(a)], 0, 1.0);
+    const auto p_test = cspd_last_density(tp, a, widen);
+    const auto q_test = cspd_last_density(d.traj[size_t(a)], 0, widen);
     const double log_s = d.traj[size_t(a)].log_std_before_last[0].item<double>() -
                          tp.log_std_before_last[a].item<double>();
-    const auto v = cspd_verify(x, p_last, q_last, log_s, rng, s.max_residual_tries);
+    const auto v =
+        cspd_verify_relaxed(x, p_test, q_test, p_last, q_last, log_s, rng, s.max_residual_tries);
     const double prob = std::exp(std::min(0.0, v.log_ratio));
     CellStats c{v.accepted ? int32_t(a + 1) : 0, float(prob), 0, int32_t(g), 1};
     c.origin = v.accepted ? decode::TokenOrigin::Head : decode::TokenOrigin::Target;

@@ -33,7 +33,14 @@ CspdVerdict cspd_residual(const TokenDensity& p_last, const TokenDensity& q_last
 
 CspdVerdict cspd_verify(const Token& x0, const TokenDensity& p_last, const TokenDensity& q_last,
                         double log_s, Rng& rng, int max_tries) {
-  const double log_r = log_s + p_last.log_pdf(x0) - q_last.log_pdf(x0);
+  return cspd_verify_relaxed(x0, p_last, q_last, p_last, q_last, log_s, rng, max_tries);
+}
+
+CspdVerdict cspd_verify_relaxed(const Token& x0, const TokenDensity& p_test,
+                                const TokenDensity& q_test, const TokenDensity& p_last,
+                                const TokenDensity& q_last, double log_s, Rng& rng,
+                                int max_tries) {
+  const double log_r = log_s + p_test.log_pdf(x0) - q_test.log_pdf(x0);
   const double u = rng.uniform();
   if (std::log(u) < std::min(0.0, log_r)) {
     CspdVerdict v;

@@ -33,6 +33,15 @@ struct CspdVerdict {
 CspdVerdict cspd_verify(const Token& x0, const TokenDensity& p_last, const TokenDensity& q_last,
                         double log_s, Rng& rng, int max_tries = 100);
 
+// The released code's relaxation (its "inner temperature"): the test compares other densities,
+// p_test and q_test (the last-step Gaussians widened), while a refused draft's residual is drawn
+// from the models' own last steps p_last and q_last, so a replacement token lies where the target
+// puts it. With p_test = p_last and q_test = q_last this is cspd_verify.
+CspdVerdict cspd_verify_relaxed(const Token& x0, const TokenDensity& p_test,
+                                const TokenDensity& q_test, const TokenDensity& p_last,
+                                const TokenDensity& q_last, double log_s, Rng& rng,
+                                int max_tries = 100);
+
 // The residual alone (what a rejection emits): proposals y ~ p_last kept with probability
 // max(0, 1 - q_last(y) / (S p_last(y))).
 CspdVerdict cspd_residual(const TokenDensity& p_last, const TokenDensity& q_last, double log_s,

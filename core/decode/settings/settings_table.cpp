@@ -187,6 +187,13 @@ std::vector<Setting> sampling_entries() {
                 "faster and coarser); 0 = the model's own")
           .studio("sampling", "Diffusion steps")
           .studio_special("model's"),
+      sampling_choice("head_variance", &SamplingParams::head_variance,
+                      {HeadVariance::Learned, HeadVariance::Fixed}, head_variance_from_string)
+          .cli("head-variance", "V")
+          .help("continuous-token models: each reverse step's spread, learned (the head's own) or "
+                "fixed (the posterior's beta~: the same for every model, which makes CSpD's "
+                "std product S exactly 1)")
+          .studio("sampling", "Head variance"),
   };
 }
 
@@ -569,8 +576,9 @@ std::vector<Setting> method_entries() {
           .cli("cspd-inner-temperature", "T")
           .range(1, 1000)
           .reads({M::Cspd})
-          .help("CSpD: widen both last-step Gaussians by T in the test and the residual (the "
-                "released code uses 42); 1 = the paper's ratio, above 1 relaxes it (lossy)")
+          .help("CSpD: widen both last-step Gaussians by T in the acceptance test (the released "
+                "code uses 42; a refused draft's replacement still comes from the target's own "
+                "last step); 1 = the paper's ratio, above 1 relaxes it (lossy)")
           .studio("cspd", "Inner temperature", 1, 0),
       field("cspd.max_tries", &MethodSettings::cspd, &CspdSettings::max_tries)
           .cli("cspd-max-tries", "N")

@@ -115,11 +115,22 @@ int ContinuousBundle::default_diffusion_steps() const {
   return json_int<int>(manifest.value("sampling", json::object()), "diffusion_steps",
                        target->config().sample_steps);
 }
+bool ContinuousBundle::default_fixed_variance() const {
+  const auto s = manifest.value("sampling", json::object());
+  const auto v = s.value("head_variance", json("learned"));
+  if (v != "learned" && v != "fixed") {
+    throw Error(dir + "/model.json: sampling.head_variance must be \"learned\" or \"fixed\"");
+  }
+  return v == "fixed";
+}
 int ContinuousBundle::default_gamma() const {
   return json_int<int>(manifest.value("cspd", json::object()), "gamma", 4);
 }
 double ContinuousBundle::default_prefill_ratio() const {
   return json_field(manifest.value("cspd", json::object()), "prefill_ratio", 0.05);
+}
+double ContinuousBundle::default_inner_temperature() const {
+  return json_field(manifest.value("cspd", json::object()), "inner_temperature", 1.0);
 }
 
 at::Tensor ContinuousBundle::picture(const at::Tensor& tokens) const {

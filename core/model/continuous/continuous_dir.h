@@ -27,12 +27,15 @@ struct ContinuousBundle {
   Vocabulary vocab;
 
   bool has_draft() const { return draft != nullptr; }
-  // model.json "sampling": cfg, temperature, diffusion_steps; "cspd": gamma, prefill_ratio.
+  // model.json "sampling": cfg, temperature, diffusion_steps, head_variance ("learned" or
+  // "fixed"); "cspd": gamma, prefill_ratio, inner_temperature.
   double default_cfg() const;
   double default_temperature() const;
   int default_diffusion_steps() const;
+  bool default_fixed_variance() const;
   int default_gamma() const;
   double default_prefill_ratio() const;
+  double default_inner_temperature() const;
   // Pixels of a decoded picture: [n, D] tokens (a raster prefix) -> uint8 [H, W, 3].
   at::Tensor picture(const at::Tensor& tokens) const;
 };

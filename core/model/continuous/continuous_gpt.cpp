@@ -113,12 +113,13 @@ ContinuousGpt::ContinuousGpt(ContinuousConfig cfg, const TensorMap& weights, at:
   }
 }
 
-DiffusionSchedule ContinuousGpt::schedule_with(int sample_steps) const {
+DiffusionSchedule ContinuousGpt::schedule_with(int sample_steps, bool fixed_variance) const {
   if (sample_steps < 1 || sample_steps > cfg_.train_steps) {
     throw Error("diffusion steps must be in 1.." + std::to_string(cfg_.train_steps) + ", got " +
                 std::to_string(sample_steps));
   }
-  return DiffusionSchedule(cfg_.train_steps, sample_steps, cfg_.x0_bound);
+  DiffusionSchedule s(cfg_.train_steps, sample_steps, cfg_.x0_bound);
+  return fixed_variance ? s.with_fixed_variance() : s;
 }
 
 at::Tensor ContinuousGpt::embed(const at::Tensor& tokens) const {

@@ -48,8 +48,8 @@ class ContinuousGpt {
   const Gpt& backbone() const { return *gpt_; }
   const DiffusionHead& head() const { return *head_; }
   const DiffusionSchedule& schedule() const { return schedule_; }
-  // The schedule with another number of sampling steps (a run's setting).
-  DiffusionSchedule schedule_with(int sample_steps) const;
+  // The schedule with another number of sampling steps and the variance a run asks for.
+  DiffusionSchedule schedule_with(int sample_steps, bool fixed_variance = false) const;
 
   // Tokens [B, q, D] -> input embeddings [B, q, dim] on the model's device.
   at::Tensor embed(const at::Tensor& tokens) const;

@@ -61,6 +61,12 @@ DiffusionSchedule::DiffusionSchedule(int train_steps, int sample_steps, double x
   }
 }
 
+DiffusionSchedule DiffusionSchedule::with_fixed_variance() const {
+  DiffusionSchedule s = *this;
+  s.fixed_variance_ = true;
+  return s;
+}
+
 void DiffusionSchedule::reverse_step(int k, const float* x_t, const float* eps, const float* v,
                                      int dim, float* mean, float* log_std) const {
   const double ab = alpha_bar_[size_t(k)];
@@ -70,7 +76,7 @@ void DiffusionSchedule::reverse_step(int k, const float* x_t, const float* eps, 
     double x0 = (double(x_t[d]) - s1a * double(eps[d])) / sa;
     if (x0_bound_ > 0) x0 = std::clamp(x0, -x0_bound_, x0_bound_);
     mean[d] = float(coef_x0_[size_t(k)] * x0 + coef_xt_[size_t(k)] * double(x_t[d]));
-    const double frac = v == nullptr ? 0.0 : (double(v[d]) + 1.0) / 2.0;
+    const double frac = v == nullptr || fixed_variance_ ? 0.0 : (double(v[d]) + 1.0) / 2.0;
     log_std[d] = float(0.5 * (frac * max_log + (1.0 - frac) * min_log));
   }
 }

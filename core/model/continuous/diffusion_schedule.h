@@ -17,6 +17,11 @@ class DiffusionSchedule {
   // clamp; its far larger heads predict that step closely enough. 0: no clamp.
   DiffusionSchedule(int train_steps = 1000, int sample_steps = 100, double x0_bound = 0);
 
+  // Fixed: every reverse step's variance is beta~_t, whatever a head's learned interpolation says
+  // (decode/sampling.h, HeadVariance).
+  DiffusionSchedule with_fixed_variance() const;
+  bool fixed_variance() const { return fixed_variance_; }
+
   int sample_steps() const { return int(alpha_bar_.size()); }
   // The training step each sampling step stands for (ascending; index 0 is the last to run).
   const std::vector<int>& timesteps() const { return timesteps_; }
@@ -27,7 +32,8 @@ class DiffusionSchedule {
   double x0_bound() const { return x0_bound_; }
 
   // One reverse step at sampling index k: from x_t [D] and the head's epsilon prediction [D] (and,
-  // for a learned variance, its interpolation output v [D] in [-1, 1]; null: beta~_t), the mean and
+  // for a learned variance, its interpolation output v [D] in [-1, 1]; null or a fixed-variance
+  // schedule: beta~_t), the mean and
   // log std of x_{t-1}. The prediction of x0 is clamped to the bound (if one is set).
   void reverse_step(int k, const float* x_t, const float* eps, const float* v, int dim, float* mean,
                     float* log_std) const;
@@ -37,6 +43,7 @@ class DiffusionSchedule {
 
  private:
   double x0_bound_ = 0;
+  bool fixed_variance_ = false;
   std::vector<int> timesteps_;
   std::vector<double> alpha_bar_, beta_, post_log_var_, coef_x0_, coef_xt_;
 };
