@@ -174,8 +174,8 @@ TEST(CspdDecoder, FixedVarianceMakesTheStdProductOne) {
     const auto noise = trajectory_noise(5, 1, t.steps(), 4);
     const auto ht = t.head(t.feed(at::empty({0, 4})), noise);
     const auto hd = d.head(d.feed(at::empty({0, 4})), noise);
-    const double gap =
-        std::abs(ht.log_std_before_last[0].item<double>() - hd.log_std_before_last[0].item<double>());
+    const double gap = std::abs(ht.log_std_before_last[0].item<double>() -
+                                hd.log_std_before_last[0].item<double>());
     if (!fixed) {
       EXPECT_GT(gap, 1e-3);
       continue;

@@ -97,9 +97,9 @@ TEST(DiffusionSchedule, TheBoundClampsThePredictionOfX0) {
     const double pred = (xt[size_t(d)] - std::sqrt(1.0 - ab) * eps[size_t(d)]) / std::sqrt(ab);
     ASSERT_GT(std::abs(pred), 50.0) << "the error should be amplified here";
     const double clamped = std::max(-2.0, std::min(2.0, pred));
-    const double m = (b * std::sqrt(ab_prev) * clamped +
-                      (1.0 - ab_prev) * std::sqrt(1.0 - b) * xt[size_t(d)]) /
-                     (1.0 - ab);
+    const double m =
+        (b * std::sqrt(ab_prev) * clamped + (1.0 - ab_prev) * std::sqrt(1.0 - b) * xt[size_t(d)]) /
+        (1.0 - ab);
     EXPECT_NEAR(mean[size_t(d)], m, 1e-4) << d;
     EXPECT_LT(std::abs(mean[size_t(d)]), 2.0 * std::sqrt(ab_prev) + std::abs(xt[size_t(d)]));
     EXPECT_GT(std::abs(mean_free[size_t(d)]), 5.0) << "unbounded, the mean runs away";

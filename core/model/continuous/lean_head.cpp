@@ -1,7 +1,6 @@
 #include "model/continuous/lean_head.h"
 
 #include <cmath>
-#include <cstdlib>
 
 #include "model/cpu/pack_rows.h"
 #include "model/cpu/packed_gemm.h"
@@ -146,8 +145,7 @@ HeadTrajectory LeanHead::sample(const at::Tensor& z, const at::Tensor& z_uncond,
                                       float(cfg) * (oc[d] - out[size_t((B + b) * 2 * D + d)])
                                 : oc[d];
       }
-      static const bool fixv = getenv("FIXV") != nullptr;
-      schedule_.reverse_step(k, xp + b * D, eps.data(), fixv ? nullptr : oc + D, int(D), mean.data(),
+      schedule_.reverse_step(k, xp + b * D, eps.data(), oc + D, int(D), mean.data(),
                              log_std.data());
       const float* e = np + (b * K + step) * D;
       for (int64_t d = 0; d < D; ++d) {
