@@ -7,9 +7,8 @@ namespace adtree::decode {
 ContinuousStepper::ContinuousStepper(const model::ContinuousGpt& m, const model::Condition& cond,
                                      const ContinuousSettings& s)
     : m_(m),
-      schedule_(
-          m.schedule_with(s.diffusion_steps > 0 ? s.diffusion_steps : m.config().sample_steps,
-                          s.fixed_variance)),
+      schedule_(m.schedule_with(s.diffusion_steps > 0 ? s.diffusion_steps : m.config().sample_steps,
+                                s.fixed_variance)),
       cfg_(s.cfg),
       temperature_(s.temperature),
       guided_(s.cfg != 1.0) {

@@ -38,8 +38,7 @@ CspdVerdict cspd_verify(const Token& x0, const TokenDensity& p_last, const Token
 
 CspdVerdict cspd_verify_relaxed(const Token& x0, const TokenDensity& p_test,
                                 const TokenDensity& q_test, const TokenDensity& p_last,
-                                const TokenDensity& q_last, double log_s, Rng& rng,
-                                int max_tries) {
+                                const TokenDensity& q_last, double log_s, Rng& rng, int max_tries) {
   const double log_r = log_s + p_test.log_pdf(x0) - q_test.log_pdf(x0);
   const double u = rng.uniform();
   if (std::log(u) < std::min(0.0, log_r)) {
