@@ -21,9 +21,9 @@
 namespace adtree::decode {
 
 struct ContinuousSettings {
-  double cfg = 3.0;          // classifier-free guidance on the head's epsilon (1: none)
-  double temperature = 1.0;  // scales every reverse step's std (MAR's)
-  int diffusion_steps = 0;   // reverse steps of the head; 0: the model's sample_steps
+  double cfg = 3.0;             // classifier-free guidance on the head's epsilon (1: none)
+  double temperature = 1.0;     // scales every reverse step's std (MAR's)
+  int diffusion_steps = 0;      // reverse steps of the head; 0: the model's sample_steps
   bool fixed_variance = false;  // each step's std beta~_t, not the head's learned one
   uint64_t seed = 0;
   // CSpD
