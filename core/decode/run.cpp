@@ -44,6 +44,7 @@ std::unique_ptr<LanternRule> lantern_for(const model::ModelBundle& model, const 
 void check_request(const model::ModelBundle& model, const DecodeRequest& request) {
   const auto& g = model.gpt_config;
   validate_settings(request.method, request.sampling, g.vocab_size, g.image_tokens());
+  check_token_kind(request.sampling, TokenKind::Codes);
   const auto& m = request.method;
   if (!runs_on(m.method, TokenKind::Codes)) {
     throw Error("method '" + to_string(m.method) +

@@ -364,6 +364,30 @@ TEST(BadSettings, RuleCombinationsWithoutMeaningAreClearErrors) {
   EXPECT_EQ(resolve_verify(m, sp), VerifyRule::Deterministic);
 }
 
+// A setting the model's token kind does not read is an error naming its flag, not ignored.
+TEST(BadSettings, SettingsOfTheOtherTokenKindAreClearErrors) {
+  SamplingParams s;
+  EXPECT_NO_THROW(check_token_kind(s, TokenKind::Codes));
+  EXPECT_NO_THROW(check_token_kind(s, TokenKind::Vectors));
+  s.head_variance = HeadVariance::Fixed;
+  EXPECT_NO_THROW(check_token_kind(s, TokenKind::Vectors));
+  try {
+    check_token_kind(s, TokenKind::Codes);
+    ADD_FAILURE() << "head variance on codes";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--head-variance"), std::string::npos) << e.what();
+  }
+  s = {};
+  s.top_k = 40;
+  EXPECT_NO_THROW(check_token_kind(s, TokenKind::Codes));
+  try {
+    check_token_kind(s, TokenKind::Vectors);
+    ADD_FAILURE() << "top-k on vectors";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--top-k"), std::string::npos) << e.what();
+  }
+}
+
 // `--budget auto` during a run: N follows the measured acceptance by rank over the timed costs.
 TEST(AdaptiveBudget, FollowsTheMeasuredAcceptance) {
   BudgetChoice timed;

@@ -141,6 +141,14 @@ class GuiTest : public QObject {
       QCOMPARE(items->item(i)->isEnabled(), runs);
       if (!runs) QVERIFY(box->itemData(i, Qt::ToolTipRole).toString().contains("vectors"));
     }
+    // The settings a vector model does not read are off, with the reason; its own are on.
+    for (const char* key : {"top_k", "top_p", "cfg_schedule", "cfg_interval"}) {
+      auto* editor = child<QWidget>(*w, key);
+      QVERIFY2(!editor->isEnabled(), key);
+      QVERIFY(editor->toolTip().contains("vectors"));
+    }
+    QVERIFY(child<QWidget>(*w, "head_variance")->isEnabled());
+    QVERIFY(child<QWidget>(*w, "diffusion_steps")->isEnabled());
     selectMethod(*w, "cspd");
     QCOMPARE(runOnce(*w, "w1 w2"), QString("finished"));
     QCOMPARE(child<adtree::ui::ImageView>(*w, "imageView")->validCells(), 16);
@@ -163,6 +171,7 @@ class GuiTest : public QObject {
     auto w = openWindow(tiny_);
     QVERIFY(w);
     selectMethod(*w, "ar");
+    QVERIFY(!child<QWidget>(*w, "head_variance")->isEnabled());  // a VQ model's tokens are codes
     auto* app = dynamic_cast<adtree::ui::TimedApplication*>(QCoreApplication::instance());
     if (app) app->startTiming();
     QCOMPARE(runOnce(*w, "a red cat"), QString("finished"));

@@ -179,8 +179,16 @@ void SettingsPanel::updateEnabled() {
   const auto& m = r.method;
   std::map<CollapsibleSection*, bool> used;
   for (const auto& r : rows_) {
-    const bool reads = r.setting->read_by(m);
+    const bool kind_reads = r.setting->read_on(token_kind_);
+    const bool reads = r.setting->read_by(m) && kind_reads;
     r.editor->setEnabled(reads);
+    QString tip = tip_of(*r.setting);
+    if (!kind_reads) {
+      tip += token_kind_ == decode::TokenKind::Vectors
+                 ? tr("\n\nNot read by this model: its tokens are vectors.")
+                 : tr("\n\nNot read by this model: its tokens are VQ codes.");
+    }
+    r.editor->setToolTip(tip);
     used[r.section] = used[r.section] || reads;
   }
   for (const auto& [section, any] : used) {
@@ -214,9 +222,12 @@ void SettingsPanel::setModel(const decode::SamplingParams& defaultSampling, qint
 void SettingsPanel::setLoadedModel(const engine::ModelInfo& info) {
   const QString dirKey = QDir(QString::fromStdString(info.dir)).absolutePath();
   QSettings qs;
+  token_kind_ =
+      info.token_kind == "vectors" ? decode::TokenKind::Vectors : decode::TokenKind::Codes;
   setModel(info.default_sampling, info.codebook_size, info.grid_h * info.grid_w,
            qs.value("model/last").toString() != dirKey);
   qs.setValue("model/last", dirKey);
+  updateEnabled();
 }
 
 // The rows' upper ends from the model's codebook and image size (the table's model bounds).
@@ -245,7 +256,10 @@ decode::DecodeRequest SettingsPanel::request(decode::Method method, decode::Acce
   r.seed = seed;
   r.sampling = model_sampling_;
   r.method = hidden_;
-  for (const auto& row : rows_) row.setting->set(r, valueOf(row));
+  for (const auto& row : rows_) {
+    // A setting this model's tokens do not read keeps the model's default (checked: unchanged).
+    if (row.setting->read_on(token_kind_)) row.setting->set(r, valueOf(row));
+  }
   r.method.method = method;
   r.method.acceptance = is_tree(method) ? relax : decode::Acceptance::Lossless;
   return r;

@@ -91,6 +91,7 @@ class SettingsPanel : public QWidget {
   decode::Acceptance relax_{};             // Lossless
   decode::SamplingParams model_sampling_;  // model.json "sampling", what "Reset" returns to
   qint64 vocab_size_ = 0, image_tokens_ = 0;
+  decode::TokenKind token_kind_ = decode::TokenKind::Codes;  // the loaded model's
 };
 
 }  // namespace adtree::ui

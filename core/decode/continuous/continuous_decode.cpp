@@ -34,6 +34,7 @@ void check_continuous_request(const model::ContinuousBundle& m, const DecodeRequ
         "a continuous model guides every token with a constant CFG scale (--cfg-schedule "
         "constant, no --cfg-interval)");
   }
+  check_token_kind(s, TokenKind::Vectors);
   if (s.diffusion_steps > m.target->config().train_steps) {
     throw Error("--diffusion-steps " + std::to_string(s.diffusion_steps) + " is more than the " +
                 std::to_string(m.target->config().train_steps) + " steps the head was trained on");

@@ -212,4 +212,8 @@ struct DecodeRequest {
 void validate_settings(const MethodSettings& m, const SamplingParams& s, int64_t vocab_size,
                        int64_t image_tokens);
 
+// The sampling settings a model of this token kind does not read keep their defaults: a value it
+// would ignore (top-k for vectors, the head's variance for codes) is an error naming the flag.
+void check_token_kind(const SamplingParams& s, TokenKind kind);
+
 }  // namespace adtree::decode

@@ -110,6 +110,16 @@ Setting& Setting::soak(std::vector<SettingValue> values) {
   return *this;
 }
 
+Setting& Setting::only_on(TokenKind kind) {
+  any_tokens = false;
+  tokens = kind;
+  return *this;
+}
+
+bool Setting::read_on(TokenKind kind) const {
+  return any_tokens || tokens == kind;
+}
+
 bool Setting::read_by(const MethodSettings& m) const {
   if (!methods.empty() && std::find(methods.begin(), methods.end(), m.method) == methods.end())
     return false;

@@ -72,6 +72,8 @@ struct Setting {
   Setting& bool_words(std::string on, std::string off);  // Bool: its words on the command line
   Setting& names(std::vector<std::pair<std::string, double>> named);  // "auto" = 0
   Setting& reads(std::vector<Method> methods, Condition when = Condition::Always);
+  // Read only on models of this token kind (top-k on codes, the head's variance on vectors).
+  Setting& only_on(TokenKind kind);
   Setting& studio(std::string section_id, std::string row_label, double step = 1, int decimals = 0);
   Setting& studio_top(double hi);             // the form's upper end where the range has none
   Setting& studio_special(std::string text);  // the form's text for the lowest value
@@ -81,6 +83,7 @@ struct Setting {
 
   // ---- What the front ends ask of it.
   bool read_by(const MethodSettings& m) const;  // the chosen method (and rule) reads it
+  bool read_on(TokenKind kind) const;           // a model of this token kind reads it
   std::string readers_text() const;             // "adt", "dynamic, adt", "" for every method
   double upper(const ModelLimits& limits) const;
   // Text from a command line, a sweep list or a word: typed, not yet range-checked. Throws
@@ -111,6 +114,8 @@ struct Setting {
   std::vector<std::string> choices;  // Choice words; Bool: {on word, off word}
   std::vector<std::pair<std::string, double>> named;
   std::vector<Method> methods;  // empty: every method
+  bool any_tokens = true;       // false: only models of token kind `tokens` read it
+  TokenKind tokens = TokenKind::Codes;
   Condition condition = Condition::Always;
   std::string section, label, special, check_label;
   double step = 1, top = 0;

@@ -141,6 +141,7 @@ std::vector<Setting> sampling_entries() {
           .soak({1.0}),
       sampling_choice("cfg_schedule", &SamplingParams::cfg_schedule,
                       {CfgSchedule::Constant, CfgSchedule::Linear}, cfg_schedule_from_string)
+          .only_on(TokenKind::Codes)
           .cli("cfg-schedule", "WHEN")
           .help("how the guidance scale runs over the image: constant, or linear in the fraction "
                 "generated (1 + (s - 1) i / N at image token i of N, as MAR does: weak guidance "
@@ -149,6 +150,7 @@ std::vector<Setting> sampling_entries() {
           .sweep("cfg-schedules", "cfg-schedule")
           .soak({std::string("linear")}),
       sampling_field("cfg_interval", &SamplingParams::cfg_interval)
+          .only_on(TokenKind::Codes)
           .cli("cfg-interval", "N")
           .range(-1, kNoTop, Bound::ImageTokens)
           .help("guidance only for image tokens up to this index, then the prompt's logits alone "
@@ -167,6 +169,7 @@ std::vector<Setting> sampling_entries() {
           .sweep("temperatures", "T")
           .soak({0.0}),
       sampling_field("top_k", &SamplingParams::top_k)
+          .only_on(TokenKind::Codes)
           .cli("top-k", "K")
           .range(0, kNoTop, Bound::Vocab)
           .help("sample only among the K most likely tokens, ties with the K-th kept; 0 = the "
@@ -175,12 +178,14 @@ std::vector<Setting> sampling_entries() {
           .studio_special("all")
           .soak({int64_t(50)}),
       sampling_field("top_p", &SamplingParams::top_p)
+          .only_on(TokenKind::Codes)
           .cli("top-p", "P")
           .above(0, 1)
           .help("nucleus sampling: keep the most likely tokens until their probability mass "
                 "reaches P; 1 = off")
           .studio("sampling", "Top-p", 0.05, 2),
       sampling_field("diffusion_steps", &SamplingParams::diffusion_steps)
+          .only_on(TokenKind::Vectors)
           .cli("diffusion-steps", "K")
           .range(0, 1000)
           .help("continuous-token models: reverse steps of the diffusion head per token (fewer is "
@@ -189,6 +194,7 @@ std::vector<Setting> sampling_entries() {
           .studio_special("model's"),
       sampling_choice("head_variance", &SamplingParams::head_variance,
                       {HeadVariance::Learned, HeadVariance::Fixed}, head_variance_from_string)
+          .only_on(TokenKind::Vectors)
           .cli("head-variance", "V")
           .help("continuous-token models: each reverse step's spread, learned (the head's own) or "
                 "fixed (the posterior's beta~: the same for every model, which makes CSpD's "

@@ -56,6 +56,17 @@ void validate_settings(const MethodSettings& m, const SamplingParams& s, int64_t
   s.validate(vocab_size, image_tokens);
 }
 
+void check_token_kind(const SamplingParams& s, TokenKind kind) {
+  const DecodeRequest given{{}, s, 0, {}}, defaults{};
+  for (const auto& e : settings_table()) {
+    if (e.scope != Scope::Sampling || e.read_on(kind)) continue;
+    if (e.get(given) == e.get(defaults)) continue;
+    throw Error("--" + e.flag + " is read by models whose tokens are " +
+                (kind == TokenKind::Codes ? "vectors (the continuous family)" : "VQ codes") +
+                "; this model's tokens are " + (kind == TokenKind::Codes ? "VQ codes" : "vectors"));
+  }
+}
+
 MethodSettings MethodSettings::from_json(const nlohmann::json& j) {
   DecodeRequest r;
   try {
