@@ -418,3 +418,7 @@ run_fails("runs on continuous-token models" ${ADTREE} generate --model ${WORK}/m
           --prompt "a red cat" --method cspd --out ${WORK}/no.png)
 run_fails("--family must be llamagen or continuous" ${ADTREE} model random --family mar
           --out ${WORK}/no)
+run_fails("--head-variance is read by models whose tokens are vectors" ${ADTREE} generate
+          --model ${WORK}/model --prompt "a red cat" --head-variance fixed --out ${WORK}/no.png)
+run_ok(${ADTREE} generate --model ${WORK}/continuous --prompt "w1 w2" --method cspd
+       --head-variance fixed --cspd-inner-temperature 42 --out ${WORK}/cont-fixed.png --quiet)

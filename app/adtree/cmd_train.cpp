@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "decode/settings/setting.h"
 #include "io/dataset.h"
 #include "model/continuous/continuous_dir.h"
 #include "model/model_dir.h"
@@ -128,15 +129,24 @@ int train_fidelity(int argc, char** argv) {
       .option("tokens", "FILE",
               "continuous models: the training pictures' VAE tokens (a train continuous run's "
               "tokens.safetensors) for the token-space check");
-  // The fidelity sampler draws with CFG and temperature only: the two flags of the table.
+  // The fidelity sampler draws with CFG and temperature only: the two flags of the table; a
+  // continuous model's also with its head's and CSpD's settings.
   add_setting_option(a, "cfg_scale");
   add_setting_option(a, "temperature");
+  const std::vector<std::string> continuous_only = {
+      "diffusion_steps",    "head_variance",          "cspd.gamma",
+      "cspd.prefill_ratio", "cspd.inner_temperature", "cspd.max_tries"};
+  for (const auto& key : continuous_only) add_setting_option(a, key);
   if (!a.parse(argc - 1, argv + 1)) return 0;
   if (!a.given("out")) throw Error("give the output folder with --out DIR");
   const auto split = a.str("split");
   if (split != "train" && split != "validation") throw Error("--split must be train or validation");
   keep_allocations_on_heap();
   if (model::is_continuous_dir(model_dir_arg(a))) return continuous_fidelity_cmd(a);
+  for (const auto& key : continuous_only) {
+    const auto& s = decode::setting(key);
+    if (a.given(s.flag)) throw Error("--" + s.flag + " is for continuous-token models");
+  }
   const auto m = load_model(a);
   const auto data = load_data(a);
   train::FidelityOptions fo;
