@@ -65,8 +65,9 @@ ModelInfo describe_continuous(const model::ContinuousBundle& m, const std::strin
   info.has_drafter = m.has_draft();
   info.vocabulary_size = m.vocab.size();
   info.vocabulary = m.vocab.entries();
-  const auto r = decode::default_continuous_request(m, decode::Method::Ar);
+  const auto r = decode::default_continuous_request(m, decode::Method::Cspd);
   info.default_sampling = r.sampling;
+  info.default_cspd = r.method.cspd;
   const auto lic = m.manifest.value("license", nlohmann::json());
   info.license = lic.is_string() ? lic.get<std::string>() : std::string();
   return info;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "decode/sampling.h"
+#include "decode/settings/method.h"
 #include "decode/stats/stats.h"
 
 namespace adtree::engine {
@@ -50,6 +51,7 @@ struct ModelInfo {
   int64_t vocabulary_size = 0;              // words or classes the model knows
   std::vector<std::string> vocabulary;      // completion list: words, or class names and synonyms
   decode::SamplingParams default_sampling;  // model.json "sampling" (its author's choice)
+  decode::CspdSettings default_cspd;        // a continuous model's model.json "cspd"
   std::string license;                      // one line: weights / data licences
   // Approximate colour of every code (codebook_size x RGB), from VQ decodes of the codebook: lets a
   // front end paint each token the moment it is committed, before the next preview. Empty when the

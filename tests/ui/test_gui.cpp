@@ -149,6 +149,9 @@ class GuiTest : public QObject {
     }
     QVERIFY(child<QWidget>(*w, "head_variance")->isEnabled());
     QVERIFY(child<QWidget>(*w, "diffusion_steps")->isEnabled());
+    // Its CSpD defaults come from its model.json (inner temperature 2, gamma 3).
+    QCOMPARE(child<QDoubleSpinBox>(*w, "cspd.inner_temperature")->value(), 2.0);
+    QCOMPARE(child<QSpinBox>(*w, "cspd.gamma")->value(), 3);
     selectMethod(*w, "cspd");
     QCOMPARE(runOnce(*w, "w1 w2"), QString("finished"));
     QCOMPARE(child<adtree::ui::ImageView>(*w, "imageView")->validCells(), 16);
@@ -345,7 +348,7 @@ class GuiTest : public QObject {
       QVERIFY2(editor, s.key.c_str());
       ++rows;
       QVERIFY2(!editor->toolTip().isEmpty(), s.key.c_str());
-      QCOMPARE(editor->isEnabled(), s.read_by(m));
+      QCOMPARE(editor->isEnabled(), s.read_by(m) && s.read_on(adtree::decode::TokenKind::Codes));
       if (auto* spin = qobject_cast<QSpinBox*>(editor)) {
         QCOMPARE(double(spin->minimum()), s.lo);
         if (std::isfinite(s.upper(limits))) QCOMPARE(double(spin->maximum()), s.upper(limits));

@@ -224,9 +224,19 @@ void SettingsPanel::setLoadedModel(const engine::ModelInfo& info) {
   QSettings qs;
   token_kind_ =
       info.token_kind == "vectors" ? decode::TokenKind::Vectors : decode::TokenKind::Codes;
-  setModel(info.default_sampling, info.codebook_size, info.grid_h * info.grid_w,
-           qs.value("model/last").toString() != dirKey);
+  const bool fresh = qs.value("model/last").toString() != dirKey;
+  setModel(info.default_sampling, info.codebook_size, info.grid_h * info.grid_w, fresh);
   qs.setValue("model/last", dirKey);
+  if (fresh) {
+    // A continuous model's CSpD defaults (model.json "cspd": its author's inner temperature).
+    decode::DecodeRequest r;
+    r.method.cspd = info.default_cspd;
+    for (const auto& row : rows_) {
+      if (row.setting->group() != "cspd") continue;
+      const QSignalBlocker quiet(row.editor);
+      setValueOf(row, row.setting->get(r));
+    }
+  }
   updateEnabled();
 }
 

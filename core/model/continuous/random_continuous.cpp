@@ -61,16 +61,17 @@ void write_random_continuous_model(const std::string& dir, uint64_t seed) {
   std::vector<std::string> words;
   for (int i = 0; i < target.backbone.num_words; ++i) words.push_back("w" + std::to_string(i));
   Vocabulary(Vocabulary::Kind::Words, words).save((fs::path(dir) / "text.json").string());
-  const nlohmann::json m{{"format", "adtree-continuous"},
-                         {"family", "continuous"},
-                         {"name", "random continuous"},
-                         {"description", "random weights: draws noise"},
-                         {"vae", v.to_json()},
-                         {"target", target.to_json()},
-                         {"draft", draft.to_json()},
-                         {"sampling", {{"cfg", 2.0}, {"temperature", 1.0}}},
-                         {"cspd", {{"gamma", 3}, {"prefill_ratio", 0.1}}},
-                         {"provenance", {{"tool", "adtree model random"}}}};
+  const nlohmann::json m{
+      {"format", "adtree-continuous"},
+      {"family", "continuous"},
+      {"name", "random continuous"},
+      {"description", "random weights: draws noise"},
+      {"vae", v.to_json()},
+      {"target", target.to_json()},
+      {"draft", draft.to_json()},
+      {"sampling", {{"cfg", 2.0}, {"temperature", 1.0}}},
+      {"cspd", {{"gamma", 3}, {"prefill_ratio", 0.1}, {"inner_temperature", 2.0}}},
+      {"provenance", {{"tool", "adtree model random"}}}};
   std::ofstream((fs::path(dir) / "model.json").string()) << m.dump(2) << "\n";
 }
 

@@ -41,12 +41,14 @@ ContinuousRun load_part(const std::string& dir, bool snapshots) {
 }
 
 json run_summary(const ContinuousRun& r, const std::string& dir) {
-  return {{"run", fs::absolute(dir).string()},
-          {"snapshot_step", r.run.value("snapshot_step", int64_t(0))},
-          {"command", r.run.value("provenance", json::object()).value("command", "")},
-          {"steps", r.run.value("steps", 0)},
-          {"epochs", r.run.value("epochs", 0.0)},
-          {"metrics", r.run.value("metrics", json::object())}};
+  json j{{"run", fs::absolute(dir).string()},
+         {"command", r.run.value("provenance", json::object()).value("command", "")},
+         {"steps", r.run.value("steps", 0)},
+         {"epochs", r.run.value("epochs", 0.0)},
+         {"metrics", r.run.value("metrics", json::object())}};
+  // Only a run still training has a snapshot step: a finished one's record is its steps.
+  if (r.run.contains("snapshot_step")) j["snapshot_step"] = r.run.at("snapshot_step");
+  return j;
 }
 
 }  // namespace
