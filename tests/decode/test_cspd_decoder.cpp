@@ -5,6 +5,9 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <nlohmann/json.hpp>
+
 #include "decode/continuous/continuous_ar.h"
 #include "decode/continuous/continuous_stepper.h"
 #include "decode/continuous/cspd_decoder.h"
@@ -186,6 +189,33 @@ TEST(CspdDecoder, FixedVarianceMakesTheStdProductOne) {
     for (int k = 1; k < sch.sample_steps(); ++k) want += 4 * 0.5 * sch.posterior_log_variance(k);
     EXPECT_NEAR(ht.log_std_before_last[0].item<double>(), want, 1e-4);
   }
+}
+
+// Every judged draft records its log r and log S (the run file's "log_ratio" and "log_s"), so a
+// refusal can be read apart: with fixed variance log S is 0 and min(1, r) is the acceptance
+// probability; tokens no draft was judged for record none.
+TEST(CspdDecoder, JudgedDraftsRecordTheirLogRatioAndLogS) {
+  const auto target = cspd_random_model(3), draft = cspd_random_model(8);
+  auto s = cspd_settings(2.0);
+  s.fixed_variance = true;
+  s.inner_temperature = 20;
+  const auto r =
+      generate_cspd(target, draft, cspd_condition(target, true), cspd_condition(draft, true), s);
+  ASSERT_EQ(r.log_ratio.size(), r.origin.size());
+  int judged = 0;
+  for (size_t i = 0; i < r.origin.size(); ++i) {
+    const bool was_judged =
+        r.origin[i] == ContinuousOrigin::Accepted || r.origin[i] == ContinuousOrigin::Resampled;
+    EXPECT_EQ(std::isnan(r.log_ratio[i]), !was_judged) << i;
+    if (!was_judged) continue;
+    ++judged;
+    EXPECT_NEAR(r.log_s[i], 0.0, 1e-9);
+    EXPECT_NEAR(r.accept_prob[i], std::exp(std::min(0.0, r.log_ratio[i])), 1e-12);
+  }
+  EXPECT_GT(judged, 0);
+  const auto j = to_json(r);
+  EXPECT_EQ(j.at("log_ratio").size(), r.origin.size());
+  EXPECT_EQ(j.at("log_s").size(), r.origin.size());
 }
 
 }  // namespace

@@ -63,16 +63,23 @@ nlohmann::json to_json(const ContinuousResult& r, bool per_token) {
                      {"resample", t.resample}}}};
   if (per_token) {
     auto origin = nlohmann::json::array(), round = nlohmann::json::array(),
-         prob = nlohmann::json::array();
+         prob = nlohmann::json::array(), log_r = nlohmann::json::array(),
+         log_s = nlohmann::json::array();
+    const auto number = [](double v) {
+      return std::isnan(v) ? nlohmann::json() : nlohmann::json(v);
+    };
     for (size_t i = 0; i < r.origin.size(); ++i) {
       origin.push_back(to_string(r.origin[i]));
       round.push_back(r.round[i]);
-      prob.push_back(std::isnan(r.accept_prob[i]) ? nlohmann::json()
-                                                  : nlohmann::json(r.accept_prob[i]));
+      prob.push_back(number(r.accept_prob[i]));
+      log_r.push_back(number(i < r.log_ratio.size() ? r.log_ratio[i] : std::nan("")));
+      log_s.push_back(number(i < r.log_s.size() ? r.log_s[i] : std::nan("")));
     }
     j["origin"] = origin;
     j["round"] = round;
     j["accept_prob"] = prob;
+    j["log_ratio"] = log_r;
+    j["log_s"] = log_s;
   }
   return j;
 }

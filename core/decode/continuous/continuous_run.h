@@ -50,6 +50,10 @@ struct ContinuousResult {
   std::vector<ContinuousOrigin> origin;  // per token
   std::vector<int> round;                // per token: the round that emitted it (-1: pre-fill / AR)
   std::vector<double> accept_prob;       // per token: min(1, r) of its draft (NaN: not drafted)
+  // Per token, where a draft was judged (NaN elsewhere): log r, and log S, its part from the steps
+  // before the last (log r - log S is the last step's): where min(1, r) underflows to 0 they
+  // still say why (docs/cspd.md).
+  std::vector<double> log_ratio, log_s;
   int64_t rounds = 0, drafted = 0, accepted = 0, resampled = 0, exhausted = 0;
   ContinuousTiming timing;
   bool cancelled = false;
@@ -67,7 +71,8 @@ struct ContinuousResult {
 };
 
 // The record a run's statistics file and the bench keep: the counts, acceptance, tau, the time
-// split and, with `per_token`, every token's origin, round and acceptance probability.
+// split and, with `per_token`, every token's origin, round, acceptance probability, log r and
+// log S.
 nlohmann::json to_json(const ContinuousResult& r, bool per_token = true);
 std::string to_string(ContinuousOrigin o);
 

@@ -42,11 +42,15 @@ struct Cspd {
     if (from >= to) return at::empty({0, D}, at::kFloat);
     return at::cat(std::vector<at::Tensor>(out.begin() + from, out.begin() + to), 0);
   }
-  void emit(const at::Tensor& x, ContinuousOrigin o, int round, double p) {
+  // `log_r`, `log_s`: the judged draft's (NaN where none was judged).
+  void emit(const at::Tensor& x, ContinuousOrigin o, int round, double p,
+            double log_r = std::nan(""), double log_s = std::nan("")) {
     out.push_back(x.reshape({1, D}).to(at::kFloat));
     r.origin.push_back(o);
     r.round.push_back(round);
     r.accept_prob.push_back(p);
+    r.log_ratio.push_back(log_r);
+    r.log_s.push_back(log_s);
   }
 
   void prefill_token();
@@ -154,13 +158,13 @@ int64_t Cspd::judge(const Drafts& d, const model::HeadTrajectory& tp, int64_t g,
     cells.push_back(c);
     if (v.accepted) {
       ++r.accepted;
-      emit(d.x[a], ContinuousOrigin::Accepted, round_no, prob);
+      emit(d.x[a], ContinuousOrigin::Accepted, round_no, prob, v.log_ratio, log_s);
       continue;
     }
     ++r.resampled;
     r.exhausted += v.exhausted ? 1 : 0;
     emit(at::tensor(v.token, at::TensorOptions().dtype(at::kDouble)).to(at::kFloat),
-         ContinuousOrigin::Resampled, round_no, prob);
+         ContinuousOrigin::Resampled, round_no, prob, v.log_ratio, log_s);
     break;
   }
   return a;
