@@ -221,6 +221,13 @@ TEST(AssembleContinuous, DamagedDirectoriesAreClearErrors) {
   { std::ofstream(dir3 + "/model.json") << "{not json"; }
   EXPECT_NE(error_of([&] { adtree::model::load_continuous_dir(dir3); }).find("model.json"),
             std::string::npos);
+  // A sampling default the family does not know.
+  const auto dir4 = assembled("variance");
+  auto m = adtree::train::read_json_file(dir4 + "/model.json");
+  m["sampling"]["head_variance"] = "wide";
+  adtree::train::write_json_file(dir4 + "/model.json", m);
+  EXPECT_NE(error_of([&] { adtree::model::load_continuous_dir(dir4); }).find("head_variance"),
+            std::string::npos);
 }
 
 // The hybrid loss against the schedule's own reverse step (model/continuous/diffusion_schedule.h)

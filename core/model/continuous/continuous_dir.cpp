@@ -102,6 +102,7 @@ ContinuousBundle load_continuous_dir(const std::string& dir, bool load_draft) {
     throw Error(dir + "/text.json: " + std::to_string(b.vocab.size()) + " words, the model has " +
                 std::to_string(b.target->config().backbone.num_words));
   }
+  b.default_fixed_variance();  // a bad sampling default is an error when the model opens
   return b;
 }
 
