@@ -28,6 +28,17 @@ DiagGaussian cspd_last_density(const model::HeadTrajectory& h, int64_t i, double
 
 // The state of one CSpD decode: both steppers, the emitted tokens and the record.
 struct Cspd {
+  Cspd(const ContinuousSettings& settings, ContinuousStepper t, ContinuousStepper d, at::Tensor n,
+       int64_t positions, int64_t dim, const ContinuousCallback& callback)
+      : s(settings),
+        target(std::move(t)),
+        draft(std::move(d)),
+        noise(std::move(n)),
+        N(positions),
+        D(dim),
+        rng(settings.seed * 0x9E3779B97F4A7C15ULL + 0xC5D),
+        on_step(callback) {}
+
   const ContinuousSettings& s;
   ContinuousStepper target, draft;
   at::Tensor noise;  // [N, K + 1, D]
@@ -258,16 +269,7 @@ ContinuousResult generate_cspd(const model::ContinuousGpt& target,
   const double prefill_draft = ms_since(t);
   const int64_t N = tc.backbone.image_tokens(), D = tc.token_dim();
   auto noise = trajectory_noise(ss.seed, N, ss.diffusion_steps, D);
-  Cspd st{ss,
-          std::move(tgt),
-          std::move(drf),
-          noise,
-          N,
-          D,
-          Rng(ss.seed * 0x9E3779B97F4A7C15ULL + 0xC5D),
-          on_step,
-          {},
-          {}};
+  Cspd st(ss, std::move(tgt), std::move(drf), noise, N, D, on_step);
   st.r.stats.method = "cspd";
   st.r.stats.grids = CellGrids(tc.backbone.grid_h, tc.backbone.grid_w);
   st.r.timing.target_backbone += prefill_target;
