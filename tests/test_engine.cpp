@@ -625,7 +625,6 @@ TEST_F(EngineTest, AThrowingListenerDoesNotStopTheEngine) {
   EXPECT_TRUE(std::holds_alternative<JobFinished>(rec.of_job(id).back()));
 }
 
-}  // namespace
 
 TEST_F(EngineTest, SoakMixesMethodsCancelsSomeAndKeepsMemoryFlat) {
   // A short soak on a micro model (milliseconds per job): every method, cancellations, no
@@ -833,3 +832,5 @@ TEST_F(EngineTest, AContinuousModelRunsArAndCspdJobsWithTheSameEvents) {
   ASSERT_TRUE(rec.wait_terminal(back));
   EXPECT_TRUE(std::holds_alternative<JobFinished>(rec.of_job(back).back()));
 }
+
+}  // namespace

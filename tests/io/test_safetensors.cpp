@@ -758,7 +758,6 @@ TEST_F(SafetensorsTest, TruncationsAndHeaderCorruptionsNeverEscapeAsOtherErrors)
   EXPECT_GT(opened, 0);  // some corruptions (inside padding, metadata text) are harmless
 }
 
-}  // namespace
 
 // The in-memory reader (used by fuzz/fuzz_safetensors.cpp) runs the same validation as the file
 // reader: same tensors and metadata for a good file, the same error for a bad one.
@@ -836,3 +835,5 @@ TEST_F(SafetensorsTest, MappedTensorsAtUnalignedOffsetsAreCopied) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(m.at("b").data_ptr()) % alignof(float), 0u);
   EXPECT_THROW(adtree::io::map_safetensors(path("missing.safetensors")), adtree::Error);
 }
+
+}  // namespace

@@ -54,7 +54,6 @@ class ShardsTest : public ::testing::Test {
   fs::path dir_;
   std::map<std::string, at::Tensor> tensors_;
 };
-}  // namespace
 
 TEST_F(ShardsTest, RoundTripAcrossShardsOfAtMostTheLimit) {
   write_safetensors_set(base(), tensors_, 1000, {{"format", "adtree"}});
@@ -122,3 +121,5 @@ TEST_F(ShardsTest, InconsistentShardSetsAreClearErrors) {
   write_safetensors(base(), tensors_);
   EXPECT_NE(error().find("both exist"), std::string::npos) << error();
 }
+
+}  // namespace
