@@ -159,6 +159,9 @@ class GuiTest : public QObject {
     auto* maps = child<adtree::ui::HeatmapPanel>(*w, "heatmapPanel");
     QCOMPARE(maps->filledCells(RunState::AcceptLen), 16);
     QCOMPARE(maps->filledCells(RunState::Top1), 16);
+    // CSpD plans no tree: the planned-shape maps are hidden.
+    QVERIFY(!maps->findChild<QCustomPlot*>("heatmap" + QString::number(int(RunState::PlanDepth)))
+                 ->isVisibleTo(maps));
     QVERIFY(maps->findChild<QCustomPlot*>("heatmap" + QString::number(int(RunState::Top1)))
                 ->toolTip()
                 .contains("CSpD"));
@@ -175,6 +178,9 @@ class GuiTest : public QObject {
     QVERIFY(w);
     selectMethod(*w, "ar");
     QVERIFY(!child<QWidget>(*w, "head_variance")->isEnabled());  // a VQ model's tokens are codes
+    auto* vq_maps = child<adtree::ui::HeatmapPanel>(*w, "heatmapPanel");
+    QVERIFY(vq_maps->findChild<QCustomPlot*>("heatmap" + QString::number(int(RunState::PlanDepth)))
+                ->isVisibleTo(vq_maps));
     auto* app = dynamic_cast<adtree::ui::TimedApplication*>(QCoreApplication::instance());
     if (app) app->startTiming();
     QCOMPARE(runOnce(*w, "a red cat"), QString("finished"));

@@ -96,6 +96,8 @@ void HeatmapPanel::setVectorTokens(bool vectors) {
                    "temperature).\nHigh = the model is sure what comes next (flat regions); low = "
                    "many tokens are plausible (texture, edges), where drafts get rejected."));
   v.plot->replot();
+  // CSpD plans no tree: its planned-shape maps would stay empty.
+  for (auto m : {RunState::PlanDepth, RunState::PlanWidth}) maps_[m].plot->setVisible(!vectors);
 }
 
 void HeatmapPanel::setupMap(RunState::Map m, const QString& title, const QString& unit,
