@@ -625,7 +625,6 @@ TEST_F(EngineTest, AThrowingListenerDoesNotStopTheEngine) {
   EXPECT_TRUE(std::holds_alternative<JobFinished>(rec.of_job(id).back()));
 }
 
-
 TEST_F(EngineTest, SoakMixesMethodsCancelsSomeAndKeepsMemoryFlat) {
   // A short soak on a micro model (milliseconds per job): every method, cancellations, no
   // failure, a sample per 10 runs. (The 1000-run soak on the shipped model is `adtree soak`;

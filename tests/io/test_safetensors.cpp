@@ -758,7 +758,6 @@ TEST_F(SafetensorsTest, TruncationsAndHeaderCorruptionsNeverEscapeAsOtherErrors)
   EXPECT_GT(opened, 0);  // some corruptions (inside padding, metadata text) are harmless
 }
 
-
 // The in-memory reader (used by fuzz/fuzz_safetensors.cpp) runs the same validation as the file
 // reader: same tensors and metadata for a good file, the same error for a bad one.
 TEST_F(SafetensorsTest, MemoryReaderMatchesFileReader) {
