@@ -43,6 +43,7 @@
 #include "ui/panels/stall_meter.h"
 #include "ui/runs/presets.h"
 #include "ui/runs/run_record.h"
+#include "ui/views/distribution_view.h"
 #include "ui/views/image_view.h"
 #include "ui/window/engine_bridge.h"
 #include "ui/window/main_window.h"
@@ -159,6 +160,10 @@ class GuiTest : public QObject {
     auto* maps = child<adtree::ui::HeatmapPanel>(*w, "heatmapPanel");
     QCOMPARE(maps->filledCells(RunState::AcceptLen), 16);
     QCOMPARE(maps->filledCells(RunState::Top1), 16);
+    // A vector has no codebook distribution: the inspector says so rather than offer traces.
+    QVERIFY(child<adtree::ui::DistributionView>(*w, "distributionView")
+                ->headline()
+                .contains("vectors"));
     // CSpD plans no tree: the planned-shape maps are hidden.
     QVERIFY(!maps->findChild<QCustomPlot*>("heatmap" + QString::number(int(RunState::PlanDepth)))
                  ->isVisibleTo(maps));

@@ -151,10 +151,18 @@ void DistributionView::buildTable(QWidget* parent) {
          "node), with their draft and target probabilities."));
 }
 
+void DistributionView::setVectorTokens(bool vectors) {
+  vectors_ = vectors;
+  clear();
+}
+
 void DistributionView::clear() {
   headline_->setText(
-      tr("Click a cell of the image or of a map: the target's distribution there, "
-         "and what the draft offered, appear here."));
+      vectors_ ? tr("This model's tokens are vectors drawn by a diffusion head: there is no "
+                    "distribution over a codebook to show. The maps hold each drafted token's "
+                    "acceptance probability, depth and round.")
+               : tr("Click a cell of the image or of a map: the target's distribution there, "
+                    "and what the draft offered, appear here."));
   others_->data()->clear();
   committed_->data()->clear();
   cands_->data()->clear();
@@ -273,6 +281,7 @@ QString DistributionView::showCell(const RunState& rs, int cell) {
   clear();
   if (!rs.filled(cell))
     return tr("Cell (%1, %2) is not generated yet.").arg(cell / rs.gridW()).arg(cell % rs.gridW());
+  if (vectors_) return tr("A vector token has no codebook distribution to show.");
   return tr(
       "This run has no step traces (Run ▸ Record Step Traces), so the distribution at a "
       "cell was not kept.");

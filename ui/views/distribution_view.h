@@ -32,6 +32,9 @@ class DistributionView : public QWidget {
   // Cell `cell` of a run: its distribution, or (cleared) the reason there is none to show, which
   // the caller says in the status line; an empty string when it is shown.
   QString showCell(const RunState& run, int cell);
+  // A continuous model's token is a vector: no codebook distribution exists to show, and the
+  // headline and showCell say so instead.
+  void setVectorTokens(bool vectors);
 
   // For tests: bars drawn (the top-N), candidate table rows, the y axis mode and the headline.
   int barCount() const;
@@ -43,6 +46,7 @@ class DistributionView : public QWidget {
 
  private:
   // The constructor's steps, in creation order (the focus chain follows it).
+  bool vectors_ = false;
   QLabel* buildHeadline();
   QCustomPlot* buildPlot(QWidget* parent);
   void addSeries();

@@ -246,6 +246,7 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
   bar_->setModel(info);
   view_->image()->setTokenColors(info.token_colors);
   view_->heatmaps()->setVectorTokens(info.token_kind == "vectors");
+  docks_.inspector->setVectorTokens(info.token_kind == "vectors");
   docks_.settings->setLoadedModel(info);
   const QString dir = QString::fromStdString(info.dir);
   model_status_->show(info);
