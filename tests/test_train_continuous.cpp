@@ -322,6 +322,16 @@ TEST(ContinuousFidelity, ScoresBothMethodsAndMeasuresTheirDistance) {
   }
   EXPECT_TRUE(sd.metrics.contains("acceptance"));
   EXPECT_EQ(sd.images.sizes(), ar.images.sizes());
+  // The sheets' partner of each picture is its nearest training picture in pixels.
+  ASSERT_EQ(ar.nearest.sizes(), ar.images.sizes());
+  const auto train = d.images.index_select(
+      0, at::tensor(d.indices(adtree::io::Split::Train), at::TensorOptions().dtype(at::kLong)));
+  for (int64_t i = 0; i < ar.images.size(0); ++i) {
+    const auto img = ar.images[i].to(at::kDouble);
+    const auto all = (train.to(at::kDouble) - img).pow(2).sum({1, 2, 3});
+    const double to_nearest = (ar.nearest[i].to(at::kDouble) - img).pow(2).sum().item<double>();
+    EXPECT_EQ(to_nearest, all.min().item<double>()) << "prompt " << i;
+  }
   const auto same = tr::picture_distance(ar.images, ar.images);
   EXPECT_EQ(same["mean_abs_pixel"].get<double>(), 0.0);
   EXPECT_EQ(same["identical_share"].get<double>(), 1.0);

@@ -2,7 +2,6 @@
 // Each stage writes a run folder (checkpoint, metrics.jsonl, run.json, weights); assemble turns
 // finished runs into a model directory.
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -25,7 +24,6 @@
 #include "util/error.h"
 #include "util/threads.h"
 #ifdef ADTREE_HAVE_IMAGING
-#include "imaging/captioned_grid.h"
 #include "imaging/emoji_dataset.h"
 #include "imaging/image_io.h"
 #endif
@@ -92,25 +90,6 @@ int train_assemble(int argc, char** argv) {
   return 0;
 }
 
-// fidelity.json, prompts.txt (each prompt at its row and column of the sheets) and, with imaging,
-// samples.png and captioned.png into `out`.
-void write_fidelity(const train::FidelityResult& r, const std::string& out) {
-  fs::create_directories(out);
-  train::write_json_file(out + "/fidelity.json", r.metrics);
-  std::ofstream prompts(out + "/prompts.txt");
-  for (size_t i = 0; i < r.prompts.size(); ++i) {
-    prompts << i / 4 + 1 << "," << (i % 4) * 2 + 1 << ": " << r.prompts[i] << "\n";
-  }
-#ifdef ADTREE_HAVE_IMAGING
-  // Generated picture, then the nearest training picture (pixels), four pairs per row.
-  const auto pairs =
-      at::stack({r.images, r.nearest}, 1).reshape({-1, r.images.size(1), r.images.size(2), 3});
-  imaging::write_image(out + "/samples.png", imaging::image_grid(pairs, 8, 2, 4));
-  // The generated pictures alone with their prompts written under them (the docs' sample grid).
-  imaging::write_image(out + "/captioned.png", imaging::captioned_grid(r.images, r.prompts, 8, 2));
-#endif
-}
-
 // adtree train fidelity: prompt fidelity of a model.
 int train_fidelity(int argc, char** argv) {
   Args a("train fidelity",
@@ -118,7 +97,10 @@ int train_fidelity(int argc, char** argv) {
          "(pixels, VQ codes) carries the prompt (top-1, top-5).");
   add_model_options(a);
   a.option("data", "FILE", "the dataset the model was trained on")
-      .option("out", "DIR", "folder for fidelity.json, samples.png, prompts.txt")
+      .option("out", "DIR",
+              "folder for fidelity.json, prompts.txt, samples.png (each picture beside its "
+              "nearest training picture) and captioned.png (a continuous model's: one pair of "
+              "sheets per method, named after it)")
       .option("prompts", "N", "number of distinct prompts", "48")
       .option("split", "NAME", "train (seen prompts) or validation (unseen)", "train")
       .option("seed", "S", "seed of prompt choice and sampling", "0")
@@ -157,7 +139,9 @@ int train_fidelity(int argc, char** argv) {
   fo.seed = uint64_t(a.integer("seed"));
   fo.split = split;
   const auto r = train::prompt_fidelity(m, data, fo, &std::cout);
-  write_fidelity(r, a.str("out"));
+  fs::create_directories(a.str("out"));
+  train::write_json_file(a.str("out") + "/fidelity.json", r.metrics);
+  write_fidelity_sheets(r.images, r.nearest, r.prompts, a.str("out"), "");
   std::cout << r.metrics.dump(2) << "\nwrote " << a.str("out") << "\n";
   return 0;
 }

@@ -100,6 +100,7 @@ int continuous_fidelity_cmd(const Args& a) {
     const auto f = train::continuous_fidelity(m, data, fo, r, tokens, &std::cout);
     all[name] = f.metrics;
     pictures[name] = f.images;
+    write_fidelity_sheets(f.images, f.nearest, f.prompts, out, name + "-");
   }
   if (pictures.count("ar") && pictures.count("cspd")) {
     all["cspd_vs_ar"] = train::picture_distance(pictures["ar"], pictures["cspd"]);

@@ -5,6 +5,7 @@
 #endif
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,11 @@
 #include "train/mixed_precision.h"
 #include "util/error.h"
 #include "util/threads.h"
+#ifdef ADTREE_HAVE_IMAGING
+#include "imaging/captioned_grid.h"
+#include "imaging/emoji_dataset.h"
+#include "imaging/image_io.h"
+#endif
 
 namespace adtree::cli {
 
@@ -114,6 +120,25 @@ void print_result(const std::string& stage, const train::TrainResult& r, const s
   }
   std::cout << stage << ": finished " << r.last_step << " steps; metrics:\n"
             << r.metrics.dump(2) << "\nwrote " << fs::absolute(out).string() << "\n";
+}
+
+void write_fidelity_sheets(const at::Tensor& images, const at::Tensor& nearest,
+                           const std::vector<std::string>& prompts, const std::string& out,
+                           const std::string& prefix) {
+  std::filesystem::create_directories(out);
+  std::ofstream list(out + "/prompts.txt");  // the same prompts for every method
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    list << i / 4 + 1 << "," << (i % 4) * 2 + 1 << ": " << prompts[i] << "\n";
+  }
+#ifdef ADTREE_HAVE_IMAGING
+  const auto pairs =
+      at::stack({images, nearest}, 1).reshape({-1, images.size(1), images.size(2), 3});
+  imaging::write_image(out + "/" + prefix + "samples.png", imaging::image_grid(pairs, 8, 2, 4));
+  imaging::write_image(out + "/" + prefix + "captioned.png",
+                       imaging::captioned_grid(images, prompts, 8, 2));
+#else
+  (void)images, (void)nearest;
+#endif
 }
 
 }  // namespace adtree::cli

@@ -71,6 +71,7 @@ ContinuousFidelity continuous_fidelity(const model::ContinuousBundle& m, const i
   }
   r.images = at::cat(images, 0);
   auto train_idx = at::tensor(train_rows, at::TensorOptions().dtype(at::kLong));
+  at::Tensor nearest;  // each prompt's nearest training picture in pixels, an index into train_rows
   r.metrics = {{"prompts", P},
                {"split", o.split},
                {"method", decode::to_string(request.method.method)},
@@ -80,7 +81,8 @@ ContinuousFidelity continuous_fidelity(const model::ContinuousBundle& m, const i
                {"training_pictures", int64_t(train_rows.size())},
                {"emoji_chance_top1", emoji_chance(data, train_rows, p.emoji)},
                {"pixel", score_nearest(pixel_distances(r.images, data, train_idx), data, train_rows,
-                                       p, nullptr)}};
+                                       p, &nearest)}};
+  r.nearest = data.images.index_select(0, train_idx.index_select(0, nearest));
   if (drafted > 0) r.metrics["acceptance"] = accepted / drafted;
   if (train_tokens.defined()) {  // token space: squared L2 over every token's numbers
     const auto gen = at::cat(tokens, 0).reshape({P, -1}).to(at::kFloat);

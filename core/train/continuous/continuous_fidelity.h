@@ -22,7 +22,8 @@ namespace adtree::train {
 struct ContinuousFidelity {
   nlohmann::json metrics;
   std::vector<std::string> prompts;
-  at::Tensor images;  // uint8 [P, H, W, 3]
+  at::Tensor images;   // uint8 [P, H, W, 3]
+  at::Tensor nearest;  // uint8 [P, H, W, 3]: each picture's nearest training picture in pixels
 };
 
 // `train_tokens` [rows of the dataset, N, D]: the VAE's tokens of every dataset row (a `train
