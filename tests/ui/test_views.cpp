@@ -20,6 +20,7 @@
 #include "decode/stats/trace.h"
 #include "ui/panels/heatmap_panel.h"
 #include "ui/panels/histogram_panel.h"
+#include "ui/runs/run_record.h"
 #include "ui/views/distribution_view.h"
 #include "ui/views/qcp.h"
 #include "ui/views/tree_view.h"
@@ -495,6 +496,40 @@ class ViewsTest : public QObject {
     QCOMPARE(h.lengthShares().value(2), 1.0);
     QCOMPARE(h.rankShares().value(2), 1.0);
     h.removeRun(3);
+  }
+
+  // A CSpD run's (b): per draft position, the share of rounds reaching it in which its draft
+  // stood. The test stops at the first refusal, so a position after one is not reached.
+  void histogramOfCspdRoundsIsAcceptanceByPosition() {
+    auto stats = std::make_shared<adtree::decode::RunStats>();
+    const std::vector<std::pair<int, int>> rounds = {{4, 4}, {4, 1}, {4, 0}, {2, 2}};
+    for (const auto& [drafted, stood] : rounds) {
+      adtree::decode::StepRecord st;
+      st.method = "cspd";
+      st.drafted = drafted;
+      st.accepted_head = stood;
+      st.committed = stood + 1;
+      stats->steps.push_back(st);
+    }
+    adtree::ui::RunRecord r;
+    r.stats = stats;
+    const HistogramRun hr = adtree::ui::histogramOf(r);
+    QCOMPARE(hr.reached, QVector<int>({4, 3, 1, 1}));
+    QCOMPARE(hr.stood, QVector<int>({3, 2, 1, 1}));
+    QVERIFY(hr.acceptedRanks.isEmpty());
+
+    HistogramPanel h;
+    h.setRun(1, hr);
+    QVERIFY2(h.rankTitle().contains("draft position"), qPrintable(h.rankTitle()));
+    const auto shares = h.rankShares();
+    QCOMPARE(shares.keys(), QList<int>({1, 2, 3, 4}));
+    QCOMPARE(shares.value(1), 3.0 / 4);
+    QCOMPARE(shares.value(2), 2.0 / 3);
+    QVERIFY2(h.summary().contains("7 of 9 judged drafts stood"), qPrintable(h.summary()));
+    // A tree run shown next restores the ranks chart.
+    h.setRun(2, {"ADT-Tree", {1, 2, 3}, {0, 1, 0}});
+    QVERIFY2(h.rankTitle().contains("Top-k"), qPrintable(h.rankTitle()));
+    QCOMPARE(h.rankShares().value(1), 2.0 / 3);
   }
 
   void histogramSwitchReplaceRemove() {

@@ -15,7 +15,19 @@ namespace adtree::ui {
 HistogramRun histogramOf(const RunRecord& r) {
   HistogramRun h;
   h.label = QStringLiteral("#%1 %2 · %3").arg(r.id).arg(r.label, r.prompt.left(24));
-  for (const auto& st : r.stats->steps) h.acceptLengths.push_back(int(st.committed));
+  for (const auto& st : r.stats->steps) {
+    h.acceptLengths.push_back(int(st.committed));
+    if (st.method != "cspd") continue;
+    // The round's test runs in draft order and stops at the first refusal: position i is reached
+    // when the i drafts before it stood.
+    const int drafted = int(st.drafted), stood = int(st.accepted_head);
+    if (h.reached.size() < drafted) h.reached.resize(drafted), h.stood.resize(drafted);
+    for (int i = 0; i < drafted && i <= stood; ++i) {
+      ++h.reached[i];
+      if (i < stood) ++h.stood[i];
+    }
+  }
+  if (!h.reached.isEmpty()) return h;  // CSpD's drafts have no rank
   for (size_t c = 0; c < r.tokens.size(); ++c) {
     const auto& cs = r.stats->grids.at(int64_t(c));
     if (cs.depth > 0) h.acceptedRanks.push_back(cs.rank);
@@ -52,6 +64,14 @@ void setBars(QCPBars* bars, const QMap<int, double>& shares) {
   plot->xAxis->setRange(0.4, (keys.isEmpty() ? 1.0 : std::max(2.0, keys.back())) + 0.6);
   plot->yAxis->setRange(0, std::min(1.0, top * 1.15) + 0.02);
   plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+// CSpD: the share of reached rounds in which each position's draft stood (1-based positions).
+QMap<int, double> positionShares(const HistogramRun& r) {
+  QMap<int, double> out;
+  for (int i = 0; i < r.reached.size(); ++i)
+    if (r.reached[i] > 0) out[i + 1] = double(r.stood[i]) / double(r.reached[i]);
+  return out;
 }
 
 QMap<int, double> sharesDrawn(const QCPBars* bars) {
@@ -91,6 +111,7 @@ HistogramPanel::HistogramPanel(QWidget* parent) : QWidget(parent) {
       tr("share of accepted tokens"),
       tr("Where the accepted draft tokens sat in the draft's own ranking at their level.\n"
          "Mass beyond rank 1 is what a wider tree buys: a chain (k = 1) would have missed it."));
+  ranks_title_ = qobject_cast<QCPTextElement*>(ranks_plot_->plotLayout()->element(0, 0));
   row->addWidget(lengths_plot_, 1);
   row->addWidget(ranks_plot_, 1);
   col->addLayout(row, 1);
@@ -177,45 +198,72 @@ void HistogramPanel::showCurrent() {
   const int id = currentRun();
   const auto it = runs_.constFind(id);
   if (it == runs_.cend()) {
+    setRanksMode(false);
     setBars(lengths_, {});
     setBars(ranks_, {});
     summary_->setText(tr("No run to show."));
   } else {
     const HistogramRun& r = *it;
+    setRanksMode(!r.reached.isEmpty());
     setBars(lengths_, sharesOf(r.acceptLengths, 0));
-    const QMap<int, double> ranks = sharesOf(r.acceptedRanks, 1);
-    setBars(ranks_, ranks);
-    const QString name = box_->currentText();
-    long long steps = 0, tokens = 0;
-    for (int v : r.acceptLengths) {
-      if (v < 0) continue;
-      ++steps;
-      tokens += v;
-    }
-    long long accepted = 0;
-    for (int v : r.acceptedRanks) accepted += v >= 0 ? 1 : 0;
-    QString text;
-    if (steps == 0) {
-      text = tr("%1: no steps.").arg(name);
-    } else {
-      text = tr("%1: %2 steps, mean acceptance length %3 tokens/step")
-                 .arg(name)
-                 .arg(steps)
-                 .arg(double(tokens) / double(steps), 0, 'f', 2);
-    }
-    if (accepted == 0) {
-      text += tr("; no draft token accepted.");
-    } else {
-      text += tr("; %1 accepted draft tokens, %2% of them the draft's top-1 candidate.")
-                  .arg(accepted)
-                  .arg(100.0 * ranks.value(1, 0.0), 0, 'f', 1);
-    }
-    summary_->setText(text);
+    const QMap<int, double> bars =
+        r.reached.isEmpty() ? sharesOf(r.acceptedRanks, 1) : positionShares(r);
+    setBars(ranks_, bars);
+    summary_->setText(summaryOf(r, bars));
   }
   if (id != shown_id_) {
     shown_id_ = id;
     Q_EMIT currentRunChanged(id);
   }
+}
+
+void HistogramPanel::setRanksMode(bool positions) {
+  if (positions) {
+    ranks_title_->setText(tr("(b) Acceptance by draft position"));
+    ranks_plot_->xAxis->setLabel(tr("draft position in the round"));
+    ranks_plot_->yAxis->setLabel(tr("share of drafts that stood"));
+    ranks_plot_->setToolTip(
+        tr("CSpD: of the rounds whose acceptance test reached a draft position, the share in "
+           "which\nthat position's draft stood. The test stops at the first refusal, so later "
+           "positions are reached less often."));
+  } else {
+    ranks_title_->setText(tr("(b) Top-k location of accepted tokens"));
+    ranks_plot_->xAxis->setLabel(tr("draft rank (1 = top-1 candidate)"));
+    ranks_plot_->yAxis->setLabel(tr("share of accepted tokens"));
+    ranks_plot_->setToolTip(
+        tr("Where the accepted draft tokens sat in the draft's own ranking at their level.\n"
+           "Mass beyond rank 1 is what a wider tree buys: a chain (k = 1) would have missed it."));
+  }
+}
+
+QString HistogramPanel::summaryOf(const HistogramRun& r, const QMap<int, double>& bars) const {
+  const QString name = box_->currentText();
+  long long steps = 0, tokens = 0;
+  for (int v : r.acceptLengths) {
+    if (v < 0) continue;
+    ++steps;
+    tokens += v;
+  }
+  QString text = steps == 0 ? tr("%1: no steps.").arg(name)
+                            : tr("%1: %2 steps, mean acceptance length %3 tokens/step")
+                                  .arg(name)
+                                  .arg(steps)
+                                  .arg(double(tokens) / double(steps), 0, 'f', 2);
+  if (!r.reached.isEmpty()) {
+    long long judged = 0, stood = 0;
+    for (int i = 0; i < r.reached.size(); ++i) judged += r.reached[i], stood += r.stood[i];
+    return text + tr("; %1 of %2 judged drafts stood (%3%), %4% at the first position.")
+                      .arg(stood)
+                      .arg(judged)
+                      .arg(100.0 * double(stood) / double(std::max(1LL, judged)), 0, 'f', 1)
+                      .arg(100.0 * bars.value(1, 0.0), 0, 'f', 1);
+  }
+  long long accepted = 0;
+  for (int v : r.acceptedRanks) accepted += v >= 0 ? 1 : 0;
+  if (accepted == 0) return text + tr("; no draft token accepted.");
+  return text + tr("; %1 accepted draft tokens, %2% of them the draft's top-1 candidate.")
+                    .arg(accepted)
+                    .arg(100.0 * bars.value(1, 0.0), 0, 'f', 1);
 }
 
 int HistogramPanel::lengthBars() const {
@@ -229,6 +277,9 @@ QMap<int, double> HistogramPanel::lengthShares() const {
 }
 QMap<int, double> HistogramPanel::rankShares() const {
   return sharesDrawn(ranks_);
+}
+QString HistogramPanel::rankTitle() const {
+  return ranks_title_->text();
 }
 QString HistogramPanel::summary() const {
   return summary_->text();

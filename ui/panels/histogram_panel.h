@@ -1,7 +1,10 @@
 // HistogramPanel: the paper's Figure 3 for one run at a time: (a) how many tokens each step
 // committed, as a share of steps, and (b) where in the draft's ranking the accepted draft tokens
-// sat (1 = the draft's top-1 candidate), as a share of accepted tokens. Runs (one per method, say)
-// are kept side by side and picked in a combo box, so methods can be compared on one screen.
+// sat (1 = the draft's top-1 candidate), as a share of accepted tokens. A CSpD run (vector tokens:
+// a chain of drafts with no ranking) shows instead (b) the acceptance at each draft position: of
+// the rounds whose test reached the position, the share in which its draft stood (the per-position
+// acceptance of the CSpD paper). Runs (one per method, say) are kept side by side and picked in a
+// combo box, so methods can be compared on one screen.
 #pragma once
 #include <QMap>
 #include <QString>
@@ -11,6 +14,7 @@
 class QComboBox;
 class QCustomPlot;
 class QCPBars;
+class QCPTextElement;
 class QLabel;
 
 namespace adtree::ui {
@@ -19,6 +23,9 @@ struct HistogramRun {
   QString label;               // shown in the combo box and the summary
   QVector<int> acceptLengths;  // tokens committed per step (accepted drafts + 1)
   QVector<int> acceptedRanks;  // 0-based draft rank of each accepted draft token
+  // CSpD: per draft position (index 0 = the round's first draft), the rounds whose test reached
+  // it and those in which its draft stood. Empty for the tree and Jacobi methods.
+  QVector<int> reached{}, stood{};
 };
 
 struct RunRecord;
@@ -45,7 +52,8 @@ class HistogramPanel : public QWidget {
   int lengthBars() const;
   int rankBars() const;
   QMap<int, double> lengthShares() const;
-  QMap<int, double> rankShares() const;
+  QMap<int, double> rankShares() const;  // (b)'s bars: ranks' shares, or CSpD's per position
+  QString rankTitle() const;             // (b)'s title
   QString summary() const;
 
  Q_SIGNALS:
@@ -55,6 +63,9 @@ class HistogramPanel : public QWidget {
   QCustomPlot* makePlot(const QString& title, const QString& xLabel, const QString& yLabel,
                         const QString& help);
   void showCurrent();
+  // (b) as the ranks of a tree's accepted drafts, or as CSpD's acceptance per draft position.
+  void setRanksMode(bool positions);
+  QString summaryOf(const HistogramRun& r, const QMap<int, double>& bars) const;
 
   QComboBox* box_ = nullptr;
   QLabel* summary_ = nullptr;
@@ -62,6 +73,7 @@ class HistogramPanel : public QWidget {
   QCustomPlot* ranks_plot_ = nullptr;
   QCPBars* lengths_ = nullptr;
   QCPBars* ranks_ = nullptr;
+  QCPTextElement* ranks_title_ = nullptr;
   QMap<int, HistogramRun> runs_;
   int shown_id_ = -1;  // what the charts show: currentRunChanged fires when it changes
 };
