@@ -60,12 +60,14 @@ const Runs& runs() {
   return r;
 }
 
-std::string assembled(const std::string& name, bool with_draft = true) {
+std::string assembled(const std::string& name, bool with_draft = true,
+                      const nlohmann::json& card = nlohmann::json::object()) {
   tr::ContinuousAssembleOptions o;
   o.vae_dir = runs().vae;
   o.target_dir = runs().target;
   if (with_draft) o.draft_dir = runs().draft;
   o.out = temp_dir(name);
+  o.card = card;
   tr::assemble_continuous(o);
   return o.out;
 }
@@ -194,6 +196,28 @@ TEST(AssembleContinuous, RequestsThisFamilyCannotRunAreRefusedByName) {
   EXPECT_NE(error_of([&] {
               adtree::decode::run_continuous(no_draft, ok, req(adtree::decode::Method::Cspd));
             }).find("draft"),
+            std::string::npos);
+}
+
+// The card chooses the shipped defaults (what docs/cspd.md measured); the loader checks them, so a
+// bad choice fails the assembly rather than the user's first run.
+TEST(AssembleContinuous, TheCardSetsTheSamplingAndCspdDefaults) {
+  const nlohmann::json card = {{"sampling", {{"head_variance", "fixed"}, {"cfg", 2.5}}},
+                               {"cspd", {{"inner_temperature", 50.0}, {"gamma", 2}}},
+                               {"license", {{"weights", "CC-BY-4.0"}}}};
+  const auto m = adtree::model::load_continuous_dir(assembled("card", true, card));
+  EXPECT_TRUE(m.default_fixed_variance());
+  EXPECT_EQ(m.default_cfg(), 2.5);
+  EXPECT_EQ(m.default_temperature(), 1.0);  // the assembler's default stands where not set
+  EXPECT_EQ(m.default_inner_temperature(), 50.0);
+  EXPECT_EQ(m.manifest["cspd"]["gamma"].get<int>(), 2);
+  EXPECT_EQ(m.manifest["cspd"]["prefill_ratio"].get<double>(), 0.05);
+  EXPECT_EQ(m.manifest["license"]["weights"], "CC-BY-4.0");
+  EXPECT_NE(error_of([&] { assembled("bad-card", true, {{"cspd", 3}}); }).find("\"cspd\""),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              assembled("bad-default", true, {{"sampling", {{"head_variance", "wide"}}}});
+            }).find("head_variance"),
             std::string::npos);
 }
 

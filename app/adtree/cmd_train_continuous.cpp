@@ -49,7 +49,9 @@ int assemble(int argc, char** argv) {
       .option("out", "DIR", "the model directory to write")
       .option("name", "NAME", "the model's name", "emoji-continuous")
       .option("description", "TEXT", "one sentence for the model card")
-      .option("card", "FILE", "JSON object of extra model.json fields (license, data)")
+      .option("card", "FILE",
+              "JSON object of extra model.json fields (license, data; \"sampling\" and \"cspd\" "
+              "override the defaults)")
       .option("dtype", "TYPE", "storage: fp16, bf16 or fp32", "fp16")
       .flag("snapshot",
             "take an unfinished target or draft run's latest checkpoint (to measure a long run "

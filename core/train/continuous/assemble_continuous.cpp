@@ -51,6 +51,13 @@ json run_summary(const ContinuousRun& r, const std::string& dir) {
   return j;
 }
 
+// The card's object `key` (empty when it has none).
+json card_object(const json& card, const std::string& key) {
+  const json v = card.value(key, json::object());
+  require(v.is_object(), "assemble-continuous", "the card's \"" + key + "\" must be an object");
+  return v;
+}
+
 }  // namespace
 
 json assemble_continuous(const ContinuousAssembleOptions& o) {
@@ -71,9 +78,13 @@ json assemble_continuous(const ContinuousAssembleOptions& o) {
   m["vae"] = vae.config().to_json();
   m["target"] = target.config.to_json();
   m["dtype"] = o.dtype;
+  // The card may choose the shipped defaults (a measured choice, e.g. fixed variance and an inner
+  // temperature); the loader below checks every value.
   m["sampling"] = {
       {"cfg", 3.0}, {"temperature", 1.0}, {"diffusion_steps", target.config.sample_steps}};
+  m["sampling"].update(card_object(o.card, "sampling"));
   m["cspd"] = {{"gamma", 4}, {"prefill_ratio", 0.05}};
+  m["cspd"].update(card_object(o.card, "cspd"));
   m["provenance"] = {{"vae",
                       {{"run", fs::absolute(o.vae_dir).string()},
                        {"metrics", vae_run.value("metrics", json::object())}}},

@@ -14,7 +14,8 @@ struct ContinuousAssembleOptions {
   std::string name = "emoji-continuous";
   std::string description;
   std::string dtype = "fp16";                      // "fp16", "bf16" or "fp32"
-  nlohmann::json card = nlohmann::json::object();  // extra model.json fields (license, data)
+  // Extra model.json fields (license, data); its "sampling" and "cspd" override the defaults.
+  nlohmann::json card = nlohmann::json::object();
   // Unfinished target / draft runs give their latest checkpoint (load_continuous_snapshot); the
   // step goes into the provenance. For measuring long runs early; never for a shipped model.
   bool snapshots = false;
