@@ -213,7 +213,9 @@ TEST(AssembleContinuous, TheCardSetsTheSamplingAndCspdDefaults) {
   EXPECT_EQ(m.manifest["cspd"]["gamma"].get<int>(), 2);
   EXPECT_EQ(m.manifest["cspd"]["prefill_ratio"].get<double>(), 0.05);
   EXPECT_EQ(m.manifest["license"]["weights"], "CC-BY-4.0");
-  EXPECT_NE(error_of([&] { assembled("bad-card", true, {{"cspd", 3}}); }).find("\"cspd\""),
+  EXPECT_NE(error_of([&] {
+              assembled("bad-card", true, {{"cspd", 3}});
+            }).find("\"cspd\""),
             std::string::npos);
   EXPECT_NE(error_of([&] {
               assembled("bad-default", true, {{"sampling", {{"head_variance", "wide"}}}});

@@ -1,5 +1,6 @@
 #include "util/resource_paths.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -43,6 +44,22 @@ std::string find_shipped_model(const std::string& name) {
     if (fs::exists(fs::path(dir) / "model.json", ec)) return dir;
   }
   return "";
+}
+
+std::vector<std::string> shipped_models() {
+  std::vector<std::string> out;
+  for (const auto& candidate : shipped_model_candidates("")) {
+    std::error_code ec;
+    const fs::path root = fs::path(candidate).parent_path();  // ".../models/" -> ".../models"
+    if (!fs::is_directory(root, ec)) continue;
+    for (const auto& e : fs::directory_iterator(root, ec)) {
+      if (e.is_directory(ec) && fs::exists(e.path() / "model.json", ec))
+        out.push_back(e.path().string());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  return out;
 }
 
 std::string find_data_file(const std::string& relative) {

@@ -18,6 +18,10 @@ std::vector<std::string> shipped_model_candidates(const std::string& name = "emo
 // The first candidate holding a model.json, or "" when no shipped model is installed.
 std::string find_shipped_model(const std::string& name = "emoji");
 
+// Every shipped model directory (one holding a model.json) in the first candidate models folder
+// that exists, sorted by name; empty when none is installed.
+std::vector<std::string> shipped_models();
+
 // The program's cache folder (XDG base directories): $XDG_CACHE_HOME/adtree-studio, else
 // ~/.cache/adtree-studio; "" when neither variable is set. Model hashes, token colours and npm
 // packages are kept under it.

@@ -11,6 +11,7 @@
 #include "decode/run.h"
 #include "decode/settings/method_table.h"
 #include "model/conditioning.h"
+#include "model/continuous/continuous_dir.h"
 #include "model/model_dir.h"
 
 using namespace adtree;
@@ -98,21 +99,27 @@ TEST(ShippedModel, GreedyIsTokenIdenticalToArForEveryLosslessMethod) {
 }
 
 TEST(ShippedModel, EveryModelInTheResourcesLoads) {
-  // The default model and the earlier ones kept for the research docs (emoji-v1 to emoji-v3) all
-  // ship in the package, so each must load, carry its head and name itself as its folder does.
+  // The default model, the earlier ones kept for the research docs (emoji-v1 to emoji-v3) and the
+  // continuous family's all ship in the package, so each must load, carry its head or draft model
+  // and name itself as its folder does.
   const auto root = std::filesystem::path(ADTREE_SHIPPED_MODEL).parent_path();
   std::set<std::string> models;
   for (const auto& e : std::filesystem::directory_iterator(root)) {
     if (!e.is_directory()) continue;
+    models.insert(e.path().filename().string());
+    if (model::is_continuous_dir(e.path().string())) {  // test_shipped_continuous.cpp draws on it
+      const auto c = model::load_continuous_dir(e.path().string());
+      EXPECT_EQ(c.manifest.at("name"), e.path().filename().string());
+      continue;
+    }
     const auto m = model::load_model_dir(e.path().string());
     EXPECT_TRUE(m.drafter) << e.path();
     EXPECT_EQ(m.manifest.name, e.path().filename().string());
     auto cond = model::make_condition(*m.gpt, m.vocab, "grinning face noto", true);
     auto res = decode::run_decode(m, cond, request("adt", 0.0, 0));
     EXPECT_EQ(res.tokens.size(), 256u) << e.path();
-    models.insert(e.path().filename().string());
   }
-  for (const char* name : {"emoji", "emoji-v1", "emoji-v2", "emoji-v3"}) {
+  for (const char* name : {"emoji", "emoji-v1", "emoji-v2", "emoji-v3", "emoji-continuous"}) {
     EXPECT_EQ(models.count(name), 1u) << name << " is missing from " << root;
   }
 }

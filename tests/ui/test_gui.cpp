@@ -10,6 +10,7 @@
 #include <QElapsedTimer>
 #include <QFile>
 #include <QLabel>
+#include <QMenu>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSettings>
@@ -36,6 +37,7 @@
 #include "model/text/text_encoder.h"
 #include "ui/gallery/run_history.h"
 #include "ui/panels/heatmap_panel.h"
+#include "ui/panels/histogram_panel.h"
 #include "ui/panels/plot_panel.h"
 #include "ui/panels/prompt_bar.h"
 #include "ui/panels/prompt_edit.h"
@@ -170,12 +172,38 @@ class GuiTest : public QObject {
     QVERIFY(maps->findChild<QCustomPlot*>("heatmap" + QString::number(int(RunState::Top1)))
                 ->toolTip()
                 .contains("CSpD"));
+    // The second histogram is the acceptance per draft position: CSpD's drafts have no rank.
+    QVERIFY(child<adtree::ui::HistogramPanel>(*w, "histogramPanel")
+                ->rankTitle()
+                .contains("draft position"));
     // The history keeps the run's vectors, and its run file carries them back.
     const auto* rec = w->history()->find(w->history()->idAt(0));
     QVERIFY(rec);
     QCOMPARE(rec->vectors.size(), size_t(16 * 4));
     const auto back = adtree::ui::recordFromJson(adtree::ui::statsJson(*rec));
     QCOMPARE(back.vectors, rec->vectors);
+  }
+
+  // File > Open Shipped Model lists the models the app ships (the build tree stages them in
+  // share/ as an install does) with their descriptions, and opens the continuous family's.
+  void theShippedModelsMenuOpensTheContinuousModel() {
+    auto w = openWindow(tiny_);
+    QVERIFY(w);
+    auto* menu = w->findChild<QMenu*>("shippedModels");
+    QVERIFY(menu);
+    QStringList names;
+    QAction* continuous = nullptr;
+    for (auto* a : menu->actions()) {
+      names << a->text();
+      if (a->text() == "emoji-continuous") continuous = a;
+    }
+    QVERIFY2(names.contains("emoji") && continuous, qPrintable(names.join(", ")));
+    QVERIFY(continuous->toolTip().contains("continuous"));
+    QSignalSpy ready(w.get(), &MainWindow::modelReady);
+    continuous->trigger();
+    QVERIFY(ready.wait(kLoadMs));
+    QVERIFY(child<QWidget>(*w, "head_variance")->isEnabled());  // a model of vector tokens
+    QVERIFY(!child<QWidget>(*w, "top_k")->isEnabled());
   }
 
   void generateFillsImageMapsAndPlots() {

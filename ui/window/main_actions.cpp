@@ -21,6 +21,7 @@
 #include "ui/window/gallery_menu.h"
 #include "ui/window/presets_menu.h"
 #include "ui/window/recent_models.h"
+#include "ui/window/shipped_models.h"
 #include "ui/window/text_encoder_menu.h"
 #include "ui/window/window_commands.h"
 
@@ -83,6 +84,9 @@ void MainActions::fileMenu(QMenuBar* bar) {
   });
   open->setShortcut(QKeySequence::Open);
   open->setToolTip(tr("Open a model directory (model.json, gpt/vq.safetensors, text.json)"));
+  shipped_ = new ShippedModels(file->addMenu(tr("Open &Shipped Model")), this);
+  connect(shipped_, &ShippedModels::openRequested, w,
+          [cmd](const QString& d) { cmd->openModel(d); });
   recent_ = new RecentModels(file->addMenu(tr("Open &Recent")), this);
   connect(recent_, &RecentModels::openRequested, w, [cmd](const QString& d) { cmd->openModel(d); });
   auto* import = file->addAction(tr("&Import Checkpoint…"), w, [cmd] { cmd->importCheckpoint(); });

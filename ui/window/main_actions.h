@@ -25,6 +25,7 @@ class Exports;
 class GalleryMenu;
 class PromptBar;
 class RecentModels;
+class ShippedModels;
 class ReplayPanel;
 class RunLibrary;
 class RunView;
@@ -85,6 +86,7 @@ class MainActions : public QObject {
   QAction *save_run_ = nullptr, *trace_ = nullptr, *step_back_ = nullptr, *step_forward_ = nullptr;
   DeviceMenu* devices_ = nullptr;
   TextEncoderMenu* text_encoder_ = nullptr;
+  ShippedModels* shipped_ = nullptr;
   RecentModels* recent_ = nullptr;
   RecentModels* recent_imports_ = nullptr;
   GalleryMenu* gallery_menu_ = nullptr;
