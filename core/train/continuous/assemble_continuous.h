@@ -13,7 +13,7 @@ struct ContinuousAssembleOptions {
   std::string out;
   std::string name = "emoji-continuous";
   std::string description;
-  std::string dtype = "fp16";                      // "fp16", "bf16" or "fp32"
+  std::string dtype = "fp16";  // "fp16", "bf16" or "fp32"
   // Extra model.json fields (license, data); its "sampling" and "cspd" override the defaults.
   nlohmann::json card = nlohmann::json::object();
   // Unfinished target / draft runs give their latest checkpoint (load_continuous_snapshot); the
