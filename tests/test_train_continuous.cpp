@@ -10,6 +10,7 @@
 #include "error_of.h"
 #include "io/safetensors.h"
 #include "model/continuous/continuous_dir.h"
+#include "model/continuous/token_colours.h"
 #include "train/continuous/assemble_continuous.h"
 #include "train/continuous/continuous_fidelity.h"
 #include "train/continuous/continuous_trainer.h"
@@ -174,6 +175,45 @@ TEST(AssembleContinuous, TheDirectoryLoadsAndDrawsWithArAndCspd) {
   }
 }
 
+// The token colours (model/continuous/token_colours.h) are fitted on the training tokens' decodes:
+// on those cells the map beats one flat colour (least squares with a constant term cannot do
+// worse), and a map read in the wrong layout does not.
+TEST(AssembleContinuous, TokenColoursFitTheDecodedTrainingCells) {
+  const auto m = adtree::model::load_continuous_dir(assembled("model"));
+  const int64_t dim = m.target->config().token_dim();
+  ASSERT_EQ(int64_t(m.token_colours.size()), (dim + 1) * 3);
+  const auto grid = adtree::io::SafetensorsReader(runs().target + "/tokens.safetensors")
+                        .tensor("tokens")[0]
+                        .to(at::kFloat)
+                        .contiguous();
+  const auto& g = m.target->config().backbone;
+  const int64_t f = m.vae->config().downsample_factor();
+  const auto truth = m.picture(grid)
+                         .to(at::kFloat)
+                         .reshape({g.grid_h, f, g.grid_w, f, 3})
+                         .mean({1, 3})
+                         .reshape({-1, 3});
+  auto error = [&](const std::vector<float>& map) {
+    double e = 0;
+    for (int64_t i = 0; i < grid.size(0); ++i) {
+      const auto c = adtree::model::token_colour(map, grid[i].data_ptr<float>(), dim);
+      for (int k = 0; k < 3; ++k) e += std::abs(double(c[size_t(k)]) - truth[i][k].item<double>());
+    }
+    return e;
+  };
+  double flat = 0;
+  const auto mean = truth.mean(0);
+  for (int64_t i = 0; i < grid.size(0); ++i)
+    for (int k = 0; k < 3; ++k)
+      flat += std::abs(mean[k].item<double>() - truth[i][k].item<double>());
+  std::vector<float> transposed(m.token_colours.size());
+  for (int64_t r = 0; r <= dim; ++r)
+    for (int64_t c = 0; c < 3; ++c)
+      transposed[size_t(c * (dim + 1) + r)] = m.token_colours[size_t(r * 3 + c)];
+  EXPECT_LT(error(m.token_colours), flat);
+  EXPECT_GT(error(transposed), error(m.token_colours));
+}
+
 TEST(AssembleContinuous, RequestsThisFamilyCannotRunAreRefusedByName) {
   const auto m = adtree::model::load_continuous_dir(assembled("model"));
   auto req = [&](adtree::decode::Method method) {
@@ -246,6 +286,18 @@ TEST(AssembleContinuous, DamagedDirectoriesAreClearErrors) {
             std::string::npos);
   { std::ofstream(dir3 + "/model.json") << "{not json"; }
   EXPECT_NE(error_of([&] { adtree::model::load_continuous_dir(dir3); }).find("model.json"),
+            std::string::npos);
+  // Token colours of the wrong size, or not finite.
+  const auto dir5 = assembled("colours");
+  auto mc = adtree::train::read_json_file(dir5 + "/model.json");
+  mc["token_colours"] = {1.0, 2.0};
+  adtree::train::write_json_file(dir5 + "/model.json", mc);
+  EXPECT_NE(error_of([&] { adtree::model::load_continuous_dir(dir5); }).find("token_colours"),
+            std::string::npos);
+  mc["token_colours"] = std::vector<double>(12, 0.0);
+  mc["token_colours"][5] = "x";
+  adtree::train::write_json_file(dir5 + "/model.json", mc);
+  EXPECT_NE(error_of([&] { adtree::model::load_continuous_dir(dir5); }).find("finite"),
             std::string::npos);
   // A sampling default the family does not know.
   const auto dir4 = assembled("variance");

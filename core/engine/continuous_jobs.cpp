@@ -4,6 +4,7 @@
 
 #include "decode/continuous/continuous_decode.h"
 #include "decode/settings/method_table.h"
+#include "engine/license_summary.h"
 #include "util/clock.h"
 #include "util/error.h"
 
@@ -68,8 +69,8 @@ ModelInfo describe_continuous(const model::ContinuousBundle& m, const std::strin
   const auto r = decode::default_continuous_request(m, decode::Method::Cspd);
   info.default_sampling = r.sampling;
   info.default_cspd = r.method.cspd;
-  const auto lic = m.manifest.value("license", nlohmann::json());
-  info.license = lic.is_string() ? lic.get<std::string>() : std::string();
+  info.license = license_summary(m.manifest.value("license", nlohmann::json()));
+  info.vector_colours = m.token_colours;
   return info;
 }
 

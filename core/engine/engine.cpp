@@ -24,6 +24,7 @@
 #include "decode/run.h"
 #include "decode/settings/method_table.h"
 #include "engine/continuous_jobs.h"
+#include "engine/license_summary.h"
 #include "engine/preview_schedule.h"
 #include "engine/token_palette.h"
 #include "model/model_dir.h"
@@ -67,33 +68,6 @@ struct Task {
   GenerateJob job;
   std::shared_ptr<std::atomic<bool>> cancel;
 };
-
-std::string license_summary(const nlohmann::json& lic) {
-  // model.json's licence is free-form across producers: a string, or an object whose "weights"
-  // is a string and whose "data" is a string or (trained models) a list of per-source records.
-  auto text = [](const nlohmann::json& v) -> std::string {
-    if (v.is_string()) return v.get<std::string>();
-    if (v.is_array()) {
-      std::string out;
-      for (const auto& e : v) {
-        std::string one = e.is_string() ? e.get<std::string>()
-                          : e.is_object()
-                              ? e.value("images_license", e.value("license", std::string("?")))
-                              : std::string("?");
-        if (e.is_object() && e.contains("style"))
-          one += " (" + e.value("style", std::string()) + ")";
-        out += (out.empty() ? "" : ", ") + one;
-      }
-      return out.empty() ? "unknown" : out;
-    }
-    if (v.is_object()) return v.value("license", std::string("unknown"));
-    return "unknown";
-  };
-  if (lic.is_string()) return lic.get<std::string>();
-  if (!lic.is_object()) return "";
-  return "weights: " + (lic.contains("weights") ? text(lic["weights"]) : "unknown") +
-         "; data: " + (lic.contains("data") ? text(lic["data"]) : "unknown");
-}
 
 ModelInfo describe(const model::ModelBundle& m, const LoadRequest& req) {
   ModelInfo info;

@@ -57,6 +57,10 @@ struct ModelInfo {
   // front end paint each token the moment it is committed, before the next preview. Empty when the
   // codebook is too costly to decode at load and not cached yet: a TokenColors event follows.
   std::vector<uint8_t> token_colors;
+  // A continuous model's token colours: a linear map from a vector's numbers to RGB,
+  // (token_dim + 1) x 3 (model/continuous/token_colours.h). Empty for codes, and for a continuous
+  // model whose model.json has none: its pending cells are painted grey.
+  std::vector<float> vector_colours;
   // The lean path's packed weights came from the disk cache (model/cpu/pack_cache.h); and why they
   // could not be cached, when that failed (the model loaded all the same).
   bool packed_from_cache = false;

@@ -4,12 +4,14 @@
 // prompts, the same picture for the same seed.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
 #include "decode/continuous/continuous_decode.h"
 #include "decode/settings/method_table.h"
 #include "model/continuous/continuous_dir.h"
+#include "model/continuous/token_colours.h"
 
 using namespace adtree;
 
@@ -61,4 +63,31 @@ TEST(ShippedContinuousModel, ArAndCspdDrawAWholePictureAndRepeatForTheSameSeed) 
     }
     EXPECT_TRUE(at::equal(draw(method, 3).tokens, res.tokens)) << decode::to_string(method);
   }
+}
+
+// The studio paints each committed vector in its approximate colour until the next preview decode
+// (model/continuous/token_colours.h). On a picture the model drew, the map assemble-continuous
+// fitted on training tokens must come close to the decoded cells' mean colours: well under the
+// error of painting every cell the picture's mean colour (a map fitted on random token grids
+// instead was no better than that).
+TEST(ShippedContinuousModel, TokenColoursApproximateTheDecodedCells) {
+  const auto res = draw(decode::Method::Ar, 3);
+  const auto& map = shipped().token_colours;
+  ASSERT_EQ(map.size(), 15u);
+  const auto cells =
+      shipped().picture(res.tokens).to(at::kFloat).reshape({16, 4, 16, 4, 3}).mean({1, 3});
+  const auto truth = cells.reshape({-1, 3});
+  const auto mean = truth.mean(0);
+  const auto tokens = res.tokens.contiguous();
+  double err = 0, flat = 0;
+  for (int64_t i = 0; i < 256; ++i) {
+    const auto c = model::token_colour(map, tokens[i].data_ptr<float>(), 4);
+    for (int k = 0; k < 3; ++k) {
+      err += std::abs(double(c[size_t(k)]) - truth[i][k].item<double>());
+      flat += std::abs(mean[k].item<double>() - truth[i][k].item<double>());
+    }
+  }
+  std::printf("token colours: mean error %.1f levels (one flat colour: %.1f)\n", err / 768,
+              flat / 768);
+  EXPECT_LT(err, 0.5 * flat);
 }

@@ -1,5 +1,6 @@
 #include "model/continuous/continuous_dir.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -59,6 +60,22 @@ void check_draft_pair(const std::string& dir, const ContinuousConfig& t,
   }
 }
 
+// model.json "token_colours": (dim + 1) x 3 finite numbers, or absent.
+std::vector<float> read_token_colours(const std::string& dir, const json& manifest, int64_t dim) {
+  if (!manifest.contains("token_colours")) return {};
+  const auto& v = manifest.at("token_colours");
+  const std::string where = dir + "/model.json: token_colours ";
+  if (!v.is_array() || int64_t(v.size()) != (dim + 1) * 3)
+    throw Error(where + "must be " + std::to_string((dim + 1) * 3) + " numbers");
+  std::vector<float> out;
+  for (const auto& x : v) {
+    if (!x.is_number() || !std::isfinite(x.get<double>()))
+      throw Error(where + "holds something that is not a finite number");
+    out.push_back(x.get<float>());
+  }
+  return out;
+}
+
 }  // namespace
 
 bool is_continuous_dir(const std::string& dir) {
@@ -103,6 +120,7 @@ ContinuousBundle load_continuous_dir(const std::string& dir, bool load_draft) {
                 std::to_string(b.target->config().backbone.num_words));
   }
   b.default_fixed_variance();  // a bad sampling default is an error when the model opens
+  b.token_colours = read_token_colours(dir, b.manifest, b.target->config().token_dim());
   return b;
 }
 

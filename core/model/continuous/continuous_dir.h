@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/conditioning.h"
 #include "model/continuous/continuous_gpt.h"
@@ -25,6 +26,9 @@ struct ContinuousBundle {
   std::unique_ptr<ContinuousGpt> target, draft;
   std::unique_ptr<KlVae> vae;
   Vocabulary vocab;
+  // model.json "token_colours": (D + 1) x 3 numbers (model/continuous/token_colours.h); empty when
+  // the model has none.
+  std::vector<float> token_colours;
 
   bool has_draft() const { return draft != nullptr; }
   // model.json "sampling": cfg, temperature, diffusion_steps, head_variance ("learned" or

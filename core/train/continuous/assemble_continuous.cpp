@@ -1,9 +1,11 @@
 #include "train/continuous/assemble_continuous.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "io/safetensors.h"
 #include "model/continuous/continuous_dir.h"
+#include "model/continuous/token_colours.h"
 #include "train/continuous/continuous_trainer.h"
 #include "train/continuous/vae_trainer.h"
 #include "train/run_files.h"
@@ -58,6 +60,14 @@ json card_object(const json& card, const std::string& key) {
   return v;
 }
 
+// Up to 64 of a run's token grids, evenly spread over its pictures: enough cells (16,384 at
+// 16 x 16) for the token colours' 3 x (D + 1) numbers, at 64 VAE decodes.
+at::Tensor colour_sample(const std::string& tokens_file) {
+  const auto all = io::SafetensorsReader(tokens_file).tensor("tokens");
+  const int64_t n = std::min<int64_t>(64, all.size(0));
+  return all.index_select(0, at::linspace(0, double(all.size(0) - 1), n).to(at::kLong));
+}
+
 }  // namespace
 
 json assemble_continuous(const ContinuousAssembleOptions& o) {
@@ -105,7 +115,14 @@ json assemble_continuous(const ContinuousAssembleOptions& o) {
                           stored(draft.weights, dtype), {{"format", "adtree"}});
   }
   write_json_file((fs::path(o.out) / "model.json").string(), m);
-  model::load_continuous_dir(o.out);  // what was written loads, or this is an error
+  const auto written = model::load_continuous_dir(o.out, false);  // loads, or this is an error
+  // The token colours, fitted on the decodes of the training pictures' own tokens.
+  const auto tokens = fs::path(o.target_dir) / "tokens.safetensors";
+  if (fs::exists(tokens)) {
+    m["token_colours"] = model::fit_token_colours(written, colour_sample(tokens.string()));
+    write_json_file((fs::path(o.out) / "model.json").string(), m);
+    model::load_continuous_dir(o.out);
+  }
   return m;
 }
 
