@@ -176,10 +176,17 @@ class GuiTest : public QObject {
     QVERIFY(child<adtree::ui::HistogramPanel>(*w, "histogramPanel")
                 ->rankTitle()
                 .contains("draft position"));
+    // The run keeps each cell's vector (painted in the model's token colours until the preview),
+    // and the hover text shows it with who made it.
+    QCOMPARE(w->run().tokenDim(), 4);
+    QCOMPARE(w->run().vectors().size(), 16 * 4);
+    QVERIFY2(w->run().describeCell(5).contains("vector ("), qPrintable(w->run().describeCell(5)));
+    QVERIFY(!w->run().describeCell(5).contains("code"));
     // The history keeps the run's vectors, and its run file carries them back.
     const auto* rec = w->history()->find(w->history()->idAt(0));
     QVERIFY(rec);
     QCOMPARE(rec->vectors.size(), size_t(16 * 4));
+    QVERIFY(std::equal(rec->vectors.begin(), rec->vectors.end(), w->run().vectors().begin()));
     const auto back = adtree::ui::recordFromJson(adtree::ui::statsJson(*rec));
     QCOMPARE(back.vectors, rec->vectors);
   }

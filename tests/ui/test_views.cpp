@@ -17,11 +17,14 @@
 #include <QTest>
 #include <QWheelEvent>
 
+#include <limits>
+
 #include "decode/stats/trace.h"
 #include "ui/panels/heatmap_panel.h"
 #include "ui/panels/histogram_panel.h"
 #include "ui/runs/run_record.h"
 #include "ui/views/distribution_view.h"
+#include "ui/views/image_view.h"
 #include "ui/views/qcp.h"
 #include "ui/views/tree_view.h"
 
@@ -496,6 +499,32 @@ class ViewsTest : public QObject {
     QCOMPARE(h.lengthShares().value(2), 1.0);
     QCOMPARE(h.rankShares().value(2), 1.0);
     h.removeRun(3);
+  }
+
+  // A continuous model's committed vectors are painted at once in the colour map's colour
+  // (model/continuous/token_colours.h), hatched until the preview; grey without a map.
+  void imageViewPaintsVectorTokensInTheirColours() {
+    adtree::ui::ImageView v;
+    v.resize(240, 240);
+    v.startRun(2, 2, 8, 8);
+    const std::vector<float> map = {100, 0, 0, 0, 100, 0, 10, 20, 30};  // rows: v0, v1, constant
+    v.setVectorColours(map);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    v.setCommitted(2, {0, 0, -1, -1}, {1.0f, 0.5f, 0.2f, 2.0f, nan, nan, nan, nan});
+    // The share of a cell's pixels (inset from its lines) painted exactly `want`.
+    auto share = [&v](int cell, QColor want) {
+      const QImage shot = v.grab().toImage();
+      const QRect r = v.cellRect(cell).toAlignedRect().adjusted(3, 3, -3, -3);
+      int hits = 0;
+      for (int y = r.top(); y <= r.bottom(); ++y)
+        for (int x = r.left(); x <= r.right(); ++x) hits += shot.pixelColor(x, y) == want;
+      return double(hits) / double(r.width() * r.height());
+    };
+    QVERIFY(share(0, QColor(110, 70, 30)) > 0.5);  // 100 * 1 + 10, 100 * 0.5 + 20, 30
+    QVERIFY(share(1, QColor(30, 220, 30)) > 0.5);  // 20 + 10, 200 + 20 (clamped below 255), 30
+    QCOMPARE(share(2, QColor(110, 70, 30)), 0.0);  // not committed
+    v.setVectorColours({});
+    QCOMPARE(share(0, QColor(110, 70, 30)), 0.0);
   }
 
   // A CSpD run's (b): per draft position, the share of rounds reaching it in which its draft

@@ -148,7 +148,7 @@ void RunView::end() {
 }
 
 void RunView::paintAll() {
-  image_->setCommitted(run_.committed(), run_.tokens());
+  image_->setCommitted(run_.committed(), run_.tokens(), run_.vectors());
   image_->refresh();
   heatmaps_->refresh(run_);
   plots_->refresh(run_);
@@ -156,7 +156,7 @@ void RunView::paintAll() {
 }
 
 void RunView::showRecord(const RunRecord& r, const MapRanges& ranges) {
-  run_.restore(*r.stats, r.tokens, r.elapsedMs, ranges);
+  run_.restore(*r.stats, r.tokens, r.elapsedMs, ranges, r.vectors);
   picture_ = r.image;
   const int h = r.gridH(), w = r.gridW();
   image_->startRun(h, w, r.image.isNull() ? h * 8 : r.image.height(),
@@ -172,7 +172,7 @@ bool RunView::showStep(int step) {
   run_.setViewStep(step);
   const int shown = run_.committed();
   if (!picture_.isNull()) image_->setPreview(picture_, shown);
-  image_->setCommitted(shown, run_.tokens());
+  image_->setCommitted(shown, run_.tokens(), run_.vectors());
   // The step's first new cell is outlined, so the eye finds what this step added.
   // (Not at the end of the run: there the whole picture is the point.)
   const int first = run_.viewStep() >= 0 ? run_.stepFirstCell(step) : -1;
@@ -198,7 +198,7 @@ void RunView::followQueue(const JobQueue* queue) {
 }
 
 void RunView::onFrame() {
-  image_->setCommitted(run_.committed(), run_.tokens());
+  image_->setCommitted(run_.committed(), run_.tokens(), run_.vectors());
   image_->refresh();
   updateProgress();
   if (++frame_count_ % kPlotEveryFrames == 0) {

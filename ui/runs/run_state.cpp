@@ -2,6 +2,7 @@
 #include "decode/settings/method_table.h"
 
 #include <QObject>
+#include <QStringList>
 
 #include <algorithm>
 #include <cmath>
@@ -22,6 +23,8 @@ void RunState::clear() {
   grid_h_ = grid_w_ = committed_ = 0;
   for (auto& m : maps_) m.clear();
   tokens_.clear();
+  vectors_.clear();
+  token_dim_ = 0;
   ranks_.clear();
   step_index_.clear();
   step_committed_.clear();
@@ -89,6 +92,7 @@ void RunState::addSteps(const std::vector<engine::JobStep>& steps) {
       maps_[PlanDepth][cell] = c.plan_depth;
       maps_[PlanWidth][cell] = c.plan_width;
       tokens_[cell] = s.tokens[i];
+      addVector(cell, s, i);
       ranks_[cell] = c.rank;
       ranges_.depth_max = std::max(ranges_.depth_max, double(c.depth));
       ranges_.top1_max = std::max(ranges_.top1_max, double(c.top1));
@@ -124,6 +128,19 @@ void RunState::addSteps(const std::vector<engine::JobStep>& steps) {
   ++version_;
 }
 
+// The i-th token of step `s` is a vector (a continuous model's): kept per cell, the grid made on
+// the first one (its size says the token's dimension).
+void RunState::addVector(int cell, const engine::JobStep& s, size_t i) {
+  if (s.vectors.empty() || s.tokens.empty()) return;
+  const int dim = int(s.vectors.size() / s.tokens.size());
+  if (dim <= 0 || (token_dim_ != 0 && dim != token_dim_)) return;
+  if (token_dim_ == 0) {
+    token_dim_ = dim;
+    vectors_ = QVector<float>(cells() * dim, std::numeric_limits<float>::quiet_NaN());
+  }
+  std::copy_n(s.vectors.begin() + std::ptrdiff_t(i) * dim, dim, vectors_.begin() + cell * dim);
+}
+
 void RunState::finish(const engine::JobFinished& f) {
   if (f.job != job_) return;
   finished_ = true;
@@ -132,7 +149,11 @@ void RunState::finish(const engine::JobFinished& f) {
 }
 
 void RunState::restore(const decode::RunStats& stats, const std::vector<int64_t>& tokens,
-                       double elapsedMs, const MapRanges& ranges) {
+                       double elapsedMs, const MapRanges& ranges,
+                       const std::vector<float>& vectors) {
+  // Vectors are whole only when they give every token the same count of numbers.
+  const size_t dim =
+      !tokens.empty() && vectors.size() % tokens.size() == 0 ? vectors.size() / tokens.size() : 0;
   engine::JobStarted st;
   // A job id the engine never hands out (it counts up from 1), so late engine events never match.
   static engine::JobId restored = ~engine::JobId(0) >> 1;
@@ -157,6 +178,10 @@ void RunState::restore(const decode::RunStats& stats, const std::vector<int64_t>
       const int64_t c = r.cell(size_t(j));
       if (c < 0 || c >= int64_t(tokens.size()) || c >= stats.grids.h() * stats.grids.w()) break;
       js.tokens.push_back(tokens[size_t(c)]);
+      if (dim > 0) {
+        const auto first = vectors.begin() + std::ptrdiff_t(size_t(c) * dim);
+        js.vectors.insert(js.vectors.end(), first, first + std::ptrdiff_t(dim));
+      }
       js.cells.push_back(stats.grids.filled(c) ? stats.grids.at(c) : decode::CellStats{});
     }
     ms += (r.t_draft_ms + r.t_verify_ms + r.t_sample_ms + r.t_other_ms) * scale;
@@ -228,12 +253,43 @@ double RunState::etaSeconds() const {
   return double(cells() - committed_) / rate;
 }
 
+// A vector token's cell (the continuous family: AR or CSpD): its numbers, then who made it. CSpD's
+// cells say a draft's position and acceptance probability min(1, r) in the top-1 map's place.
+QString RunState::describeVector(int cell) const {
+  QStringList numbers;
+  for (int d = 0; d < token_dim_; ++d)
+    numbers << QString::number(vectors_.value(cell * token_dim_ + d), 'f', 3);
+  QString s = QStringLiteral(", vector (%1)").arg(numbers.join(QStringLiteral(", ")));
+  const int depth = int(maps_[Depth][cell]), drafted = int(maps_[TreeDepth][cell]);
+  const int round = int(maps_[AcceptLen][cell]);
+  const double p = maps_[Top1][cell];
+  if (depth > 0) {
+    s += QStringLiteral(
+             "\nthe draft model's token: it stood at draft position %1 of %2 "
+             "(acceptance probability %3)")
+             .arg(depth)
+             .arg(drafted)
+             .arg(p, 0, 'f', 3);
+  } else if (drafted == 0) {
+    s += QStringLiteral("\nmade by the target alone (pre-fill or AR)");
+  } else if (round > drafted) {
+    s += QStringLiteral("\nthe target's token after all %1 drafts stood").arg(drafted);
+  } else {
+    s += QStringLiteral(
+             "\nthe target's residual sample: the draft here was refused "
+             "(acceptance probability %1)")
+             .arg(p, 0, 'f', 3);
+  }
+  return s + QStringLiteral("\n%1 tokens that round").arg(round);
+}
+
 QString RunState::describeCell(int cell) const {
   if (cell < 0 || cell >= cells()) return {};
   const int r = cell / grid_w_, c = cell % grid_w_;
   QString head = QStringLiteral("Cell (row %1, col %2), token #%3").arg(r).arg(c).arg(cell);
   if (!filled(cell)) return head + QStringLiteral("\nnot generated yet");
   const auto v = [&](Map m) { return maps_[m][cell]; };
+  if (token_dim_ > 0) return head + describeVector(cell);
   QString s = head + QStringLiteral(", code %1").arg(tokens_[cell]);
   const int depth = int(v(Depth)), origin = std::clamp(int(v(Origin)), 0, 2);
   static const char* kDrafted[] = {"", "the head's draft", "a free guess (no draft model)"};

@@ -38,8 +38,9 @@ class RunState {
   void addSteps(const std::vector<engine::JobStep>& steps);
   void finish(const engine::JobFinished& finished);
   // A finished run read back (history, a saved run file): the same state addSteps would have built.
+  // `vectors`: a continuous model's tokens, token_dim numbers each (empty for codes).
   void restore(const decode::RunStats& stats, const std::vector<int64_t>& tokens, double elapsedMs,
-               const MapRanges& ranges);
+               const MapRanges& ranges, const std::vector<float>& vectors = {});
 
   // Replay: show the run as it was after `step` (-1 = everything). Maps, tokens and committed()
   // then describe that moment; the per-step series stay whole (the plots mark the step instead).
@@ -71,6 +72,10 @@ class RunState {
   // -1 for cells not generated (or not yet generated at the replayed step).
   const QVector<qint64>& tokens() const { return view_step_ < 0 ? tokens_ : view_tokens_; }
   int rank(int cell) const { return ranks_.value(cell, 0); }
+  // A continuous model's tokens: tokenDim() numbers per cell (NaN where none yet); empty for codes.
+  // Cells past committed() are not meant to be read (a replayed step shows fewer).
+  const QVector<float>& vectors() const { return vectors_; }
+  int tokenDim() const { return token_dim_; }
   // Steps, one entry each.
   const QVector<double>& stepIndex() const { return step_index_; }
   const QVector<double>& stepCommitted() const { return step_committed_; }
@@ -91,6 +96,9 @@ class RunState {
   QString describeCell(int cell) const;
 
  private:
+  void addVector(int cell, const engine::JobStep& s, size_t i);
+  QString describeVector(int cell) const;
+
   engine::JobId job_ = 0;
   decode::Method method_ = decode::Method::Ar;
   int grid_h_ = 0, grid_w_ = 0;
@@ -99,6 +107,8 @@ class RunState {
   quint64 version_ = 0;
   QVector<double> maps_[MapCount];
   QVector<qint64> tokens_;
+  QVector<float> vectors_;
+  int token_dim_ = 0;
   QVector<int> ranks_;
   QVector<double> step_index_, step_committed_, step_d_, step_k_, step_seconds_, step_rate_;
   QMap<int, int> accept_hist_;

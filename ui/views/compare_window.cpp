@@ -207,6 +207,7 @@ void CompareWindow::setModel(const engine::ModelInfo& info) {
     settings_[s]->setModel(info.default_sampling, info.codebook_size, info.grid_h * info.grid_w,
                            true);
     image_[s]->setTokenColors(info.token_colors);
+    image_[s]->setVectorColours(info.vector_colours);
     method_[s]->setEnabled(true);
   }
   updateBusy();
@@ -301,7 +302,7 @@ void CompareWindow::onSteps(const std::vector<engine::JobStep>& steps) {
   const int s = sideOf(steps.front().job);
   if (s < 0) return;
   run_[s].addSteps(steps);
-  image_[s]->setCommitted(run_[s].committed(), run_[s].tokens());
+  image_[s]->setCommitted(run_[s].committed(), run_[s].tokens(), run_[s].vectors());
   image_[s]->refresh();
 }
 
@@ -350,7 +351,7 @@ void CompareWindow::showResult(int s) {
   const auto& r = *result_[s];
   image_[s]->setRunning(false);
   if (!r.image.isNull()) image_[s]->setPreview(r.image, int(r.tokens.size()));
-  image_[s]->setCommitted(run_[s].committed(), run_[s].tokens());
+  image_[s]->setCommitted(run_[s].committed(), run_[s].tokens(), run_[s].vectors());
   image_[s]->refresh();
   maps_[s]->refresh(run_[s]);
   summary_[s]->setText(tr("<b>%1</b>: %2 · %3 tokens, %4 steps, %5 target forwards")
@@ -366,7 +367,7 @@ void CompareWindow::showRecords(const RunRecord& a, const RunRecord& b) {
   for (int s = 0; s < 2; ++s) {
     result_[s] = *rec[s];
     const auto& r = *rec[s];
-    run_[s].restore(*r.stats, r.tokens, r.elapsedMs, {});
+    run_[s].restore(*r.stats, r.tokens, r.elapsedMs, {}, r.vectors);
     image_[s]->startRun(r.gridH(), r.gridW(), r.image.isNull() ? r.gridH() : r.image.height(),
                         r.image.isNull() ? r.gridW() : r.image.width());
     setSide(s, r.stats->settings.method(), relaxOfLabel(r.label));

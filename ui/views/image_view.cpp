@@ -5,6 +5,7 @@
 #include <QWheelEvent>
 #include <cmath>
 
+#include "model/continuous/token_colours.h"
 #include "ui/views/colormap.h"
 
 namespace adtree::ui {
@@ -46,10 +47,17 @@ void ImageView::setPreview(const QImage& image, int validCells) {
   dirty_ = true;
 }
 
-void ImageView::setCommitted(int cells, const QVector<qint64>& tokens) {
+void ImageView::setCommitted(int cells, const QVector<qint64>& tokens,
+                             const QVector<float>& vectors) {
   if (cells == committed_) return;
   committed_ = cells;
   tokens_ = tokens;  // implicitly shared: a copy happens only when the run writes the next step
+  vectors_ = vectors;
+  dirty_ = true;
+}
+
+void ImageView::setVectorColours(const std::vector<float>& map) {
+  vector_map_ = map;
   dirty_ = true;
 }
 
@@ -154,20 +162,35 @@ void fillRange(QPainter& p, const CellGrid& g, int from, int to, const QColor& c
   }
 }
 
-// Committed but not yet decoded, the raster range [valid, end): each new token in its code's
-// colour at once, a light hatch marking it as provisional until the VQ decoder's picture arrives;
-// grey without token colours.
+// The pending cell's colour: a code's from the palette, or a vector's from the colour map (when the
+// map's dimension is the run's); grey when there is none.
+QColor pendingColour(int cell, const QVector<qint64>& tokens, const QVector<QRgb>& palette,
+                     const QVector<float>& vectors, const std::vector<float>& map) {
+  const int dim = int(map.size()) / 3 - 1;
+  if (dim > 0 && vectors.size() >= (cell + 1) * dim && vectors.size() % dim == 0 &&
+      !std::isnan(vectors[cell * dim])) {
+    const auto rgb = model::token_colour(map, vectors.constData() + cell * dim, dim);
+    return QColor(rgb[0], rgb[1], rgb[2]);
+  }
+  const qint64 t = cell < tokens.size() ? tokens[cell] : -1;
+  return t >= 0 && t < palette.size() && vectors.isEmpty() ? QColor(palette[int(t)])
+                                                           : pendingCellColor();
+}
+
+// Committed but not yet decoded, the raster range [valid, end): each new token in its colour at
+// once, a light hatch marking it as provisional until the decoder's picture arrives; grey without
+// token colours.
 void paintPendingCells(QPainter& p, const CellGrid& g, int valid, int end,
-                       const QVector<qint64>& tokens, const QVector<QRgb>& colours) {
-  if (colours.isEmpty() || tokens.size() < end) {
+                       const QVector<qint64>& tokens, const QVector<QRgb>& palette,
+                       const QVector<float>& vectors, const std::vector<float>& map) {
+  if ((palette.isEmpty() && map.empty()) || tokens.size() < end) {
     fillRange(p, g, valid, end, pendingCellColor());
     return;
   }
   QBrush hatch(QColor(255, 255, 255, 70), Qt::BDiagPattern);
   for (int cell = valid; cell < end; ++cell) {
-    const qint64 t = tokens[cell];
     const QRectF c = g.cell(cell);
-    p.fillRect(c, t >= 0 && t < colours.size() ? QColor(colours[int(t)]) : pendingCellColor());
+    p.fillRect(c, pendingColour(cell, tokens, palette, vectors, map));
     p.fillRect(c, hatch);
   }
 }
@@ -250,7 +273,8 @@ void ImageView::paintEvent(QPaintEvent*) {
   const CellGrid g(imageRect(), grid_h_, grid_w_);
   const int valid = image_.isNull() ? 0 : std::min(valid_, g.cells());
   paintCheckerboard(p, g);
-  paintPendingCells(p, g, valid, std::min(committed_, g.cells()), tokens_, palette_);
+  paintPendingCells(p, g, valid, std::min(committed_, g.cells()), tokens_, palette_, vectors_,
+                    vector_map_);
   if (valid > 0) paintDecoded(p, g, valid, image_, scaled_);
   paintCellLines(p, g);
   if (running_ && committed_ < g.cells()) paintNextCell(p, g, committed_);

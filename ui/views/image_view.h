@@ -1,6 +1,7 @@
 // ImageView: the image as it grows token by token. Cells not generated yet show the checkerboard;
-// cells committed but not yet VQ-decoded show their code's approximate colour, hatched (grey when
-// the model has no token colours); decoded cells show their pixels. Zoom is integer nearest-
+// cells committed but not yet decoded show their token's approximate colour (a code's from the
+// palette, a vector's from the continuous model's colour map), hatched (grey when the model has no
+// token colours); decoded cells show their pixels. Zoom is integer nearest-
 // neighbour so every token's 4x4 (or 16x16) pixels stay crisp. Painting is driven by the
 // window's frame timer (refresh()), never by the arrival rate of tokens.
 #pragma once
@@ -25,10 +26,15 @@ class ImageView : public QWidget {
   void clear();
   // The newest decoded picture; cells >= validCells are masked.
   void setPreview(const QImage& image, int validCells);
-  // Cells the engine has committed (decoded or not) and the tokens of the grid (-1 = none).
-  void setCommitted(int cells, const QVector<qint64>& tokens = {});
+  // Cells the engine has committed (decoded or not) and the tokens of the grid (-1 = none); a
+  // continuous model's tokens are `vectors`, the token colour map's dimension of numbers a cell.
+  void setCommitted(int cells, const QVector<qint64>& tokens = {},
+                    const QVector<float>& vectors = {});
   // Approximate RGB colour per code (ModelInfo::token_colors); empty = paint pending cells grey.
   void setTokenColors(const std::vector<uint8_t>& rgb);
+  // A continuous model's linear map from a vector token to RGB (ModelInfo::vector_colours,
+  // model/continuous/token_colours.h); empty = paint its pending cells grey.
+  void setVectorColours(const std::vector<float>& map);
   void setRunning(bool running);
   void setHighlight(int cell);  // -1 = none
   void setPlaceholder(const QString& text);
@@ -70,6 +76,8 @@ class ImageView : public QWidget {
   QPixmap scaled_;  // image_ at the size on screen: 30 repaints a second become plain copies
   QVector<QRgb> palette_;
   QVector<qint64> tokens_;
+  QVector<float> vectors_;
+  std::vector<float> vector_map_;
   int grid_h_ = 0, grid_w_ = 0, image_h_ = 0, image_w_ = 0;
   int valid_ = 0, committed_ = 0, highlight_ = -1, hovered_ = -1;
   int zoom_ = 0;

@@ -245,6 +245,7 @@ void MainWindow::onModelLoaded(const engine::ModelLoaded& loaded) {
   loading_dir_.clear();
   bar_->setModel(info);
   view_->image()->setTokenColors(info.token_colors);
+  view_->image()->setVectorColours(info.vector_colours);
   view_->heatmaps()->setVectorTokens(info.token_kind == "vectors");
   docks_.inspector->setVectorTokens(info.token_kind == "vectors");
   docks_.settings->setLoadedModel(info);
