@@ -403,13 +403,23 @@ string(JSON method GET "${cont}" method)
 if(NOT n EQUAL 16 OR NOT method STREQUAL "cspd")
   message(FATAL_ERROR "the continuous run's statistics say ${n} tokens by ${method}")
 endif()
-run_ok(${ADTREE} bench --model ${WORK}/continuous --method ar,cspd --prompts "w1 w2" --seeds 1
-       --json ${WORK}/cont-bench.json)
+# Two CSpD settings against one AR in one run: an entry's own settings after '@'.
+run_ok(${ADTREE} bench --model ${WORK}/continuous --method "ar,cspd,cspd@cspd-gamma=2"
+       --prompts "w1 w2" --seeds 1 --json ${WORK}/cont-bench.json)
 file(READ "${WORK}/cont-bench.json" bench)
 string(JSON speedup GET "${bench}" summary 1 speedup_vs_ar)
 if(NOT speedup GREATER 0)
   message(FATAL_ERROR "the continuous bench reports no speed-up figure")
 endif()
+string(JSON entry GET "${bench}" summary 2 method)
+string(JSON gamma GET "${bench}" summary 2 cspd gamma)
+if(NOT entry STREQUAL "cspd@cspd-gamma=2" OR NOT gamma EQUAL 2)
+  message(FATAL_ERROR "the bench's third entry is '${entry}' with gamma ${gamma}")
+endif()
+run_fails("give a method setting as FLAG=VALUE" ${ADTREE} bench --model ${WORK}/continuous
+          --method "ar,cspd@gamma=2" --prompts "w1" --seeds 1)
+run_fails("no :RULE" ${ADTREE} bench --model ${WORK}/continuous --method "ar,cspd:coupled"
+          --prompts "w1" --seeds 1)
 run_fails("runs on VQ codes" ${ADTREE} generate --model ${WORK}/continuous --prompt "w1"
           --method adt --out ${WORK}/no.png)
 run_fails("temperature must be above 0" ${ADTREE} generate --model ${WORK}/continuous

@@ -40,6 +40,9 @@ decode::MethodSettings method_from(const Args& a, const std::string& method);
 std::string method_or_default(const Args& a, bool has_drafter);
 // The sampling and method flags given on the command line, over what `r` holds.
 void apply_given_settings(const Args& a, decode::DecodeRequest& r);
+// "flag=value" of a method setting (its command-line flag without the dashes) onto `r`: a bench
+// entry's own settings, "adt@adt-leftover=0" or "cspd@cspd-gamma=2".
+void apply_method_flag(const std::string& text, decode::DecodeRequest& r);
 // The directory --model names, else the default model's (no loading).
 std::string model_dir_arg(const Args& a);
 // With --count N the files are numbered by seed: out.png -> out-<seed>.png.

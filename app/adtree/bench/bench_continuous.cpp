@@ -81,6 +81,10 @@ json summary_of(const MethodRuns& r) {
            {"target_head", s.target_head / n},
            {"resample", s.resample / n}}}};
   if (r.request.method.method == decode::Method::Cspd) {
+    const auto& c = r.request.method.cspd;  // what this entry ran (its own @ settings included)
+    j["cspd"] = {{"gamma", c.gamma},
+                 {"prefill_ratio", c.prefill_ratio},
+                 {"inner_temperature", c.inner_temperature}};
     j["mean_acceptance"] = std::accumulate(r.acceptance.begin(), r.acceptance.end(), 0.0) / n;
     j["mean_tokens_per_round"] = std::accumulate(r.tau.begin(), r.tau.end(), 0.0) / n;
   }
@@ -88,10 +92,13 @@ json summary_of(const MethodRuns& r) {
 }
 
 void print_row(const json& s) {
+  // An entry with settings of its own has a long name: it gets a line of its own.
+  const auto name = s["method"].get<std::string>();
+  if (name.size() > 6) std::printf("%s\n", name.c_str());
   std::printf(
       "%-6s %8.0f ms  x%.2f vs AR  split ms: draft %6.0f + %6.0f, target %6.0f + %6.0f, "
       "resample %4.0f",
-      s["method"].get<std::string>().c_str(), s["median_ms"].get<double>(),
+      name.size() > 6 ? "" : name.c_str(), s["median_ms"].get<double>(),
       s["speedup_vs_ar"].get<double>(), s["mean_split_ms"]["draft_backbone"].get<double>(),
       s["mean_split_ms"]["draft_head"].get<double>(),
       s["mean_split_ms"]["target_backbone"].get<double>(),
@@ -111,10 +118,17 @@ int bench_continuous(const Args& a, const std::string& dir) {
   const auto names = split(a.given("method") ? a.str("method") : "ar,cspd", ',');
   std::vector<MethodRuns> runs;
   for (const auto& n : names) {
-    if (n.find_first_of("@:") != std::string::npos)
-      throw Error("a continuous model's bench takes plain method names (ar, cspd): '" + n + "'");
-    auto r = decode::default_continuous_request(m, decode::method_from_string(n));
+    // An entry may carry method settings of its own: "cspd@cspd-gamma=2@cspd-inner-temperature=100"
+    // (several CSpD settings against one AR in one run). No rules or heads: CSpD has one of each.
+    auto overrides = split(n, '@');
+    if (overrides.at(0).find(':') != std::string::npos)
+      throw Error(
+          "a continuous model's bench takes method names (ar, cspd) with @FLAG=VALUE "
+          "settings, no :RULE: '" +
+          n + "'");
+    auto r = decode::default_continuous_request(m, decode::method_from_string(overrides.at(0)));
     apply_given_settings(a, r);
+    for (size_t i = 1; i < overrides.size(); ++i) apply_method_flag(overrides[i], r);
     decode::check_continuous_request(m, r);
     runs.push_back({n, r, {}, {}, {}, {}, {}});
   }

@@ -243,18 +243,6 @@ void time_cost_curve(const Args& a, const model::ModelBundle& m, int64_t batch,
   }
 }
 
-// "flag=value" of a method setting (its command-line flag without the dashes) onto `req`.
-void apply_method_flag(const std::string& text, decode::DecodeRequest& req) {
-  const auto eq = text.find('=');
-  const std::string flag = text.substr(0, eq);
-  for (const auto& s : decode::settings_table()) {
-    if (s.scope != decode::Scope::Method || s.flag != flag || eq == std::string::npos) continue;
-    s.set(req, s.parse(text.substr(eq + 1)));
-    return;
-  }
-  throw Error("'@" + text + "': give a method setting as FLAG=VALUE, e.g. @adt-leftover=0");
-}
-
 // AR first, as the baseline every speed-up is measured against.
 std::vector<std::string> method_names(const Args& a, const model::ModelBundle& m) {
   std::vector<std::string> names{"ar"};
@@ -400,6 +388,18 @@ void print_memory_report(const nlohmann::json& out) {
 }
 
 }  // namespace
+
+// "flag=value" of a method setting (its command-line flag without the dashes) onto `req`.
+void apply_method_flag(const std::string& text, decode::DecodeRequest& req) {
+  const auto eq = text.find('=');
+  const std::string flag = text.substr(0, eq);
+  for (const auto& s : decode::settings_table()) {
+    if (s.scope != decode::Scope::Method || s.flag != flag || eq == std::string::npos) continue;
+    s.set(req, s.parse(text.substr(eq + 1)));
+    return;
+  }
+  throw Error("'@" + text + "': give a method setting as FLAG=VALUE, e.g. @adt-leftover=0");
+}
 
 int cmd_bench(int argc, char** argv) {
   Args a("bench", "Measure decoding speed: generations, forward cost by block size, memory.");
