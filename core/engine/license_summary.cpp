@@ -5,7 +5,7 @@ namespace adtree::engine {
 namespace {
 
 // A licence field: a string, a list of per-source records (their licence and style), or a record.
-std::string text(const nlohmann::json& v) {
+std::string licence_text(const nlohmann::json& v) {
   if (v.is_string()) return v.get<std::string>();
   if (v.is_array()) {
     std::string out;
@@ -28,8 +28,8 @@ std::string text(const nlohmann::json& v) {
 std::string license_summary(const nlohmann::json& lic) {
   if (lic.is_string()) return lic.get<std::string>();
   if (!lic.is_object()) return "";
-  return "weights: " + (lic.contains("weights") ? text(lic["weights"]) : "unknown") +
-         "; data: " + (lic.contains("data") ? text(lic["data"]) : "unknown");
+  return "weights: " + (lic.contains("weights") ? licence_text(lic["weights"]) : "unknown") +
+         "; data: " + (lic.contains("data") ? licence_text(lic["data"]) : "unknown");
 }
 
 }  // namespace adtree::engine
