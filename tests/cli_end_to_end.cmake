@@ -413,8 +413,10 @@ if(NOT speedup GREATER 0)
 endif()
 string(JSON entry GET "${bench}" summary 2 method)
 string(JSON gamma GET "${bench}" summary 2 cspd gamma)
-if(NOT entry STREQUAL "cspd@cspd-gamma=2" OR NOT gamma EQUAL 2)
-  message(FATAL_ERROR "the bench's third entry is '${entry}' with gamma ${gamma}")
+string(JSON positions LENGTH "${bench}" summary 2 acceptance_by_position)
+if(NOT entry STREQUAL "cspd@cspd-gamma=2" OR NOT gamma EQUAL 2 OR NOT positions EQUAL 2)
+  message(FATAL_ERROR "the bench's third entry is '${entry}' with gamma ${gamma}, ${positions} "
+                      "positions' acceptance")
 endif()
 run_fails("give a method setting as FLAG=VALUE" ${ADTREE} bench --model ${WORK}/continuous
           --method "ar,cspd@gamma=2" --prompts "w1" --seeds 1)

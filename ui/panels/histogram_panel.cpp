@@ -6,6 +6,7 @@
 #include <QSignalBlocker>
 #include <QVBoxLayout>
 #include <algorithm>
+#include "decode/stats/position_acceptance.h"
 #include "ui/runs/run_record.h"
 #include "ui/views/plot_style.h"
 #include "ui/views/qcp.h"
@@ -15,17 +16,11 @@ namespace adtree::ui {
 HistogramRun histogramOf(const RunRecord& r) {
   HistogramRun h;
   h.label = QStringLiteral("#%1 %2 · %3").arg(r.id).arg(r.label, r.prompt.left(24));
-  for (const auto& st : r.stats->steps) {
-    h.acceptLengths.push_back(int(st.committed));
-    if (st.method != "cspd") continue;
-    // The round's test runs in draft order and stops at the first refusal: position i is reached
-    // when the i drafts before it stood.
-    const int drafted = int(st.drafted), stood = int(st.accepted_head);
-    if (h.reached.size() < drafted) h.reached.resize(drafted), h.stood.resize(drafted);
-    for (int i = 0; i < drafted && i <= stood; ++i) {
-      ++h.reached[i];
-      if (i < stood) ++h.stood[i];
-    }
+  for (const auto& st : r.stats->steps) h.acceptLengths.push_back(int(st.committed));
+  const auto positions = decode::position_acceptance(*r.stats);
+  for (size_t i = 0; i < positions.reached.size(); ++i) {
+    h.reached.push_back(int(positions.reached[i]));
+    h.stood.push_back(int(positions.stood[i]));
   }
   if (!h.reached.isEmpty()) return h;  // CSpD's drafts have no rank
   for (size_t c = 0; c < r.tokens.size(); ++c) {

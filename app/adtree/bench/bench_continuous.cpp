@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "decode/continuous/continuous_decode.h"
 #include "decode/settings/method_table.h"
+#include "decode/stats/position_acceptance.h"
 #include "io/file_write.h"
 #include "util/error.h"
 #include "util/threads.h"
@@ -65,6 +66,7 @@ struct MethodRuns {
   decode::DecodeRequest request;
   std::vector<double> total_ms, ratio_to_ar, acceptance, tau;
   decode::ContinuousTiming sum;
+  decode::PositionAcceptance positions;
 };
 
 json summary_of(const MethodRuns& r) {
@@ -85,6 +87,7 @@ json summary_of(const MethodRuns& r) {
     j["cspd"] = {{"gamma", c.gamma},
                  {"prefill_ratio", c.prefill_ratio},
                  {"inner_temperature", c.inner_temperature}};
+    j["acceptance_by_position"] = r.positions.rates();
     j["mean_acceptance"] = std::accumulate(r.acceptance.begin(), r.acceptance.end(), 0.0) / n;
     j["mean_tokens_per_round"] = std::accumulate(r.tau.begin(), r.tau.end(), 0.0) / n;
   }
@@ -105,8 +108,9 @@ void print_row(const json& s) {
       s["mean_split_ms"]["target_head"].get<double>(),
       s["mean_split_ms"]["resample"].get<double>());
   if (s.contains("mean_acceptance")) {
-    std::printf("  alpha %.3f, tau %.2f", s["mean_acceptance"].get<double>(),
+    std::printf("  alpha %.3f, tau %.2f, by position", s["mean_acceptance"].get<double>(),
                 s["mean_tokens_per_round"].get<double>());
+    for (const auto& rate : s["acceptance_by_position"]) std::printf(" %.2f", rate.get<double>());
   }
   std::printf("\n");
 }
@@ -130,7 +134,7 @@ int bench_continuous(const Args& a, const std::string& dir) {
     apply_given_settings(a, r);
     for (size_t i = 1; i < overrides.size(); ++i) apply_method_flag(overrides[i], r);
     decode::check_continuous_request(m, r);
-    runs.push_back({n, r, {}, {}, {}, {}, {}});
+    runs.push_back({n, r, {}, {}, {}, {}, {}, {}});
   }
   const auto prompts = bench_prompts(a, m);
   const int64_t seeds = a.integer("seeds"), rounds = a.integer("rounds");
@@ -156,6 +160,7 @@ int bench_continuous(const Args& a, const std::string& dir) {
           r.sum.target_backbone += res.timing.target_backbone;
           r.sum.target_head += res.timing.target_head;
           r.sum.resample += res.timing.resample;
+          r.positions.add(decode::position_acceptance(res.stats));
           json p = decode::to_json(res, false);
           p["method"] = r.name, p["prompt"] = prompt, p["seed"] = seed, p["round"] = round;
           pictures.push_back(p);
