@@ -27,3 +27,10 @@ for T in 42 200; do
     --tokens runs/target/tokens.safetensors --prompts 48 --method ar,cspd \
     --cspd-inner-temperature "$T" --out "$OUT/fidelity-48-T$T"
 done
+# AR's fidelity under other sampling settings (48 prompts): the card's sampling defaults.
+for S in "--cfg 1.5" "--cfg 5" "--temperature 0.8" "--diffusion-steps 50"; do
+  NAME=$(echo "$S" | tr -d ' -')
+  # shellcheck disable=SC2086 # S is two words: a flag and its value
+  "$ADTREE" train fidelity --model "$MODEL" --data emoji64.safetensors \
+    --tokens runs/target/tokens.safetensors --prompts 48 --method ar $S --out "$OUT/fidelity-48-$NAME"
+done
