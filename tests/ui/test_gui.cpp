@@ -166,6 +166,8 @@ class GuiTest : public QObject {
     QVERIFY(child<adtree::ui::DistributionView>(*w, "distributionView")
                 ->headline()
                 .contains("vectors"));
+    // Pending cells are painted in their vector's approximate colour, and the help says so.
+    QVERIFY(maps->findChild<QLabel*>("hoverInfo")->text().contains("vector's approximate"));
     // CSpD plans no tree: the planned-shape maps are hidden.
     QVERIFY(!maps->findChild<QCustomPlot*>("heatmap" + QString::number(int(RunState::PlanDepth)))
                  ->isVisibleTo(maps));

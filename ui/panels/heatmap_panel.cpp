@@ -98,6 +98,18 @@ void HeatmapPanel::setVectorTokens(bool vectors) {
   v.plot->replot();
   // CSpD plans no tree: its planned-shape maps would stay empty.
   for (auto m : {RunState::PlanDepth, RunState::PlanWidth}) maps_[m].plot->setVisible(!vectors);
+  // Its drafts come from a draft model, never from free guesses.
+  auto ticks =
+      qSharedPointerDynamicCast<QCPAxisTickerText>(maps_[RunState::Origin].scale->axis()->ticker());
+  if (ticks) {
+    ticks->clear();
+    ticks->addTick(0, tr("target"));
+    ticks->addTick(1, vectors ? tr("draft") : tr("head"));
+    if (!vectors) ticks->addTick(2, tr("guess"));
+    maps_[RunState::Origin].plot->replot();
+  }
+  vectors_ = vectors;
+  setHoverText({});
 }
 
 void HeatmapPanel::setupMap(RunState::Map m, const QString& title, const QString& unit,
@@ -342,9 +354,12 @@ void HeatmapPanel::setHighlight(int cell) {
 }
 
 void HeatmapPanel::setHoverText(const QString& text) {
+  const QString hatched = vectors_ ? tr("generated, in its vector's approximate colour until "
+                                        "decoded.")
+                                   : tr("generated, in its code's colour until decoded.");
   hover_->setText(text.isEmpty() ? tr("Hover a cell of the image or of a map to see its values "
-                                      "here.\nCheckerboard: not generated yet. Hatched: "
-                                      "generated, in its code's colour until decoded.")
+                                      "here.\nCheckerboard: not generated yet. Hatched: ") +
+                                       hatched
                                  : text);
 }
 

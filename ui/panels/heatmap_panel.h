@@ -70,6 +70,7 @@ class HeatmapPanel : public QWidget {
   int grid_h_ = 0, grid_w_ = 0;
   quint64 drawn_version_ = ~quint64(0);
   int highlight_ = -1, hovered_ = -1;
+  bool vectors_ = false;  // the loaded model's tokens are vectors (setVectorTokens)
 };
 
 }  // namespace adtree::ui
