@@ -98,16 +98,7 @@ void HeatmapPanel::setVectorTokens(bool vectors) {
   v.plot->replot();
   // CSpD plans no tree: its planned-shape maps would stay empty.
   for (auto m : {RunState::PlanDepth, RunState::PlanWidth}) maps_[m].plot->setVisible(!vectors);
-  // Its drafts come from a draft model, never from free guesses.
-  auto ticks =
-      qSharedPointerDynamicCast<QCPAxisTickerText>(maps_[RunState::Origin].scale->axis()->ticker());
-  if (ticks) {
-    ticks->clear();
-    ticks->addTick(0, tr("target"));
-    ticks->addTick(1, vectors ? tr("draft") : tr("head"));
-    if (!vectors) ticks->addTick(2, tr("guess"));
-    maps_[RunState::Origin].plot->replot();
-  }
+  applyOriginScale(vectors);  // its drafts come from a draft model, never from free guesses
   vectors_ = vectors;
   setHoverText({});
 }
@@ -251,26 +242,30 @@ void HeatmapPanel::applyRange(RunState::Map m, double lo, double hi, bool intege
   }
 }
 
-void HeatmapPanel::applyOriginScale() {
+void HeatmapPanel::applyOriginScale(bool vectors) {
   // Three categories, three colours that read apart (not a ramp), each named on the scale. As in
   // applyRange's integer maps, n values over [lo - 0.5, hi + 0.5] take n + 1 levels, value j
-  // level j, so each name sits in the middle of its band.
+  // level j, so each name sits in the middle of its band. A continuous model's drafts come from its
+  // draft model, never from free guesses: two categories.
   auto& v = maps_[RunState::Origin];
+  const int n = vectors ? 2 : 3;
   QCPColorGradient g;
   g.clearColorStops();
-  g.setColorStopAt(0.0, QColor(0x9e, 0x9e, 0x9e));      // target: grey
-  g.setColorStopAt(1.0 / 3, QColor(0xe6, 0x7e, 0x22));  // head: orange
-  g.setColorStopAt(2.0 / 3, QColor(0x29, 0x80, 0xb9));  // free guess: blue
-  g.setColorStopAt(1.0, QColor(0x29, 0x80, 0xb9));
-  g.setLevelCount(4);
+  const QColor colours[] = {QColor(0x9e, 0x9e, 0x9e),   // target: grey
+                            QColor(0xe6, 0x7e, 0x22),   // head or draft model: orange
+                            QColor(0x29, 0x80, 0xb9)};  // free guess: blue
+  for (int j = 0; j < n; ++j) g.setColorStopAt(double(j) / n, colours[j]);
+  g.setColorStopAt(1.0, colours[n - 1]);
+  g.setLevelCount(n + 1);
   g.setNanHandling(QCPColorGradient::nhTransparent);  // cells not generated: the checkerboard
   v.map->setGradient(g);
-  v.map->setDataRange(QCPRange(-0.5, 2.5));
+  v.map->setDataRange(QCPRange(-0.5, n - 0.5));
   QSharedPointer<QCPAxisTickerText> t(new QCPAxisTickerText);
   t->addTick(0, tr("target"));
-  t->addTick(1, tr("head"));
-  t->addTick(2, tr("guess"));
+  t->addTick(1, vectors ? tr("draft") : tr("head"));
+  if (!vectors) t->addTick(2, tr("guess"));
   v.scale->axis()->setTicker(t);
+  v.plot->replot();
 }
 
 void HeatmapPanel::refresh(const RunState& run) {

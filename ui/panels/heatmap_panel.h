@@ -59,7 +59,7 @@ class HeatmapPanel : public QWidget {
   };
   void setupMap(RunState::Map m, const QString& title, const QString& unit, const QString& help);
   void applyRange(RunState::Map m, double lo, double hi, bool integer);
-  void applyOriginScale();  // the Origin map's three named colours
+  void applyOriginScale(bool vectors = false);  // the Origin map's named colours
   void hoverAt(QCustomPlot* plot, const QPointF& pos);
   // Square cells: widen the axis range that has room to spare (called after each layout).
   void fitSquare(MapView& v);
