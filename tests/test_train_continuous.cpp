@@ -416,4 +416,17 @@ TEST(ContinuousFidelity, ScoresBothMethodsAndMeasuresTheirDistance) {
   const auto other = tr::picture_distance(ar.images, 255 - ar.images);
   EXPECT_GT(other["mean_abs_pixel"].get<double>(), 0.0);
   EXPECT_EQ(other["identical_share"].get<double>(), 0.0);
+  // The scale of CSpD's distance: AR on the same prompts at other seeds draws other pictures.
+  const auto again = tr::continuous_fidelity(
+      m, d, o,
+      tr::other_seeds(adtree::decode::default_continuous_request(m, adtree::decode::Method::Ar)),
+      tokens, nullptr);
+  EXPECT_EQ(again.prompts, ar.prompts);
+  const auto scale = tr::distance_from_ar(ar, again);
+  EXPECT_GT(scale["mean_abs_pixel"].get<double>(), 0.0);
+  EXPECT_LT(scale["identical_share"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(scale["emoji_top1_difference"].get<double>(),
+                   again.metrics["pixel"]["emoji_top1"].get<double>() -
+                       ar.metrics["pixel"]["emoji_top1"].get<double>());
+  EXPECT_EQ(tr::distance_from_ar(ar, ar)["emoji_top1_difference"].get<double>(), 0.0);
 }

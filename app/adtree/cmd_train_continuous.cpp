@@ -95,19 +95,21 @@ int continuous_fidelity_cmd(const Args& a) {
   const std::string out = a.str("out");
   std::filesystem::create_directories(out);
   json all = json::object();
-  std::map<std::string, at::Tensor> pictures;
-  for (const auto& name : methods_of(a.str("method"))) {
-    auto r = decode::default_continuous_request(m, decode::method_from_string(name));
+  std::map<std::string, train::ContinuousFidelity> runs;
+  auto measure = [&](const std::string& name, decode::Method method, bool other_seeds) {
+    auto r = decode::default_continuous_request(m, method);
     apply_given_settings(a, r);
-    const auto f = train::continuous_fidelity(m, data, fo, r, tokens, &std::cout);
+    if (other_seeds) r = train::other_seeds(r);
+    const auto& f = runs[name] = train::continuous_fidelity(m, data, fo, r, tokens, &std::cout);
     all[name] = f.metrics;
-    pictures[name] = f.images;
     write_fidelity_sheets(f.images, f.nearest, f.prompts, out, name + "-");
-  }
-  if (pictures.count("ar") && pictures.count("cspd")) {
-    all["cspd_vs_ar"] = train::picture_distance(pictures["ar"], pictures["cspd"]);
-    all["cspd_vs_ar"]["emoji_top1_difference"] = all["cspd"]["pixel"]["emoji_top1"].get<double>() -
-                                                 all["ar"]["pixel"]["emoji_top1"].get<double>();
+  };
+  for (const auto& name : methods_of(a.str("method")))
+    measure(name, decode::method_from_string(name), false);
+  if (runs.count("ar") && runs.count("cspd")) {
+    all["cspd_vs_ar"] = train::distance_from_ar(runs["ar"], runs["cspd"]);
+    measure("ar_other_seeds", decode::Method::Ar, true);
+    all["ar_other_seeds_vs_ar"] = train::distance_from_ar(runs["ar"], runs["ar_other_seeds"]);
   }
   train::write_json_file(out + "/fidelity.json", all);
   std::cout << all.dump(2) << "\nwrote " << out << "\n";

@@ -39,6 +39,18 @@ json picture_distance(const at::Tensor& a, const at::Tensor& b) {
            (colour_histogram(a) - colour_histogram(b)).abs().sum().item<double>() / 3.0}};
 }
 
+json distance_from_ar(const ContinuousFidelity& ar, const ContinuousFidelity& method) {
+  auto d = picture_distance(ar.images, method.images);
+  d["emoji_top1_difference"] = method.metrics.at("pixel").at("emoji_top1").get<double>() -
+                               ar.metrics.at("pixel").at("emoji_top1").get<double>();
+  return d;
+}
+
+decode::DecodeRequest other_seeds(decode::DecodeRequest request) {
+  request.seed += 1000000;  // prompt i adds its index: far from the measured run's seeds
+  return request;
+}
+
 ContinuousFidelity continuous_fidelity(const model::ContinuousBundle& m, const io::Dataset& data,
                                        const FidelityOptions& o,
                                        const decode::DecodeRequest& request,
@@ -62,7 +74,7 @@ ContinuousFidelity continuous_fidelity(const model::ContinuousBundle& m, const i
   double accepted = 0, drafted = 0;
   for (int64_t i = 0; i < P; ++i) {
     auto req = request;
-    req.seed = o.seed + uint64_t(i);
+    req.seed = request.seed + o.seed + uint64_t(i);
     const auto res = decode::run_continuous(m, caption_of(m.vocab, p.ids[size_t(i)]), req);
     accepted += double(res.accepted), drafted += double(res.drafted);
     tokens.push_back(res.tokens.unsqueeze(0));
@@ -78,6 +90,7 @@ ContinuousFidelity continuous_fidelity(const model::ContinuousBundle& m, const i
                {"cfg", request.sampling.cfg_scale},
                {"temperature", request.sampling.temperature},
                {"seed", o.seed},
+               {"first_sampling_seed", request.seed + o.seed},
                {"training_pictures", int64_t(train_rows.size())},
                {"emoji_chance_top1", emoji_chance(data, train_rows, p.emoji)},
                {"pixel", score_nearest(pixel_distances(r.images, data, train_idx), data, train_rows,

@@ -39,4 +39,13 @@ ContinuousFidelity continuous_fidelity(const model::ContinuousBundle& m, const i
 // bins a channel, normalised).
 nlohmann::json picture_distance(const at::Tensor& a, const at::Tensor& b);
 
+// picture_distance of a method's pictures from AR's, with the difference of their emoji top-1
+// in pixels (the method's minus AR's).
+nlohmann::json distance_from_ar(const ContinuousFidelity& ar, const ContinuousFidelity& method);
+
+// The request drawing the same prompts on other seeds, for the scale of that distance: once a
+// refusal changes CSpD's noise stream its picture is an independent draw, so AR against AR on
+// other seeds shows what sampling alone gives.
+decode::DecodeRequest other_seeds(decode::DecodeRequest request);
+
 }  // namespace adtree::train
