@@ -173,6 +173,11 @@ TEST(AssembleContinuous, TheDirectoryLoadsAndDrawsWithArAndCspd) {
       EXPECT_GT(res.drafted, 0);
     }
   }
+  // Provenance names the run folders as the command gave them (no absolute path of the training
+  // machine ships in a model directory).
+  const auto& prov = m.manifest.at("provenance");
+  EXPECT_EQ(prov.at("target").at("run"), runs().target);
+  EXPECT_EQ(prov.at("vae").at("run"), runs().vae);
 }
 
 // The token colours (model/continuous/token_colours.h) are fitted on the training tokens' decodes:

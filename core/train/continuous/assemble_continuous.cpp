@@ -42,8 +42,12 @@ ContinuousRun load_part(const std::string& dir, bool snapshots) {
   return load_continuous_run(dir);
 }
 
+// A run folder as the command named it: the same folders assemble the same model.json on any
+// machine, and no absolute path of the training machine ships.
+std::string as_given(const std::string& dir) { return fs::path(dir).lexically_normal().string(); }
+
 json run_summary(const ContinuousRun& r, const std::string& dir) {
-  json j{{"run", fs::absolute(dir).string()},
+  json j{{"run", as_given(dir)},
          {"command", r.run.value("provenance", json::object()).value("command", "")},
          {"steps", r.run.value("steps", 0)},
          {"epochs", r.run.value("epochs", 0.0)},
@@ -96,7 +100,7 @@ json assemble_continuous(const ContinuousAssembleOptions& o) {
   m["cspd"] = {{"gamma", 4}, {"prefill_ratio", 0.05}};
   m["cspd"].update(card_object(o.card, "cspd"));
   m["provenance"] = {{"vae",
-                      {{"run", fs::absolute(o.vae_dir).string()},
+                      {{"run", as_given(o.vae_dir)},
                        {"metrics", vae_run.value("metrics", json::object())}}},
                      {"target", run_summary(target, o.target_dir)}};
   io::write_safetensors((fs::path(o.out) / "vae.safetensors").string(),
