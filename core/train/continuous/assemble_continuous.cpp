@@ -44,7 +44,9 @@ ContinuousRun load_part(const std::string& dir, bool snapshots) {
 
 // A run folder as the command named it: the same folders assemble the same model.json on any
 // machine, and no absolute path of the training machine ships.
-std::string as_given(const std::string& dir) { return fs::path(dir).lexically_normal().string(); }
+std::string as_given(const std::string& dir) {
+  return fs::path(dir).lexically_normal().string();
+}
 
 json run_summary(const ContinuousRun& r, const std::string& dir) {
   json j{{"run", as_given(dir)},
@@ -99,10 +101,10 @@ json assemble_continuous(const ContinuousAssembleOptions& o) {
   m["sampling"].update(card_object(o.card, "sampling"));
   m["cspd"] = {{"gamma", 4}, {"prefill_ratio", 0.05}};
   m["cspd"].update(card_object(o.card, "cspd"));
-  m["provenance"] = {{"vae",
-                      {{"run", as_given(o.vae_dir)},
-                       {"metrics", vae_run.value("metrics", json::object())}}},
-                     {"target", run_summary(target, o.target_dir)}};
+  m["provenance"] = {
+      {"vae",
+       {{"run", as_given(o.vae_dir)}, {"metrics", vae_run.value("metrics", json::object())}}},
+      {"target", run_summary(target, o.target_dir)}};
   io::write_safetensors((fs::path(o.out) / "vae.safetensors").string(),
                         stored(vae.weights(), dtype, "decoder.", "post_quant_conv."),
                         {{"format", "adtree"}, {"content", "KL VAE decoder"}});
