@@ -99,9 +99,9 @@ TEST(ShippedModel, GreedyIsTokenIdenticalToArForEveryLosslessMethod) {
 }
 
 TEST(ShippedModel, EveryModelInTheResourcesLoads) {
-  // The default model and the earlier ones kept for the research docs (emoji-v1 to emoji-v3) all
-  // ship in the package, so each must load, carry its head and name itself as its folder does (a
-  // continuous-family model: load and name itself).
+  // The default model, the earlier ones kept for the research docs (emoji-v1 to emoji-v3) and the
+  // continuous family's emoji-continuous all ship in the package, so each must load, carry its head
+  // and name itself as its folder does (a continuous-family model: load and name itself).
   const auto root = std::filesystem::path(ADTREE_SHIPPED_MODEL).parent_path();
   std::set<std::string> models;
   for (const auto& e : std::filesystem::directory_iterator(root)) {
@@ -119,7 +119,7 @@ TEST(ShippedModel, EveryModelInTheResourcesLoads) {
     auto res = decode::run_decode(m, cond, request("adt", 0.0, 0));
     EXPECT_EQ(res.tokens.size(), 256u) << e.path();
   }
-  for (const char* name : {"emoji", "emoji-v1", "emoji-v2", "emoji-v3"}) {
+  for (const char* name : {"emoji", "emoji-v1", "emoji-v2", "emoji-v3", "emoji-continuous"}) {
     EXPECT_EQ(models.count(name), 1u) << name << " is missing from " << root;
   }
 }

@@ -212,6 +212,21 @@ class GuiTest : public QObject {
     emoji->trigger();
     QVERIFY(ready.wait(kLoadMs));
     QCOMPARE(QString::fromStdString(w->model()->name), QString("emoji"));
+    QVERIFY(!child<QWidget>(*w, "head_variance")->isEnabled());
+    // The continuous family's model ships beside it and opens from the same menu, its settings
+    // switching to a vector model's (docs/GUI.md).
+    QAction* continuous = nullptr;
+    for (auto* a : menu->actions())
+      if (a->text() == "emoji-continuous") continuous = a;
+    QVERIFY2(continuous, qPrintable(names.join(", ")));
+    QVERIFY(continuous->toolTip().contains("CSpD"));
+    continuous->trigger();
+    QVERIFY(ready.wait(kLoadMs));
+    QCOMPARE(QString::fromStdString(w->model()->name), QString("emoji-continuous"));
+    QVERIFY(child<QWidget>(*w, "head_variance")->isEnabled());
+    QVERIFY(!child<QWidget>(*w, "top_k")->isEnabled());
+    // Its card's measured CSpD default (training/continuous/card.json).
+    QCOMPARE(child<QDoubleSpinBox>(*w, "cspd.inner_temperature")->value(), 100.0);
   }
 
   void generateFillsImageMapsAndPlots() {
