@@ -35,6 +35,9 @@ for f in ./usr/bin/adtree ./usr/bin/adtree-studio ./usr/lib/adtree-studio/libadt
          ./usr/share/adtree-studio/models/emoji/gpt-00002-of-00002.safetensors \
          ./usr/share/adtree-studio/models/emoji-v2/gpt.safetensors \
          ./usr/share/adtree-studio/models/emoji-v3/gpt-00001-of-00002.safetensors \
+         ./usr/share/adtree-studio/models/emoji-continuous/target.safetensors \
+         ./usr/share/adtree-studio/models/emoji-continuous/draft.safetensors \
+         ./usr/share/doc/adtree-studio/MODEL_CARD-emoji-continuous.md \
          ./usr/share/applications/io.github.adtreestudio.AdtreeStudio.desktop \
          ./usr/share/metainfo/io.github.adtreestudio.AdtreeStudio.metainfo.xml \
          ./usr/share/icons/hicolor/scalable/apps/adtree-studio.svg \
@@ -58,6 +61,10 @@ env -u ADTREE_MODEL "$root/usr/bin/adtree" generate --prompt "red apple noto" --
   --out "$work/apple.png" --stats "$work/apple.json"
 test -s "$work/apple.png"
 grep -q '"tau"' "$work/apple.json"
+# The continuous family's shipped model, with CSpD and its draft model.
+"$root/usr/bin/adtree" generate --model "$root/usr/share/adtree-studio/models/emoji-continuous" \
+  --prompt "woman walking noto" --method cspd --out "$work/walking.png" --quiet
+test -s "$work/walking.png"
 
 # Typed prompts for a t2i model through the installed SentencePiece plug-in (a random model with its
 # tiny random T5, whose tokenizer is trained by the plug-in too).
