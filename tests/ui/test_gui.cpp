@@ -19,6 +19,7 @@
 #include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QStatusBar>
+#include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -162,10 +163,11 @@ class GuiTest : public QObject {
     auto* maps = child<adtree::ui::HeatmapPanel>(*w, "heatmapPanel");
     QCOMPARE(maps->filledCells(RunState::AcceptLen), 16);
     QCOMPARE(maps->filledCells(RunState::Top1), 16);
-    // A vector has no codebook distribution: the inspector says so rather than offer traces.
-    QVERIFY(child<adtree::ui::DistributionView>(*w, "distributionView")
-                ->headline()
-                .contains("vectors"));
+    // A vector has no codebook distribution: the inspector says so rather than offer traces,
+    // and shows no empty chart or candidate table.
+    auto* dist = child<adtree::ui::DistributionView>(*w, "distributionView");
+    QVERIFY(dist->headline().contains("vectors"));
+    QVERIFY(!dist->findChild<QTableWidget*>("candidateTable")->isVisibleTo(dist));
     // Pending cells are painted in their vector's approximate colour, and the help says so.
     QVERIFY(maps->findChild<QLabel*>("hoverInfo")->text().contains("vector's approximate"));
     // CSpD plans no tree: the planned-shape maps are hidden.
@@ -234,6 +236,8 @@ class GuiTest : public QObject {
     QVERIFY(w);
     selectMethod(*w, "ar");
     QVERIFY(!child<QWidget>(*w, "head_variance")->isEnabled());  // a VQ model's tokens are codes
+    auto* dist = child<adtree::ui::DistributionView>(*w, "distributionView");
+    QVERIFY(dist->findChild<QTableWidget*>("candidateTable")->isVisibleTo(dist));
     auto* vq_maps = child<adtree::ui::HeatmapPanel>(*w, "heatmapPanel");
     QVERIFY(vq_maps->findChild<QCustomPlot*>("heatmap" + QString::number(int(RunState::PlanDepth)))
                 ->isVisibleTo(vq_maps));

@@ -98,6 +98,13 @@ void HeatmapPanel::setVectorTokens(bool vectors) {
   v.plot->replot();
   // CSpD plans no tree: its planned-shape maps would stay empty.
   for (auto m : {RunState::PlanDepth, RunState::PlanWidth}) maps_[m].plot->setVisible(!vectors);
+  // The hover text takes their row, rather than a third of it.
+  auto* grid = static_cast<QGridLayout*>(layout());
+  grid->removeWidget(hover_);
+  if (vectors)
+    grid->addWidget(hover_, 2, 0, 1, 3);
+  else
+    grid->addWidget(hover_, 2, 2);
   applyOriginScale(vectors);  // its drafts come from a draft model, never from free guesses
   vectors_ = vectors;
   setHoverText({});
@@ -121,7 +128,12 @@ void HeatmapPanel::setupMap(RunState::Map m, const QString& title, const QString
   v.title->setTextColor(palette().color(QPalette::WindowText));
   v.plot->plotLayout()->addElement(0, 0, v.title);
 
+  // The map and its colour scale share one cell below the title, so the title spans both.
   auto* rect = v.plot->axisRect();
+  auto* body = new QCPLayoutGrid;
+  v.plot->plotLayout()->take(rect);
+  v.plot->plotLayout()->addElement(1, 0, body);
+  body->addElement(0, 0, rect);
   rect->setMinimumMargins(QMargins(2, 2, 2, 2));
   for (auto* ax : {v.plot->xAxis, v.plot->yAxis}) {
     ax->setTicks(false);
@@ -150,7 +162,7 @@ void HeatmapPanel::setupMap(RunState::Map m, const QString& title, const QString
   v.map->setGradient(viridisGradient());
 
   v.scale = new QCPColorScale(v.plot);
-  v.plot->plotLayout()->addElement(1, 1, v.scale);
+  body->addElement(0, 1, v.scale);
   v.scale->setType(QCPAxis::atRight);
   v.scale->setBarWidth(10);
   v.scale->axis()->setLabel(unit);
@@ -162,7 +174,10 @@ void HeatmapPanel::setupMap(RunState::Map m, const QString& title, const QString
   v.map->setColorScale(v.scale);
   v.map->setGradient(viridisGradient());
 
-  connect(v.plot, &QCustomPlot::afterLayout, this, [this, m] { fitSquare(maps_[m]); });
+  connect(v.plot, &QCustomPlot::afterLayout, this, [this, m] {
+    fitTitles();
+    fitSquare(maps_[m]);
+  });
   resizeGrid(v, 1, 1);
 
   v.highlight = new QCPItemRect(v.plot);
@@ -188,6 +203,28 @@ void HeatmapPanel::resizeGrid(MapView& v, int h, int w) {
   }
   v.plot->xAxis->setRange(-0.5, w - 0.5);
   v.plot->yAxis->setRange(-0.5, h - 0.5);
+}
+
+void HeatmapPanel::fitTitles() {
+  // In a 1280-pixel window a map is about 170 pixels wide, which clipped long titles ("Acceptance
+  // probability") at both ends. One bold size for all, stepped down until every visible title
+  // fits its plot's width (7 points at least), so the grid reads as one.
+  QFont f(font().family(), font().pointSize(), QFont::Bold);
+  auto fits = [&](const QFont& font) {
+    for (const auto& v : maps_) {
+      if (v.plot && v.plot->isVisible() &&
+          QFontMetrics(font).horizontalAdvance(v.title->text()) > v.plot->width() - 6)
+        return false;
+    }
+    return true;
+  };
+  while (f.pointSize() > 7 && !fits(f)) f.setPointSize(f.pointSize() - 1);
+  for (auto& v : maps_) {
+    if (v.title && f != v.title->font()) {
+      v.title->setFont(f);  // only on a change: it lays the plot out again
+      v.plot->replot(QCustomPlot::rpQueuedReplot);
+    }
+  }
 }
 
 void HeatmapPanel::fitSquare(MapView& v) {

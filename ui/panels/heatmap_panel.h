@@ -62,6 +62,7 @@ class HeatmapPanel : public QWidget {
   void applyOriginScale(bool vectors = false);  // the Origin map's named colours
   void hoverAt(QCustomPlot* plot, const QPointF& pos);
   // Square cells: widen the axis range that has room to spare (called after each layout).
+  void fitTitles();
   void fitSquare(MapView& v);
   void resizeGrid(MapView& v, int h, int w);
 

@@ -52,7 +52,7 @@ DistributionView::DistributionView(QWidget* parent) : QWidget(parent) {
   col->addWidget(buildHeadline());
 
   // Chart beside table: the view lives in a wide, short dock under the maps.
-  auto* split = new QSplitter(Qt::Horizontal, this);
+  auto* split = split_ = new QSplitter(Qt::Horizontal, this);
   col->addWidget(split, 1);
   auto* top = new QWidget(split);
   auto* topCol = new QVBoxLayout(top);
@@ -76,6 +76,7 @@ QLabel* DistributionView::buildHeadline() {
   headline_->setWordWrap(true);
   headline_->setTextFormat(Qt::PlainText);
   headline_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  headline_->setAlignment(Qt::AlignLeft | Qt::AlignTop);  // alone in the dock for a vector model
   return headline_;
 }
 
@@ -153,6 +154,7 @@ void DistributionView::buildTable(QWidget* parent) {
 
 void DistributionView::setVectorTokens(bool vectors) {
   vectors_ = vectors;
+  split_->setVisible(!vectors);  // an empty chart and table would only suggest missing data
   clear();
 }
 

@@ -15,6 +15,7 @@ class QCustomPlot;
 class QCPBars;
 class QCPGraph;
 class QLabel;
+class QSplitter;
 class QTableWidget;
 
 namespace adtree::ui {
@@ -62,6 +63,7 @@ class DistributionView : public QWidget {
   QCPGraph* cands_ = nullptr;     // markers on the bars of draft candidates
   QCheckBox* log_box_ = nullptr;
   QTableWidget* table_ = nullptr;
+  QSplitter* split_ = nullptr;    // the chart beside the table
   double max_p_ = 0, min_p_ = 0;  // over the bars: the axis ranges
 };
 
