@@ -18,16 +18,19 @@ C=cspd@cspd-inner-temperature
 "$ADTREE" bench --model "$MODEL" --prompts "$P" --seeds 2 --json "$OUT/bench.json" \
   --method "ar,$C=1@cspd-gamma=4,$C=42@cspd-gamma=4,$C=100@cspd-gamma=2,$C=100@cspd-gamma=4,\
 $C=200@cspd-gamma=2,$C=200@cspd-gamma=4" | tee "$OUT/bench.txt"
-# Fidelity of AR and of CSpD at the shipped defaults: the card's 192 training prompts.
+# Fidelity of AR and of CSpD at the shipped defaults, the card's 192 training prompts, and AR on
+# other seeds (the scale of CSpD's distance from AR); then CSpD at the paper's exact test (inner
+# temperature 1) and at other relaxations, on the same prompts.
 "$ADTREE" train fidelity --model "$MODEL" --data emoji64.safetensors \
   --tokens runs/target/tokens.safetensors --prompts 192 --method ar,cspd --out "$OUT/fidelity-192"
-# CSpD's distance from AR at the other inner temperatures (48 prompts).
-for T in 42 200; do
+for T in 1 42 200; do
   "$ADTREE" train fidelity --model "$MODEL" --data emoji64.safetensors \
-    --tokens runs/target/tokens.safetensors --prompts 48 --method ar,cspd \
-    --cspd-inner-temperature "$T" --out "$OUT/fidelity-48-T$T"
+    --tokens runs/target/tokens.safetensors --prompts 192 --method ar,cspd \
+    --cspd-inner-temperature "$T" --out "$OUT/fidelity-192-T$T"
 done
-# AR's fidelity under other sampling settings (48 prompts): the card's sampling defaults.
+# AR's fidelity under other sampling settings (48 prompts), against the defaults on the same prompts.
+"$ADTREE" train fidelity --model "$MODEL" --data emoji64.safetensors \
+  --tokens runs/target/tokens.safetensors --prompts 48 --method ar --out "$OUT/fidelity-48-default"
 for S in "--cfg 1.5" "--cfg 5" "--temperature 0.8" "--diffusion-steps 50"; do
   NAME=$(echo "$S" | tr -d ' -')
   # shellcheck disable=SC2086 # S is two words: a flag and its value
