@@ -42,6 +42,12 @@ TEST(DiffusionSchedule, RespacedStepsKeepTheTrainingScheduleAtTheirSteps) {
     const double prev = k == 0 ? 1.0 : s.alpha_bar(k - 1);
     EXPECT_NEAR(s.beta(k), 1.0 - s.alpha_bar(k) / prev, 1e-12) << k;
   }
+  // MAR's space_timesteps adds up the stride and rounds half to even (Python's round): at 25
+  // steps the stride is 41.625 and the fifth step lands on 166.5, which is 166, not 167.
+  const DiffusionSchedule s25(1000, 25);
+  EXPECT_EQ(s25.timesteps()[4], 166);
+  EXPECT_EQ(s25.timesteps()[2], 83);  // 83.25
+  EXPECT_EQ(s25.timesteps().back(), 999);
 }
 
 TEST(DiffusionSchedule, TheReverseStepIsTheGaussianPosterior) {

@@ -36,10 +36,13 @@ DiffusionSchedule::DiffusionSchedule(int train_steps, int sample_steps, double x
     abar_train[size_t(t)] = a;
   }
   // Respaced: sample_steps training steps evenly spread, the betas recomputed from their abar.
-  for (int k = 0; k < sample_steps; ++k) {
-    const double frac =
-        sample_steps == 1 ? 0.0 : double(k) * (train_steps - 1) / (sample_steps - 1);
-    timesteps_.push_back(int(std::lround(frac)));
+  // As MAR's space_timesteps: a running sum of the stride, rounded half to even (Python's round;
+  // at 25 steps the fifth lands on 166.5, which is 166 there).
+  const double stride = sample_steps == 1 ? 0.0 : double(train_steps - 1) / (sample_steps - 1);
+  double frac = 0.0;
+  for (int k = 0; k < sample_steps; ++k, frac += stride) {
+    const int t = int(std::nearbyint(frac));  // the default rounding mode: half to even
+    if (timesteps_.empty() || timesteps_.back() != t) timesteps_.push_back(t);
   }
   double prev = 1.0;
   for (int t : timesteps_) {
