@@ -194,7 +194,8 @@ json plain(const Pickle& p, Ref r, int depth) {
   }
 }
 
-TorchCheckpoint state_dict(const Pickle& p, TensorBuilder& build, const std::string& what) {
+TorchCheckpoint state_dict(const Pickle& p, TensorBuilder& build, const std::string& what,
+                           const std::vector<std::string>& prefer) {
   TorchCheckpoint out;
   Ref sd = pickle::kNoRef;
   if (is_state_dict(p, p.root)) {
@@ -204,7 +205,9 @@ TorchCheckpoint state_dict(const Pickle& p, TensorBuilder& build, const std::str
     for (size_t k = 0; k + 1 < it.size(); k += 2) {
       if (p.at(it[k]).kind == Kind::Str) out.top_keys.push_back(p.at(it[k]).text);
     }
-    for (const char* key : {"model", "module", "state_dict", "ema"}) {
+    std::vector<std::string> keys = prefer;
+    for (const char* key : {"model", "module", "state_dict", "ema"}) keys.emplace_back(key);
+    for (const auto& key : keys) {
       if (is_state_dict(p, p.find(p.root, key))) {
         sd = p.find(p.root, key);
         out.found_at = key;
@@ -233,6 +236,7 @@ TorchCheckpoint state_dict(const Pickle& p, TensorBuilder& build, const std::str
 // checked against their CRC-32 (a conversion) or not (a look at the shapes).
 struct ReadMode {
   bool copy = false, verify = true;
+  std::vector<std::string> prefer;  // state-dict keys tried before the usual ones
 };
 
 // torch >= 1.6: <dir>/data.pkl, <dir>/data/<key> for each storage, <dir>/byteorder (newer).
@@ -269,7 +273,7 @@ TorchCheckpoint read_zip(const uint8_t* data, size_t size, std::shared_ptr<const
   auto both = std::make_shared<std::pair<std::shared_ptr<const void>, decltype(inflated)>>(
       std::move(keep), inflated);
   TensorBuilder build(p, storage, both, mode.copy, what);
-  return state_dict(p, build, what);
+  return state_dict(p, build, what, mode.prefer);
 }
 
 // The pickle of torch's legacy magic number, 0x1950a86a20f9469cfc6c: the first bytes of a file
@@ -313,7 +317,7 @@ TorchCheckpoint read_legacy(const uint8_t* data, size_t size, std::shared_ptr<co
     return it->second;
   };
   TensorBuilder build(p, storage, keep, mode.copy, what);
-  return state_dict(p, build, what);
+  return state_dict(p, build, what, mode.prefer);
 }
 
 TorchCheckpoint read_any(const uint8_t* data, size_t size, std::shared_ptr<const void> keep,
@@ -329,14 +333,15 @@ TorchCheckpoint read_any(const uint8_t* data, size_t size, std::shared_ptr<const
 
 }  // namespace
 
-TorchCheckpoint read_torch_checkpoint(const std::string& path, bool verify) {
+TorchCheckpoint read_torch_checkpoint(const std::string& path, bool verify,
+                                      const std::vector<std::string>& prefer) {
   auto file = std::make_shared<MappedFile>(path);
-  return read_any(file->data(), file->size(), file, ReadMode{false, verify}, path);
+  return read_any(file->data(), file->size(), file, ReadMode{false, verify, prefer}, path);
 }
 
 TorchCheckpoint read_torch_checkpoint(const uint8_t* data, size_t size, const std::string& name) {
   if (data == nullptr) size = 0;
-  return read_any(data, size, nullptr, ReadMode{true, true}, name);
+  return read_any(data, size, nullptr, ReadMode{true, true, {}}, name);
 }
 
 }  // namespace adtree::io

@@ -16,8 +16,8 @@
 namespace adtree::io {
 
 struct TorchCheckpoint {
-  // The state dict: the whole file when it is name -> tensor, else the first of "model",
-  // "module", "state_dict", "ema" that is (LlamaGen's and DDP's layouts).
+  // The state dict: the whole file when it is name -> tensor, else the first of the preferred keys
+  // and then "model", "module", "state_dict", "ema" that is (LlamaGen's and DDP's layouts).
   std::map<std::string, at::Tensor> tensors;
   std::string found_at;               // "" (the whole file) or the key it came from
   std::vector<std::string> top_keys;  // the file's top-level keys, for messages
@@ -31,7 +31,10 @@ struct TorchCheckpoint {
 // big-endian file, storages that do not hold their tensors.
 // `verify` false skips the storages' CRC-32 (a look at the names and shapes, as the studio's import
 // dialog takes before converting; the conversion reads them again, checked).
-TorchCheckpoint read_torch_checkpoint(const std::string& path, bool verify = true);
+// `prefer`: keys whose state dict wins over those (MAR's "model_ema", which it samples with, over
+// its "model").
+TorchCheckpoint read_torch_checkpoint(const std::string& path, bool verify = true,
+                                      const std::vector<std::string>& prefer = {});
 // The same from bytes in memory (the fuzz target, tests); the tensors are copies.
 TorchCheckpoint read_torch_checkpoint(const uint8_t* data, size_t size, const std::string& name);
 
