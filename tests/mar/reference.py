@@ -259,6 +259,99 @@ def generate(c, w, labels, orders, x_T, noise, num_iter, cfg, temperature):
     return tokens
 
 
+# ---- the KL-16 VAE's decoder (LDM's AutoencoderKL in models/vae.py) ----
+
+SMALL_VAE = {"embed_dim": 16, "ch": 32, "ch_mult": [1, 1, 2, 2, 4], "num_res_blocks": 2}
+
+
+def vae_layout(v):
+    """The checkpoint's names: encoder (unused by a picture, still in the file), quant convs,
+    decoder, and a loss network as the released kl16.ckpt carries (ignored by MAR's loader)."""
+    t, ch, mult, e = {}, v["ch"], v["ch_mult"], v["embed_dim"]
+
+    def conv(n, cin, cout, k):
+        t[n + ".weight"], t[n + ".bias"] = (cout, cin, k, k), (cout,)
+
+    def norm(n, c):
+        t[n + ".weight"], t[n + ".bias"] = (c,), (c,)
+
+    def res(p, cin, cout):
+        norm(p + ".norm1", cin)
+        conv(p + ".conv1", cin, cout, 3)
+        norm(p + ".norm2", cout)
+        conv(p + ".conv2", cout, cout, 3)
+        if cin != cout:
+            conv(p + ".nin_shortcut", cin, cout, 1)
+
+    def attn(p, c):
+        norm(p + ".norm", c)
+        for n in ("q", "k", "v", "proj_out"):
+            conv(f"{p}.{n}", c, c, 1)
+
+    conv("encoder.conv_in", 3, ch, 3)  # a token of the encoder's presence; its shape is not read
+    conv("quant_conv", 2 * e, 2 * e, 1)
+    conv("post_quant_conv", e, e, 1)
+    top = ch * mult[-1]
+    conv("decoder.conv_in", e, top, 3)
+    res("decoder.mid.block_1", top, top)
+    attn("decoder.mid.attn_1", top)
+    res("decoder.mid.block_2", top, top)
+    cin = top
+    for level in reversed(range(len(mult))):
+        cout = ch * mult[level]
+        for j in range(v["num_res_blocks"] + 1):
+            res(f"decoder.up.{level}.block.{j}", cin, cout)
+            cin = cout
+        if level != 0:
+            conv(f"decoder.up.{level}.upsample.conv", cout, cout, 3)
+    norm("decoder.norm_out", cin)
+    conv("decoder.conv_out", cin, 3, 3)
+    conv("loss.discriminator.main.0", 3, 8, 4)
+    return t
+
+
+def vae_init(shapes, gen):
+    out = {}
+    for name, shape in shapes.items():
+        if len(shape) == 4:
+            out[name] = torch.randn(shape, generator=gen) / math.sqrt(shape[1] * shape[2] * shape[3])
+        elif name.endswith("weight"):
+            out[name] = 1 + 0.1 * torch.randn(shape, generator=gen)
+        else:
+            out[name] = 0.1 * torch.randn(shape, generator=gen)
+    return out
+
+
+def vae_decode(v, w, tokens, h, wd):
+    """tokens [B, h*w, D] -> pixels [B, 3, 16h, 16w]: / 0.2325, post_quant_conv, LDM's decoder."""
+    b = tokens.shape[0]
+    conv = lambda x, n, pad: torch.nn.functional.conv2d(x, w[n + ".weight"], w[n + ".bias"], padding=pad)  # noqa: E731
+    gn = lambda x, n: torch.nn.functional.group_norm(x, 32, w[n + ".weight"], w[n + ".bias"], 1e-6)  # noqa: E731
+    swish = lambda x: x * torch.sigmoid(x)  # noqa: E731
+
+    def res(x, p):
+        hh = conv(swish(gn(x, p + ".norm1")), p + ".conv1", 1)
+        hh = conv(swish(gn(hh, p + ".norm2")), p + ".conv2", 1)
+        return (conv(x, p + ".nin_shortcut", 0) if p + ".nin_shortcut.weight" in w else x) + hh
+
+    def attn(x, p):
+        n = gn(x, p + ".norm")
+        q, k, val = (conv(n, f"{p}.{m}", 0).flatten(2) for m in ("q", "k", "v"))
+        a = torch.softmax(q.transpose(1, 2) @ k / math.sqrt(x.shape[1]), dim=-1)  # [b, query, key]
+        return x + conv((val @ a.transpose(1, 2)).reshape(x.shape), p + ".proj_out", 0)
+
+    z = (tokens / 0.2325).reshape(b, h, wd, -1).permute(0, 3, 1, 2)
+    x = conv(conv(z, "post_quant_conv", 0), "decoder.conv_in", 1)
+    x = res(attn(res(x, "decoder.mid.block_1"), "decoder.mid.attn_1"), "decoder.mid.block_2")
+    for level in reversed(range(len(v["ch_mult"]))):
+        for j in range(v["num_res_blocks"] + 1):
+            x = res(x, f"decoder.up.{level}.block.{j}")
+        if level != 0:
+            x = conv(torch.nn.functional.interpolate(x, scale_factor=2.0, mode="nearest"),
+                     f"decoder.up.{level}.upsample.conv", 1)
+    return conv(swish(gn(x, "decoder.norm_out")), "decoder.conv_out", 1)
+
+
 def checkpoint(c, gen, args):
     shapes = layout(c)
     ema, raw = init(shapes, gen), init(shapes, gen)
@@ -322,9 +415,16 @@ def main():
         x_T = torch.randn(b, n, d, generator=gen)
         noise = torch.randn(b, n, k, d, generator=gen)
         sampled = generate(c, ema, labels, orders, x_T, noise, num_iter=4, cfg=3.0, temperature=0.9)
+    vae = vae_init(vae_layout(SMALL_VAE), gen)
+    torch.save({"model": vae}, out / "kl16.ckpt")
+    # The decoder on tokens of a realistic size (the sampled ones are tens of thousands).
+    vae_tokens = 0.3 * torch.randn(b, n, d, generator=gen)
+    with torch.no_grad():
+        pixels = vae_decode(SMALL_VAE, vae, vae_tokens, c["grid"], c["grid"])
     write_safetensors(out / "reference.safetensors",
                       {"labels": labels, "tokens": tokens, "unknown": unknown.to(torch.uint8), "z": z,
-                       "orders": orders, "x_T": x_T, "noise": noise, "sampled": sampled}, {})
+                       "orders": orders, "x_T": x_T, "noise": noise, "sampled": sampled,
+                       "vae_tokens": vae_tokens, "pixels": pixels}, {})
     (out / "meta.json").write_text(json.dumps({"config": c, "num_iter": 4, "cfg": 3.0,
                                                "temperature": 0.9}, indent=1))
 

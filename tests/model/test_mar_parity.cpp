@@ -11,6 +11,7 @@
 
 #include "decode/mar/mar_generate.h"
 #include "io/safetensors.h"
+#include "model/mar/kl16_decoder.h"
 #include "model/mar/mar_backbone.h"
 #include "model/mar/mar_import.h"
 #include "util/error.h"
@@ -88,4 +89,20 @@ TEST(MarParity, TheDecoderAndAWholeGenerationMatchTheReference) {
   const double scale = sampled.abs().max().item<double>();
   const double err = (tokens - sampled).abs().max().item<double>() / scale;
   EXPECT_LT(err, 1e-5) << "largest token difference, relative to the largest token " << scale;
+}
+
+TEST(MarParity, TheKl16DecoderMatchesTheReference) {
+  if (!have_torch()) GTEST_SKIP() << python() << " has no torch (apt install python3-torch)";
+  const auto vae = model::import_kl16((fixture() / "kl16.ckpt").string());
+  EXPECT_EQ(vae.config.ch, 32);
+  EXPECT_EQ(vae.config.ch_mult, (std::vector<int64_t>{1, 1, 2, 2, 4}));
+  EXPECT_EQ(vae.config.num_res_blocks, 2);
+  EXPECT_EQ(vae.decoder.count("loss.discriminator.main.0.weight"), 0u);  // the loss: left out
+  io::SafetensorsReader ref((fixture() / "reference.safetensors").string());
+  const model::Kl16Decoder decoder(vae.config, vae.decoder);
+  const auto pixels = decoder.decode(ref.tensor("vae_tokens"), 4, 4);
+  const auto want = ref.tensor("pixels");
+  ASSERT_EQ(pixels.sizes(), want.sizes());
+  EXPECT_LT((pixels - want).abs().max().item<double>(),
+            1e-4 * (1 + want.abs().max().item<double>()));
 }

@@ -121,4 +121,34 @@ MarImport import_mar(const std::string& checkpoint, int64_t heads) {
   return out;
 }
 
+Kl16Import import_kl16_state(const TensorMap& state, const std::string& what) {
+  Kl16Import out;
+  Kl16Config& c = out.config;
+  c.embed_dim = dim_of(state, "post_quant_conv.weight", 0, what);
+  const int64_t levels = count_blocks(state, "decoder.up.", ".block.0.conv1.weight");
+  if (levels == 0) throw Error(what + ": no decoder.up.* blocks: not a KL VAE checkpoint?");
+  c.num_res_blocks = count_blocks(state, "decoder.up.0.block.", ".conv1.weight") - 1;
+  c.ch = dim_of(state, "decoder.up.0.block.0.conv2.weight", 0, what);
+  c.ch_mult.clear();
+  for (int64_t l = 0; l < levels; ++l)
+    c.ch_mult.push_back(
+        dim_of(state, "decoder.up." + std::to_string(l) + ".block.0.conv2.weight", 0, what) / c.ch);
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    throw Error(what + ": " + e.what());
+  }
+  for (const auto& [name, t] : state) {
+    const bool unused = name.rfind("encoder.", 0) == 0 || name.rfind("quant_conv.", 0) == 0 ||
+                        name.rfind("loss.", 0) == 0;
+    if (!unused) out.decoder[name] = t;
+  }
+  require_params(kl16_decoder_param_specs(c), out.decoder, what);
+  return out;
+}
+
+Kl16Import import_kl16(const std::string& checkpoint) {
+  return import_kl16_state(io::read_torch_checkpoint(checkpoint).tensors, checkpoint);
+}
+
 }  // namespace adtree::model

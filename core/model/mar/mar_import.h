@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "model/mar/kl16_decoder.h"
 #include "model/mar/mar_config.h"
 #include "model/params.h"
 
@@ -32,5 +33,17 @@ MarImport import_mar(const std::string& checkpoint, int64_t heads = 0);
 // The same on a state dict already read (MAR's names, no "module." prefix).
 MarImport import_mar_state(const TensorMap& state, const nlohmann::json& args, int64_t heads,
                            const std::string& what);
+
+struct Kl16Import {
+  Kl16Config config;
+  TensorMap decoder;  // post_quant_conv and decoder.*: what a picture needs
+};
+
+// MAR's kl16.ckpt ({"model": state dict}): the shape inferred from the decoder's tensors (ch_mult
+// starting at 1, as LDM's), latent_scale MAR's 0.2325. The encoder, quant_conv and the training
+// loss's networks ("loss.*", which MAR's own loader skips) are left out; any other unknown tensor
+// is an error.
+Kl16Import import_kl16(const std::string& checkpoint);
+Kl16Import import_kl16_state(const TensorMap& state, const std::string& what);
 
 }  // namespace adtree::model
