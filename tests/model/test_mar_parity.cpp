@@ -8,11 +8,13 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "decode/mar/mar_generate.h"
 #include "io/safetensors.h"
 #include "model/mar/kl16_decoder.h"
 #include "model/mar/mar_backbone.h"
+#include "model/mar/mar_dir.h"
 #include "model/mar/mar_import.h"
 #include "util/error.h"
 
@@ -105,4 +107,50 @@ TEST(MarParity, TheKl16DecoderMatchesTheReference) {
   ASSERT_EQ(pixels.sizes(), want.sizes());
   EXPECT_LT((pixels - want).abs().max().item<double>(),
             1e-4 * (1 + want.abs().max().item<double>()));
+}
+
+TEST(MarParity, AModelDirectoryKeepsTheImportedModelAndRefusesDamage) {
+  if (!have_torch()) GTEST_SKIP() << python() << " has no torch (apt install python3-torch)";
+  model::MarDirParts parts;
+  parts.target = model::import_mar((fixture() / "checkpoint-last.pth").string(), 4);
+  parts.vae = model::import_kl16((fixture() / "kl16.ckpt").string());
+  for (int i = 0; i < 10; ++i) parts.classes.push_back("class " + std::to_string(i));
+  parts.name = "mar-small";
+  const auto dir = fixture() / "model";
+  fs::remove_all(dir);
+  model::write_mar_dir(parts, dir.string());
+  EXPECT_THROW(model::write_mar_dir(parts, dir.string()), Error);  // never over an existing one
+  ASSERT_TRUE(model::is_mar_dir(dir.string()));
+  const auto m = model::load_mar_dir(dir.string());
+  EXPECT_FALSE(m.has_draft());
+  EXPECT_EQ(m.classes.size(), 10);
+  io::SafetensorsReader ref((fixture() / "reference.safetensors").string());
+  decode::MarSampling s;
+  s.num_iter = 4;
+  s.cfg = 3.0;
+  s.temperature = 0.9;
+  const decode::MarNoise noise{ref.tensor("orders"), ref.tensor("x_T"), ref.tensor("noise")};
+  const auto tokens = decode::mar_generate(*m.target.backbone, *m.target.head, m.target.schedule,
+                                           ref.tensor("labels"), s, noise);
+  const auto sampled = ref.tensor("sampled");
+  EXPECT_LT((tokens - sampled).abs().max().item<double>() / sampled.abs().max().item<double>(),
+            1e-5);
+  EXPECT_EQ(m.picture(ref.tensor("vae_tokens")[0]).sizes(), (std::vector<int64_t>{64, 64, 3}));
+  // Damage: a missing weights file, a class list of the wrong length, another family.
+  const auto broken = fixture() / "broken";
+  auto copy = [&] {
+    fs::remove_all(broken);
+    fs::copy(dir, broken);
+  };
+  copy();
+  fs::remove(broken / "vae.safetensors");
+  EXPECT_THROW(model::load_mar_dir(broken.string()), Error);
+  copy();
+  model::Vocabulary(model::Vocabulary::Kind::Classes, {"a", "b"})
+      .save((broken / "text.json").string());
+  EXPECT_THROW(model::load_mar_dir(broken.string()), Error);
+  copy();
+  std::ofstream(broken / "model.json") << R"({"family": "continuous"})";
+  EXPECT_FALSE(model::is_mar_dir(broken.string()));
+  EXPECT_THROW(model::load_mar_dir(broken.string()), Error);
 }

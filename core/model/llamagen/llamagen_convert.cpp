@@ -12,6 +12,7 @@
 #include "io/file_hash.h"
 #include "io/manifest.h"
 #include "io/safetensors.h"
+#include "model/class_names.h"
 #include "model/conditioning.h"
 #include "model/device.h"
 #include "model/llamagen/llamagen_import.h"
@@ -34,46 +35,6 @@ struct Stages {
     if (progress) progress(stage, fraction);
   }
 };
-
-std::vector<std::string> parse_class_names(const std::string& text) {
-  try {
-    const json j = json::parse(text);
-    return (j.is_object() ? j.at("classes") : j).get<std::vector<std::string>>();
-  } catch (const json::exception&) {
-  }
-  std::vector<std::string> names;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    const auto a = line.find_first_not_of(" \t\r"), b = line.find_last_not_of(" \t\r");
-    if (a != std::string::npos) names.push_back(line.substr(a, b - a + 1));
-  }
-  return names;
-}
-
-// --classes, else the shipped ImageNet list; a default list that does not fit names the classes
-// "class i" with a warning (tools/convert_llamagen.py's rule), a given one is an error.
-std::vector<std::string> class_names(const std::string& given, int64_t n,
-                                     std::vector<std::string>& warnings) {
-  const std::string path = given.empty() ? util::find_data_file("imagenet/classes.json") : given;
-  std::vector<std::string> names;
-  if (!path.empty()) {
-    std::ifstream in(path);
-    if (!in && !given.empty()) throw Error("class names " + path + ": file not found");
-    names = parse_class_names(std::string(std::istreambuf_iterator<char>(in), {}));
-  }
-  if (int64_t(names.size()) == n) return names;
-  if (!given.empty()) {
-    throw Error("class names " + path + ": " + std::to_string(names.size()) +
-                " names, the GPT has " + std::to_string(n) + " classes");
-  }
-  warnings.push_back((path.empty() ? std::string("no ImageNet class list found")
-                                   : path + " has " + std::to_string(names.size()) + " names") +
-                     ", the GPT " + std::to_string(n) +
-                     " classes: naming them 'class 0' .. 'class " + std::to_string(n - 1) + "'");
-  names.clear();
-  for (int64_t i = 0; i < n; ++i) names.push_back("class " + std::to_string(i));
-  return names;
-}
 
 // --model as given, or a checkpoint's file name without its extension (c2i_L_256.pt).
 std::string model_name(const std::string& given) {
