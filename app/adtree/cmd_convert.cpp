@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "model/llamagen/llamagen_convert.h"
+#include "model/mar/mar_convert.h"
 #include "model/text/t5_convert.h"
 #include "terminal_progress.h"
 #include "util/error.h"
@@ -21,9 +22,17 @@ void declare_options(Args& a) {
               "EAGLE-1 drafter (LANTERN's pytorch_model.bin, or the app's names)")
       .option("t5", "DIR",
               "instead: a T5 directory with pytorch_model*.bin -> its model.safetensors")
+      .option("mar", "FILE",
+              "instead: a MAR checkpoint (LTH14/mar checkpoint-last.pth; its model_ema) -> a MAR "
+              "model directory (docs/mar.md)")
+      .option("kl16", "FILE", "with --mar: MAR's KL-16 VAE (kl16.ckpt)")
+      .option("mar-draft", "FILE", "with --mar: a smaller MAR on the same VAE, CSpD's draft", "")
+      .option("draft-heads", "N",
+              "with --mar-draft: its attention heads (default: its saved model)", "0")
       .option("out", "DIR", "model directory to create")
       .option("model", "NAME", "LlamaGen model name, for heads and image size (c2i_L_256)", "")
-      .option("n-head", "N", "attention heads (overrides --model)", "0")
+      .option("n-head", "N",
+              "attention heads (overrides --model; for --mar: overrides its saved model name)", "0")
       .option("image-size", "PX", "image size in pixels (overrides --model)", "0")
       .option("grid", "N", "token grid side (overrides the image size)", "0")
       .option("classes", "FILE", "class names for c2i (default: the shipped ImageNet list)", "")
@@ -35,12 +44,28 @@ void declare_options(Args& a) {
   a.flag("quiet", "no progress line on the terminal");
 }
 
+int convert_mar(const Args& a) {
+  if (a.given("gpt") || a.given("vq") || a.given("drafter"))
+    throw Error("--mar converts a MAR checkpoint: no --gpt, --vq or --drafter");
+  model::MarConvertRequest r;
+  r.mar = a.str("mar"), r.vae = a.given("kl16") ? a.str("kl16") : "", r.out = a.str("out");
+  r.draft = a.str("mar-draft"), r.classes = a.str("classes"), r.dtype = a.str("dtype");
+  r.name = a.str("name"), r.force = a.flag_set("force");
+  r.heads = a.integer("n-head"), r.draft_heads = a.integer("draft-heads");
+  if (r.heads < 0 || r.draft_heads < 0) throw Error("--n-head and --draft-heads must be positive");
+  const auto res = model::convert_mar(r);
+  for (const auto& w : res.warnings) std::cerr << "adtree convert: warning: " << w << "\n";
+  for (const auto& line : res.summary) std::cout << line << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int cmd_convert(int argc, char** argv) {
   Args a("convert",
-         "Convert a released LlamaGen checkpoint (GPT, VQ, LANTERN drafter) into a model "
-         "directory.\nReads .safetensors state dicts and torch.save() files (.pt, .pth, .bin) "
+         "Convert a released LlamaGen checkpoint (GPT, VQ, LANTERN drafter), or a MAR one with "
+         "its KL-16 VAE (--mar), into a model directory.\nReads .safetensors state dicts and "
+         "torch.save() files (.pt, .pth, .bin) "
          "without Python; Python objects in them are never run (docs/llamagen.md).");
   declare_options(a);
   if (!a.parse(argc, argv)) return 0;
@@ -54,6 +79,7 @@ int cmd_convert(int argc, char** argv) {
     std::cout << line << "\n";
     return 0;
   }
+  if (a.given("mar")) return convert_mar(a);
   model::ConvertRequest r;
   r.gpt = a.str("gpt"), r.vq = a.str("vq"), r.drafter = a.str("drafter"), r.out = a.str("out");
   r.model = a.str("model"), r.classes = a.str("classes"), r.dtype = a.str("dtype");

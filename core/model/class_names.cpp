@@ -36,11 +36,11 @@ std::vector<std::string> class_names(const std::string& given, int64_t n,
   if (int64_t(names.size()) == n) return names;
   if (!given.empty()) {
     throw Error("class names " + path + ": " + std::to_string(names.size()) +
-                " names, the GPT has " + std::to_string(n) + " classes");
+                " names, the model has " + std::to_string(n) + " classes");
   }
   warnings.push_back((path.empty() ? std::string("no ImageNet class list found")
                                    : path + " has " + std::to_string(names.size()) + " names") +
-                     ", the GPT " + std::to_string(n) +
+                     ", the model " + std::to_string(n) +
                      " classes: naming them 'class 0' .. 'class " + std::to_string(n - 1) + "'");
   names.clear();
   for (int64_t i = 0; i < n; ++i) names.push_back("class " + std::to_string(i));

@@ -426,7 +426,9 @@ def main():
                        "orders": orders, "x_T": x_T, "noise": noise, "sampled": sampled,
                        "vae_tokens": vae_tokens, "pixels": pixels}, {})
     (out / "meta.json").write_text(json.dumps({"config": c, "num_iter": 4, "cfg": 3.0,
-                                               "temperature": 0.9}, indent=1))
+                                               "temperature": 0.9,
+                                               "parameters": sum(t.numel() for t in ema.values())},
+                                              indent=1))
 
 
 if __name__ == "__main__":

@@ -92,7 +92,7 @@ MarImport import_mar_state(const TensorMap& state, const nlohmann::json& args, i
   if (heads <= 0) heads = mar_heads(model_name);
   if (heads <= 0)
     throw Error(what + ": the number of attention heads is not in the checkpoint (its model '" +
-                model_name + "' is not mar_base, mar_large or mar_huge): give it (--heads)");
+                model_name + "' is not mar_base, mar_large or mar_huge): give it (--n-head)");
   c.encoder_heads = c.decoder_heads = heads;
   try {
     c.validate();
