@@ -228,7 +228,7 @@ class GuiTest : public QObject {
     QVERIFY(child<QWidget>(*w, "head_variance")->isEnabled());
     QVERIFY(!child<QWidget>(*w, "top_k")->isEnabled());
     // Its card's measured CSpD default (training/continuous/card.json).
-    QCOMPARE(child<QDoubleSpinBox>(*w, "cspd.inner_temperature")->value(), 100.0);
+    QCOMPARE(child<QDoubleSpinBox>(*w, "cspd.inner_temperature")->value(), 200.0);
   }
 
   void generateFillsImageMapsAndPlots() {

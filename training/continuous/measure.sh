@@ -23,7 +23,7 @@ $C=200@cspd-gamma=2,$C=200@cspd-gamma=4" | tee "$OUT/bench.txt"
 # temperature 1) and at other relaxations, on the same prompts.
 "$ADTREE" train fidelity --model "$MODEL" --data emoji64.safetensors \
   --tokens runs/target/tokens.safetensors --prompts 192 --method ar,cspd --out "$OUT/fidelity-192"
-for T in 1 42 200; do
+for T in 1 42 100; do
   "$ADTREE" train fidelity --model "$MODEL" --data emoji64.safetensors \
     --tokens runs/target/tokens.safetensors --prompts 192 --method ar,cspd \
     --cspd-inner-temperature "$T" --out "$OUT/fidelity-192-T$T"
