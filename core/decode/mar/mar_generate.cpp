@@ -12,7 +12,8 @@ namespace adtree::decode {
 
 namespace {
 
-void check(const MarNoise& n, int64_t b, int64_t len, int64_t k, int64_t d, const MarSampling& s) {
+void check_mar_inputs(const MarNoise& n, int64_t b, int64_t len, int64_t k, int64_t d,
+                      const MarSampling& s) {
   auto bad = [](const std::string& what) { throw Error("MAR generation: " + what); };
   if (!n.orders.defined() || n.orders.sizes() != at::IntArrayRef({b, len}))
     bad("orders must be [B, " + std::to_string(len) + "]");
@@ -45,7 +46,7 @@ at::Tensor mar_generate(const model::MarBackbone& backbone, const model::Diffusi
                         const std::function<void(const MarStepEvent&)>& on_step) {
   const auto& c = backbone.config();
   const int64_t b = labels.size(0), n = c.seq_len(), d = c.token_dim, k = schedule.sample_steps();
-  check(noise, b, n, k, d, s);
+  check_mar_inputs(noise, b, n, k, d, s);
   const bool guided = s.cfg != 1.0;
   auto cls = backbone.class_embedding(labels);
   if (guided) cls = at::cat({cls, backbone.class_embedding(at::full({b}, -1, at::kLong))});

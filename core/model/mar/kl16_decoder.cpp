@@ -9,22 +9,23 @@ namespace adtree::model {
 
 namespace {
 
-void add_conv(std::vector<ParamSpec>& s, const std::string& n, int64_t in, int64_t out, int64_t k) {
+void kl_conv_spec(std::vector<ParamSpec>& s, const std::string& n, int64_t in, int64_t out,
+                  int64_t k) {
   s.push_back({n + ".weight", {out, in, k, k}, Init::Uniform, 1.0 / std::sqrt(double(in * k * k))});
   s.push_back({n + ".bias", {out}, Init::Zeros});
 }
 
-void add_norm(std::vector<ParamSpec>& s, const std::string& n, int64_t ch) {
+void kl_norm_spec(std::vector<ParamSpec>& s, const std::string& n, int64_t ch) {
   s.push_back({n + ".weight", {ch}, Init::Ones});
   s.push_back({n + ".bias", {ch}, Init::Zeros});
 }
 
-void add_res(std::vector<ParamSpec>& s, const std::string& p, int64_t in, int64_t out) {
-  add_norm(s, p + ".norm1", in);
-  add_conv(s, p + ".conv1", in, out, 3);
-  add_norm(s, p + ".norm2", out);
-  add_conv(s, p + ".conv2", out, out, 3);
-  if (in != out) add_conv(s, p + ".nin_shortcut", in, out, 1);
+void kl_res_spec(std::vector<ParamSpec>& s, const std::string& p, int64_t in, int64_t out) {
+  kl_norm_spec(s, p + ".norm1", in);
+  kl_conv_spec(s, p + ".conv1", in, out, 3);
+  kl_norm_spec(s, p + ".norm2", out);
+  kl_conv_spec(s, p + ".conv2", out, out, 3);
+  if (in != out) kl_conv_spec(s, p + ".nin_shortcut", in, out, 1);
 }
 
 }  // namespace
@@ -64,22 +65,22 @@ std::vector<ParamSpec> kl16_decoder_param_specs(const Kl16Config& c) {
   std::vector<ParamSpec> s;
   const int64_t levels = int64_t(c.ch_mult.size());
   int64_t in = c.ch * c.ch_mult.back();
-  add_conv(s, "post_quant_conv", c.embed_dim, c.embed_dim, 1);
-  add_conv(s, "decoder.conv_in", c.embed_dim, in, 3);
-  add_res(s, "decoder.mid.block_1", in, in);
+  kl_conv_spec(s, "post_quant_conv", c.embed_dim, c.embed_dim, 1);
+  kl_conv_spec(s, "decoder.conv_in", c.embed_dim, in, 3);
+  kl_res_spec(s, "decoder.mid.block_1", in, in);
   for (const char* n : {"q", "k", "v", "proj_out"})
-    add_conv(s, std::string("decoder.mid.attn_1.") + n, in, in, 1);
-  add_norm(s, "decoder.mid.attn_1.norm", in);
-  add_res(s, "decoder.mid.block_2", in, in);
+    kl_conv_spec(s, std::string("decoder.mid.attn_1.") + n, in, in, 1);
+  kl_norm_spec(s, "decoder.mid.attn_1.norm", in);
+  kl_res_spec(s, "decoder.mid.block_2", in, in);
   for (int64_t l = levels - 1; l >= 0; --l) {
     const std::string p = "decoder.up." + std::to_string(l);
     const int64_t out = c.ch * c.ch_mult[size_t(l)];
     for (int64_t j = 0; j <= c.num_res_blocks; ++j, in = out)
-      add_res(s, p + ".block." + std::to_string(j), in, out);
-    if (l != 0) add_conv(s, p + ".upsample.conv", out, out, 3);
+      kl_res_spec(s, p + ".block." + std::to_string(j), in, out);
+    if (l != 0) kl_conv_spec(s, p + ".upsample.conv", out, out, 3);
   }
-  add_norm(s, "decoder.norm_out", in);
-  add_conv(s, "decoder.conv_out", in, 3, 3);
+  kl_norm_spec(s, "decoder.norm_out", in);
+  kl_conv_spec(s, "decoder.conv_out", in, 3, 3);
   return s;
 }
 

@@ -9,30 +9,30 @@ namespace adtree::model {
 namespace {
 
 // xavier_uniform's half-width for a [out, in] matrix.
-double xavier(int64_t out, int64_t in) {
+double xavier_half_width(int64_t out, int64_t in) {
   return std::sqrt(6.0 / double(out + in));
 }
 
-void add_linear(std::vector<ParamSpec>& s, const std::string& name, int64_t out, int64_t in) {
-  s.push_back({name + ".weight", {out, in}, Init::Uniform, xavier(out, in)});
+void vit_linear_spec(std::vector<ParamSpec>& s, const std::string& name, int64_t out, int64_t in) {
+  s.push_back({name + ".weight", {out, in}, Init::Uniform, xavier_half_width(out, in)});
   s.push_back({name + ".bias", {out}, Init::Zeros});
 }
 
-void add_norm(std::vector<ParamSpec>& s, const std::string& name, int64_t dim) {
+void vit_norm_spec(std::vector<ParamSpec>& s, const std::string& name, int64_t dim) {
   s.push_back({name + ".weight", {dim}, Init::Ones});
   s.push_back({name + ".bias", {dim}, Init::Zeros});
 }
 
-void add_blocks(std::vector<ParamSpec>& s, const std::string& stack, int64_t depth, int64_t dim,
-                int64_t hidden) {
+void vit_block_specs(std::vector<ParamSpec>& s, const std::string& stack, int64_t depth,
+                     int64_t dim, int64_t hidden) {
   for (int64_t i = 0; i < depth; ++i) {
     const std::string p = stack + "." + std::to_string(i) + ".";
-    add_norm(s, p + "norm1", dim);
-    add_linear(s, p + "attn.qkv", 3 * dim, dim);
-    add_linear(s, p + "attn.proj", dim, dim);
-    add_norm(s, p + "norm2", dim);
-    add_linear(s, p + "mlp.fc1", hidden, dim);
-    add_linear(s, p + "mlp.fc2", dim, hidden);
+    vit_norm_spec(s, p + "norm1", dim);
+    vit_linear_spec(s, p + "attn.qkv", 3 * dim, dim);
+    vit_linear_spec(s, p + "attn.proj", dim, dim);
+    vit_norm_spec(s, p + "norm2", dim);
+    vit_linear_spec(s, p + "mlp.fc1", hidden, dim);
+    vit_linear_spec(s, p + "mlp.fc2", dim, hidden);
   }
 }
 
@@ -48,13 +48,13 @@ std::vector<ParamSpec> mar_backbone_param_specs(const MarConfig& c) {
       {"decoder_pos_embed_learned", {1, slots, d}},
       {"diffusion_pos_embed_learned", {1, c.seq_len(), d}},
   };
-  add_linear(s, "z_proj", e, c.token_dim);
-  add_norm(s, "z_proj_ln", e);
-  add_blocks(s, "encoder_blocks", c.encoder_depth, e, c.mlp_ratio * e);
-  add_norm(s, "encoder_norm", e);
-  add_linear(s, "decoder_embed", d, e);
-  add_blocks(s, "decoder_blocks", c.decoder_depth, d, c.mlp_ratio * d);
-  add_norm(s, "decoder_norm", d);
+  vit_linear_spec(s, "z_proj", e, c.token_dim);
+  vit_norm_spec(s, "z_proj_ln", e);
+  vit_block_specs(s, "encoder_blocks", c.encoder_depth, e, c.mlp_ratio * e);
+  vit_norm_spec(s, "encoder_norm", e);
+  vit_linear_spec(s, "decoder_embed", d, e);
+  vit_block_specs(s, "decoder_blocks", c.decoder_depth, d, c.mlp_ratio * d);
+  vit_norm_spec(s, "decoder_norm", d);
   return s;
 }
 

@@ -14,20 +14,20 @@ namespace fs = std::filesystem;
 
 namespace {
 
-int64_t parameters(const MarImport& m) {
+int64_t mar_parameters(const MarImport& m) {
   int64_t n = 0;
   for (const auto* w : {&m.backbone, &m.head})
     for (const auto& [k, t] : *w) n += t.numel();
   return n;
 }
 
-std::string describe(const char* what, const MarImport& m) {
+std::string describe_mar(const char* what, const MarImport& m) {
   const auto& c = m.config;
   return std::string(what) + ": encoder " + std::to_string(c.encoder_depth) + " x " +
          std::to_string(c.encoder_dim) + ", decoder " + std::to_string(c.decoder_depth) + " x " +
          std::to_string(c.decoder_dim) + ", " + std::to_string(c.encoder_heads) + " heads, head " +
          std::to_string(c.head_blocks) + " x " + std::to_string(c.head_width) + ", " +
-         std::to_string(parameters(m)) + " parameters (from '" + m.found_at + "')";
+         std::to_string(mar_parameters(m)) + " parameters (from '" + m.found_at + "')";
 }
 
 }  // namespace
@@ -63,8 +63,8 @@ MarConvertResult convert_mar(const MarConvertRequest& r) {
     fs::remove_all(r.out);
     fs::rename(dir, r.out);
   }
-  res.summary.push_back(describe("MAR", p.target));
-  if (p.draft) res.summary.push_back(describe("draft", *p.draft));
+  res.summary.push_back(describe_mar("MAR", p.target));
+  if (p.draft) res.summary.push_back(describe_mar("draft", *p.draft));
   res.summary.push_back("wrote " + r.out);
   return res;
 }

@@ -16,7 +16,7 @@ using json = nlohmann::json;
 
 namespace {
 
-json read_manifest(const std::string& dir) {
+json read_mar_manifest(const std::string& dir) {
   const auto path = (fs::path(dir) / "model.json").string();
   std::ifstream f(path);
   if (!f) throw Error(path + ": cannot be read");
@@ -25,14 +25,14 @@ json read_manifest(const std::string& dir) {
   return j;
 }
 
-TensorMap read_weights(const std::string& dir, const std::string& file) {
+TensorMap read_mar_weights(const std::string& dir, const std::string& file) {
   const auto path = (fs::path(dir) / file).string();
   if (!fs::exists(path)) throw Error(path + ": missing (the model directory is incomplete)");
   return io::SafetensorsReader(path).all();
 }
 
-MarModel load_part(const std::string& dir, const json& m, const char* key,
-                   const std::string& file) {
+MarModel load_mar_part(const std::string& dir, const json& m, const char* key,
+                       const std::string& file) {
   MarConfig c;
   try {
     c = MarConfig::from_json(m.at(key));
@@ -40,7 +40,7 @@ MarModel load_part(const std::string& dir, const json& m, const char* key,
     throw Error(dir + "/model.json: '" + key + "': " + e.what());
   }
   TensorMap backbone, head;
-  for (auto& [name, t] : read_weights(dir, file))
+  for (auto& [name, t] : read_mar_weights(dir, file))
     (name.rfind("head.", 0) == 0 ? head[name.substr(5)] : backbone[name]) = t;
   MarModel out;
   try {
@@ -53,17 +53,17 @@ MarModel load_part(const std::string& dir, const json& m, const char* key,
   return out;
 }
 
-TensorMap cast(const TensorMap& w, const std::string& dtype) {
+TensorMap cast_mar_weights(const TensorMap& w, const std::string& dtype) {
   TensorMap out;
   for (const auto& [k, t] : w)
     out[k] = dtype.empty() || !t.is_floating_point() ? t : t.to(parse_dtype(dtype));
   return out;
 }
 
-void write_part(const MarImport& part, const std::string& dtype, const fs::path& file) {
+void write_mar_part(const MarImport& part, const std::string& dtype, const fs::path& file) {
   TensorMap w = part.backbone;
   for (const auto& [k, t] : part.head) w["head." + k] = t;
-  io::write_safetensors(file.string(), cast(w, dtype));
+  io::write_safetensors(file.string(), cast_mar_weights(w, dtype));
 }
 
 }  // namespace
@@ -85,19 +85,19 @@ bool is_mar_dir(const std::string& dir) {
 MarBundle load_mar_dir(const std::string& dir, bool load_draft) {
   MarBundle b;
   b.dir = dir;
-  b.manifest = read_manifest(dir);
+  b.manifest = read_mar_manifest(dir);
   if (b.manifest.value("family", "") != "mar")
     throw Error(dir + "/model.json: not a MAR model (\"family\" is not \"mar\")");
-  b.target = load_part(dir, b.manifest, "mar", "mar.safetensors");
+  b.target = load_mar_part(dir, b.manifest, "mar", "mar.safetensors");
   if (load_draft && b.manifest.contains("draft")) {
-    b.draft = load_part(dir, b.manifest, "draft", "draft.safetensors");
+    b.draft = load_mar_part(dir, b.manifest, "draft", "draft.safetensors");
     const auto &t = b.target.backbone->config(), &d = b.draft.backbone->config();
     if (t.grid != d.grid || t.token_dim != d.token_dim || t.num_classes != d.num_classes)
       throw Error(dir + "/model.json: the draft does not share the target's tokens and classes");
   }
   try {
     b.vae = std::make_unique<Kl16Decoder>(Kl16Config::from_json(b.manifest.at("vae")),
-                                          read_weights(dir, "vae.safetensors"));
+                                          read_mar_weights(dir, "vae.safetensors"));
   } catch (const std::exception& e) {
     throw Error(dir + "/vae.safetensors: " + e.what());
   }
@@ -118,9 +118,10 @@ void write_mar_dir(const MarDirParts& p, const std::string& out) {
   fs::remove_all(tmp);
   fs::create_directories(tmp);
   try {
-    write_part(p.target, p.dtype, tmp / "mar.safetensors");
-    if (p.draft) write_part(*p.draft, p.dtype, tmp / "draft.safetensors");
-    io::write_safetensors((tmp / "vae.safetensors").string(), cast(p.vae.decoder, p.dtype));
+    write_mar_part(p.target, p.dtype, tmp / "mar.safetensors");
+    if (p.draft) write_mar_part(*p.draft, p.dtype, tmp / "draft.safetensors");
+    io::write_safetensors((tmp / "vae.safetensors").string(),
+                          cast_mar_weights(p.vae.decoder, p.dtype));
     Vocabulary(Vocabulary::Kind::Classes, p.classes).save((tmp / "text.json").string());
     json m = {{"format", "adtree-mar"},
               {"family", "mar"},

@@ -10,25 +10,26 @@ namespace adtree::model {
 
 namespace {
 
-const std::string kHead = "diffloss.net.";
+const std::string kMarHead = "diffloss.net.";
 
-int64_t dim_of(const TensorMap& s, const std::string& name, int64_t axis, const std::string& what) {
+int64_t mar_dim_of(const TensorMap& s, const std::string& name, int64_t axis,
+                   const std::string& what) {
   const auto it = s.find(name);
   if (it == s.end()) throw Error(what + ": no tensor '" + name + "': not a MAR checkpoint?");
   if (it->second.dim() <= axis) throw Error(what + ": '" + name + "' has too few dimensions");
   return it->second.size(axis);
 }
 
-int64_t count_blocks(const TensorMap& s, const std::string& prefix, const std::string& probe) {
+int64_t mar_count_blocks(const TensorMap& s, const std::string& prefix, const std::string& probe) {
   int64_t n = 0;
   while (s.count(prefix + std::to_string(n) + probe)) ++n;
   return n;
 }
 
 // diffloss.net.* -> the head's names; empty for a name that is not the head's.
-std::string head_name(const std::string& mar) {
-  if (mar.rfind(kHead, 0) != 0) return {};
-  std::string n = mar.substr(kHead.size());
+std::string mar_head_name(const std::string& mar) {
+  if (mar.rfind(kMarHead, 0) != 0) return {};
+  std::string n = mar.substr(kMarHead.size());
   // In this order: the final layer's modulation before the blocks' generic one.
   const std::pair<const char*, const char*> renames[] = {
       {"final_layer.adaLN_modulation.1.", "final.ada."},
@@ -44,7 +45,7 @@ std::string head_name(const std::string& mar) {
   return n;
 }
 
-int sample_steps_of(const nlohmann::json& args) {
+int mar_sample_steps_of(const nlohmann::json& args) {
   if (!args.is_object() || !args.contains("num_sampling_steps")) return 100;
   const auto& v = args.at("num_sampling_steps");
   if (v.is_number_integer()) return v.get<int>();
@@ -70,21 +71,21 @@ MarImport import_mar_state(const TensorMap& state, const nlohmann::json& args, i
   MarImport out;
   out.args = args;
   MarConfig& c = out.config;
-  c.encoder_dim = dim_of(state, "z_proj.weight", 0, what);
-  c.token_dim = dim_of(state, "z_proj.weight", 1, what);
-  c.num_classes = dim_of(state, "class_emb.weight", 0, what);
-  c.decoder_dim = dim_of(state, "decoder_embed.weight", 0, what);
-  const int64_t seq = dim_of(state, "diffusion_pos_embed_learned", 1, what);
-  c.buffer_size = dim_of(state, "encoder_pos_embed_learned", 1, what) - seq;
+  c.encoder_dim = mar_dim_of(state, "z_proj.weight", 0, what);
+  c.token_dim = mar_dim_of(state, "z_proj.weight", 1, what);
+  c.num_classes = mar_dim_of(state, "class_emb.weight", 0, what);
+  c.decoder_dim = mar_dim_of(state, "decoder_embed.weight", 0, what);
+  const int64_t seq = mar_dim_of(state, "diffusion_pos_embed_learned", 1, what);
+  c.buffer_size = mar_dim_of(state, "encoder_pos_embed_learned", 1, what) - seq;
   c.grid = int64_t(std::lround(std::sqrt(double(seq))));
   if (c.grid * c.grid != seq)
     throw Error(what + ": " + std::to_string(seq) + " tokens are not a square grid");
-  c.encoder_depth = count_blocks(state, "encoder_blocks.", ".norm1.weight");
-  c.decoder_depth = count_blocks(state, "decoder_blocks.", ".norm1.weight");
-  c.mlp_ratio = dim_of(state, "encoder_blocks.0.mlp.fc1.weight", 0, what) / c.encoder_dim;
-  c.head_width = dim_of(state, kHead + "input_proj.weight", 0, what);
-  c.head_blocks = count_blocks(state, kHead + "res_blocks.", ".in_ln.weight");
-  c.sample_steps = sample_steps_of(args);
+  c.encoder_depth = mar_count_blocks(state, "encoder_blocks.", ".norm1.weight");
+  c.decoder_depth = mar_count_blocks(state, "decoder_blocks.", ".norm1.weight");
+  c.mlp_ratio = mar_dim_of(state, "encoder_blocks.0.mlp.fc1.weight", 0, what) / c.encoder_dim;
+  c.head_width = mar_dim_of(state, kMarHead + "input_proj.weight", 0, what);
+  c.head_blocks = mar_count_blocks(state, kMarHead + "res_blocks.", ".in_ln.weight");
+  c.sample_steps = mar_sample_steps_of(args);
   const std::string model_name =
       args.is_object() && args.contains("model") && args.at("model").is_string()
           ? args.at("model").get<std::string>()
@@ -100,7 +101,7 @@ MarImport import_mar_state(const TensorMap& state, const nlohmann::json& args, i
     throw Error(what + ": " + e.what());
   }
   for (const auto& [name, t] : state) {
-    const auto h = head_name(name);
+    const auto h = mar_head_name(name);
     (h.empty() ? out.backbone : out.head)[h.empty() ? name : h] = t;
   }
   require_params(mar_backbone_param_specs(c), out.backbone, what);
@@ -124,15 +125,16 @@ MarImport import_mar(const std::string& checkpoint, int64_t heads) {
 Kl16Import import_kl16_state(const TensorMap& state, const std::string& what) {
   Kl16Import out;
   Kl16Config& c = out.config;
-  c.embed_dim = dim_of(state, "post_quant_conv.weight", 0, what);
-  const int64_t levels = count_blocks(state, "decoder.up.", ".block.0.conv1.weight");
+  c.embed_dim = mar_dim_of(state, "post_quant_conv.weight", 0, what);
+  const int64_t levels = mar_count_blocks(state, "decoder.up.", ".block.0.conv1.weight");
   if (levels == 0) throw Error(what + ": no decoder.up.* blocks: not a KL VAE checkpoint?");
-  c.num_res_blocks = count_blocks(state, "decoder.up.0.block.", ".conv1.weight") - 1;
-  c.ch = dim_of(state, "decoder.up.0.block.0.conv2.weight", 0, what);
+  c.num_res_blocks = mar_count_blocks(state, "decoder.up.0.block.", ".conv1.weight") - 1;
+  c.ch = mar_dim_of(state, "decoder.up.0.block.0.conv2.weight", 0, what);
   c.ch_mult.clear();
   for (int64_t l = 0; l < levels; ++l)
     c.ch_mult.push_back(
-        dim_of(state, "decoder.up." + std::to_string(l) + ".block.0.conv2.weight", 0, what) / c.ch);
+        mar_dim_of(state, "decoder.up." + std::to_string(l) + ".block.0.conv2.weight", 0, what) /
+        c.ch);
   try {
     c.validate();
   } catch (const Error& e) {
