@@ -22,10 +22,14 @@
 #include "model/llamagen/llamagen_convert.h"
 #include "model/llamagen/llamagen_import.h"
 #include "model/model_dir.h"
+#include "python_reference.h"
 #include "util/error.h"
 
 namespace fs = std::filesystem;
 using namespace adtree;
+
+using adtree::testing::have_torch;
+using adtree::testing::python;
 
 namespace {
 
@@ -33,17 +37,6 @@ namespace {
 // own fp32-vs-fp64 gap is <= 2e-5).
 constexpr double kLogitTol = 1e-4;
 constexpr double kPixelTol = 1e-4;
-
-std::string python() {
-  const char* p = std::getenv("ADTREE_PYTHON");
-  return p && *p ? p : "/usr/bin/python3";
-}
-
-bool have_torch() {
-  static const bool ok =
-      std::system((python() + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
-  return ok;
-}
 
 void run(const std::string& cmd) {
   const std::string full = "cd '" + std::string(ADTREE_SOURCE_DIR) + "' && nice -n 5 " + cmd;

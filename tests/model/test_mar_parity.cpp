@@ -16,23 +16,16 @@
 #include "model/mar/mar_backbone.h"
 #include "model/mar/mar_dir.h"
 #include "model/mar/mar_import.h"
+#include "python_reference.h"
 #include "util/error.h"
 
 namespace fs = std::filesystem;
 using namespace adtree;
 
+using adtree::testing::have_torch;
+using adtree::testing::python;
+
 namespace {
-
-std::string python() {
-  const char* p = std::getenv("ADTREE_PYTHON");
-  return p && *p ? p : "/usr/bin/python3";
-}
-
-bool have_torch() {
-  static const bool ok =
-      std::system((python() + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
-  return ok;
-}
 
 // The fixture, written once for the file.
 const fs::path& fixture() {

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "io/safetensors.h"
+#include "model/dir_files.h"
 #include "util/error.h"
 #include "util/json_int.h"
 
@@ -15,19 +16,8 @@ using json = nlohmann::json;
 
 namespace {
 
-json continuous_manifest(const std::string& dir) {
-  const auto path = (fs::path(dir) / "model.json").string();
-  std::ifstream f(path);
-  if (!f) throw Error(path + ": cannot be read");
-  json j = json::parse(f, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw Error(path + ": not a JSON object");
-  return j;
-}
-
 TensorMap continuous_weights(const std::string& dir, const std::string& file) {
-  const auto path = (fs::path(dir) / file).string();
-  if (!fs::exists(path)) throw Error(path + ": missing (the model directory is incomplete)");
-  auto w = io::SafetensorsReader(path).all();
+  auto w = read_dir_weights(dir, file);
   for (auto& [k, t] : w) t = t.to(at::kFloat);
   return w;
 }
@@ -89,7 +79,7 @@ bool is_continuous_dir(const std::string& dir) {
 ContinuousBundle load_continuous_dir(const std::string& dir, bool load_draft) {
   ContinuousBundle b;
   b.dir = dir;
-  b.manifest = continuous_manifest(dir);
+  b.manifest = read_model_json(dir);
   if (b.manifest.value("family", std::string()) != "continuous") {
     throw Error(dir +
                 "/model.json: not a continuous-family model (\"family\" is not "

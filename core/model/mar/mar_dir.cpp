@@ -7,6 +7,7 @@
 
 #include "io/safetensors.h"
 #include "model/device.h"
+#include "model/dir_files.h"
 #include "util/error.h"
 
 namespace adtree::model {
@@ -15,21 +16,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-
-json read_mar_manifest(const std::string& dir) {
-  const auto path = (fs::path(dir) / "model.json").string();
-  std::ifstream f(path);
-  if (!f) throw Error(path + ": cannot be read");
-  json j = json::parse(f, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) throw Error(path + ": not a JSON object");
-  return j;
-}
-
-TensorMap read_mar_weights(const std::string& dir, const std::string& file) {
-  const auto path = (fs::path(dir) / file).string();
-  if (!fs::exists(path)) throw Error(path + ": missing (the model directory is incomplete)");
-  return io::SafetensorsReader(path).all();
-}
 
 MarModel load_mar_part(const std::string& dir, const json& m, const char* key,
                        const std::string& file) {
@@ -40,7 +26,7 @@ MarModel load_mar_part(const std::string& dir, const json& m, const char* key,
     throw Error(dir + "/model.json: '" + key + "': " + e.what());
   }
   TensorMap backbone, head;
-  for (auto& [name, t] : read_mar_weights(dir, file))
+  for (auto& [name, t] : read_dir_weights(dir, file))
     (name.rfind("head.", 0) == 0 ? head[name.substr(5)] : backbone[name]) = t;
   MarModel out;
   try {
@@ -85,7 +71,7 @@ bool is_mar_dir(const std::string& dir) {
 MarBundle load_mar_dir(const std::string& dir, bool load_draft) {
   MarBundle b;
   b.dir = dir;
-  b.manifest = read_mar_manifest(dir);
+  b.manifest = read_model_json(dir);
   if (b.manifest.value("family", "") != "mar")
     throw Error(dir + "/model.json: not a MAR model (\"family\" is not \"mar\")");
   b.target = load_mar_part(dir, b.manifest, "mar", "mar.safetensors");
@@ -97,7 +83,7 @@ MarBundle load_mar_dir(const std::string& dir, bool load_draft) {
   }
   try {
     b.vae = std::make_unique<Kl16Decoder>(Kl16Config::from_json(b.manifest.at("vae")),
-                                          read_mar_weights(dir, "vae.safetensors"));
+                                          read_dir_weights(dir, "vae.safetensors"));
   } catch (const std::exception& e) {
     throw Error(dir + "/vae.safetensors: " + e.what());
   }
