@@ -6,26 +6,10 @@
 # Exit code 77 (ctest SKIP_RETURN_CODE) when Python has no torch.
 #   cmake -DADTREE=<adtree> -DSOURCE=<repo> -DWORK=<dir> [-DPYTHON=/usr/bin/python3]
 #         [-DSIZES=B;L;XL] -P llamagen_roundtrip.cmake
-if(NOT PYTHON)
-  set(PYTHON /usr/bin/python3)
-endif()
 if(NOT SIZES)
   set(SIZES B L XL)
 endif()
-execute_process(COMMAND ${PYTHON} -c "import torch" RESULT_VARIABLE rc OUTPUT_QUIET ERROR_QUIET)
-if(NOT rc EQUAL 0)
-  message("SKIP: ${PYTHON} has no torch (apt install python3-torch)")
-  cmake_language(EXIT 77)
-endif()
-
-function(run)
-  execute_process(COMMAND ${ARGN} WORKING_DIRECTORY ${SOURCE} RESULT_VARIABLE rc
-                  OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "failed (${rc}): ${ARGN}\n${out}\n${err}")
-  endif()
-  set(out "${out}" PARENT_SCOPE)
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/python_roundtrip.cmake)
 
 function(expect_eq what got want)
   if(NOT "${got}" STREQUAL "${want}")
