@@ -16,8 +16,9 @@ How:
                                 optimizer, epoch, scaler, args (an argparse.Namespace)}; model and
                                 model_ema differ, and sampling must use model_ema
       DIR/reference.safetensors inputs and outputs (below), DIR/meta.json the shape
-  reference.py --out DIR --shapes B|L|H
-      random weights in the released shapes, no outputs: the converter's round trip
+  reference.py --out DIR --shapes B|L|H [--outputs]
+      random weights in the released shapes, no outputs (the converter's round trip), or with
+      --outputs the same outputs as the small model's at that shape
 
 reference.safetensors (B = 2 rows, N = 16 tokens, D = 16 numbers, K sampling steps):
   labels [B] I64; tokens [B, N, D] F32 and unknown [B, N] U8 (1: not generated): the inputs of
@@ -379,31 +380,8 @@ def namespace(c, model):
                               temperature=1.0, grad_checkpointing=False, ema_rate=0.9999, epochs=400)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--shapes", choices=sorted(RELEASED))
-    a = ap.parse_args()
-    torch.set_num_threads(1)
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    gen = torch.Generator().manual_seed(a.seed)
-    if a.shapes:
-        dim, depth, heads, hw, hb, model = RELEASED[a.shapes]
-        c = {"grid": 16, "token_dim": 16, "encoder_dim": dim, "encoder_depth": depth,
-             "encoder_heads": heads, "decoder_dim": dim, "decoder_depth": depth,
-             "decoder_heads": heads, "buffer_size": 64, "num_classes": 1000, "head_width": hw,
-             "head_blocks": hb, "sample_steps": 100, "model": model}
-        ema, ckpt = checkpoint(c, gen, namespace(c, model))
-        del ckpt["model"], ckpt["optimizer"]  # halves the file: the converter reads model_ema
-        torch.save(ckpt, out / "checkpoint-last.pth")
-        params = sum(t.numel() for t in ema.values())
-        (out / "meta.json").write_text(json.dumps({"config": c, "parameters": params}, indent=1))
-        return
-    c = SMALL
-    ema, ckpt = checkpoint(c, gen, namespace(c, c["model"]))
-    torch.save(ckpt, out / "checkpoint-last.pth")
+def outputs(c, ema, gen, out):
+    """reference.safetensors, kl16.ckpt (the small VAE) and meta.json for the model `ema`."""
     b, n, d, k = 2, c["grid"] ** 2, c["token_dim"], c["sample_steps"]
     labels = torch.tensor([3, 7])
     tokens = torch.randn(b, n, d, generator=gen)
@@ -429,6 +407,40 @@ def main():
                                                "temperature": 0.9,
                                                "parameters": sum(t.numel() for t in ema.values())},
                                               indent=1))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--shapes", choices=sorted(RELEASED))
+    ap.add_argument("--outputs", action="store_true",
+                    help="with --shapes: also the reference outputs (by hand: against_mar.py, "
+                         "ADTREE_MAR_FIXTURE=DIR test_mar)")
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    gen = torch.Generator().manual_seed(a.seed)
+    if a.shapes:
+        dim, depth, heads, hw, hb, model = RELEASED[a.shapes]
+        c = {"grid": 16, "token_dim": 16, "encoder_dim": dim, "encoder_depth": depth,
+             "encoder_heads": heads, "decoder_dim": dim, "decoder_depth": depth,
+             "decoder_heads": heads, "buffer_size": 64, "num_classes": 1000, "head_width": hw,
+             "head_blocks": hb, "sample_steps": 100, "model": model}
+        ema, ckpt = checkpoint(c, gen, namespace(c, model))
+        del ckpt["model"], ckpt["optimizer"]  # halves the file: the converter reads model_ema
+        torch.save(ckpt, out / "checkpoint-last.pth")
+        if a.outputs:  # the small model's outputs at this shape (about a minute for B)
+            outputs(c, ema, gen, out)
+            return
+        params = sum(t.numel() for t in ema.values())
+        (out / "meta.json").write_text(json.dumps({"config": c, "parameters": params}, indent=1))
+        return
+    c = SMALL
+    ema, ckpt = checkpoint(c, gen, namespace(c, c["model"]))
+    torch.save(ckpt, out / "checkpoint-last.pth")
+    outputs(c, ema, gen, out)
 
 
 if __name__ == "__main__":
