@@ -5,6 +5,7 @@
 // decoder's head conditions and a whole generation with the same orders and noises, in fp32.
 // Needs Python 3 with torch (Debian: python3-torch); skipped with a message without it.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -38,11 +39,21 @@ int64_t heads() {
   return given_fixture() ? 0 : 4;
 }
 
-// The fixture, written once for the file.
+// The fixture, written once per process into a folder of its own: ctest runs each test as a
+// process, two at a time, and one must not rewrite the files another has mapped.
+struct OwnFolder {
+  fs::path path = fs::path(ADTREE_WORK_DIR) / ("mar_parity_" + std::to_string(::getpid()));
+  ~OwnFolder() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
 const fs::path& fixture() {
+  static const OwnFolder own;
   static const fs::path dir = [] {
     if (given_fixture()) return fs::path(given_fixture());
-    const fs::path d = fs::path(ADTREE_WORK_DIR) / "mar_parity";
+    const fs::path d = own.path;
     const std::string cmd = "cd '" + std::string(ADTREE_SOURCE_DIR) + "' && nice -n 5 " + python() +
                             " tests/mar/reference.py --out '" + d.string() + "'";
     if (std::system(cmd.c_str()) != 0) throw Error("failed: " + cmd);
