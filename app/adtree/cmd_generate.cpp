@@ -11,6 +11,7 @@
 #include "decode/settings/picture_settings.h"
 #include "io/file_write.h"
 #include "model/continuous/continuous_dir.h"
+#include "model/mar/mar_dir.h"
 #include "terminal_progress.h"
 #include "util/error.h"
 #include "util/resource_paths.h"
@@ -214,7 +215,7 @@ int cmd_generate(int argc, char** argv) {
 #ifndef ADTREE_HAVE_IMAGING
   throw Error("this build has no image output (OpenCV was not found at build time)");
 #endif
-  if (!from && model::is_continuous_dir(model_dir_arg(a)))
+  if (!from && (model::is_continuous_dir(model_dir_arg(a)) || model::is_mar_dir(model_dir_arg(a))))
     return generate_continuous(a, model_dir_arg(a), prompt, seed, count, scale);
 
   auto m = load_model(a, true, from ? model_of_png(*from) : std::string());

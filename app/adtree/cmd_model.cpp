@@ -3,10 +3,30 @@
 
 #include "commands.h"
 #include "model/continuous/random_continuous.h"
+#include "model/mar/random_mar.h"
 #include "model/random_model.h"
 #include "util/error.h"
 
 namespace adtree::cli {
+
+namespace {
+
+int random_mar_cmd(const Args& a) {
+  model::RandomMarRequest r;
+  r.out = a.str("out");
+  r.shape = a.str("config");
+  r.draft = a.str("draft");
+  r.vae = a.given("vae") ? a.str("vae") : (r.shape == "tiny" ? "small" : "kl16");
+  r.seed = a.non_negative("seed");
+  r.name = a.given("name") ? a.str("name") : "";
+  model::write_random_mar_model(r);
+  std::cout << "wrote a random MAR-" << r.shape
+            << (r.draft.empty() ? "" : " with a MAR-" + r.draft + " draft") << " (" << r.vae
+            << " VAE) to " << r.out << "\n";
+  return 0;
+}
+
+}  // namespace
 
 int cmd_model(int argc, char** argv) {
   if (argc < 1 || std::string(argv[0]) == "--help" || std::string(argv[0]) == "-h") {
@@ -17,7 +37,10 @@ int cmd_model(int argc, char** argv) {
   const std::string sub = argv[0];
   if (sub != "random") throw Error("unknown 'model' subcommand '" + sub + "' (known: random)");
   Args a("model random", "Write a randomly initialised model directory of a named size.");
-  a.option("config", "NAME", "GPT size: micro, tiny, small, B, L, XL", "tiny")
+  a.option("config", "NAME",
+           "GPT size: micro, tiny, small, B, L, XL; with --family mar: B, L, H (MAR's released "
+           "shapes) or tiny",
+           "tiny")
       .option("out", "DIR", "directory to create")
       .option("vocab", "N", "codebook size (GPT vocabulary)", "1024")
       .option("grid", "N", "token grid side", "16")
@@ -32,10 +55,17 @@ int cmd_model(int argc, char** argv) {
       .option("seed", "N", "initialisation seed", "0")
       .option("name", "TEXT", "model name", "random")
       .option("family", "NAME",
-              "llamagen (a GPT over VQ codes, the options above) or continuous (a micro "
+              "llamagen (a GPT over VQ codes, the options above), continuous (a micro "
               "continuous-token model with a draft model: 4x4 vectors, words w0..w11; the size "
-              "options do not apply)",
-              "llamagen");
+              "options do not apply) or mar (MAR's layout: --config, --draft, --vae; ImageNet "
+              "classes)",
+              "llamagen")
+      .option("draft", "NAME", "with --family mar: a draft of this MAR shape (CSpD); none if empty",
+              "")
+      .option("vae", "KIND",
+              "with --family mar: kl16 (MAR's KL-16 shape: 256-pixel pictures; the default for "
+              "B, L, H) or small (a few channels: quick pictures; the default for tiny)",
+              "kl16");
   if (!a.parse(argc - 1, argv + 1)) return 0;
   if (!a.given("out")) throw Error("give the directory to create with --out DIR");
   if (a.str("family") == "continuous") {
@@ -45,8 +75,9 @@ int cmd_model(int argc, char** argv) {
               << a.str("out") << "\n";
     return 0;
   }
+  if (a.str("family") == "mar") return random_mar_cmd(a);
   if (a.str("family") != "llamagen")
-    throw Error("--family must be llamagen or continuous, got '" + a.str("family") + "'");
+    throw Error("--family must be llamagen, continuous or mar, got '" + a.str("family") + "'");
   auto g = model::GptConfig::preset(a.str("config"));
   const bool t5 = a.str("cond") == "t5";
   const auto cond = t5 ? model::CondKind::Caption : model::cond_kind_from_string(a.str("cond"));

@@ -47,10 +47,11 @@ void apply_method_flag(const std::string& text, decode::DecodeRequest& r);
 std::string model_dir_arg(const Args& a);
 // With --count N the files are numbered by seed: out.png -> out-<seed>.png.
 std::string numbered(const std::string& path, uint64_t seed, int64_t count);
-// adtree generate on a continuous-family model directory (generate_continuous.cpp).
+// adtree generate on a vector-token model directory, continuous family or MAR
+// (generate_continuous.cpp).
 int generate_continuous(const Args& a, const std::string& dir, const std::string& prompt,
                         uint64_t seed, int64_t count, int64_t scale);
-// adtree bench on a continuous-family model directory (bench/bench_continuous.cpp).
+// adtree bench on a vector-token model directory, continuous or MAR (bench/bench_continuous.cpp).
 int bench_continuous(const Args& a, const std::string& dir);
 // The model of --model, else `fallback_dir` when not empty, else the default model.
 model::ModelBundle load_model(const Args& a, bool load_vq = true,

@@ -1,13 +1,15 @@
-// adtree generate on a continuous-family model (issue "CSpD", part 3): the same flags as for the
-// LlamaGen family (the settings table's), AR or CSpD, a PNG and optionally the run's statistics.
+// adtree generate on a vector-token model (issue "CSpD", part 3; issue "MAR checkpoints"): the
+// continuous family or MAR, with the same flags as for the LlamaGen family (the settings table's),
+// AR or CSpD, a PNG and optionally the run's statistics. One template; the families differ in
+// vector_family.h's overloads.
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "decode/continuous/continuous_decode.h"
 #include "decode/settings/method_table.h"
 #include "util/error.h"
+#include "vector_family.h"
 #ifdef ADTREE_HAVE_IMAGING
 #include "imaging/image_io.h"
 #endif
@@ -16,21 +18,22 @@ namespace adtree::cli {
 
 namespace {
 
-decode::DecodeRequest continuous_request(const Args& a, const model::ContinuousBundle& m) {
+template <class Bundle>
+decode::DecodeRequest vector_request(const Args& a, const Bundle& m) {
   const auto method = a.given("method") ? decode::method_from_string(a.str("method"))
                       : m.has_draft()   ? decode::Method::Cspd
                                         : decode::Method::Ar;
-  auto r = decode::default_continuous_request(m, method);
+  auto r = default_request(m, method);
   apply_given_settings(a, r);
-  decode::check_continuous_request(m, r);
+  check_request(m, r);
   return r;
 }
 
-void write_stats(const std::string& path, const model::ContinuousBundle& m,
-                 const std::string& prompt, const decode::DecodeRequest& r,
-                 const decode::ContinuousResult& res) {
+template <class Bundle>
+void write_stats(const std::string& path, const Bundle& m, const std::string& prompt,
+                 const decode::DecodeRequest& r, const decode::ContinuousResult& res) {
   nlohmann::json j{{"model", m.dir},
-                   {"family", "continuous"},
+                   {"family", family(m)},
                    {"prompt", prompt},
                    {"seed", r.seed},
                    {"method", decode::to_string(r.method.method)},
@@ -42,15 +45,13 @@ void write_stats(const std::string& path, const model::ContinuousBundle& m,
   if (!(f << j.dump(1) << "\n")) throw Error(path + ": cannot be written");
 }
 
-}  // namespace
-
-int generate_continuous(const Args& a, const std::string& dir, const std::string& prompt,
-                        uint64_t seed, int64_t count, int64_t scale) {
-  const auto m = model::load_continuous_dir(dir);
-  auto r = continuous_request(a, m);
+template <class Bundle>
+int generate_vectors(const Args& a, const Bundle& m, const std::string& prompt, uint64_t seed,
+                     int64_t count, int64_t scale) {
+  auto r = vector_request(a, m);
   for (int64_t i = 0; i < count; ++i) {
     r.seed = seed + uint64_t(i);
-    const auto res = decode::run_continuous(m, prompt, r);
+    const auto res = run_vectors(m, prompt, r);
     auto rgb = m.picture(res.tokens);
     if (scale > 1) rgb = rgb.repeat_interleave(scale, 0).repeat_interleave(scale, 1).contiguous();
     const auto out = numbered(a.str("out"), r.seed, count);
@@ -61,7 +62,7 @@ int generate_continuous(const Args& a, const std::string& dir, const std::string
     if (!a.flag_set("quiet")) {
       std::printf("%s: %s, seed %llu, %.0f ms (%s", out.c_str(),
                   decode::to_string(r.method.method).c_str(), (unsigned long long)r.seed,
-                  res.timing.total, "continuous");
+                  res.timing.total, family(m));
       if (r.method.method == decode::Method::Cspd) {
         std::printf("; acceptance %.2f, %.2f tokens a round", res.acceptance(),
                     res.tokens_per_round());
@@ -70,6 +71,16 @@ int generate_continuous(const Args& a, const std::string& dir, const std::string
     }
   }
   return 0;
+}
+
+}  // namespace
+
+int generate_continuous(const Args& a, const std::string& dir, const std::string& prompt,
+                        uint64_t seed, int64_t count, int64_t scale) {
+  if (model::is_mar_dir(dir))
+    return generate_vectors(a, model::load_mar_dir(dir, true, a.str("dtype")), prompt, seed, count,
+                            scale);
+  return generate_vectors(a, model::load_continuous_dir(dir), prompt, seed, count, scale);
 }
 
 }  // namespace adtree::cli

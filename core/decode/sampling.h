@@ -41,6 +41,7 @@ struct SamplingParams {
   double top_p = 1.0;
   int64_t diffusion_steps = 0;  // continuous models: the head's reverse steps (0: the model's)
   HeadVariance head_variance = HeadVariance::Learned;  // continuous models: each step's std
+  int64_t num_iter = 0;  // MAR models: steps of the masking schedule (0: the model's)
 
   bool greedy() const { return temperature <= 0.0; }
   bool uses_cfg() const { return cfg_scale != 1.0; }

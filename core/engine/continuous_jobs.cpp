@@ -1,46 +1,10 @@
 #include "engine/continuous_jobs.h"
 
-#include <c10/core/InferenceMode.h>
-
 #include "decode/continuous/continuous_decode.h"
 #include "decode/settings/method_table.h"
 #include "engine/license_summary.h"
-#include "util/clock.h"
-#include "util/error.h"
 
 namespace adtree::engine {
-
-namespace {
-
-RgbImage continuous_picture(const model::ContinuousBundle& m, const std::vector<at::Tensor>& done) {
-  if (done.empty()) return {};
-  const auto bytes = m.picture(at::cat(done, 0)).contiguous();
-  RgbImage img;
-  img.height = int(bytes.size(0));
-  img.width = int(bytes.size(1));
-  img.pixels.assign(bytes.data_ptr<uint8_t>(), bytes.data_ptr<uint8_t>() + bytes.numel());
-  return img;
-}
-
-std::vector<float> continuous_floats(const at::Tensor& t) {
-  const auto c = t.to(at::kFloat).contiguous();
-  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
-}
-
-decode::RunSettings continuous_run_settings(const model::ContinuousBundle& m,
-                                            const std::string& prompt,
-                                            const decode::DecodeRequest& request) {
-  decode::RunSettings s;
-  s.request = request;
-  s.prompt = prompt;
-  s.model_dir = m.dir;
-  s.model_name = m.manifest.value("name", std::string());
-  s.verify = "cspd";
-  s.lossless = decode::is_lossless(request);
-  return s;
-}
-
-}  // namespace
 
 ModelInfo describe_continuous(const model::ContinuousBundle& m, const std::string& dtype) {
   ModelInfo info;
@@ -74,53 +38,29 @@ ModelInfo describe_continuous(const model::ContinuousBundle& m, const std::strin
   return info;
 }
 
+VectorJobModel continuous_job_model(const model::ContinuousBundle& m) {
+  VectorJobModel v;
+  v.dir = m.dir;
+  v.name = m.manifest.value("name", std::string());
+  const auto& g = m.target->config().backbone;
+  v.grid_h = g.grid_h;
+  v.grid_w = g.grid_w;
+  v.factor = m.vae->config().downsample_factor();
+  v.token_dim = m.target->config().token_dim();
+  v.raster = true;
+  v.picture = [&m](const at::Tensor& tokens) { return m.picture(tokens); };
+  v.check = [&m](const decode::DecodeRequest& r) { decode::check_continuous_request(m, r); };
+  v.run = [&m](const std::string& prompt, const decode::DecodeRequest& r,
+               const decode::ContinuousCallback& on_step, const std::atomic<bool>* cancel) {
+    return decode::run_continuous(m, prompt, r, on_step, cancel);
+  };
+  return v;
+}
+
 void run_continuous_job(const model::ContinuousBundle& m, JobId id, const std::string& prompt,
                         const decode::DecodeRequest& request, const std::atomic<bool>* cancel,
                         PreviewPolicy previews, const std::function<void(Event)>& emit) {
-  const auto t0 = Clock::now();
-  try {
-    c10::InferenceMode guard;
-    decode::check_continuous_request(m, request);
-    const auto& g = m.target->config().backbone;
-    const int64_t f = m.vae->config().downsample_factor();
-    emit(JobStarted{id, prompt, decode::to_string(request.method.method), request.seed, g.grid_h,
-                    g.grid_w, g.image_tokens(), g.grid_h * f, g.grid_w * f});
-    std::vector<at::Tensor> done;
-    auto next_preview = Clock::now();
-    auto on_step = [&](const decode::StepEvent& ev, const at::Tensor& tokens) {
-      done.push_back(tokens.reshape({-1, m.target->config().token_dim()}));
-      emit(JobStep{id, ev.record, ev.tokens, ev.cells, ms_since(t0), nullptr,
-                   continuous_floats(tokens)});
-      // Previews on this thread, spaced so that decoding them costs at most a small share.
-      if (!previews.enabled || Clock::now() < next_preview) return;
-      const auto p0 = Clock::now();
-      auto img = continuous_picture(m, done);
-      const double cost = ms_since(p0);
-      int64_t n = 0;
-      for (const auto& d : done) n += d.size(0);
-      emit(JobPreview{id, std::move(img), n, false, cost});
-      next_preview = Clock::now() + std::chrono::microseconds(
-                                        int64_t(1000 * std::max(previews.interval_ms, 6 * cost)));
-    };
-    auto res = decode::run_continuous(m, prompt, request, on_step, cancel);
-    res.stats.settings = continuous_run_settings(m, prompt, request);
-    res.stats.finish(ms_since(t0));
-    auto img = continuous_picture(m, done);
-    const int64_t n = res.tokens.size(0);
-    if (previews.enabled) emit(JobPreview{id, img, n, true, 0.0});
-    if (res.cancelled) {
-      emit(JobCancelled{id, n});
-      return;
-    }
-    const auto summary = res.stats.summary;
-    emit(JobFinished{id, summary, std::make_shared<const decode::RunStats>(std::move(res.stats)),
-                     std::vector<int64_t>(size_t(n), 0), std::move(img), ms_since(t0), 0.0,
-                     continuous_floats(res.tokens)});
-  } catch (const std::exception& e) {
-    emit(JobFailed{id, e.what()});
-  } catch (...) {
-    emit(JobFailed{id, "unknown error during generation"});
-  }
+  run_vector_job(continuous_job_model(m), id, prompt, request, cancel, previews, emit);
 }
 
 }  // namespace adtree::engine

@@ -9,6 +9,7 @@
 
 #include "decode/settings/method.h"
 #include "engine/events.h"
+#include "engine/vector_jobs.h"
 #include "model/continuous/continuous_dir.h"
 
 namespace adtree::engine {
@@ -16,12 +17,8 @@ namespace adtree::engine {
 // `dtype`: as the load asked (the continuous family computes in fp32 on the CPU).
 ModelInfo describe_continuous(const model::ContinuousBundle& m, const std::string& dtype);
 
-// How a job's previews are made: none, or at most one per interval (and at most a sixth of the
-// time: each costs a VAE decode on the decoding thread).
-struct PreviewPolicy {
-  bool enabled = true;
-  double interval_ms = 100;
-};
+// What run_vector_job (engine/vector_jobs.h) needs of the model: tokens in raster order.
+VectorJobModel continuous_job_model(const model::ContinuousBundle& m);
 
 // Emits the job's events through `emit`, the terminal one included; never throws.
 void run_continuous_job(const model::ContinuousBundle& m, JobId id, const std::string& prompt,

@@ -25,6 +25,7 @@
 #include "decode/settings/method_table.h"
 #include "engine/continuous_jobs.h"
 #include "engine/license_summary.h"
+#include "engine/mar_jobs.h"
 #include "engine/preview_schedule.h"
 #include "engine/token_palette.h"
 #include "model/model_dir.h"
@@ -210,7 +211,7 @@ class PreviewWorker {
         c10::InferenceMode guard;
         const auto t0 = Clock::now();
         auto img = decode_prefix(*m, tokens, int64_t(tokens.size()));
-        p = JobPreview{job, std::move(img), int64_t(tokens.size()), false, ms_since(t0)};
+        p = JobPreview{job, std::move(img), int64_t(tokens.size()), false, ms_since(t0), {}};
       } catch (const std::exception& e) {
         // A preview is a convenience: a failure is logged and the run goes on.
         std::fprintf(stderr, "adtree engine: preview failed: %s\n", e.what());
@@ -258,8 +259,9 @@ struct Engine::Impl {
 
   // Worker-only state: nothing but the worker reads or writes it, so it needs no lock.
   std::shared_ptr<const model::ModelBundle> bundle;
-  // A continuous-family model (engine/continuous_jobs.h) instead: one of the two is loaded.
+  // A continuous-family model (engine/continuous_jobs.h) instead: one of the three is loaded.
   std::shared_ptr<const model::ContinuousBundle> continuous;
+  std::shared_ptr<const model::MarBundle> mar;  // or a MAR model (engine/mar_jobs.h)
   LoadRequest bundle_request;
   std::optional<PaletteBuild> palette;  // the loaded model's token colours, built while idle
 
@@ -336,12 +338,25 @@ struct Engine::Impl {
                                   "random " + req.create_random);
       }
       emit(LoadProgress{req.dir, "Loading model weights", 0.1});
+      if (model::is_mar_dir(req.dir)) {
+        if (req.device != "cpu") throw Error(req.dir + ": MAR models run on the CPU only for now");
+        auto mm =
+            std::make_shared<const model::MarBundle>(model::load_mar_dir(req.dir, true, req.dtype));
+        auto info = describe_mar(*mm, req.dtype);
+        mar = std::move(mm);
+        continuous.reset();
+        bundle.reset();
+        bundle_request = req;
+        emit(ModelLoaded{std::move(info), ms_since(t0)});
+        return;
+      }
       if (model::is_continuous_dir(req.dir)) {
         if (req.device != "cpu") throw Error(req.dir + ": continuous models run on the CPU only");
         auto cm =
             std::make_shared<const model::ContinuousBundle>(model::load_continuous_dir(req.dir));
         auto info = describe_continuous(*cm, req.dtype);
         continuous = std::move(cm);
+        mar.reset();
         bundle.reset();
         bundle_request = req;
         emit(ModelLoaded{std::move(info), ms_since(t0)});
@@ -369,6 +384,7 @@ struct Engine::Impl {
       }
       bundle = std::move(m);
       continuous.reset();
+      mar.reset();
       bundle_request = req;
       emit(ModelLoaded{std::move(info), ms_since(t0)});
     } catch (const std::exception& e) {
@@ -381,6 +397,13 @@ struct Engine::Impl {
   void run_job(const Task& t) {
     if (t.cancel->load()) {
       emit(JobCancelled{t.id, 0});
+      return;
+    }
+    if (mar) {
+      const auto mm = mar;  // alive for the job whatever happens to `mar`
+      run_mar_job(*mm, t.id, t.job.prompt, t.job.request, t.cancel.get(),
+                  {opts.previews, opts.preview_interval_ms},
+                  [this](Event e) { emit(std::move(e)); });
       return;
     }
     if (continuous) {
@@ -487,7 +510,7 @@ struct Engine::Impl {
     if (opts.previews && !stopping_now && !res.tokens.empty()) {
       const auto p0 = Clock::now();
       auto img = decode_prefix(m, res.tokens, int64_t(res.tokens.size()));
-      emit(JobPreview{t.id, std::move(img), int64_t(res.tokens.size()), true, ms_since(p0)});
+      emit(JobPreview{t.id, std::move(img), int64_t(res.tokens.size()), true, ms_since(p0), {}});
     }
     emit(JobCancelled{t.id, int64_t(res.tokens.size())});
   }
@@ -497,7 +520,8 @@ struct Engine::Impl {
                      Clock::time_point t0, double decode_cpu_ms) {
     const auto p0 = Clock::now();
     auto img = decode_prefix(m, res.tokens, int64_t(res.tokens.size()));
-    if (opts.previews) emit(JobPreview{t.id, img, int64_t(res.tokens.size()), true, ms_since(p0)});
+    if (opts.previews)
+      emit(JobPreview{t.id, img, int64_t(res.tokens.size()), true, ms_since(p0), {}});
     const auto summary = res.stats.summary;
     emit(JobFinished{t.id,
                      summary,

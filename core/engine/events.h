@@ -116,6 +116,9 @@ struct JobPreview {
       0;               // cells 0 .. valid_cells-1 (raster order) are real; the rest must be masked
   bool final = false;  // the last preview of the job (the full image, or where a cancel stopped)
   double decode_ms = 0;  // the VQ decode's own time (on the preview thread unless final)
+  // A model that makes its tokens in any order (MAR): the real cells, in the order they came;
+  // valid_cells is then their count. Empty: the raster prefix above.
+  std::vector<int64_t> cells;
 };
 struct JobFinished {
   JobId job = 0;

@@ -131,7 +131,7 @@ void RunView::addSteps(const std::vector<engine::JobStep>& steps) {
 }
 
 void RunView::preview(const engine::JobPreview& p) {
-  if (!p.image.empty()) image_->setPreview(toQImage(p.image), int(p.valid_cells));
+  if (!p.image.empty()) image_->setPreview(toQImage(p.image), int(p.valid_cells), p.cells);
 }
 
 void RunView::finish(const engine::JobFinished& f) {
@@ -166,12 +166,18 @@ void RunView::showRecord(const RunRecord& r, const MapRanges& ranges) {
   paintAll();
 }
 
+std::vector<int64_t> RunView::shownCells(int shown) const {
+  if (run_.inOrder()) return {};
+  const auto& order = run_.commitOrder();
+  return std::vector<int64_t>(order.begin(), order.begin() + std::min(shown, int(order.size())));
+}
+
 bool RunView::showStep(int step) {
   // Only a finished (or restored) run can be replayed; a live one is still growing.
   if (step < 0 || run_.steps() == 0 || !run_.finished()) return false;
   run_.setViewStep(step);
   const int shown = run_.committed();
-  if (!picture_.isNull()) image_->setPreview(picture_, shown);
+  if (!picture_.isNull()) image_->setPreview(picture_, shown, shownCells(shown));
   image_->setCommitted(shown, run_.tokens(), run_.vectors());
   // The step's first new cell is outlined, so the eye finds what this step added.
   // (Not at the end of the run: there the whole picture is the point.)

@@ -67,6 +67,9 @@ class RunView : public QWidget {
   void cellClicked(int cell);
 
  private:
+  // The cells a replay at `shown` committed tokens shows, for a run filled in any order (MAR's);
+  // empty for a raster one (its first `shown` cells).
+  std::vector<int64_t> shownCells(int shown) const;
   QWidget* buildProgressRow();
   void onFrame();
   void paintAll();

@@ -36,6 +36,9 @@ void RunState::clear() {
   traces_.clear();
   step_first_.clear();
   step_cum_.clear();
+  order_.clear();
+  order_rank_.clear();
+  in_order_ = true;
   view_step_ = -1;
   view_committed_ = 0;
   for (auto& m : view_maps_) m.clear();
@@ -68,6 +71,7 @@ void RunState::reset(const engine::JobStarted& s, const MapRanges& ranges) {
   for (auto& m : maps_) m = QVector<double>(cells(), kNaN);
   tokens_ = QVector<qint64>(cells(), -1);
   ranks_ = QVector<int>(cells(), 0);
+  order_rank_ = QVector<int>(cells(), -1);
   const int n = cells();
   for (auto* v :
        {&step_index_, &step_committed_, &step_d_, &step_k_, &step_seconds_, &step_rate_}) {
@@ -93,6 +97,11 @@ void RunState::addSteps(const std::vector<engine::JobStep>& steps) {
       maps_[PlanWidth][cell] = c.plan_width;
       tokens_[cell] = s.tokens[i];
       addVector(cell, s, i);
+      if (order_rank_[cell] < 0) {
+        in_order_ = in_order_ && cell == order_.size();
+        order_rank_[cell] = int(order_.size());
+        order_.push_back(cell);
+      }
       ranks_[cell] = c.rank;
       ranges_.depth_max = std::max(ranges_.depth_max, double(c.depth));
       ranges_.top1_max = std::max(ranges_.top1_max, double(c.top1));
@@ -204,12 +213,13 @@ void RunState::setViewStep(int step) {
   view_step_ = step;
   if (step >= 0) {
     view_committed_ = std::min(step_cum_.value(step, 0), cells());
+    // The cells committed after the step, whatever their place on the grid, are hidden.
     for (int m = 0; m < MapCount; ++m) {
       view_maps_[m] = maps_[m];
-      for (int c = view_committed_; c < view_maps_[m].size(); ++c) view_maps_[m][c] = kNaN;
+      for (int i = view_committed_; i < order_.size(); ++i) view_maps_[m][order_[i]] = kNaN;
     }
     view_tokens_ = tokens_;
-    for (int c = view_committed_; c < view_tokens_.size(); ++c) view_tokens_[c] = -1;
+    for (int i = view_committed_; i < order_.size(); ++i) view_tokens_[order_[i]] = -1;
   }
   ++version_;
 }

@@ -67,7 +67,15 @@ class RunState {
   quint64 version() const { return version_; }
 
   const QVector<double>& map(Map m) const { return view_step_ < 0 ? maps_[m] : view_maps_[m]; }
-  bool filled(int cell) const { return cell >= 0 && cell < committed(); }
+  // Whether `cell` is committed (at the replayed step): by its place in the commit order, so a run
+  // that fills the grid in any order (MAR's random one, PJD's rows) reads the same as a raster one.
+  bool filled(int cell) const {
+    const int r = order_rank_.value(cell, -1);
+    return r >= 0 && r < committed();
+  }
+  // The cells in the order they were committed; inOrder(): that order is the raster's.
+  const QVector<int>& commitOrder() const { return order_; }
+  bool inOrder() const { return in_order_; }
   qint64 token(int cell) const { return tokens().value(cell, -1); }
   // -1 for cells not generated (or not yet generated at the replayed step).
   const QVector<qint64>& tokens() const { return view_step_ < 0 ? tokens_ : view_tokens_; }
@@ -114,6 +122,8 @@ class RunState {
   QMap<int, int> accept_hist_;
   QVector<std::shared_ptr<const decode::StepTrace>> traces_;
   QVector<int> step_first_, step_cum_;
+  QVector<int> order_, order_rank_;  // cells in commit order; each cell's place in it (-1: none)
+  bool in_order_ = true;
   int view_step_ = -1, view_committed_ = 0;
   QVector<double> view_maps_[MapCount];
   QVector<qint64> view_tokens_;

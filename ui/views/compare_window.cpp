@@ -309,7 +309,7 @@ void CompareWindow::onSteps(const std::vector<engine::JobStep>& steps) {
 void CompareWindow::onPreview(const engine::JobPreview& p) {
   const int s = sideOf(p.job);
   if (s < 0 || p.image.empty()) return;
-  image_[s]->setPreview(toQImage(p.image), int(p.valid_cells));
+  image_[s]->setPreview(toQImage(p.image), int(p.valid_cells), p.cells);
   image_[s]->refresh();
 }
 

@@ -27,6 +27,8 @@ void ImageView::startRun(int gridH, int gridW, int imageH, int imageW) {
   image_ = QImage();
   scaled_ = QPixmap();
   valid_ = committed_ = 0;
+  any_order_ = false;
+  decoded_.clear();
   hovered_ = -1;
   dirty_ = true;
   update();
@@ -36,10 +38,14 @@ void ImageView::clear() {
   startRun(grid_h_, grid_w_, image_h_, image_w_);
 }
 
-void ImageView::setPreview(const QImage& image, int validCells) {
+void ImageView::setPreview(const QImage& image, int validCells, const std::vector<int64_t>& cells) {
   image_ = image;
   scaled_ = QPixmap();
   valid_ = validCells;
+  any_order_ = !cells.empty();
+  decoded_ = QVector<bool>(any_order_ ? grid_h_ * grid_w_ : 0, false);
+  for (const auto c : cells)
+    if (c >= 0 && c < decoded_.size()) decoded_[int(c)] = true;
   if (image_w_ == 0) {
     image_w_ = image.width();
     image_h_ = image.height();
@@ -215,6 +221,32 @@ void paintDecoded(QPainter& p, const CellGrid& g, int valid, const QImage& image
   p.restore();
 }
 
+// The same for a grid filled in any order (MAR): every cell with a token that the picture does not
+// show yet is pending; the picture is clipped to the cells it decoded.
+void paintScatteredCells(QPainter& p, const CellGrid& g, const QVector<bool>& decoded,
+                         const QVector<qint64>& tokens, const QVector<QRgb>& palette,
+                         const QVector<float>& vectors, const std::vector<float>& map,
+                         const QImage& image, QPixmap& scaled) {
+  QBrush hatch(QColor(255, 255, 255, 70), Qt::BDiagPattern);
+  QRegion clip;
+  for (int cell = 0; cell < g.cells() && cell < tokens.size(); ++cell) {
+    const bool shown = cell < decoded.size() && decoded[cell] && !image.isNull();
+    if (shown) clip += g.cell(cell).toAlignedRect();
+    if (shown || tokens[cell] < 0) continue;
+    p.fillRect(g.cell(cell), pendingColour(cell, tokens, palette, vectors, map));
+    p.fillRect(g.cell(cell), hatch);
+  }
+  if (clip.isEmpty()) return;
+  const QRect target = g.r.toAlignedRect();
+  if (scaled.size() != target.size())
+    scaled = QPixmap::fromImage(
+        image.scaled(target.size(), Qt::IgnoreAspectRatio, Qt::FastTransformation));
+  p.save();
+  p.setClipRegion(clip);
+  p.drawPixmap(target.topLeft(), scaled);
+  p.restore();
+}
+
 // Faint cell grid when cells are large enough for it not to become noise.
 void paintCellLines(QPainter& p, const CellGrid& g) {
   if (g.cw < 14) return;
@@ -273,11 +305,16 @@ void ImageView::paintEvent(QPaintEvent*) {
   const CellGrid g(imageRect(), grid_h_, grid_w_);
   const int valid = image_.isNull() ? 0 : std::min(valid_, g.cells());
   paintCheckerboard(p, g);
-  paintPendingCells(p, g, valid, std::min(committed_, g.cells()), tokens_, palette_, vectors_,
-                    vector_map_);
-  if (valid > 0) paintDecoded(p, g, valid, image_, scaled_);
+  if (any_order_) {
+    paintScatteredCells(p, g, decoded_, tokens_, palette_, vectors_, vector_map_, image_, scaled_);
+  } else {
+    paintPendingCells(p, g, valid, std::min(committed_, g.cells()), tokens_, palette_, vectors_,
+                      vector_map_);
+    if (valid > 0) paintDecoded(p, g, valid, image_, scaled_);
+  }
   paintCellLines(p, g);
-  if (running_ && committed_ < g.cells()) paintNextCell(p, g, committed_);
+  // The next cell is known only in raster order.
+  if (running_ && !any_order_ && committed_ < g.cells()) paintNextCell(p, g, committed_);
   if (highlight_ >= 0 && highlight_ < g.cells()) paintHighlight(p, g, highlight_);
   // Before the first token: the empty canvas with the hint over it.
   if (!running_ && committed_ == 0 && valid == 0 && !placeholder_.isEmpty())

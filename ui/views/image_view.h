@@ -24,8 +24,10 @@ class ImageView : public QWidget {
   // A new run: grid of cells, image size in pixels; clears the picture.
   void startRun(int gridH, int gridW, int imageH, int imageW);
   void clear();
-  // The newest decoded picture; cells >= validCells are masked.
-  void setPreview(const QImage& image, int validCells);
+  // The newest decoded picture; cells >= validCells are masked, or, for a model that makes its
+  // tokens in any order (MAR's random one), every cell not in `cells`: pending cells are then
+  // those with a token (tokens >= 0) that the picture does not show yet.
+  void setPreview(const QImage& image, int validCells, const std::vector<int64_t>& cells = {});
   // Cells the engine has committed (decoded or not) and the tokens of the grid (-1 = none); a
   // continuous model's tokens are `vectors`, the token colour map's dimension of numbers a cell.
   void setCommitted(int cells, const QVector<qint64>& tokens = {},
@@ -80,6 +82,8 @@ class ImageView : public QWidget {
   std::vector<float> vector_map_;
   int grid_h_ = 0, grid_w_ = 0, image_h_ = 0, image_w_ = 0;
   int valid_ = 0, committed_ = 0, highlight_ = -1, hovered_ = -1;
+  bool any_order_ = false;  // the preview named its cells (decoded_), not a raster prefix
+  QVector<bool> decoded_;
   int zoom_ = 0;
   bool running_ = false;
   bool dirty_ = true;

@@ -1,4 +1,5 @@
-// adtree bench on a continuous-family model (issue "CSpD", part 5): every method on the same
+// adtree bench on a vector-token model, continuous family or MAR (issue "CSpD", part 5; issue
+// "MAR checkpoints"): every method on the same
 // pictures (prompts x seeds x rounds, the methods in turn per picture), the time split into draft
 // backbone, draft head, target backbone, target head and resampling, CSpD's acceptance and tokens
 // per round, and the speed-up over AR as the median of paired ratios.
@@ -10,12 +11,12 @@
 #include <sstream>
 
 #include "commands.h"
-#include "decode/continuous/continuous_decode.h"
 #include "decode/settings/method_table.h"
 #include "decode/stats/position_acceptance.h"
 #include "io/file_write.h"
 #include "util/error.h"
 #include "util/threads.h"
+#include "vector_family.h"
 
 namespace adtree::cli {
 
@@ -51,14 +52,6 @@ std::vector<std::string> split(const std::string& s, char sep) {
   for (std::string item; std::getline(ss, item, sep);)
     if (!item.empty()) out.push_back(item);
   return out;
-}
-
-std::vector<std::string> bench_prompts(const Args& a, const model::ContinuousBundle& m) {
-  if (a.given("prompts")) return split(a.str("prompts"), ';');
-  std::vector<std::string> p;  // four words of the vocabulary, spread over it
-  const auto& e = m.vocab.entries();
-  for (size_t i = 0; i < 4 && i < e.size(); ++i) p.push_back(e[(i * 7 + 1) % e.size()]);
-  return p;
 }
 
 struct MethodRuns {
@@ -115,10 +108,8 @@ void print_row(const json& s) {
   std::printf("\n");
 }
 
-}  // namespace
-
-int bench_continuous(const Args& a, const std::string& dir) {
-  const auto m = model::load_continuous_dir(dir);
+template <class Bundle>
+int bench_vectors(const Args& a, const std::string& dir, const Bundle& m) {
   const auto names = split(a.given("method") ? a.str("method") : "ar,cspd", ',');
   std::vector<MethodRuns> runs;
   for (const auto& n : names) {
@@ -127,20 +118,20 @@ int bench_continuous(const Args& a, const std::string& dir) {
     auto overrides = split(n, '@');
     if (overrides.at(0).find(':') != std::string::npos)
       throw Error(
-          "a continuous model's bench takes method names (ar, cspd) with @FLAG=VALUE "
+          "a vector-token model's bench takes method names (ar, cspd) with @FLAG=VALUE "
           "settings, no :RULE: '" +
           n + "'");
-    auto r = decode::default_continuous_request(m, decode::method_from_string(overrides.at(0)));
+    auto r = default_request(m, decode::method_from_string(overrides.at(0)));
     apply_given_settings(a, r);
     for (size_t i = 1; i < overrides.size(); ++i) apply_method_flag(overrides[i], r);
-    decode::check_continuous_request(m, r);
+    check_request(m, r);
     runs.push_back({n, r, {}, {}, {}, {}, {}, {}});
   }
-  const auto prompts = bench_prompts(a, m);
+  const auto prompts = a.given("prompts") ? split(a.str("prompts"), ';') : sample_prompts(m);
   const int64_t seeds = a.integer("seeds"), rounds = a.integer("rounds");
   if (seeds < 1 || rounds < 1) throw Error("--seeds and --rounds need at least 1");
   // A first picture untimed: page faults, the worker pool and the caches warm up.
-  decode::run_continuous(m, prompts[0], decode::default_continuous_request(m, decode::Method::Ar));
+  run_vectors(m, prompts[0], default_request(m, decode::Method::Ar));
   json pictures = json::array();
   for (int64_t round = 0; round < rounds; ++round) {
     for (const auto& prompt : prompts) {
@@ -148,7 +139,7 @@ int bench_continuous(const Args& a, const std::string& dir) {
         double ar_ms = 0;
         for (auto& r : runs) {
           r.request.seed = uint64_t(seed);
-          const auto res = decode::run_continuous(m, prompt, r.request);
+          const auto res = run_vectors(m, prompt, r.request);
           const double ms = res.timing.total;
           if (r.request.method.method == decode::Method::Ar) ar_ms = ms;
           r.total_ms.push_back(ms);
@@ -168,15 +159,16 @@ int bench_continuous(const Args& a, const std::string& dir) {
       }
     }
   }
-  json out{{"family", "continuous"},
-           {"model", {{"dir", dir}, {"target", m.target->config().to_json()}}},
+  auto model_json = shapes_json(m);
+  model_json["dir"] = dir;
+  json out{{"family", family(m)},
+           {"model", model_json},
            {"machine", {{"cpu", cpu_json()}, {"threads", worker_threads()}}},
            {"prompts", prompts},
            {"seeds", seeds},
            {"rounds", rounds},
            {"pictures", pictures},
            {"summary", json::array()}};
-  if (m.has_draft()) out["model"]["draft"] = m.draft->config().to_json();
   std::printf("%s: %zu prompts x %lld seeds x %lld rounds, %d threads\n", dir.c_str(),
               prompts.size(), (long long)seeds, (long long)rounds, worker_threads());
   for (const auto& r : runs) {
@@ -185,6 +177,14 @@ int bench_continuous(const Args& a, const std::string& dir) {
   }
   if (a.given("json")) io::write_file(a.str("json"), out.dump(2) + "\n", "the results");
   return 0;
+}
+
+}  // namespace
+
+int bench_continuous(const Args& a, const std::string& dir) {
+  if (model::is_mar_dir(dir))
+    return bench_vectors(a, dir, model::load_mar_dir(dir, true, a.str("dtype")));
+  return bench_vectors(a, dir, model::load_continuous_dir(dir));
 }
 
 }  // namespace adtree::cli

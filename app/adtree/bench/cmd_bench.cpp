@@ -27,6 +27,7 @@
 #include "io/file_write.h"
 #include "model/continuous/continuous_dir.h"
 #include "model/llamagen/drafter.h"
+#include "model/mar/mar_dir.h"
 #include "model/prompt_condition.h"
 #include "model/random_model.h"
 #include "util/clock.h"
@@ -406,7 +407,8 @@ int cmd_bench(int argc, char** argv) {
   declare_bench_options(a);
   if (!a.parse(argc, argv)) return 0;
   if (a.flag_set("dtype-kl")) return bench_dtype_kl(a);
-  if (!a.given("config") && model::is_continuous_dir(model_dir_arg(a)))
+  if (!a.given("config") &&
+      (model::is_continuous_dir(model_dir_arg(a)) || model::is_mar_dir(model_dir_arg(a))))
     return bench_continuous(a, model_dir_arg(a));
 
   const BenchModel bm = load_bench_model(a);

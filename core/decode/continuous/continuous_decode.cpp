@@ -35,6 +35,9 @@ void check_continuous_request(const model::ContinuousBundle& m, const DecodeRequ
         "constant, no --cfg-interval)");
   }
   check_token_kind(s, TokenKind::Vectors);
+  if (s.num_iter != 0)
+    throw Error(
+        "--num-iter is MAR's masking schedule; this model makes its tokens in raster order");
   if (s.diffusion_steps > m.target->config().train_steps) {
     throw Error("--diffusion-steps " + std::to_string(s.diffusion_steps) + " is more than the " +
                 std::to_string(m.target->config().train_steps) + " steps the head was trained on");

@@ -25,6 +25,9 @@ struct ContinuousSettings {
   double temperature = 1.0;     // scales every reverse step's std (MAR's)
   int diffusion_steps = 0;      // reverse steps of the head; 0: the model's sample_steps
   bool fixed_variance = false;  // each step's std beta~_t, not the head's learned one
+  // MAR models: the masking schedule's steps and CFG's schedule (linear in the share generated)
+  int num_iter = 0;
+  bool cfg_linear = false;
   uint64_t seed = 0;
   // CSpD
   int gamma = 4;                   // tokens the draft proposes per round

@@ -2,9 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
-#include <algorithm>
-#include <cmath>
-
+#include "decode/mar/mar_schedule.h"
 #include "model/continuous/head_sampler.h"
 #include "util/error.h"
 
@@ -21,8 +19,6 @@ void check_mar_inputs(const MarNoise& n, int64_t b, int64_t len, int64_t k, int6
     bad("x_T must be [B, N, " + std::to_string(d) + "]");
   if (!n.noise.defined() || n.noise.sizes() != at::IntArrayRef({b, len, k, d}))
     bad("the noise must be [B, N, " + std::to_string(k) + ", " + std::to_string(d) + "]");
-  if (s.num_iter < 1 || s.num_iter > len)
-    bad("num_iter must be in 1.." + std::to_string(len) + ", got " + std::to_string(s.num_iter));
   if (!(s.temperature > 0)) bad("the temperature must be above 0");
   if (!(s.cfg >= 0)) bad("the CFG scale must be >= 0");
 }
@@ -55,28 +51,26 @@ at::Tensor mar_generate(const model::MarBackbone& backbone, const model::Diffusi
   steps.select(2, k - 1).zero_();
   auto tokens = at::zeros({b, n, d});
   auto unknown = at::ones({b, n}, at::kBool);
+  const auto schedule_steps = mar_masking_schedule(n, s.num_iter, s.cfg, s.cfg_linear);
   for (int step = 0; step < s.num_iter; ++step) {
+    const auto& st = schedule_steps[size_t(step)];
     const auto z =
         guided ? backbone.forward(at::cat({tokens, tokens}), at::cat({unknown, unknown}), cls)
                : backbone.forward(tokens, unknown, cls);
-    const int64_t masked = unknown[0].sum().item<int64_t>();
-    int64_t keep = int64_t(std::floor(double(n) * std::cos(M_PI / 2 * (step + 1) / s.num_iter)));
-    keep = std::max<int64_t>(1, std::min(masked - 1, keep));
     auto next = at::zeros({b, n}, at::kBool);
     for (int64_t r = 0; r < b; ++r)
-      next[r].index_fill_(0, noise.orders[r].narrow(0, 0, keep), true);
-    const auto predict = step == s.num_iter - 1 ? unknown.clone() : unknown.logical_xor(next);
-    const double cfg = s.cfg_linear ? 1 + (s.cfg - 1) * double(n - keep) / double(n) : s.cfg;
+      next[r].index_fill_(0, noise.orders[r].narrow(0, 0, st.masked_after), true);
+    const auto predict = unknown.logical_xor(next);
     const auto idx = predict.nonzero();  // [R, 2]: (row, position), row-major
     const auto rows = idx.select(1, 0), pos = idx.select(1, 1);
     auto cond = z.narrow(0, 0, b).index({rows, pos});
     at::Tensor uncond;
     if (guided) uncond = z.narrow(0, b, b).index({rows, pos});
-    const auto t = model::sample_head(head, schedule, cond, uncond, cfg, s.temperature,
+    const auto t = model::sample_head(head, schedule, cond, uncond, st.cfg, s.temperature,
                                       noise.x_T.index({rows, pos}), steps.index({rows, pos}));
     tokens = tokens.clone();
     tokens.index_put_({rows, pos}, t.x0);
-    unknown = step == s.num_iter - 1 ? at::zeros_like(unknown) : next;
+    unknown = next;
     if (on_step) {
       const int64_t per_row = idx.size(0) / b;
       on_step({step, pos.reshape({b, per_row}), t.x0.reshape({b, per_row, d})});

@@ -141,7 +141,6 @@ std::vector<Setting> sampling_entries() {
           .soak({1.0}),
       sampling_choice("cfg_schedule", &SamplingParams::cfg_schedule,
                       {CfgSchedule::Constant, CfgSchedule::Linear}, cfg_schedule_from_string)
-          .only_on(TokenKind::Codes)
           .cli("cfg-schedule", "WHEN")
           .help("how the guidance scale runs over the image: constant, or linear in the fraction "
                 "generated (1 + (s - 1) i / N at image token i of N, as MAR does: weak guidance "
@@ -200,6 +199,15 @@ std::vector<Setting> sampling_entries() {
                 "fixed (the posterior's beta~: the same for every model, which makes CSpD's "
                 "std product S exactly 1)")
           .studio("sampling", "Head variance"),
+      sampling_field("num_iter", &SamplingParams::num_iter)
+          .only_on(TokenKind::Vectors)
+          .cli("num-iter", "N")
+          .range(0, kNoTop, Bound::ImageTokens)
+          .help("MAR models: steps of the masking schedule, each predicting a share of the "
+                "tokens in a random order (the image's token count: one a step; fewer is faster "
+                "and coarser); 0 = the model's own")
+          .studio("sampling", "MAR iterations")
+          .studio_special("model's"),
   };
 }
 

@@ -14,8 +14,9 @@ const at::Tensor& head_param(const DiffusionHead& h, const std::string& name) {
   return h.weights().at(name);
 }
 
-PackedWeight head_packed(const DiffusionHead& h, const std::string& name) {
-  auto p = pack_weight(head_param(h, name + ".weight").contiguous());
+PackedWeight head_packed(const DiffusionHead& h, const std::string& name, bool bf16) {
+  const auto& w = head_param(h, name + ".weight").contiguous();
+  auto p = bf16 ? pack_weight_bf16(w) : pack_weight(w);
   if (!p.defined()) throw Error("the lean head needs fp32 CPU weights (" + name + ")");
   return p;
 }
@@ -46,7 +47,7 @@ void head_modulated_norm(const float* h, int64_t R, int64_t w, const float* gamm
 
 }  // namespace
 
-LeanHead::LeanHead(const DiffusionHead& head, const DiffusionSchedule& schedule)
+LeanHead::LeanHead(const DiffusionHead& head, const DiffusionSchedule& schedule, bool bf16)
     : cfg_(head.config()), schedule_(schedule) {
   {
     at::NoGradGuard no_grad;
@@ -58,18 +59,18 @@ LeanHead::LeanHead(const DiffusionHead& head, const DiffusionSchedule& schedule)
     };
     time_table_ = lin(at::silu(lin(e, "time_embed.0")), "time_embed.2").contiguous();
   }
-  input_proj_ = head_packed(head, "input_proj");
+  input_proj_ = head_packed(head, "input_proj", bf16);
   input_proj_b_ = head_param(head, "input_proj.bias").contiguous();
-  cond_embed_ = head_packed(head, "cond_embed");
+  cond_embed_ = head_packed(head, "cond_embed", bf16);
   cond_embed_b_ = head_param(head, "cond_embed.bias").contiguous();
-  final_ada_ = head_packed(head, "final.ada");
+  final_ada_ = head_packed(head, "final.ada", bf16);
   final_ada_b_ = head_param(head, "final.ada.bias").contiguous();
-  final_linear_ = head_packed(head, "final.linear");
+  final_linear_ = head_packed(head, "final.linear", bf16);
   final_linear_b_ = head_param(head, "final.linear.bias").contiguous();
   for (int64_t i = 0; i < cfg_.blocks; ++i) {
     const std::string p = "blocks." + std::to_string(i) + ".";
-    blocks_.push_back({head_packed(head, p + "ada"), head_packed(head, p + "mlp.0"),
-                       head_packed(head, p + "mlp.2"),
+    blocks_.push_back({head_packed(head, p + "ada", bf16), head_packed(head, p + "mlp.0", bf16),
+                       head_packed(head, p + "mlp.2", bf16),
                        head_param(head, p + "ada.bias").contiguous(),
                        head_param(head, p + "mlp.0.bias").contiguous(),
                        head_param(head, p + "mlp.2.bias").contiguous(),

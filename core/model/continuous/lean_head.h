@@ -22,7 +22,9 @@ namespace adtree::model {
 class LeanHead {
  public:
   // `head` must hold fp32 CPU weights; the schedule fixes the steps (a table row per step).
-  LeanHead(const DiffusionHead& head, const DiffusionSchedule& schedule);
+  // `bf16`: the products' weights in bf16 panels (packed_bf16.h: AMX tiles where the CPU has
+  // them), the activations rounded to bf16 as they enter a product; the rest stays fp32.
+  LeanHead(const DiffusionHead& head, const DiffusionSchedule& schedule, bool bf16 = false);
 
   // As sample_head: z [B, cond] (z_uncond [B, cond] with cfg != 1, else undefined), x_T [B, D],
   // noise [B, K, D].

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "model/cpu/pack_rows.h"
+#include "model/cpu/packed_gemm.h"
 #include "util/error.h"
 
 namespace adtree::model {
@@ -64,7 +66,25 @@ MarBackbone::MarBackbone(MarConfig c, const TensorMap& weights) : c_(std::move(c
   for (const auto& [k, t] : weights) w_.emplace(k, t.to(at::kFloat).contiguous());
 }
 
+void MarBackbone::pack(bool bf16) {
+  std::vector<std::string> layers;
+  for (const auto& [k, t] : w_) {
+    const auto dot = k.rfind(".weight");
+    if (t.dim() == 2 && dot != std::string::npos && dot + 7 == k.size() && k != "class_emb.weight")
+      layers.push_back(k.substr(0, dot));
+  }
+  for (const auto& name : layers) {
+    const auto& w = w_.at(name + ".weight");
+    auto p = bf16 ? pack_weight_bf16(w) : pack_weight(w);
+    if (!p.defined()) throw Error("MAR: " + name + " cannot be packed for the lean path");
+    packed_[name] = std::move(p);
+    w_.erase(name + ".weight");
+  }
+}
+
 at::Tensor MarBackbone::linear(const at::Tensor& x, const std::string& name) const {
+  const auto it = packed_.find(name);
+  if (it != packed_.end()) return packed_linear(x.contiguous(), it->second, w_.at(name + ".bias"));
   return at::linear(x, w_.at(name + ".weight"), w_.at(name + ".bias"));
 }
 

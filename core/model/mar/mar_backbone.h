@@ -13,8 +13,11 @@
 #pragma once
 #include <ATen/ATen.h>
 
+#include <map>
+#include <string>
 #include <vector>
 
+#include "model/cpu/packed_weight.h"
 #include "model/mar/mar_config.h"
 #include "model/params.h"
 
@@ -36,6 +39,15 @@ class MarBackbone {
   at::Tensor forward(const at::Tensor& tokens, const at::Tensor& unknown,
                      const at::Tensor& class_emb) const;
 
+  // The lean CPU path: every linear layer's weight packed once into panels (model/cpu/
+  // packed_gemm.h), fp32 or bf16 (packed_bf16.h: the AMX tiles where the CPU has them; the
+  // activations rounded to bf16 as they enter a product). Norms, GELU and attention stay on
+  // libtorch in fp32: at MAR's row counts (hundreds of tokens a pass) the products are the work.
+  // The fp32 copies of the packed weights are dropped. Unpacked, every product is at::linear (the
+  // reference).
+  void pack(bool bf16);
+  bool packed() const { return !packed_.empty(); }
+
  private:
   at::Tensor linear(const at::Tensor& x, const std::string& name) const;
   at::Tensor norm(const at::Tensor& x, const std::string& name, bool affine = true) const;
@@ -46,6 +58,7 @@ class MarBackbone {
 
   MarConfig c_;
   TensorMap w_;
+  std::map<std::string, PackedWeight> packed_;  // by layer name ("encoder_blocks.0.attn.qkv")
 };
 
 }  // namespace adtree::model

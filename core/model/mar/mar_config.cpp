@@ -1,6 +1,8 @@
 #include "model/mar/mar_config.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "util/error.h"
 
@@ -103,6 +105,17 @@ MarConfig MarConfig::preset(const std::string& name) {
     throw Error("MAR preset '" + name + "': expected B, L, H or tiny");
   }
   return c;
+}
+
+nlohmann::json MarConfig::default_sampling() const {
+  double cfg = 1.0;
+  const std::pair<const char*, double> released[] = {{"B", 2.9}, {"L", 3.0}, {"H", 3.2}};
+  for (const auto& [name, scale] : released)
+    if (to_json() == preset(name).to_json()) cfg = scale;
+  return {{"num_iter", std::min<int64_t>(64, seq_len())},
+          {"cfg", cfg},
+          {"cfg_schedule", "linear"},
+          {"temperature", 1.0}};
 }
 
 }  // namespace adtree::model

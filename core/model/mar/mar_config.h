@@ -33,6 +33,10 @@ struct MarConfig {
   // "B", "L", "H": the released shapes (models/mar.py mar_base / mar_large / mar_huge with
   // main_mar.py's diffloss_d and diffloss_w); "tiny" for tests. Throws for another name.
   static MarConfig preset(const std::string& name);
+  // The sampling MAR's README evaluates a released shape with (cfg 2.9 / 3.0 / 3.2, linear, T 1)
+  // at num_iter 64 (the README's faster setting; 256 for its FID): model.json "sampling". Another
+  // shape: no guidance.
+  nlohmann::json default_sampling() const;
 };
 
 }  // namespace adtree::model

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -52,6 +53,12 @@ void write_mar_part(const MarImport& part, const std::string& dtype, const fs::p
   io::write_safetensors(file.string(), cast_mar_weights(w, dtype));
 }
 
+// $ADTREE_LEAN=0 keeps fp32 on libtorch's products (A/B runs), as for the LlamaGen family.
+bool mar_lean_enabled() {
+  const char* env = std::getenv("ADTREE_LEAN");
+  return env == nullptr || std::string(env) != "0";
+}
+
 }  // namespace
 
 at::Tensor MarBundle::picture(const at::Tensor& tokens) const {
@@ -68,7 +75,9 @@ bool is_mar_dir(const std::string& dir) {
   return j.is_object() && j.value("family", "") == "mar";
 }
 
-MarBundle load_mar_dir(const std::string& dir, bool load_draft) {
+MarBundle load_mar_dir(const std::string& dir, bool load_draft, const std::string& dtype) {
+  if (dtype != "fp32" && dtype != "bf16")
+    throw Error(dir + ": a MAR model runs in fp32 or bf16 on the CPU, not '" + dtype + "'");
   MarBundle b;
   b.dir = dir;
   b.manifest = read_model_json(dir);
@@ -89,6 +98,11 @@ MarBundle load_mar_dir(const std::string& dir, bool load_draft) {
   }
   if (b.vae->config().embed_dim != b.target.backbone->config().token_dim)
     throw Error(dir + "/model.json: the VAE's embed_dim is not the model's token size");
+  for (auto* part : {&b.target, &b.draft}) {
+    if (!part->backbone) continue;
+    part->bf16 = dtype == "bf16";
+    if (part->bf16 || mar_lean_enabled()) part->backbone->pack(part->bf16);
+  }
   b.classes = Vocabulary::load((fs::path(dir) / "text.json").string());
   if (b.classes.size() != b.target.backbone->config().num_classes)
     throw Error(dir + "/text.json: " + std::to_string(b.classes.size()) + " class names for " +
@@ -115,8 +129,7 @@ void write_mar_dir(const MarDirParts& p, const std::string& out) {
               {"description", p.description},
               {"mar", p.target.config.to_json()},
               {"vae", p.vae.config.to_json()},
-              {"sampling",
-               {{"num_iter", 64}, {"cfg", 1.0}, {"cfg_schedule", "linear"}, {"temperature", 1.0}}},
+              {"sampling", p.target.config.default_sampling()},
               {"provenance", p.provenance}};
     if (p.draft) m["draft"] = p.draft->config.to_json();
     std::ofstream((tmp / "model.json").string()) << m.dump(2) << "\n";

@@ -30,6 +30,7 @@ struct MarModel {
   std::unique_ptr<MarBackbone> backbone;
   std::unique_ptr<DiffusionHead> head;
   DiffusionSchedule schedule;
+  bool bf16 = false;  // the products run in bf16 (the backbone's panels and the lean head's)
 };
 
 struct MarBundle {
@@ -45,8 +46,12 @@ struct MarBundle {
 };
 
 bool is_mar_dir(const std::string& dir);
-// Every tensor's name, shape and finiteness checked; an adtree::Error names the file.
-MarBundle load_mar_dir(const std::string& dir, bool load_draft = true);
+// Every tensor's name, shape and finiteness checked; an adtree::Error names the file. `dtype`:
+// "fp32" packs the backbones for the lean CPU path ($ADTREE_LEAN=0: libtorch's products, the
+// reference), "bf16" packs them in bf16 (model/mar/mar_backbone.h, pack); "fp16" is refused (a GPU
+// precision). The KL-16 decoder stays on libtorch in fp32.
+MarBundle load_mar_dir(const std::string& dir, bool load_draft = true,
+                       const std::string& dtype = "fp32");
 
 struct MarDirParts {
   MarImport target;
