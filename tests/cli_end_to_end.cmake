@@ -428,9 +428,43 @@ run_fails("temperature must be above 0" ${ADTREE} generate --model ${WORK}/conti
           --prompt "w1" --temperature 0 --out ${WORK}/no.png)
 run_fails("runs on continuous-token models" ${ADTREE} generate --model ${WORK}/model
           --prompt "a red cat" --method cspd --out ${WORK}/no.png)
-run_fails("--family must be llamagen or continuous" ${ADTREE} model random --family mar
+run_fails("--family must be llamagen, continuous or mar" ${ADTREE} model random --family gpt
           --out ${WORK}/no)
 run_fails("--head-variance is read by models whose tokens are vectors" ${ADTREE} generate
           --model ${WORK}/model --prompt "a red cat" --head-variance fixed --out ${WORK}/no.png)
 run_ok(${ADTREE} generate --model ${WORK}/continuous --prompt "w1 w2" --method cspd
        --head-variance fixed --cspd-inner-temperature 42 --out ${WORK}/cont-fixed.png --quiet)
+
+# MAR (issue "MAR checkpoints") through the same verbs: a random MAR-tiny with a draft, AR and CSpD
+# pictures in MAR's random order (the statistics list each step's cells), bf16, the bench, and
+# what a MAR model refuses by name.
+run_ok(${ADTREE} model random --family mar --config tiny --draft tiny --out ${WORK}/mar --seed 4)
+foreach(method ar cspd)
+  run_ok(${ADTREE} generate --model ${WORK}/mar --class 3 --method ${method} --num-iter 8 --cfg 2
+         --cfg-schedule linear --out ${WORK}/mar-${method}.png --stats ${WORK}/mar-${method}.json
+         --quiet)
+  file(READ "${WORK}/mar-${method}.json" marj)
+  string(JSON n GET "${marj}" stats summary tokens)
+  string(JSON fam GET "${marj}" family)
+  string(JSON cells LENGTH "${marj}" stats steps 0 cells)
+  if(NOT n EQUAL 16 OR NOT fam STREQUAL "mar" OR cells LESS 1)
+    message(FATAL_ERROR "the MAR ${method} run says ${n} tokens, family ${fam}, ${cells} cells")
+  endif()
+endforeach()
+run_ok(${ADTREE} generate --model ${WORK}/mar --class "3" --dtype bf16 --out ${WORK}/mar-bf16.png
+       --quiet)
+run_ok(${ADTREE} bench --model ${WORK}/mar --method "ar,cspd@cspd-gamma=2" --seeds 1
+       --json ${WORK}/mar-bench.json)
+file(READ "${WORK}/mar-bench.json" marb)
+string(JSON fam GET "${marb}" family)
+if(NOT fam STREQUAL "mar")
+  message(FATAL_ERROR "the MAR bench says family '${fam}'")
+endif()
+run_fails("num_iter is at most the 16 image tokens" ${ADTREE} generate --model ${WORK}/mar
+          --class 3 --num-iter 17 --out ${WORK}/no.png)
+run_fails("unknown class" ${ADTREE} generate --model ${WORK}/mar --class "no such thing"
+          --out ${WORK}/no.png)
+run_fails("runs in fp32 or bf16 on the CPU" ${ADTREE} generate --model ${WORK}/mar --class 3
+          --dtype fp16 --out ${WORK}/no.png)
+run_fails("--num-iter is MAR's masking schedule" ${ADTREE} generate --model ${WORK}/continuous
+          --prompt "w1" --num-iter 4 --out ${WORK}/no.png)

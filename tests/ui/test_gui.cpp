@@ -33,10 +33,12 @@
 #include "io/safetensors.h"
 #include "model/continuous/random_continuous.h"
 #include "model/llamagen/gpt_config.h"
+#include "model/mar/random_mar.h"
 #include "model/random_model.h"
 #include "model/text/random_t5.h"
 #include "model/text/text_encoder.h"
 #include "ui/gallery/run_history.h"
+#include "ui/gallery/run_view.h"
 #include "ui/panels/heatmap_panel.h"
 #include "ui/panels/histogram_panel.h"
 #include "ui/panels/plot_panel.h"
@@ -193,6 +195,46 @@ class GuiTest : public QObject {
     QVERIFY(std::equal(rec->vectors.begin(), rec->vectors.end(), w->run().vectors().begin()));
     const auto back = adtree::ui::recordFromJson(adtree::ui::statsJson(*rec));
     QCOMPARE(back.vectors, rec->vectors);
+  }
+
+  // A MAR model (issue "MAR checkpoints") in the studio: its own settings (MAR's iterations, the
+  // CFG schedule) are on, a run fills the grid in MAR's random order (the image view shows the
+  // decoded cells it was told, the maps every cell), and a replayed step shows only the cells
+  // committed by then, wherever they are.
+  void aMarModelRunsInItsRandomOrderInTheStudio() {
+    const QString dir = tmp_.filePath("mar");
+    adtree::model::RandomMarRequest r;
+    r.out = dir.toStdString();
+    r.draft = "tiny";
+    r.seed = 3;
+    adtree::model::write_random_mar_model(r);
+    auto w = openWindow(dir);
+    QVERIFY(w);
+    for (const char* key : {"num_iter", "cfg_schedule", "diffusion_steps"})
+      QVERIFY2(child<QWidget>(*w, key)->isEnabled(), key);
+    QVERIFY(!child<QWidget>(*w, "top_k")->isEnabled());
+    for (const char* method : {"ar", "cspd"}) {
+      selectMethod(*w, method);
+      QCOMPARE(runOnce(*w, "3"), QString("finished"));
+      auto* image = child<adtree::ui::ImageView>(*w, "imageView");
+      QCOMPARE(image->image().size(), QSize(64, 64));
+      auto* maps = child<adtree::ui::HeatmapPanel>(*w, "heatmapPanel");
+      QCOMPARE(maps->filledCells(RunState::AcceptLen), 16);
+      QVERIFY(!w->run().inOrder());
+      QCOMPARE(w->run().commitOrder().size(), 16);
+    }
+    // Replay the first step: the cells it filled are filled, and no others; the image view shows
+    // those cells of the picture.
+    auto* view = w->findChild<adtree::ui::RunView*>();
+    QVERIFY(view && view->showStep(0));
+    const auto& run = w->run();
+    const int shown = run.committed();
+    QVERIFY(shown > 0 && shown < 16);
+    int filled = 0;
+    for (int c = 0; c < 16; ++c) filled += run.filled(c) ? 1 : 0;
+    QCOMPARE(filled, shown);
+    for (int i = 0; i < shown; ++i) QVERIFY(run.filled(run.commitOrder()[i]));
+    QCOMPARE(child<adtree::ui::ImageView>(*w, "imageView")->validCells(), shown);
   }
 
   // File > Open Shipped Model lists the models the app ships (the build tree stages them in

@@ -179,14 +179,16 @@ void SettingsPanel::updateEnabled() {
   const auto& m = r.method;
   std::map<CollapsibleSection*, bool> used;
   for (const auto& r : rows_) {
-    const bool kind_reads = r.setting->read_on(token_kind_);
+    const bool kind_reads = r.setting->read_on(token_kind_, model_kind_);
     const bool reads = r.setting->read_by(m) && kind_reads;
     r.editor->setEnabled(reads);
     QString tip = tip_of(*r.setting);
-    if (!kind_reads) {
+    if (!r.setting->read_on(token_kind_)) {
       tip += token_kind_ == decode::TokenKind::Vectors
                  ? tr("\n\nNot read by this model: its tokens are vectors.")
                  : tr("\n\nNot read by this model: its tokens are VQ codes.");
+    } else if (!kind_reads) {
+      tip += tr("\n\nNot read by this model: its tokens are vectors made in raster order.");
     }
     r.editor->setToolTip(tip);
     used[r.section] = used[r.section] || reads;
@@ -224,6 +226,7 @@ void SettingsPanel::setLoadedModel(const engine::ModelInfo& info) {
   QSettings qs;
   token_kind_ =
       info.token_kind == "vectors" ? decode::TokenKind::Vectors : decode::TokenKind::Codes;
+  model_kind_ = info.kind;
   const bool fresh = qs.value("model/last").toString() != dirKey;
   setModel(info.default_sampling, info.codebook_size, info.grid_h * info.grid_w, fresh);
   qs.setValue("model/last", dirKey);
@@ -268,7 +271,7 @@ decode::DecodeRequest SettingsPanel::request(decode::Method method, decode::Acce
   r.method = hidden_;
   for (const auto& row : rows_) {
     // A setting this model's tokens do not read keeps the model's default (checked: unchanged).
-    if (row.setting->read_on(token_kind_)) row.setting->set(r, valueOf(row));
+    if (row.setting->read_on(token_kind_, model_kind_)) row.setting->set(r, valueOf(row));
   }
   r.method.method = method;
   r.method.acceptance = is_tree(method) ? relax : decode::Acceptance::Lossless;

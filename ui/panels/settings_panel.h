@@ -92,6 +92,7 @@ class SettingsPanel : public QWidget {
   decode::SamplingParams model_sampling_;  // model.json "sampling", what "Reset" returns to
   qint64 vocab_size_ = 0, image_tokens_ = 0;
   decode::TokenKind token_kind_ = decode::TokenKind::Codes;  // the loaded model's
+  std::string model_kind_;                                   // its family (ModelInfo::kind)
 };
 
 }  // namespace adtree::ui

@@ -116,8 +116,18 @@ Setting& Setting::only_on(TokenKind kind) {
   return *this;
 }
 
+Setting& Setting::not_in(std::string family) {
+  unread_families.push_back(std::move(family));
+  return *this;
+}
+
 bool Setting::read_on(TokenKind kind) const {
   return any_tokens || tokens == kind;
+}
+
+bool Setting::read_on(TokenKind kind, const std::string& family) const {
+  return read_on(kind) &&
+         std::find(unread_families.begin(), unread_families.end(), family) == unread_families.end();
 }
 
 bool Setting::read_by(const MethodSettings& m) const {

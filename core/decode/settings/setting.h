@@ -74,6 +74,9 @@ struct Setting {
   Setting& reads(std::vector<Method> methods, Condition when = Condition::Always);
   // Read only on models of this token kind (top-k on codes, the head's variance on vectors).
   Setting& only_on(TokenKind kind);
+  // Not read by models of this family (ModelInfo::kind: "continuous" makes its tokens in raster
+  // order, so MAR's masking schedule and CFG ramp mean nothing to it).
+  Setting& not_in(std::string family);
   Setting& studio(std::string section_id, std::string row_label, double step = 1, int decimals = 0);
   Setting& studio_top(double hi);             // the form's upper end where the range has none
   Setting& studio_special(std::string text);  // the form's text for the lowest value
@@ -84,7 +87,9 @@ struct Setting {
   // ---- What the front ends ask of it.
   bool read_by(const MethodSettings& m) const;  // the chosen method (and rule) reads it
   bool read_on(TokenKind kind) const;           // a model of this token kind reads it
-  std::string readers_text() const;             // "adt", "dynamic, adt", "" for every method
+  // A model of this token kind and family (ModelInfo::kind) reads it.
+  bool read_on(TokenKind kind, const std::string& family) const;
+  std::string readers_text() const;  // "adt", "dynamic, adt", "" for every method
   double upper(const ModelLimits& limits) const;
   // Text from a command line, a sweep list or a word: typed, not yet range-checked. Throws
   // adtree::Error naming the flag (or key) and what it takes.
@@ -116,6 +121,7 @@ struct Setting {
   std::vector<Method> methods;  // empty: every method
   bool any_tokens = true;       // false: only models of token kind `tokens` read it
   TokenKind tokens = TokenKind::Codes;
+  std::vector<std::string> unread_families;
   Condition condition = Condition::Always;
   std::string section, label, special, check_label;
   double step = 1, top = 0;

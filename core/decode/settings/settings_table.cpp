@@ -141,6 +141,7 @@ std::vector<Setting> sampling_entries() {
           .soak({1.0}),
       sampling_choice("cfg_schedule", &SamplingParams::cfg_schedule,
                       {CfgSchedule::Constant, CfgSchedule::Linear}, cfg_schedule_from_string)
+          .not_in("continuous")
           .cli("cfg-schedule", "WHEN")
           .help("how the guidance scale runs over the image: constant, or linear in the fraction "
                 "generated (1 + (s - 1) i / N at image token i of N, as MAR does: weak guidance "
@@ -201,6 +202,7 @@ std::vector<Setting> sampling_entries() {
           .studio("sampling", "Head variance"),
       sampling_field("num_iter", &SamplingParams::num_iter)
           .only_on(TokenKind::Vectors)
+          .not_in("continuous")
           .cli("num-iter", "N")
           .range(0, kNoTop, Bound::ImageTokens)
           .help("MAR models: steps of the masking schedule, each predicting a share of the "
