@@ -2,6 +2,7 @@
 // continuous family or MAR, with the same flags as for the LlamaGen family (the settings table's),
 // AR or CSpD, a PNG and optionally the run's statistics. One template; the families differ in
 // vector_family.h's overloads.
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -31,7 +32,8 @@ decode::DecodeRequest vector_request(const Args& a, const Bundle& m) {
 
 template <class Bundle>
 void write_stats(const std::string& path, const Bundle& m, const std::string& prompt,
-                 const decode::DecodeRequest& r, const decode::ContinuousResult& res) {
+                 const decode::DecodeRequest& r, const decode::ContinuousResult& res,
+                 double picture_ms) {
   nlohmann::json j{{"model", m.dir},
                    {"family", family(m)},
                    {"prompt", prompt},
@@ -40,6 +42,7 @@ void write_stats(const std::string& path, const Bundle& m, const std::string& pr
                    {"sampling", r.sampling.to_json()},
                    {"method_settings", r.method.to_json()},
                    {"run", decode::to_json(res)},
+                   {"picture_ms", picture_ms},  // the VAE decode of the tokens
                    {"stats", res.stats.to_json()}};
   std::ofstream f(path);
   if (!(f << j.dump(1) << "\n")) throw Error(path + ": cannot be written");
@@ -52,13 +55,17 @@ int generate_vectors(const Args& a, const Bundle& m, const std::string& prompt, 
   for (int64_t i = 0; i < count; ++i) {
     r.seed = seed + uint64_t(i);
     const auto res = run_vectors(m, prompt, r);
+    const auto p0 = std::chrono::steady_clock::now();
     auto rgb = m.picture(res.tokens);
+    const double picture_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - p0).count();
     if (scale > 1) rgb = rgb.repeat_interleave(scale, 0).repeat_interleave(scale, 1).contiguous();
     const auto out = numbered(a.str("out"), r.seed, count);
 #ifdef ADTREE_HAVE_IMAGING
     imaging::write_image(out, rgb);
 #endif
-    if (a.given("stats")) write_stats(numbered(a.str("stats"), r.seed, count), m, prompt, r, res);
+    if (a.given("stats"))
+      write_stats(numbered(a.str("stats"), r.seed, count), m, prompt, r, res, picture_ms);
     if (!a.flag_set("quiet")) {
       std::printf("%s: %s, seed %llu, %.0f ms (%s", out.c_str(),
                   decode::to_string(r.method.method).c_str(), (unsigned long long)r.seed,

@@ -9,11 +9,10 @@
 #include "cli_args.h"
 #include "io/dataset.h"
 #include "train/config.h"
+#include "util/heap.h"  // keep_allocations_on_heap: training calls it
 
 namespace adtree::cli {
 
-// Training allocates the same large activation buffers every step; keep them on the heap.
-void keep_allocations_on_heap();
 void add_run_options(Args& a);
 train::TrainOptions run_options(const Args& a, const std::string& stage, int argc, char** argv);
 io::Dataset load_data(const Args& a);

@@ -1,6 +1,7 @@
 #include "decode/mar/mar_stepper.h"
 
 #include "util/error.h"
+#include "util/heap.h"
 
 namespace adtree::decode {
 
@@ -11,6 +12,7 @@ MarStepper::MarStepper(const model::MarModel& m, int64_t label, const Continuous
       temperature_(s.temperature),
       guided_(s.cfg != 1.0) {
   if (!(s.temperature > 0)) throw Error("the temperature must be > 0");
+  keep_allocations_on_heap();  // every pass allocates the same activations again (util/heap.h)
   if (s.fixed_variance) schedule_ = schedule_.with_fixed_variance();
   auto labels = at::full({1}, label, at::kLong);
   if (guided_) labels = at::cat({labels, at::full({1}, -1, at::kLong)});
