@@ -21,7 +21,6 @@ import sys
 import time
 from functools import partial
 
-import numpy as np
 import torch
 import torch.nn as nn
 
