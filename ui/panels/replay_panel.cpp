@@ -134,9 +134,13 @@ void ReplayPanel::showTrace(const decode::StepTrace* trace, const decode::StepRe
                            .arg(record->committed)
                            .arg(rows.size() == 1 ? tr("row") : tr("rows"))
                            .arg(rows.join(", ")));
-      tree_->showMessage(
-          tr("This method verifies windows on several image rows, not a draft "
-             "tree: there is no tree to draw."));
+      // A MAR step (its method "ar" or "cspd") fills cells of its random order; PJD's rows are
+      // verified windows.
+      const bool mar = record->method == "ar" || record->method == "cspd";
+      tree_->showMessage(mar ? tr("MAR makes a step's tokens at once, in a random order: "
+                                  "no tree to draw.")
+                             : tr("This method verifies windows on several image rows, not a "
+                                  "draft tree: there is no tree to draw."));
     } else {
       detail_->setText(tr("Step %1 committed %2 token(s). No trace was recorded for this run "
                           "(Run ▸ Record Step Traces), so its tree cannot be drawn.")
