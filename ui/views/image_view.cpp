@@ -201,14 +201,9 @@ void paintPendingCells(QPainter& p, const CellGrid& g, int valid, int end,
   }
 }
 
-// Decoded pixels, clipped to the valid raster prefix: full rows, then the partial row. `scaled`
-// caches the picture at its size on screen.
-void paintDecoded(QPainter& p, const CellGrid& g, int valid, const QImage& image, QPixmap& scaled) {
-  QRegion clip;
-  const int full_rows = valid / g.w, rest = valid % g.w;
-  auto rr = [](const QRectF& f) { return f.toAlignedRect(); };
-  if (full_rows > 0) clip += rr(QRectF(g.r.left(), g.r.top(), g.r.width(), full_rows * g.ch));
-  if (rest > 0) clip += rr(QRectF(g.r.left(), g.r.top() + full_rows * g.ch, rest * g.cw, g.ch));
+// The picture, at its size on screen (cached in `scaled`), clipped to `clip`.
+void paintClipped(QPainter& p, const CellGrid& g, const QRegion& clip, const QImage& image,
+                  QPixmap& scaled) {
   const QRect target = g.r.toAlignedRect();
   if (scaled.size() != target.size()) {
     // Nearest neighbour (FastTransformation): every token stays a crisp block of pixels.
@@ -219,6 +214,16 @@ void paintDecoded(QPainter& p, const CellGrid& g, int valid, const QImage& image
   p.setClipRegion(clip);
   p.drawPixmap(target.topLeft(), scaled);
   p.restore();
+}
+
+// Decoded pixels, clipped to the valid raster prefix: full rows, then the partial row.
+void paintDecoded(QPainter& p, const CellGrid& g, int valid, const QImage& image, QPixmap& scaled) {
+  QRegion clip;
+  const int full_rows = valid / g.w, rest = valid % g.w;
+  auto rr = [](const QRectF& f) { return f.toAlignedRect(); };
+  if (full_rows > 0) clip += rr(QRectF(g.r.left(), g.r.top(), g.r.width(), full_rows * g.ch));
+  if (rest > 0) clip += rr(QRectF(g.r.left(), g.r.top() + full_rows * g.ch, rest * g.cw, g.ch));
+  paintClipped(p, g, clip, image, scaled);
 }
 
 // The same for a grid filled in any order (MAR): every cell with a token that the picture does not
@@ -236,15 +241,7 @@ void paintScatteredCells(QPainter& p, const CellGrid& g, const QVector<bool>& de
     p.fillRect(g.cell(cell), pendingColour(cell, tokens, palette, vectors, map));
     p.fillRect(g.cell(cell), hatch);
   }
-  if (clip.isEmpty()) return;
-  const QRect target = g.r.toAlignedRect();
-  if (scaled.size() != target.size())
-    scaled = QPixmap::fromImage(
-        image.scaled(target.size(), Qt::IgnoreAspectRatio, Qt::FastTransformation));
-  p.save();
-  p.setClipRegion(clip);
-  p.drawPixmap(target.topLeft(), scaled);
-  p.restore();
+  if (!clip.isEmpty()) paintClipped(p, g, clip, image, scaled);
 }
 
 // Faint cell grid when cells are large enough for it not to become noise.

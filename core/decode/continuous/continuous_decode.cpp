@@ -51,11 +51,7 @@ ContinuousSettings continuous_settings(const model::ContinuousBundle& m, const D
   c.diffusion_steps = r.sampling.diffusion_steps > 0 ? int(r.sampling.diffusion_steps)
                                                      : m.default_diffusion_steps();
   c.fixed_variance = r.sampling.head_variance == HeadVariance::Fixed;
-  c.seed = r.seed;
-  c.gamma = int(r.method.cspd.gamma);
-  c.prefill_ratio = r.method.cspd.prefill_ratio;
-  c.max_residual_tries = int(r.method.cspd.max_tries);
-  c.inner_temperature = r.method.cspd.inner_temperature;
+  set_seed_and_cspd(c, r);
   return c;
 }
 

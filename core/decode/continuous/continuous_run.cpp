@@ -5,11 +5,21 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "decode/settings/method.h"
+
 namespace adtree::decode {
 
 at::Tensor trajectory_noise(uint64_t seed, int64_t positions, int steps, int64_t dim) {
   auto gen = at::detail::createCPUGenerator(seed ^ 0x5eedc0ffee123457ULL);
   return at::empty({positions, steps + 1, dim}, at::kFloat).normal_(0.0, 1.0, gen);
+}
+
+void set_seed_and_cspd(ContinuousSettings& c, const DecodeRequest& r) {
+  c.seed = r.seed;
+  c.gamma = int(r.method.cspd.gamma);
+  c.prefill_ratio = r.method.cspd.prefill_ratio;
+  c.max_residual_tries = int(r.method.cspd.max_tries);
+  c.inner_temperature = r.method.cspd.inner_temperature;
 }
 
 double ContinuousResult::tokens_per_round() const {

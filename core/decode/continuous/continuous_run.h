@@ -37,6 +37,11 @@ struct ContinuousSettings {
                                    // (lossy > 1); the residual draws from the unwidened ones
 };
 
+struct DecodeRequest;
+// The request's seed and CSpD settings (gamma, pre-fill, residual tries, inner temperature) into
+// `c`: what every vector family reads alike.
+void set_seed_and_cspd(ContinuousSettings& c, const DecodeRequest& r);
+
 // The noises of every position: [N, K + 1, D]; [:, 0] is x_T, [:, 1 + s] the eps of step s.
 at::Tensor trajectory_noise(uint64_t seed, int64_t positions, int steps, int64_t dim);
 

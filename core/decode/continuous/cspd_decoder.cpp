@@ -7,24 +7,13 @@
 
 #include "decode/continuous/continuous_stepper.h"
 #include "decode/continuous/cspd_rule.h"
+#include "decode/continuous/head_density.h"
 #include "util/clock.h"
 #include "util/error.h"
 
 namespace adtree::decode {
 
 namespace {
-
-Token cspd_row(const at::Tensor& t, int64_t i) {
-  const auto r = t[i].to(at::kDouble).contiguous();
-  return Token(r.data_ptr<double>(), r.data_ptr<double>() + r.numel());
-}
-
-// The last step's Gaussian, its std widened by `widen` (the inner temperature; 1: as it is).
-DiagGaussian cspd_last_density(const model::HeadTrajectory& h, int64_t i, double widen) {
-  auto sd = cspd_row(h.last_log_std, i);
-  for (double& v : sd) v = std::exp(v) * widen;
-  return DiagGaussian(cspd_row(h.last_mean, i), sd);
-}
 
 // The state of one CSpD decode: both steppers, the emitted tokens and the record.
 struct Cspd {
@@ -153,12 +142,12 @@ int64_t Cspd::judge(const Drafts& d, const model::HeadTrajectory& tp, int64_t g,
                     std::vector<CellStats>& cells) {
   int64_t a = 0;
   for (; a < g; ++a) {
-    const auto x = cspd_row(d.x, a);
+    const auto x = token_row(d.x, a);
     const double widen = s.inner_temperature;
-    const auto p_last = cspd_last_density(tp, a, 1.0);
-    const auto q_last = cspd_last_density(d.traj[size_t(a)], 0, 1.0);
-    const auto p_test = cspd_last_density(tp, a, widen);
-    const auto q_test = cspd_last_density(d.traj[size_t(a)], 0, widen);
+    const auto p_last = last_step_density(tp, a, 1.0);
+    const auto q_last = last_step_density(d.traj[size_t(a)], 0, 1.0);
+    const auto p_test = last_step_density(tp, a, widen);
+    const auto q_test = last_step_density(d.traj[size_t(a)], 0, widen);
     const double log_s = d.traj[size_t(a)].log_std_before_last[0].item<double>() -
                          tp.log_std_before_last[a].item<double>();
     const auto v =

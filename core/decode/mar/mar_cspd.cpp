@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "decode/continuous/cspd_rule.h"
+#include "decode/continuous/head_density.h"
 #include "decode/mar/mar_decoder.h"
 #include "decode/mar/mar_schedule.h"
 #include "decode/mar/mar_stepper.h"
@@ -14,18 +15,6 @@
 namespace adtree::decode {
 
 namespace {
-
-Token mar_row(const at::Tensor& t, int64_t i) {
-  const auto r = t[i].to(at::kDouble).contiguous();
-  return Token(r.data_ptr<double>(), r.data_ptr<double>() + r.numel());
-}
-
-// The last reverse step's Gaussian of row i, its std widened by `widen` (the inner temperature).
-DiagGaussian mar_last_density(const model::HeadTrajectory& h, int64_t i, double widen) {
-  auto sd = mar_row(h.last_log_std, i);
-  for (double& v : sd) v = std::exp(v) * widen;
-  return DiagGaussian(mar_row(h.last_mean, i), sd);
-}
 
 // One drafted schedule step: its positions, the draft's trajectories and the target's.
 struct DraftedStep {
@@ -147,9 +136,9 @@ void MarCspd::judge(std::vector<DraftedStep>& steps, int round_no, std::vector<C
       const double log_s =
           d.q.log_std_before_last[i].item<double>() - d.p.log_std_before_last[i].item<double>();
       const auto v =
-          cspd_verify_relaxed(mar_row(d.q.x0, i), mar_last_density(d.p, i, widen),
-                              mar_last_density(d.q, i, widen), mar_last_density(d.p, i, 1.0),
-                              mar_last_density(d.q, i, 1.0), log_s, rng, s.max_residual_tries);
+          cspd_verify_relaxed(token_row(d.q.x0, i), last_step_density(d.p, i, widen),
+                              last_step_density(d.q, i, widen), last_step_density(d.p, i, 1.0),
+                              last_step_density(d.q, i, 1.0), log_s, rng, s.max_residual_tries);
       const double prob = std::exp(std::min(0.0, v.log_ratio));
       CellStats c{v.accepted ? int32_t(j + 1) : 0, float(prob), 0, int32_t(steps.size()), 1};
       c.origin = v.accepted ? TokenOrigin::Head : TokenOrigin::Target;

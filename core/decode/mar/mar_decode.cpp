@@ -46,11 +46,7 @@ ContinuousSettings mar_settings(const model::MarBundle& m, const DecodeRequest& 
   c.diffusion_steps = int(r.sampling.diffusion_steps);
   c.fixed_variance = r.sampling.head_variance == HeadVariance::Fixed;
   c.num_iter = int(r.sampling.num_iter > 0 ? r.sampling.num_iter : d.sampling.num_iter);
-  c.seed = r.seed;
-  c.gamma = int(r.method.cspd.gamma);
-  c.prefill_ratio = r.method.cspd.prefill_ratio;
-  c.max_residual_tries = int(r.method.cspd.max_tries);
-  c.inner_temperature = r.method.cspd.inner_temperature;
+  set_seed_and_cspd(c, r);
   return c;
 }
 
