@@ -20,6 +20,16 @@ at::Tensor mar_step_positions(const at::Tensor& order, const MarScheduleStep& st
   return std::get<0>(order.narrow(0, st.masked_after, st.count()).sort()).contiguous();
 }
 
+StepRecord mar_target_step_record(const std::string& method, const at::Tensor& pos) {
+  StepRecord rec;
+  rec.method = method;
+  rec.committed = pos.numel();
+  rec.cells.assign(pos.data_ptr<int64_t>(), pos.data_ptr<int64_t>() + pos.numel());
+  rec.first_cell = rec.cells.front();
+  rec.target_forwards = 1;
+  return rec;
+}
+
 ContinuousResult generate_mar_ar(const model::MarModel& m, int64_t label,
                                  const ContinuousSettings& s, const ContinuousCallback& on_step,
                                  const std::atomic<bool>* cancel) {
@@ -56,12 +66,7 @@ ContinuousResult generate_mar_ar(const model::MarModel& m, int64_t label,
     r.timing.target_head += head_ms;
     r.tokens.index_copy_(0, pos, x);
     known.index_fill_(0, pos, true);
-    StepRecord rec;
-    rec.method = "ar";
-    rec.committed = st.count();
-    rec.cells.assign(pos.data_ptr<int64_t>(), pos.data_ptr<int64_t>() + pos.numel());
-    rec.first_cell = rec.cells.front();
-    rec.target_forwards = 1;
+    auto rec = mar_target_step_record("ar", pos);
     rec.t_verify_ms = backbone_ms;
     rec.t_sample_ms = head_ms;
     const std::vector<CellStats> cells(size_t(st.count()), CellStats{0, 0.0f, int32_t(st.count())});

@@ -73,12 +73,7 @@ void MarCspd::target_step(const MarScheduleStep& st) {
   r.tokens.index_copy_(0, pos, x);
   known.index_fill_(0, pos, true);
   done += st.count();
-  StepRecord rec;
-  rec.method = "cspd";
-  rec.committed = st.count();
-  rec.cells.assign(pos.data_ptr<int64_t>(), pos.data_ptr<int64_t>() + pos.numel());
-  rec.first_cell = rec.cells.front();
-  rec.target_forwards = 1;
+  auto rec = mar_target_step_record("cspd", pos);
   rec.t_verify_ms = ms_since(t0);
   record_step(r, rec, std::vector<CellStats>(size_t(st.count()), CellStats{0, 0.0f, 1}), x,
               on_step);

@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include "decode/continuous/continuous_run.h"
 #include "decode/mar/mar_schedule.h"
@@ -33,6 +34,8 @@ at::Tensor mar_order(uint64_t seed, int64_t n);
 // The positions a schedule step predicts: the order's entries [masked_after, masked_before),
 // ascending.
 at::Tensor mar_step_positions(const at::Tensor& order, const MarScheduleStep& st);
+// The record of a step the target makes alone (AR's, CSpD's pre-fill): its cells `pos`, one pass.
+StepRecord mar_target_step_record(const std::string& method, const at::Tensor& pos);
 
 // tokens of the result: [N, D] in raster order (zeros where a cancelled run stopped short).
 ContinuousResult generate_mar_ar(const model::MarModel& m, int64_t label,
